@@ -1,0 +1,589 @@
+//! The mapping and the persistence primitives. All `unsafe` in pktfs lives in
+//! this module (the crate denies `unsafe_code` everywhere else).
+//!
+//! Two backends share one interface, [`Pm`]:
+//! - **real**: an image file mapped with memmap2 (DAX file, /dev/dax, a file
+//!   on /dev/shm, or any file), persisted by clwb+sfence, msync, or fence
+//!   only (eADR);
+//! - **recording**: heap memory whose every store, flushed line and fence is
+//!   logged, so tests can build the image a crash would leave at any fence
+//!   ([`recording::CrashLog`]).
+//!
+//! Concurrency contract: `Pm` is a shared byte region. It does not lock;
+//! callers (the Volume) guarantee that no two threads write the same bytes at
+//! once and that no thread reads bytes another is writing, except through
+//! [`Pm::read_u64`] / [`Pm::publish_u64`], which are atomic.
+#![allow(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+mod arch;
+pub mod recording;
+mod tracker;
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+pub use arch::FlushInsn;
+use recording::{CrashLog, Recorder};
+
+/// How writes are made durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PersistMode {
+    /// clwb (or clflushopt/clflush) each written line, then sfence. Default on
+    /// a DAX mapping and on /dev/shm.
+    Clwb,
+    /// msync(MS_SYNC) the written pages: a file on a block device.
+    Msync,
+    /// sfence only: the CPU caches are in the persistence domain (eADR).
+    Eadr,
+}
+
+/// What the user asked for; `Auto` picks by what the image is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PersistChoice {
+    #[default]
+    Auto,
+    Clwb,
+    Msync,
+    Eadr,
+}
+
+impl std::str::FromStr for PersistChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "auto" => PersistChoice::Auto,
+            "clwb" => PersistChoice::Clwb,
+            "msync" => PersistChoice::Msync,
+            "eadr" => PersistChoice::Eadr,
+            _ => return Err(format!("unknown persist mode {s:?} (auto, clwb, msync, eadr)")),
+        })
+    }
+}
+
+impl std::fmt::Display for PersistMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PersistMode::Clwb => "clwb",
+            PersistMode::Msync => "msync",
+            PersistMode::Eadr => "eadr",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MediaError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path} is in use by another pktfs process (it holds the image lock); unmount it first")]
+    Locked { path: PathBuf },
+    #[error("{path} is {len} bytes: too small to be an image")]
+    TooSmall { path: PathBuf, len: u64 },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> MediaError + '_ {
+    move |source| MediaError::Io { path: path.to_path_buf(), source }
+}
+
+enum Backing {
+    Mapped { _map: memmap2::MmapRaw, file: File, path: PathBuf },
+    /// Heap memory (recording backend and in-memory images). Kept as a raw
+    /// allocation so shared `&self` writes through `base` are sound.
+    Heap { ptr: *mut u8, len: usize },
+}
+
+impl Drop for Backing {
+    fn drop(&mut self) {
+        if let Backing::Heap { ptr, len } = *self {
+            // SAFETY: ptr/len came from Box::<[u8]>::into_raw in `heap()`, and
+            // this is the only place that frees them.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+        }
+    }
+}
+
+/// A persistent-memory region and its persistence primitives.
+pub struct Pm {
+    base: *mut u8,
+    len: usize,
+    mode: PersistMode,
+    insn: FlushInsn,
+    backing: Backing,
+    recorder: Option<Mutex<Recorder>>,
+    tracker: tracker::Tracker,
+    read_only: bool,
+}
+
+// SAFETY: `Pm` is a handle on a shared memory region; its methods never hand
+// out overlapping `&mut` access and the Volume's locks serialise conflicting
+// access to the same bytes (see the module docs). The raw pointer does not
+// tie the region to a thread.
+unsafe impl Send for Pm {}
+// SAFETY: as above: shared access from many threads is the design, and the
+// only word-sized racing accesses go through atomics.
+unsafe impl Sync for Pm {}
+
+impl std::fmt::Debug for Pm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pm")
+            .field("len", &self.len)
+            .field("mode", &self.mode)
+            .field("recording", &self.recorder.is_some())
+            .finish()
+    }
+}
+
+/// Options for opening an image file.
+#[derive(Clone, Debug, Default)]
+pub struct MapOptions {
+    pub persist: PersistChoice,
+    pub read_only: bool,
+    /// Pre-fault the whole mapping (MADV_POPULATE_WRITE) so copies do not
+    /// take page faults. Default on for writable opens.
+    pub no_populate: bool,
+    /// Do not take the exclusive lock (fsck -n on a mounted image).
+    pub no_lock: bool,
+}
+
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+const RAMFS_MAGIC: i64 = 0x8584_58f6;
+
+/// What kind of storage a path is on, for the `Auto` persist choice.
+fn auto_mode(path: &Path, file: &File) -> PersistMode {
+    use std::os::unix::fs::FileTypeExt;
+    if file.metadata().map(|m| m.file_type().is_char_device()).unwrap_or(false) {
+        return PersistMode::Clwb; // /dev/daxN.M
+    }
+    // SAFETY: statfs is plain-old-data; fstatfs fills it for a valid fd.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the fd is open for the duration of the call and `st` is valid.
+    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
+    if rc == 0 {
+        let t = st.f_type as i64;
+        if t == TMPFS_MAGIC || t == RAMFS_MAGIC {
+            return PersistMode::Clwb;
+        }
+    }
+    if is_dax_mount(path) {
+        return PersistMode::Clwb;
+    }
+    PersistMode::Msync
+}
+
+/// Is `path` on a file system mounted with `-o dax`?
+fn is_dax_mount(path: &Path) -> bool {
+    let Ok(abs) = std::fs::canonicalize(path) else { return false };
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else { return false };
+    let mut best: Option<(usize, bool)> = None;
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 {
+            continue;
+        }
+        if abs.starts_with(f[1]) && best.is_none_or(|(l, _)| f[1].len() > l) {
+            best = Some((f[1].len(), f[3].split(',').any(|o| o == "dax" || o == "dax=always")));
+        }
+    }
+    best.is_some_and(|(_, dax)| dax)
+}
+
+/// Size of a character DAX device from sysfs.
+fn dax_device_len(file: &File) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let rdev = file.metadata().ok()?.rdev();
+    let (maj, min) = (libc::major(rdev), libc::minor(rdev));
+    std::fs::read_to_string(format!("/sys/dev/char/{maj}:{min}/size")).ok()?.trim().parse().ok()
+}
+
+impl Pm {
+    /// Map an image file.
+    pub fn open(path: &Path, opts: &MapOptions) -> Result<Pm, MediaError> {
+        let file = OpenOptions::new().read(true).write(!opts.read_only).open(path).map_err(io_err(path))?;
+        if !opts.no_lock {
+            let lock = if opts.read_only { file.try_lock_shared() } else { file.try_lock() };
+            if let Err(e) = lock {
+                return match e {
+                    std::fs::TryLockError::WouldBlock => Err(MediaError::Locked { path: path.to_path_buf() }),
+                    std::fs::TryLockError::Error(source) => Err(MediaError::Io { path: path.to_path_buf(), source }),
+                };
+            }
+        }
+        let mut len = file.metadata().map_err(io_err(path))?.len();
+        if len == 0 {
+            len = dax_device_len(&file).unwrap_or(0);
+        }
+        if len < 8192 {
+            return Err(MediaError::TooSmall { path: path.to_path_buf(), len });
+        }
+        let map = if opts.read_only {
+            memmap2::MmapOptions::new().len(len as usize).map_raw_read_only(&file)
+        } else {
+            memmap2::MmapOptions::new().len(len as usize).map_raw(&file)
+        }
+        .map_err(io_err(path))?;
+        let mode = match opts.persist {
+            PersistChoice::Auto => auto_mode(path, &file),
+            PersistChoice::Clwb => PersistMode::Clwb,
+            PersistChoice::Msync => PersistMode::Msync,
+            PersistChoice::Eadr => PersistMode::Eadr,
+        };
+        let base = map.as_mut_ptr();
+        if !opts.read_only && !opts.no_populate {
+            // SAFETY: base..base+len is exactly the mapping just created;
+            // MADV_POPULATE_WRITE only faults pages in (it fails harmlessly on
+            // kernels older than 5.14, which we ignore).
+            unsafe { libc::madvise(base as *mut libc::c_void, len as usize, libc::MADV_POPULATE_WRITE) };
+        }
+        Ok(Pm {
+            base,
+            len: len as usize,
+            mode,
+            insn: arch::detect_flush(),
+            backing: Backing::Mapped { _map: map, file, path: path.to_path_buf() },
+            recorder: None,
+            tracker: tracker::Tracker::default(),
+            read_only: opts.read_only,
+        })
+    }
+
+    fn heap(image: Vec<u8>) -> (*mut u8, usize, Backing) {
+        let len = image.len();
+        let ptr = Box::into_raw(image.into_boxed_slice()) as *mut u8;
+        (ptr, len, Backing::Heap { ptr, len })
+    }
+
+    /// An in-memory image (no persistence to speak of: persists are no-ops
+    /// apart from the debug tracker). For tests and for checking crash images.
+    pub fn from_bytes(image: Vec<u8>) -> Pm {
+        let (base, len, backing) = Self::heap(image);
+        Pm {
+            base,
+            len,
+            mode: PersistMode::Eadr,
+            insn: FlushInsn::None,
+            backing,
+            recorder: None,
+            tracker: tracker::Tracker::default(),
+            read_only: false,
+        }
+    }
+
+    /// The recording backend: starts from `image` and logs every store,
+    /// flushed line and fence from here on.
+    pub fn recording(image: Vec<u8>) -> Pm {
+        let rec = Recorder::new(image.clone());
+        let mut pm = Pm::from_bytes(image);
+        pm.mode = PersistMode::Clwb;
+        pm.recorder = Some(Mutex::new(rec));
+        pm
+    }
+
+    /// The log so far (recording backend only).
+    pub fn crash_log(&self) -> Option<CrashLog> {
+        self.recorder.as_ref().map(|r| r.lock().unwrap_or_else(|e| e.into_inner()).log())
+    }
+
+    /// Put a marker (e.g. "operation 7 starts") into the recording log.
+    pub fn mark(&self, tag: u64) {
+        if let Some(r) = &self.recorder {
+            r.lock().unwrap_or_else(|e| e.into_inner()).mark(tag);
+        }
+    }
+
+    /// A copy of the whole region as it is now (cache view).
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.slice(0, self.len).to_vec()
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len as u64
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn mode(&self) -> PersistMode {
+        self.mode
+    }
+    pub fn flush_insn(&self) -> FlushInsn {
+        self.insn
+    }
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+    /// The image file, for `sendfile()` and friends (real backend only).
+    pub fn file(&self) -> Option<&File> {
+        match &self.backing {
+            Backing::Mapped { file, .. } => Some(file),
+            Backing::Heap { .. } => None,
+        }
+    }
+    pub fn path(&self) -> Option<&Path> {
+        match &self.backing {
+            Backing::Mapped { path, .. } => Some(path),
+            Backing::Heap { .. } => None,
+        }
+    }
+
+    #[inline]
+    #[track_caller]
+    fn check(&self, off: u64, len: usize) -> usize {
+        let end = off.checked_add(len as u64);
+        assert!(
+            end.is_some_and(|e| e <= self.len as u64),
+            "pm access {off}+{len} outside the {}-byte region",
+            self.len
+        );
+        off as usize
+    }
+
+    #[inline]
+    #[track_caller]
+    fn check_writable(&self) {
+        assert!(!self.read_only, "write to a read-only mapping");
+    }
+
+    /// Borrow `len` bytes at `off`. The Volume's locks guarantee nobody
+    /// writes them while the borrow lives.
+    #[inline]
+    pub fn slice(&self, off: u64, len: usize) -> &[u8] {
+        let o = self.check(off, len);
+        // SAFETY: o..o+len is inside the region (checked), which lives as long
+        // as &self; by the module's concurrency contract no thread writes
+        // these bytes while the shared borrow is alive.
+        unsafe { std::slice::from_raw_parts(self.base.add(o), len) }
+    }
+
+    /// Copy bytes out.
+    pub fn read(&self, off: u64, out: &mut [u8]) {
+        out.copy_from_slice(self.slice(off, out.len()));
+    }
+
+    /// Atomic aligned 8-byte load (link words may be published concurrently).
+    #[inline]
+    pub fn read_u64(&self, off: u64) -> u64 {
+        let o = self.check(off, 8);
+        assert!(o % 8 == 0, "unaligned link word at {off}");
+        // SAFETY: o is 8-aligned and in bounds, and the region's base is page
+        // aligned, so the address is a valid, aligned AtomicU64 location for
+        // the region's lifetime; all concurrent access to link words is atomic.
+        let a = unsafe { &*(self.base.add(o) as *const AtomicU64) };
+        u64::from_le(a.load(Ordering::Acquire))
+    }
+
+    /// Plain (cached) stores. Not durable until [`Pm::persist`].
+    pub fn write(&self, off: u64, data: &[u8]) {
+        self.check_writable();
+        let o = self.check(off, data.len());
+        // SAFETY: in bounds (checked), writable (checked), and by the
+        // concurrency contract no other thread accesses these bytes now.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.base.add(o), data.len()) };
+        self.tracker.dirty(off, data.len() as u64);
+        if let Some(r) = &self.recorder {
+            r.lock().unwrap_or_else(|e| e.into_inner()).store(off, data);
+        }
+    }
+
+    /// Copy for large payloads: non-temporal stores (the lines need no
+    /// write-back afterwards), falling back to `write` + flush where the mode
+    /// or size makes streaming pointless. Durable after the next fence.
+    pub fn write_nt(&self, off: u64, data: &[u8]) {
+        const NT_MIN: usize = 4096;
+        if data.len() < NT_MIN || self.mode != PersistMode::Clwb || self.recorder.is_some() {
+            self.write(off, data);
+            self.flush(off, data.len() as u64);
+            return;
+        }
+        self.check_writable();
+        let o = self.check(off, data.len());
+        // SAFETY: in bounds, writable, not overlapping `data` (which is not in
+        // the mapping's written range by the concurrency contract), and not
+        // accessed by another thread.
+        unsafe { arch::copy_nt(self.insn, self.base.add(o), data) };
+        self.tracker.dirty(off, data.len() as u64);
+        self.tracker.flushed(off, data.len() as u64);
+    }
+
+    /// Fill with zeros (cached stores).
+    pub fn zero(&self, off: u64, len: u64) {
+        const CHUNK: [u8; 4096] = [0; 4096];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(4096);
+            self.write(off + done, &CHUNK[..n as usize]);
+            done += n;
+        }
+    }
+
+    /// Start writing back `[off, off+len)`; durable after the next fence.
+    pub fn flush(&self, off: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let o = self.check(off, len as usize);
+        match self.mode {
+            PersistMode::Clwb if self.recorder.is_none() => {
+                // SAFETY: o..o+len is inside the mapping (checked).
+                unsafe { arch::flush_lines(self.insn, self.base.add(o), len as usize) }
+            }
+            PersistMode::Msync => {
+                let page = 4096usize;
+                let start = o / page * page;
+                let end = (o + len as usize).div_ceil(page) * page;
+                let end = end.min(self.len);
+                // SAFETY: start..end is page aligned and inside the mapping.
+                let rc = unsafe { libc::msync(self.base.add(start) as *mut libc::c_void, end - start, libc::MS_SYNC) };
+                if rc != 0 {
+                    // A failed msync means the device lost writes; continuing
+                    // would acknowledge data that is not durable.
+                    panic!("msync failed: {}", std::io::Error::last_os_error());
+                }
+            }
+            _ => {}
+        }
+        self.tracker.flushed(off, len);
+        if let Some(r) = &self.recorder {
+            r.lock().unwrap_or_else(|e| e.into_inner()).flush(off, len);
+        }
+    }
+
+    /// Order: everything flushed before is durable before anything after.
+    pub fn fence(&self) {
+        if self.mode != PersistMode::Msync {
+            arch::sfence();
+        }
+        self.tracker.fenced();
+        if let Some(r) = &self.recorder {
+            r.lock().unwrap_or_else(|e| e.into_inner()).fence();
+        }
+    }
+
+    /// Make `[off, off+len)` durable: flush its lines, then fence.
+    pub fn persist(&self, off: u64, len: u64) {
+        self.flush(off, len);
+        self.fence();
+    }
+
+    /// The only way a new record becomes reachable: one aligned 8-byte store
+    /// of a link word, then persist. A crash leaves the old or the new value,
+    /// never a mix.
+    pub fn publish_u64(&self, off: u64, value: u64) {
+        self.check_writable();
+        let o = self.check(off, 8);
+        assert!(o % 8 == 0, "unaligned publish at {off}");
+        // SAFETY: aligned and in bounds (checked); see `read_u64`.
+        let a = unsafe { &*(self.base.add(o) as *const AtomicU64) };
+        a.store(value.to_le(), Ordering::Release);
+        if let Some(r) = &self.recorder {
+            r.lock().unwrap_or_else(|e| e.into_inner()).store(off, &value.to_le_bytes());
+        }
+        self.tracker.dirty(off, 8);
+        self.persist(off, 8);
+    }
+
+    /// Debug builds: panic if any byte of `[off, off+len)` was written and is
+    /// not yet durable. Called before publishing a link that reaches it.
+    #[track_caller]
+    pub fn debug_assert_persisted(&self, off: u64, len: u64) {
+        self.tracker.assert_clean(off, len);
+    }
+
+    /// Receive from a socket straight into the region: the bytes move from
+    /// the kernel into the image once. Returns what recv(2) returned.
+    pub fn recv_into(&self, fd: std::os::fd::RawFd, off: u64, len: usize, flags: i32) -> std::io::Result<usize> {
+        self.check_writable();
+        let o = self.check(off, len);
+        // SAFETY: o..o+len is inside the writable mapping and, by the
+        // concurrency contract, reserved for this caller (free buffer space it
+        // allocated); recv writes at most len bytes there.
+        let n = unsafe { libc::recv(fd, self.base.add(o) as *mut libc::c_void, len, flags) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let n = n as usize;
+        self.tracker.dirty(off, n as u64);
+        if let Some(r) = &self.recorder {
+            let bytes = self.slice(off, n).to_vec();
+            r.lock().unwrap_or_else(|e| e.into_inner()).store(off, &bytes);
+        }
+        Ok(n)
+    }
+
+    /// msync the whole mapping (used at close in every mode, so a file-backed
+    /// image is also consistent in the page cache's view of the file).
+    pub fn sync_all(&self) -> std::io::Result<()> {
+        if let Backing::Mapped { .. } = self.backing {
+            if self.read_only {
+                return Ok(());
+            }
+            // SAFETY: base..base+len is the whole mapping.
+            let rc = unsafe { libc::msync(self.base as *mut libc::c_void, self.len, libc::MS_SYNC) };
+            if rc != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_read_publish_roundtrip_on_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("img");
+        std::fs::write(&p, vec![0u8; 1 << 20]).unwrap();
+        let pm = Pm::open(&p, &MapOptions::default()).unwrap();
+        let data: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+        pm.write_nt(4096 + 3, &data);
+        pm.fence();
+        pm.debug_assert_persisted(4096 + 3, data.len() as u64);
+        pm.publish_u64(64, 0xdead_beef);
+        assert_eq!(pm.read_u64(64), 0xdead_beef);
+        assert_eq!(pm.slice(4096 + 3, data.len()), &data[..]);
+        // A second writable open is refused while the first holds the lock.
+        assert!(matches!(Pm::open(&p, &MapOptions::default()), Err(MediaError::Locked { .. })));
+        drop(pm);
+        let pm = Pm::open(&p, &MapOptions { persist: PersistChoice::Msync, ..Default::default() }).unwrap();
+        assert_eq!(pm.read_u64(64), 0xdead_beef);
+        assert_eq!(pm.mode(), PersistMode::Msync);
+    }
+
+    #[test]
+    fn every_mode_copies_correctly() {
+        for mode in [PersistChoice::Clwb, PersistChoice::Msync, PersistChoice::Eadr] {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("img");
+            std::fs::write(&p, vec![0u8; 1 << 20]).unwrap();
+            let pm = Pm::open(&p, &MapOptions { persist: mode, ..Default::default() }).unwrap();
+            for (off, len) in [(0u64, 1usize), (17, 5000), (64, 64), (4095, 70_000)] {
+                let data: Vec<u8> = (0..len).map(|i| (i * 7 + off as usize) as u8).collect();
+                pm.write_nt(off, &data);
+                pm.persist(off, len as u64);
+                assert_eq!(pm.slice(off, len), &data[..]);
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "not durable")]
+    fn tracker_catches_publish_before_persist() {
+        let pm = Pm::from_bytes(vec![0; 1 << 16]);
+        pm.write(128, &[1; 64]);
+        pm.debug_assert_persisted(128, 64);
+    }
+
+    #[test]
+    fn refuses_tiny_and_missing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("small");
+        std::fs::write(&p, [0u8; 100]).unwrap();
+        assert!(matches!(Pm::open(&p, &MapOptions::default()), Err(MediaError::TooSmall { .. })));
+        assert!(matches!(Pm::open(&dir.path().join("nope"), &MapOptions::default()), Err(MediaError::Io { .. })));
+    }
+}

@@ -1,0 +1,264 @@
+//! The 64-byte packet-metadata record: the unit every pktfs chain is made of.
+//!
+//! Like an sk_buff / mbuf / netmap slot, a record names a slice
+//! `<buffer, buf_off, len>` of the packet-buffer region and carries what a
+//! storage stack needs about it: the payload's CRC32C, a timestamp (kernel
+//! receive time for network data, write time otherwise), a sequence number,
+//! the file offset the slice belongs at, and the link to the next record.
+//!
+//! `next` is the only field ever changed in place (by an 8-byte publish), so
+//! the record CRC covers bytes 8..60 and not the link.
+
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+use crate::{crc32c, read_raw, Corrupt, Geometry, PmOffset, RecordId, NAME_MAX};
+
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, Default)]
+pub struct RecordRaw {
+    /// Index of the next record in the chain; 0 ends it. Changed only by publish.
+    pub next: U64,
+    /// First packet buffer of the slice.
+    pub buffer: U32,
+    /// Byte offset of the slice inside `buffer`.
+    pub buf_off: U32,
+    /// Slice length in bytes; it may run on into the following buffers.
+    pub len: U32,
+    /// CRC32C of the slice's bytes.
+    pub payload_crc: U32,
+    /// Data: file offset of the slice's first byte. Dirent/xattr: 0.
+    pub file_off: U64,
+    /// Data: write/stream sequence (netpath: byte position in the
+    /// connection's stream). Dirent: the readdir cookie, unique in its directory.
+    pub seq: U64,
+    /// Nanoseconds since the Unix epoch: kernel receive time or write time.
+    pub timestamp_ns: U64,
+    /// Dirent: target inode (low 32 bits) and dtype (bits 32..40).
+    /// Xattr: name length. Data: 0.
+    pub aux: U64,
+    pub kind: u8,
+    pub flags: u8,
+    pub reserved: [u8; 2],
+    /// CRC32C of bytes 8..60.
+    pub crc: U32,
+}
+const _: () = assert!(size_of::<RecordRaw>() == 64);
+
+pub const RECORD_CRC_START: usize = 8;
+pub const RECORD_CRC_END: usize = 60;
+
+/// Record flags.
+pub const FLAG_RX: u8 = 1 << 0; // payload came from the network path
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RecordKind {
+    /// File bytes at `file_off`.
+    Data = 1,
+    /// A directory entry; payload is the name.
+    Dirent = 2,
+    /// An extended attribute; payload is name followed by value.
+    Xattr = 3,
+}
+
+impl RecordKind {
+    pub fn from_u8(v: u8) -> Option<RecordKind> {
+        Some(match v {
+            1 => RecordKind::Data,
+            2 => RecordKind::Dirent,
+            3 => RecordKind::Xattr,
+            _ => return None,
+        })
+    }
+}
+
+/// A validated record (everything but the link, which is read separately).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub kind: RecordKind,
+    pub flags: u8,
+    pub buffer: u32,
+    pub buf_off: u32,
+    pub len: u32,
+    pub payload_crc: u32,
+    pub file_off: u64,
+    pub seq: u64,
+    pub timestamp_ns: u64,
+    pub aux: u64,
+}
+
+impl Record {
+    pub fn to_raw(&self, next: RecordId) -> RecordRaw {
+        let mut raw = RecordRaw {
+            next: next.0.into(),
+            buffer: self.buffer.into(),
+            buf_off: self.buf_off.into(),
+            len: self.len.into(),
+            payload_crc: self.payload_crc.into(),
+            file_off: self.file_off.into(),
+            seq: self.seq.into(),
+            timestamp_ns: self.timestamp_ns.into(),
+            aux: self.aux.into(),
+            kind: self.kind as u8,
+            flags: self.flags,
+            reserved: [0; 2],
+            crc: 0.into(),
+        };
+        raw.crc = crc32c(&raw.as_bytes()[RECORD_CRC_START..RECORD_CRC_END]).into();
+        raw
+    }
+
+    pub fn to_bytes(&self, next: RecordId) -> [u8; 64] {
+        let mut out = [0u8; 64];
+        out.copy_from_slice(self.to_raw(next).as_bytes());
+        out
+    }
+
+    /// Validate a record read at `offset`: CRC, kind, the slice inside the
+    /// buffer region, the link inside the table, the file range not
+    /// overflowing, and kind-specific fields. Returns the record and its link.
+    pub fn from_bytes(bytes: &[u8], offset: PmOffset, g: &Geometry) -> Result<(Record, RecordId), Corrupt> {
+        let raw: RecordRaw = read_raw(bytes, "record", offset)?;
+        let want = crc32c(&raw.as_bytes()[RECORD_CRC_START..RECORD_CRC_END]);
+        if raw.crc.get() != want {
+            return Err(Corrupt::at(
+                "record",
+                offset,
+                format!("checksum mismatch (stored {:#010x}, computed {:#010x})", raw.crc.get(), want),
+            ));
+        }
+        let kind = RecordKind::from_u8(raw.kind)
+            .ok_or_else(|| Corrupt::at("record", offset, format!("unknown kind {}", raw.kind)))?;
+        let next = raw.next.get();
+        if next != 0 && !g.record_in_range(next) {
+            return Err(Corrupt::at("record", offset, format!("next link {next} is outside the record table")));
+        }
+        let (buffer, buf_off, len) = (raw.buffer.get(), raw.buf_off.get(), raw.len.get());
+        if buf_off >= g.buffer_size_bytes {
+            return Err(Corrupt::at("record", offset, format!("buffer offset {buf_off} past the buffer size")));
+        }
+        if !g.slice_in_range(buffer, buf_off, len) {
+            return Err(Corrupt::at(
+                "record",
+                offset,
+                format!("slice <{buffer}, {buf_off}, {len}> lies outside the buffer region"),
+            ));
+        }
+        if raw.file_off.get().checked_add(len as u64).is_none_or(|end| end > i64::MAX as u64) {
+            return Err(Corrupt::at("record", offset, "file offset + length overflows"));
+        }
+        let aux = raw.aux.get();
+        match kind {
+            RecordKind::Data => {
+                if len == 0 {
+                    return Err(Corrupt::at("record", offset, "empty data record"));
+                }
+            }
+            RecordKind::Dirent => {
+                if len == 0 || len as usize > NAME_MAX {
+                    return Err(Corrupt::at("dirent", offset, format!("name length {len} out of range")));
+                }
+                let ino = aux & 0xffff_ffff;
+                if !g.ino_in_range(ino) {
+                    return Err(Corrupt::at("dirent", offset, format!("target inode {ino} out of range")));
+                }
+                if crate::FileType::from_dtype((aux >> 32) as u8).is_none() {
+                    return Err(Corrupt::at("dirent", offset, format!("bad dtype {}", (aux >> 32) as u8)));
+                }
+            }
+            RecordKind::Xattr => {
+                if aux == 0 || aux > len as u64 || aux > NAME_MAX as u64 {
+                    return Err(Corrupt::at("xattr", offset, format!("name length {aux} out of range")));
+                }
+            }
+        }
+        Ok((
+            Record {
+                kind,
+                flags: raw.flags,
+                buffer,
+                buf_off,
+                len,
+                payload_crc: raw.payload_crc.get(),
+                file_off: raw.file_off.get(),
+                seq: raw.seq.get(),
+                timestamp_ns: raw.timestamp_ns.get(),
+                aux,
+            },
+            RecordId(next),
+        ))
+    }
+
+    pub fn dirent_ino(&self) -> u32 {
+        (self.aux & 0xffff_ffff) as u32
+    }
+    pub fn dirent_dtype(&self) -> u8 {
+        (self.aux >> 32) as u8
+    }
+    pub fn dirent_aux(ino: u32, dtype: u8) -> u64 {
+        ino as u64 | (dtype as u64) << 32
+    }
+    pub fn file_end(&self) -> u64 {
+        self.file_off + self.len as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::GeometryParams;
+
+    fn g() -> Geometry {
+        Geometry::compute(&GeometryParams::for_size(8 << 20)).unwrap()
+    }
+
+    fn rec() -> Record {
+        Record {
+            kind: RecordKind::Data,
+            flags: 0,
+            buffer: 3,
+            buf_off: 100,
+            len: 5000,
+            payload_crc: 0xdead_beef,
+            file_off: 4096,
+            seq: 9,
+            timestamp_ns: 1,
+            aux: 0,
+        }
+    }
+
+    #[test]
+    fn roundtrip_and_link_outside_crc() {
+        let g = g();
+        let mut b = rec().to_bytes(RecordId(5));
+        let (r, n) = Record::from_bytes(&b, PmOffset(0), &g).unwrap();
+        assert_eq!((r, n), (rec(), RecordId(5)));
+        // Publishing a new link must not invalidate the record.
+        b[..8].copy_from_slice(&7u64.to_le_bytes());
+        assert_eq!(Record::from_bytes(&b, PmOffset(0), &g).unwrap().1, RecordId(7));
+    }
+
+    #[test]
+    fn rejects_damage() {
+        let g = g();
+        for i in 8..64 {
+            let mut b = rec().to_bytes(RecordId(5));
+            b[i] ^= 0x40;
+            assert!(Record::from_bytes(&b, PmOffset(0), &g).is_err(), "flip at byte {i} went unnoticed");
+        }
+        let mut b = rec().to_bytes(RecordId(5));
+        b[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(Record::from_bytes(&b, PmOffset(0), &g).is_err());
+        let mut r = rec();
+        r.buffer = g.buffer_count as u32;
+        assert!(Record::from_bytes(&r.to_bytes(RecordId(0)), PmOffset(0), &g).is_err());
+        let mut r = rec();
+        r.file_off = u64::MAX - 10;
+        assert!(Record::from_bytes(&r.to_bytes(RecordId(0)), PmOffset(0), &g).is_err());
+        let mut r = rec();
+        r.kind = RecordKind::Dirent;
+        r.len = 300;
+        assert!(Record::from_bytes(&r.to_bytes(RecordId(0)), PmOffset(0), &g).is_err());
+    }
+}
