@@ -1,4 +1,16 @@
 //! pktfs: a persistent-memory file system whose files are chains of
 //! 64-byte packet-metadata records.
+//!
+//! - [`media`]: the mapping and persistence primitives (all `unsafe` is there);
+//! - [`Volume`]: chains, allocators, journal, recovery; no FUSE types.
 
+pub mod error;
 pub mod media;
+pub mod volume;
+
+pub use error::{FsError, Result};
+pub use layout::FileType;
+pub use volume::{
+    Attr, ChainEntry, DirEntry, FallocMode, FormatOptions, OpenOptions, OpenReport, RenameFlags, Seg, SetAttr, StatFs,
+    TimeSet, Volume, XattrFlags,
+};

@@ -466,13 +466,12 @@ impl Pm {
         self.fence();
     }
 
-    /// The only way a new record becomes reachable: one aligned 8-byte store
-    /// of a link word, then persist. A crash leaves the old or the new value,
-    /// never a mix.
-    pub fn publish_u64(&self, off: u64, value: u64) {
+    /// Atomic aligned 8-byte store of a link word, not yet durable: used to
+    /// apply journalled stores, which are persisted together afterwards.
+    pub fn store_u64(&self, off: u64, value: u64) {
         self.check_writable();
         let o = self.check(off, 8);
-        assert!(o % 8 == 0, "unaligned publish at {off}");
+        assert!(o % 8 == 0, "unaligned store at {off}");
         // SAFETY: aligned and in bounds (checked); see `read_u64`.
         let a = unsafe { &*(self.base.add(o) as *const AtomicU64) };
         a.store(value.to_le(), Ordering::Release);
@@ -480,6 +479,17 @@ impl Pm {
             r.lock().unwrap_or_else(|e| e.into_inner()).store(off, &value.to_le_bytes());
         }
         self.tracker.dirty(off, 8);
+    }
+
+    /// The only way a new record becomes reachable: one aligned 8-byte store
+    /// of a link word, then persist. A crash leaves the old or the new value,
+    /// never a mix.
+    pub fn publish_u64(&self, off: u64, value: u64) {
+        self.check_writable();
+        let o = self.check(off, 8);
+        assert!(o % 8 == 0, "unaligned publish at {off}");
+        let _ = o;
+        self.store_u64(off, value);
         self.persist(off, 8);
     }
 

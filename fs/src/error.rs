@@ -1,0 +1,79 @@
+//! Volume errors, and the one errno mapping the FUSE and network layers use.
+
+use std::path::PathBuf;
+
+use layout::Corrupt;
+
+use crate::media::MediaError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    #[error("no such file or directory")]
+    NotFound,
+    #[error("file exists")]
+    Exists,
+    #[error("not a directory")]
+    NotDir,
+    #[error("is a directory")]
+    IsDir,
+    #[error("directory not empty")]
+    NotEmpty,
+    #[error("name longer than 255 bytes")]
+    NameTooLong,
+    #[error("invalid argument: {0}")]
+    Invalid(&'static str),
+    #[error("no space left on the image ({0})")]
+    NoSpace(&'static str),
+    #[error("no such attribute")]
+    NoXattr,
+    #[error("attribute value too large for the buffer")]
+    Range,
+    #[error("file too large")]
+    TooBig,
+    #[error("too many links")]
+    TooManyLinks,
+    #[error("operation not permitted: {0}")]
+    NotPermitted(&'static str),
+    #[error("no data or hole at or past that offset")]
+    Nxio,
+    #[error("the volume is open read-only")]
+    ReadOnly,
+    #[error("operation not supported: {0}")]
+    NotSupported(&'static str),
+    #[error("image is corrupt: {0}; run fsck.pktfs -y on it")]
+    Corrupt(#[from] Corrupt),
+    #[error(transparent)]
+    Media(#[from] MediaError),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {msg}")]
+    Refused { path: PathBuf, msg: String },
+}
+
+pub type Result<T, E = FsError> = std::result::Result<T, E>;
+
+impl FsError {
+    /// The errno a POSIX caller should see.
+    pub fn errno(&self) -> i32 {
+        match self {
+            FsError::NotFound => libc::ENOENT,
+            FsError::Exists => libc::EEXIST,
+            FsError::NotDir => libc::ENOTDIR,
+            FsError::IsDir => libc::EISDIR,
+            FsError::NotEmpty => libc::ENOTEMPTY,
+            FsError::NameTooLong => libc::ENAMETOOLONG,
+            FsError::Invalid(_) => libc::EINVAL,
+            FsError::NoSpace(_) => libc::ENOSPC,
+            FsError::NoXattr => libc::ENODATA,
+            FsError::Range => libc::ERANGE,
+            FsError::TooBig => libc::EFBIG,
+            FsError::TooManyLinks => libc::EMLINK,
+            FsError::ReadOnly => libc::EROFS,
+            FsError::NotPermitted(_) => libc::EPERM,
+            FsError::Nxio => libc::ENXIO,
+            FsError::NotSupported(_) => libc::EOPNOTSUPP,
+            FsError::Corrupt(_) => libc::EIO,
+            FsError::Media(_) | FsError::Io { .. } | FsError::Refused { .. } => libc::EIO,
+        }
+    }
+}

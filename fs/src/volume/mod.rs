@@ -1,0 +1,630 @@
+//! The Volume: files and directories as chains of packet-metadata records on
+//! a [`Pm`] region. No FUSE types here; the FUSE adapter and the network
+//! path are thin layers over this API.
+//!
+//! # Locking
+//! Lock order, outermost first (never take an earlier one while holding a
+//! later one):
+//! 1. `ns`: serialises namespace changes (create, link, unlink, rename, ...)
+//!    and guards the directory parent map used for rename loop checks;
+//! 2. inode locks, several at once only in ascending inode number;
+//! 3. `alloc`, then a journal slot (inside `Tx::commit`).
+//!
+//! Data operations (read, write, truncate, setattr, xattrs) take only the
+//! inode's own lock, so they run in parallel on different files.
+//!
+//! # DRAM state
+//! Every reachable inode has an [`Inode`] with its chains indexed in
+//! BTreeMaps (data records by file offset, dirents by readdir cookie, xattrs
+//! by insertion key). The map order *is* the chain order: the link words on
+//! the media always mirror it, and every edit computes its link stores from
+//! the map.
+
+mod alloc;
+mod file;
+mod ns;
+mod recover;
+mod tx;
+mod xattr;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, XATTR_HEAD_OFF};
+use layout::superblock::{self, STATE_CLEAN, STATE_MOUNTED};
+use layout::{AttrSlot, FileType, Geometry, GeometryParams, InodeHeader, Record, RecordId, Superblock, ROOT_INO};
+
+pub use alloc::Slice;
+pub use file::{FallocMode, Seg};
+pub use ns::RenameFlags;
+pub use recover::OpenReport;
+pub use xattr::XattrFlags;
+
+use crate::error::{FsError, Result};
+use crate::media::{MapOptions, PersistChoice, PersistMode, Pm};
+use alloc::Alloc;
+use tx::{JournalSlots, SlotState, Tx};
+
+/// Largest file size pktfs accepts (file offsets are signed 64-bit in POSIX).
+pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+/// Largest xattr value (XATTR_SIZE_MAX).
+pub const MAX_XATTR_VALUE: usize = 65536;
+/// Largest link count.
+pub const MAX_NLINK: u32 = 65000;
+
+/// A record as the DRAM index keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rec {
+    pub id: RecordId,
+    pub r: Record,
+}
+
+impl Rec {
+    pub fn slice(&self) -> Slice {
+        Slice { buffer: self.r.buffer, buf_off: self.r.buf_off, len: self.r.len }
+    }
+}
+
+/// DRAM state of one reachable (or open, unlinked) inode.
+#[derive(Debug)]
+pub(crate) struct Inode {
+    pub ino: u32,
+    pub attr: AttrSlot,
+    pub slot: SlotState,
+    /// Data chain: data records keyed by file offset, or dirents by cookie.
+    pub data: BTreeMap<u64, Rec>,
+    /// Directories: name -> cookie.
+    pub names: HashMap<Box<[u8]>, u64>,
+    /// Xattr chain keyed by insertion key, and name -> key.
+    pub xattrs: BTreeMap<u64, Rec>,
+    pub xnames: HashMap<Box<[u8]>, u64>,
+    /// Next data/dirent sequence number and next xattr key.
+    pub next_seq: u64,
+    pub next_xkey: u64,
+    /// Holders that keep an unlinked inode alive (open files, kernel lookups).
+    pub pins: u64,
+}
+
+impl Inode {
+    fn new(ino: u32, attr: AttrSlot, slot: SlotState) -> Inode {
+        Inode {
+            ino,
+            attr,
+            slot,
+            data: BTreeMap::new(),
+            names: HashMap::new(),
+            xattrs: BTreeMap::new(),
+            xnames: HashMap::new(),
+            next_seq: 1,
+            next_xkey: 1,
+            pins: 0,
+        }
+    }
+}
+
+/// Attributes as callers see them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: u64,
+    pub kind: FileType,
+    /// Permission bits (including suid/sgid/sticky), without the type.
+    pub perm: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u32,
+    pub size: u64,
+    /// Bytes of buffer space the file's records name, in 512-byte units.
+    pub blocks: u64,
+    pub atime_ns: i64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub rdev: u32,
+    pub blksize: u32,
+}
+
+/// One directory entry from `readdir`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: Vec<u8>,
+    pub ino: u64,
+    pub kind: FileType,
+    /// Pass this back to continue after this entry.
+    pub cookie: u64,
+}
+
+/// A time to set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeSet {
+    Now,
+    Ns(i64),
+}
+
+/// Attribute changes; `None` leaves a field alone.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SetAttr {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    pub atime: Option<TimeSet>,
+    pub mtime: Option<TimeSet>,
+    pub ctime: Option<TimeSet>,
+}
+
+/// File system statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatFs {
+    pub block_size: u32,
+    pub blocks: u64,
+    pub blocks_free: u64,
+    pub files: u64,
+    pub files_free: u64,
+    pub records: u64,
+    pub records_free: u64,
+    pub name_max: u32,
+}
+
+/// The chain of a file as packets: one entry per record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainEntry {
+    pub record: u64,
+    pub file_off: u64,
+    pub len: u32,
+    pub buffer: u32,
+    pub buf_off: u32,
+    /// Image offset of the slice's first byte (for sendfile).
+    pub image_off: u64,
+    pub payload_crc: u32,
+    pub timestamp_ns: u64,
+    pub seq: u64,
+    pub from_network: bool,
+}
+
+/// How to format.
+#[derive(Clone, Debug)]
+pub struct FormatOptions {
+    pub params: GeometryParams,
+    pub label: Option<String>,
+}
+
+/// How to open.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    pub persist: PersistChoice,
+    pub read_only: bool,
+    /// Don't take the image lock (checking a live image read-only).
+    pub no_lock: bool,
+}
+
+pub(crate) fn now_ns() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+fn time_of(t: TimeSet, now: i64) -> i64 {
+    match t {
+        TimeSet::Now => now,
+        TimeSet::Ns(v) => v,
+    }
+}
+
+pub(crate) fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') || name.contains(&0) {
+        return Err(FsError::Invalid("bad file name"));
+    }
+    if name.len() > layout::NAME_MAX {
+        return Err(FsError::NameTooLong);
+    }
+    Ok(())
+}
+
+/// Volume-wide lock-protected namespace state.
+#[derive(Debug, Default)]
+pub(crate) struct Namespace {
+    /// Directory -> parent directory, for rename loop checks.
+    pub dir_parent: HashMap<u32, u32>,
+}
+
+pub struct Volume {
+    pub(crate) pm: Pm,
+    pub(crate) geo: Geometry,
+    sb: Mutex<Superblock>,
+    pub(crate) alloc: Mutex<Alloc>,
+    pub(crate) journal: JournalSlots,
+    pub(crate) ns: Mutex<Namespace>,
+    inodes: RwLock<HashMap<u32, Arc<RwLock<Inode>>>>,
+    read_only: bool,
+    report: OpenReport,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Volume {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Volume").field("pm", &self.pm).field("geometry", &self.geo).finish()
+    }
+}
+
+fn uuid() -> [u8; 16] {
+    let mut u = [0u8; 16];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut u);
+    }
+    u
+}
+
+impl Volume {
+    /// Format `pm` as an empty pktfs image. Overwrites whatever was there;
+    /// the "refuse to format an existing image" policy belongs to mkfs.
+    /// `progress` is called with (done, total) bytes while zeroing tables.
+    pub fn format_pm(pm: &Pm, opts: &FormatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Geometry> {
+        let mut params = opts.params.clone();
+        params.image_len_bytes = params.image_len_bytes.min(pm.len());
+        let g = Geometry::compute(&params).map_err(|msg| FsError::Refused { path: "image".into(), msg })?;
+        // Invalidate any old superblock first so a crash mid-format leaves
+        // an image nothing will mistake for a valid one.
+        pm.write(superblock::PRIMARY_OFFSET, &[0u8; 256]);
+        pm.write(superblock::BACKUP_OFFSET, &[0u8; 256]);
+        pm.persist(0, 8192);
+        // Journal slots, the inode table and the record table must start
+        // zeroed: no committed journal entries, null links.
+        let table_end = g.buffer_offset;
+        let total = table_end - g.journal_offset;
+        let mut off = g.journal_offset;
+        const STEP: u64 = 8 << 20;
+        while off < table_end {
+            let n = STEP.min(table_end - off);
+            pm.zero(off, n);
+            pm.flush(off, n);
+            off += n;
+            progress(off - g.journal_offset, total);
+        }
+        pm.fence();
+        // Root directory.
+        let now = now_ns();
+        let root = AttrSlot {
+            kind: FileType::Directory,
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+            nlink: 2,
+            size: 0,
+            atime_ns: now,
+            mtime_ns: now,
+            ctime_ns: now,
+            rdev: 0,
+            parent: ROOT_INO,
+        };
+        write_new_inode(pm, &g, ROOT_INO, &root, RecordId::NONE);
+        pm.fence();
+        let mut sb = Superblock::new(g, uuid(), now as u64);
+        if let Some(l) = &opts.label {
+            let b = l.as_bytes();
+            let n = b.len().min(31);
+            sb.label[..n].copy_from_slice(&b[..n]);
+        }
+        write_superblocks(pm, &sb);
+        Ok(g)
+    }
+
+    /// Create (or resize) the file at `path` and format it.
+    pub fn format(path: &Path, opts: &FormatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Geometry> {
+        let io = |source| FsError::Io { path: path.to_path_buf(), source };
+        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(io)?;
+        let meta = f.metadata().map_err(io)?;
+        use std::os::unix::fs::FileTypeExt;
+        if !meta.file_type().is_char_device() && meta.len() != opts.params.image_len_bytes {
+            f.set_len(opts.params.image_len_bytes).map_err(io)?;
+        }
+        drop(f);
+        let pm = Pm::open(path, &MapOptions::default())?;
+        let g = Self::format_pm(&pm, opts, progress)?;
+        pm.sync_all().map_err(io)?;
+        Ok(g)
+    }
+
+    /// Open an image file: validate, recover, and mark it mounted.
+    pub fn open(path: &Path, opts: &OpenOptions) -> Result<Volume> {
+        let pm = Pm::open(
+            path,
+            &MapOptions { persist: opts.persist, read_only: opts.read_only, no_populate: false, no_lock: opts.no_lock },
+        )?;
+        Self::open_pm(pm, opts.read_only)
+    }
+
+    /// Open a volume on an already-mapped region (tests, crash images).
+    pub fn open_pm(pm: Pm, read_only: bool) -> Result<Volume> {
+        recover::open(pm, read_only)
+    }
+
+    /// What opening found and did (backup superblock, journal replays, ...).
+    pub fn open_report(&self) -> &OpenReport {
+        &self.report
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+    pub fn persist_mode(&self) -> PersistMode {
+        self.pm.mode()
+    }
+    pub fn pm(&self) -> &Pm {
+        &self.pm
+    }
+    pub fn superblock(&self) -> Superblock {
+        self.sb.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Mark the image clean. Every operation is already durable; this only
+    /// records that the close was orderly.
+    pub fn close(self) -> Result<()> {
+        self.mark_clean()
+    }
+
+    fn mark_clean(&self) -> Result<()> {
+        if self.read_only || self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
+        }
+        let mut sb = self.sb.lock().unwrap_or_else(|e| e.into_inner());
+        sb.state = STATE_CLEAN;
+        write_superblocks(&self.pm, &sb);
+        self.pm.sync_all().map_err(|source| FsError::Io { path: "image".into(), source })?;
+        Ok(())
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            Err(FsError::ReadOnly)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn inode(&self, ino: u64) -> Result<Arc<RwLock<Inode>>> {
+        if ino == 0 || ino > u32::MAX as u64 {
+            return Err(FsError::NotFound);
+        }
+        self.inodes.read().unwrap_or_else(|e| e.into_inner()).get(&(ino as u32)).cloned().ok_or(FsError::NotFound)
+    }
+
+    pub(crate) fn insert_inode(&self, ino: Inode) -> Arc<RwLock<Inode>> {
+        let n = ino.ino;
+        let a = Arc::new(RwLock::new(ino));
+        self.inodes.write().unwrap_or_else(|e| e.into_inner()).insert(n, a.clone());
+        a
+    }
+
+    pub(crate) fn remove_inode(&self, ino: u32) {
+        self.inodes.write().unwrap_or_else(|e| e.into_inner()).remove(&ino);
+    }
+
+    pub(crate) fn attr_of(&self, i: &Inode) -> Attr {
+        let bytes: u64 = if i.attr.kind == FileType::Regular || i.attr.kind == FileType::Symlink {
+            i.data.values().map(|r| r.r.len as u64).sum()
+        } else {
+            i.data.len() as u64 * 64
+        };
+        Attr {
+            ino: i.ino as u64,
+            kind: i.attr.kind,
+            perm: i.attr.mode & 0o7777,
+            uid: i.attr.uid,
+            gid: i.attr.gid,
+            nlink: i.attr.nlink,
+            size: if i.attr.kind == FileType::Directory { (i.data.len() as u64 + 2) * 32 } else { i.attr.size },
+            blocks: bytes.div_ceil(512),
+            atime_ns: i.attr.atime_ns,
+            mtime_ns: i.attr.mtime_ns,
+            ctime_ns: i.attr.ctime_ns,
+            rdev: i.attr.rdev,
+            blksize: self.geo.buffer_size_bytes.max(4096),
+        }
+    }
+
+    pub fn root(&self) -> u64 {
+        ROOT_INO as u64
+    }
+
+    pub fn getattr(&self, ino: u64) -> Result<Attr> {
+        let i = self.inode(ino)?;
+        let g = i.read().unwrap_or_else(|e| e.into_inner());
+        Ok(self.attr_of(&g))
+    }
+
+    pub fn statfs(&self) -> StatFs {
+        let a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        StatFs {
+            block_size: self.geo.buffer_size_bytes,
+            blocks: self.geo.buffer_count,
+            blocks_free: a.free_buffer_count(),
+            files: self.geo.inode_count as u64,
+            files_free: a.free_inode_count(),
+            records: self.geo.record_count,
+            records_free: a.free_record_count(),
+            name_max: layout::NAME_MAX as u32,
+        }
+    }
+
+    /// Keep `ino` alive while unlinked (an open file, a kernel reference).
+    pub fn pin(&self, ino: u64) -> Result<()> {
+        let i = self.inode(ino)?;
+        i.write().unwrap_or_else(|e| e.into_inner()).pins += 1;
+        Ok(())
+    }
+
+    /// Drop `n` pins; an unlinked inode with no pins left is freed.
+    pub fn unpin(&self, ino: u64, n: u64) {
+        let Ok(i) = self.inode(ino) else { return };
+        let mut g = i.write().unwrap_or_else(|e| e.into_inner());
+        g.pins = g.pins.saturating_sub(n);
+        if g.pins == 0 && g.attr.nlink == 0 {
+            self.free_inode_storage(&mut g);
+        }
+    }
+
+    /// Release every record and buffer of an inode nothing reaches any more
+    /// (the unlink that made it unreachable has committed), and its number.
+    pub(crate) fn free_inode_storage(&self, i: &mut Inode) {
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        for r in i.data.values().chain(i.xattrs.values()) {
+            a.free_record(r.id.0);
+            a.drop_ref(r.slice());
+        }
+        i.data.clear();
+        i.xattrs.clear();
+        i.names.clear();
+        i.xnames.clear();
+        a.free_inode(i.ino);
+        drop(a);
+        self.remove_inode(i.ino);
+    }
+
+    /// Write payload bytes into freshly allocated slices (non-temporal where
+    /// large) and return each slice's CRC32C, computed while `data` is hot.
+    pub(crate) fn write_payload(&self, slices: &[Slice], data: &[u8]) -> Vec<u32> {
+        let mut crcs = Vec::with_capacity(slices.len());
+        let mut at = 0usize;
+        for s in slices {
+            let chunk = &data[at..at + s.len as usize];
+            self.pm.write_nt(self.geo.buffer_pos(s.buffer, s.buf_off).0, chunk);
+            crcs.push(layout::crc32c(chunk));
+            at += s.len as usize;
+        }
+        crcs
+    }
+
+    /// Write a record (unreachable until a link publish names it) and
+    /// schedule its write-back.
+    pub(crate) fn write_record(&self, id: RecordId, r: &Record, next: RecordId) {
+        let pos = self.geo.record_pos(id).0;
+        self.pm.write(pos, &r.to_bytes(next));
+        self.pm.flush(pos, 64);
+    }
+
+    /// The bytes a slice names.
+    pub(crate) fn slice_bytes(&self, s: Slice) -> &[u8] {
+        self.pm.slice(self.geo.buffer_pos(s.buffer, s.buf_off).0, s.len as usize)
+    }
+
+    /// Address of the link word that points at the first record after `key`
+    /// in a chain: the predecessor's `next`, or the inode's head word.
+    pub(crate) fn link_before(&self, chain: &BTreeMap<u64, Rec>, key: u64, ino: u32, head_off: u64) -> u64 {
+        match chain.range(..key).next_back() {
+            Some((_, p)) => self.geo.record_pos(p.id).0,
+            None => self.geo.inode_pos(ino).0 + head_off,
+        }
+    }
+
+    pub(crate) fn data_link_before(&self, i: &Inode, key: u64) -> u64 {
+        self.link_before(&i.data, key, i.ino, DATA_HEAD_OFF)
+    }
+    pub(crate) fn xattr_link_before(&self, i: &Inode, key: u64) -> u64 {
+        self.link_before(&i.xattrs, key, i.ino, XATTR_HEAD_OFF)
+    }
+
+    pub(crate) fn alloc_records(&self, n: usize) -> Result<Vec<RecordId>> {
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        a.alloc_records(n).map(|v| v.into_iter().map(RecordId).collect()).ok_or(FsError::NoSpace("no free records"))
+    }
+
+    pub(crate) fn free_records_now(&self, ids: &[RecordId]) {
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        for id in ids {
+            a.free_record(id.0);
+        }
+    }
+
+    pub(crate) fn release_payload(&self, s: &[Slice]) {
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).release_payload(s);
+    }
+
+    pub(crate) fn alloc_payload(&self, len: u64) -> Result<Vec<Slice>> {
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).alloc_payload(len).ok_or(FsError::NoSpace("no free buffer space"))
+    }
+
+    /// Every change to an inode's attributes goes through here.
+    pub(crate) fn set_attr(&self, tx: &mut Tx, i: &mut Inode, attr: AttrSlot) {
+        i.slot = tx.set_attr(i.ino, i.slot, attr);
+        i.attr = attr;
+    }
+
+    /// Consistency of DRAM against the media, for tests and debug builds:
+    /// every chain's link words mirror its map, every record on the media
+    /// equals its DRAM copy, and allocator counts add up.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        recover::check_invariants(self)
+    }
+}
+
+impl Drop for Volume {
+    fn drop(&mut self) {
+        // Dropping without close() is fine (everything is durable), but an
+        // orderly drop still records a clean shutdown.
+        let _ = self.mark_clean();
+    }
+}
+
+/// Write a fresh inode (header + slot 0) and schedule its write-back. The
+/// inode is unreachable until a dirent naming it is published.
+pub(crate) fn write_new_inode(pm: &Pm, g: &Geometry, ino: u32, attr: &AttrSlot, data_head: RecordId) -> SlotState {
+    let pos = g.inode_pos(ino).0;
+    let mut bytes = [0u8; INODE_SIZE];
+    let generation = 1u64;
+    bytes[0..8].copy_from_slice(&InodeHeader::selector(generation, 0).to_le_bytes());
+    bytes[8..16].copy_from_slice(&data_head.0.to_le_bytes());
+    bytes[64..128].copy_from_slice(&attr.to_bytes(generation));
+    pm.write(pos, &bytes);
+    pm.flush(pos, INODE_SIZE as u64);
+    SlotState { generation, live_slot: 0 }
+}
+
+pub(crate) fn write_superblocks(pm: &Pm, sb: &Superblock) {
+    let b = sb.to_bytes();
+    pm.write(superblock::PRIMARY_OFFSET, &b);
+    pm.persist(superblock::PRIMARY_OFFSET, 256);
+    pm.write(superblock::BACKUP_OFFSET, &b);
+    pm.persist(superblock::BACKUP_OFFSET, 256);
+}
+
+pub(crate) fn mark_mounted(pm: &Pm, sb: &mut Superblock) {
+    sb.state = STATE_MOUNTED;
+    sb.mount_count += 1;
+    sb.last_mount_ns = now_ns() as u64;
+    write_superblocks(pm, sb);
+}
+
+impl Volume {
+    pub(crate) fn new_from_parts(
+        pm: Pm,
+        geo: Geometry,
+        sb: Superblock,
+        alloc: Alloc,
+        inodes: HashMap<u32, Arc<RwLock<Inode>>>,
+        ns: Namespace,
+        read_only: bool,
+        report: OpenReport,
+    ) -> Volume {
+        Volume {
+            pm,
+            geo,
+            sb: Mutex::new(sb),
+            alloc: Mutex::new(alloc),
+            journal: JournalSlots::new(geo.journal_slots),
+            ns: Mutex::new(ns),
+            inodes: RwLock::new(inodes),
+            read_only,
+            report,
+            closed: false.into(),
+        }
+    }
+}
+
+pub(crate) fn resolve_time(t: TimeSet, now: i64) -> i64 {
+    time_of(t, now)
+}

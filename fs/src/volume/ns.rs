@@ -1,0 +1,671 @@
+//! Namespace operations: directories are chains of dirent records whose
+//! payload is the name; every change is one commit (a publish, or a journal
+//! of several) under the namespace lock.
+
+use std::sync::{Arc, RwLock, RwLockWriteGuard};
+
+use layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
+
+use super::alloc::Slice;
+use super::tx::Tx;
+use super::{check_name, now_ns, write_new_inode, Attr, DirEntry, Inode, Rec, Volume, MAX_NLINK};
+use crate::error::{FsError, Result};
+
+/// Cookies 1 and 2 are left for "." and ".." in readdir.
+pub const FIRST_COOKIE: u64 = 3;
+
+/// rename(2) flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RenameFlags {
+    pub noreplace: bool,
+    pub exchange: bool,
+}
+
+/// Write locks on several inodes, taken in ascending inode order.
+struct Locked<'a> {
+    guards: Vec<(u32, RwLockWriteGuard<'a, Inode>)>,
+}
+
+impl<'a> Locked<'a> {
+    fn new(arcs: &'a [(u32, Arc<RwLock<Inode>>)]) -> Locked<'a> {
+        // `arcs` is sorted by inode number and deduplicated by the caller.
+        Locked { guards: arcs.iter().map(|(n, a)| (*n, a.write().unwrap_or_else(|e| e.into_inner()))).collect() }
+    }
+    fn get(&mut self, ino: u32) -> &mut Inode {
+        &mut self.guards.iter_mut().find(|(n, _)| *n == ino).expect("inode locked").1
+    }
+}
+
+impl Volume {
+    fn arcs(&self, inos: &[u32]) -> Result<Vec<(u32, Arc<RwLock<Inode>>)>> {
+        let mut v: Vec<u32> = inos.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        v.into_iter().map(|n| Ok((n, self.inode(n as u64)?))).collect()
+    }
+
+    fn child_of(&self, dir: u64, name: &[u8]) -> Result<Option<(u32, FileType)>> {
+        let d = self.inode(dir)?;
+        let d = d.read().unwrap_or_else(|e| e.into_inner());
+        if d.attr.kind != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        Ok(d.names.get(name).map(|c| {
+            let r = &d.data[c].r;
+            (r.dirent_ino(), FileType::from_dtype(r.dirent_dtype()).unwrap_or(FileType::Regular))
+        }))
+    }
+
+    /// Find `name` in directory `parent`.
+    pub fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
+        if name.len() > layout::NAME_MAX {
+            return Err(FsError::NameTooLong);
+        }
+        // The parent's lock is released before the child's is taken, so
+        // lookups never hold two inode locks out of order.
+        match self.child_of(parent, name)? {
+            Some((ino, _)) => self.getattr(ino as u64),
+            None => Err(FsError::NotFound),
+        }
+    }
+
+    /// The parent of a directory (the root is its own parent).
+    pub fn parent_of(&self, dir: u64) -> Result<u64> {
+        let d = self.inode(dir)?;
+        let d = d.read().unwrap_or_else(|e| e.into_inner());
+        if d.attr.kind != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        Ok(d.attr.parent as u64)
+    }
+
+    /// Visit the entries after `after` (0 = from the start) in cookie order
+    /// until `f` returns false. Cookies stay valid while the directory
+    /// changes: an entry keeps its cookie until it is removed.
+    pub fn readdir(&self, dir: u64, after: u64, mut f: impl FnMut(DirEntry) -> bool) -> Result<()> {
+        let d = self.inode(dir)?;
+        let d = d.read().unwrap_or_else(|e| e.into_inner());
+        if d.attr.kind != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        for (&cookie, rec) in d.data.range(after.saturating_add(1)..) {
+            let e = DirEntry {
+                name: self.slice_bytes(rec.slice()).to_vec(),
+                ino: rec.r.dirent_ino() as u64,
+                kind: FileType::from_dtype(rec.r.dirent_dtype()).unwrap_or(FileType::Regular),
+                cookie,
+            };
+            if !f(e) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Convenience: all entries.
+    pub fn list_dir(&self, dir: u64) -> Result<Vec<DirEntry>> {
+        let mut v = Vec::new();
+        self.readdir(dir, 0, |e| {
+            v.push(e);
+            true
+        })?;
+        Ok(v)
+    }
+
+    /// Create a regular file, FIFO, socket or device node.
+    pub fn mknod(&self, parent: u64, name: &[u8], kind: FileType, perm: u32, uid: u32, gid: u32, rdev: u32) -> Result<Attr> {
+        if matches!(kind, FileType::Directory | FileType::Symlink) {
+            return Err(FsError::Invalid("use mkdir/symlink"));
+        }
+        self.make_node(parent, name, kind, perm, uid, gid, rdev, None)
+    }
+
+    /// Create a regular file.
+    pub fn create(&self, parent: u64, name: &[u8], perm: u32, uid: u32, gid: u32) -> Result<Attr> {
+        self.make_node(parent, name, FileType::Regular, perm, uid, gid, 0, None)
+    }
+
+    pub fn mkdir(&self, parent: u64, name: &[u8], perm: u32, uid: u32, gid: u32) -> Result<Attr> {
+        self.make_node(parent, name, FileType::Directory, perm, uid, gid, 0, None)
+    }
+
+    pub fn symlink(&self, parent: u64, name: &[u8], target: &[u8], uid: u32, gid: u32) -> Result<Attr> {
+        if target.is_empty() {
+            return Err(FsError::NotFound);
+        }
+        if target.len() > 4095 {
+            return Err(FsError::NameTooLong);
+        }
+        self.make_node(parent, name, FileType::Symlink, 0o777, uid, gid, 0, Some(target))
+    }
+
+    pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
+        let i = self.inode(ino)?;
+        let i = i.read().unwrap_or_else(|e| e.into_inner());
+        if i.attr.kind != FileType::Symlink {
+            return Err(FsError::Invalid("not a symlink"));
+        }
+        let mut out = Vec::with_capacity(i.attr.size as usize);
+        for r in i.data.values() {
+            out.extend_from_slice(self.slice_bytes(r.slice()));
+        }
+        Ok(out)
+    }
+
+    /// Allocate and write a dirent record (unreachable until linked).
+    /// `name_slice`: reuse existing name bytes (the caller took a reference);
+    /// otherwise the name is written into fresh buffer space.
+    fn new_dirent(&self, id: RecordId, name: &[u8], name_slice: Option<(Slice, u32)>, ino: u32, kind: FileType, cookie: u64, next: RecordId) -> Result<Rec> {
+        let (s, crc) = match name_slice {
+            Some(x) => x,
+            None => {
+                let s = self.alloc_payload(name.len() as u64)?;
+                let crc = self.write_payload(&s, name)[0];
+                (s[0], crc)
+            }
+        };
+        let r = Record {
+            kind: RecordKind::Dirent,
+            flags: 0,
+            buffer: s.buffer,
+            buf_off: s.buf_off,
+            len: s.len,
+            payload_crc: crc,
+            file_off: 0,
+            seq: cookie,
+            timestamp_ns: now_ns() as u64,
+            aux: Record::dirent_aux(ino, kind.dtype()),
+        };
+        self.write_record(id, &r, next);
+        Ok(Rec { id, r })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn make_node(
+        &self,
+        parent: u64,
+        name: &[u8],
+        kind: FileType,
+        perm: u32,
+        uid: u32,
+        gid: u32,
+        rdev: u32,
+        symlink: Option<&[u8]>,
+    ) -> Result<Attr> {
+        self.check_writable()?;
+        check_name(name)?;
+        let mut ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let parc = self.inode(parent)?;
+        let mut p = parc.write().unwrap_or_else(|e| e.into_inner());
+        if p.attr.kind != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        if p.attr.nlink == 0 {
+            return Err(FsError::NotFound); // removed while open
+        }
+        if p.names.contains_key(name) {
+            return Err(FsError::Exists);
+        }
+        if kind == FileType::Directory && p.attr.nlink >= MAX_NLINK {
+            return Err(FsError::TooManyLinks);
+        }
+        let ino = self.alloc.lock().unwrap_or_else(|e| e.into_inner()).alloc_inode().ok_or(FsError::NoSpace("no free inodes"))?;
+        let give_back_ino = |v: &Volume| v.alloc.lock().unwrap_or_else(|e| e.into_inner()).free_inode(ino);
+        // Symlink target: data records of the new inode, written before the
+        // inode that heads them.
+        let mut target_recs: Vec<Rec> = Vec::new();
+        if let Some(t) = symlink {
+            let slices = match self.alloc_payload(t.len() as u64) {
+                Ok(s) => s,
+                Err(e) => {
+                    give_back_ino(self);
+                    return Err(e);
+                }
+            };
+            let ids = match self.alloc_records(slices.len()) {
+                Ok(i) => i,
+                Err(e) => {
+                    self.release_payload(&slices);
+                    give_back_ino(self);
+                    return Err(e);
+                }
+            };
+            let crcs = self.write_payload(&slices, t);
+            let now = now_ns() as u64;
+            let mut off = 0u64;
+            for (k, s) in slices.iter().enumerate() {
+                let r = Record {
+                    kind: RecordKind::Data,
+                    flags: 0,
+                    buffer: s.buffer,
+                    buf_off: s.buf_off,
+                    len: s.len,
+                    payload_crc: crcs[k],
+                    file_off: off,
+                    seq: k as u64 + 1,
+                    timestamp_ns: now,
+                    aux: 0,
+                };
+                off += s.len as u64;
+                let next = ids.get(k + 1).copied().unwrap_or(RecordId::NONE);
+                self.write_record(ids[k], &r, next);
+                target_recs.push(Rec { id: ids[k], r });
+            }
+        }
+        let undo_target = |v: &Volume, recs: &[Rec]| {
+            let mut a = v.alloc.lock().unwrap_or_else(|e| e.into_inner());
+            for r in recs {
+                a.free_record(r.id.0);
+                a.drop_ref(r.slice());
+            }
+            a.free_inode(ino);
+        };
+        let did = match self.alloc_records(1) {
+            Ok(v) => v[0],
+            Err(e) => {
+                undo_target(self, &target_recs);
+                return Err(e);
+            }
+        };
+        let now = now_ns();
+        let attr = AttrSlot {
+            kind,
+            mode: perm & 0o7777,
+            uid,
+            gid,
+            nlink: if kind == FileType::Directory { 2 } else { 1 },
+            size: symlink.map(|t| t.len() as u64).unwrap_or(0),
+            atime_ns: now,
+            mtime_ns: now,
+            ctime_ns: now,
+            rdev,
+            parent: if kind == FileType::Directory { p.ino } else { 0 },
+        };
+        let head = target_recs.first().map(|r| r.id).unwrap_or(RecordId::NONE);
+        let slot = write_new_inode(&self.pm, &self.geo, ino, &attr, head);
+        let cookie = p.next_seq.max(FIRST_COOKIE);
+        let dirent = match self.new_dirent(did, name, None, ino, kind, cookie, RecordId::NONE) {
+            Ok(d) => d,
+            Err(e) => {
+                self.free_records_now(&[did]);
+                undo_target(self, &target_recs);
+                return Err(e);
+            }
+        };
+        let mut tx = Tx::new();
+        let link = self.data_link_before(&p, cookie);
+        tx.store(link, did.0, Some((self.geo.record_pos(did).0, 64)));
+        tx.store_reach(self.geo.inode_pos(ino).0, layout::inode::INODE_SIZE as u64);
+        let mut pa = p.attr;
+        pa.mtime_ns = now;
+        pa.ctime_ns = now;
+        if kind == FileType::Directory {
+            pa.nlink += 1;
+        }
+        self.set_attr(&mut tx, &mut p, pa);
+        tx.commit(self);
+        // DRAM follows the committed state.
+        p.data.insert(cookie, dirent);
+        p.names.insert(name.into(), cookie);
+        p.next_seq = cookie + 1;
+        let mut child = Inode::new(ino, attr, slot);
+        if kind == FileType::Directory {
+            child.next_seq = FIRST_COOKIE;
+            ns.dir_parent.insert(ino, p.ino);
+        }
+        for r in target_recs {
+            child.next_seq = child.next_seq.max(r.r.seq + 1);
+            child.data.insert(r.r.file_off, r);
+        }
+        let a = self.attr_of(&child);
+        self.insert_inode(child);
+        Ok(a)
+    }
+
+    /// Remove the dirent with `cookie` from directory `d` (DRAM and tx).
+    fn unlink_dirent(&self, tx: &mut Tx, d: &mut Inode, cookie: u64) -> Rec {
+        let link = self.data_link_before(d, cookie);
+        let succ = d.data.range(cookie + 1..).next().map(|(_, r)| r.id).unwrap_or(RecordId::NONE);
+        tx.store(link, succ.0, None);
+        let rec = d.data.remove(&cookie).expect("dirent present");
+        let name = self.slice_bytes(rec.slice()).to_vec();
+        d.names.remove(&name[..]);
+        tx.free_record(rec.id, rec.slice());
+        rec
+    }
+
+    /// Replace the dirent at `cookie` in place with one naming `ino`,
+    /// reusing the old name bytes. Returns the old record.
+    fn replace_dirent(&self, tx: &mut Tx, d: &mut Inode, cookie: u64, new_id: RecordId, ino: u32, kind: FileType) -> Rec {
+        let old = d.data[&cookie];
+        let link = self.data_link_before(d, cookie);
+        let succ = d.data.range(cookie + 1..).next().map(|(_, r)| r.id).unwrap_or(RecordId::NONE);
+        let s = old.slice();
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).take_ref(s);
+        let name = self.slice_bytes(s).to_vec();
+        let rec = self
+            .new_dirent(new_id, &name, Some((s, old.r.payload_crc)), ino, kind, cookie, succ)
+            .expect("reusing a name allocates nothing");
+        tx.store(link, new_id.0, Some((self.geo.record_pos(new_id).0, 64)));
+        d.data.insert(cookie, rec);
+        tx.free_record(old.id, s);
+        old
+    }
+
+    pub fn unlink(&self, parent: u64, name: &[u8]) -> Result<()> {
+        self.remove(parent, name, false)
+    }
+
+    pub fn rmdir(&self, parent: u64, name: &[u8]) -> Result<()> {
+        if name == b"." {
+            return Err(FsError::Invalid("rmdir of ."));
+        }
+        if name == b".." {
+            return Err(FsError::NotEmpty);
+        }
+        self.remove(parent, name, true)
+    }
+
+    fn remove(&self, parent: u64, name: &[u8], dir: bool) -> Result<()> {
+        self.check_writable()?;
+        if name.len() > layout::NAME_MAX {
+            return Err(FsError::NameTooLong);
+        }
+        let mut ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let (cino, ckind) = self.child_of(parent, name)?.ok_or(FsError::NotFound)?;
+        if dir && ckind != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        if !dir && ckind == FileType::Directory {
+            return Err(FsError::IsDir);
+        }
+        let arcs = self.arcs(&[parent as u32, cino])?;
+        let mut l = Locked::new(&arcs);
+        if dir && !l.get(cino).names.is_empty() {
+            return Err(FsError::NotEmpty);
+        }
+        let now = now_ns();
+        let mut tx = Tx::new();
+        let p = l.get(parent as u32);
+        let cookie = p.names[name];
+        self.unlink_dirent(&mut tx, p, cookie);
+        let mut pa = p.attr;
+        pa.mtime_ns = now;
+        pa.ctime_ns = now;
+        if dir {
+            pa.nlink -= 1;
+        }
+        self.set_attr(&mut tx, p, pa);
+        let c = l.get(cino);
+        let mut ca = c.attr;
+        ca.nlink = if dir { 0 } else { ca.nlink.saturating_sub(1) };
+        ca.ctime_ns = now;
+        if ca.nlink > 0 {
+            self.set_attr(&mut tx, c, ca);
+        } else {
+            c.attr = ca; // unreachable after the commit: nothing to persist
+        }
+        tx.commit(self);
+        if dir {
+            ns.dir_parent.remove(&cino);
+        }
+        let c = l.get(cino);
+        if c.attr.nlink == 0 && c.pins == 0 {
+            self.free_inode_storage(c);
+        }
+        Ok(())
+    }
+
+    /// Add a hard link `newparent/newname` to `ino`.
+    pub fn link(&self, ino: u64, newparent: u64, newname: &[u8]) -> Result<Attr> {
+        self.check_writable()?;
+        check_name(newname)?;
+        let _ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let arcs = self.arcs(&[ino as u32, newparent as u32])?;
+        if ino == newparent {
+            return Err(FsError::NotPermitted("hard link to a directory"));
+        }
+        let mut l = Locked::new(&arcs);
+        let c = l.get(ino as u32);
+        if c.attr.kind == FileType::Directory {
+            return Err(FsError::NotPermitted("hard link to a directory"));
+        }
+        if c.attr.nlink == 0 {
+            return Err(FsError::NotFound);
+        }
+        if c.attr.nlink >= MAX_NLINK {
+            return Err(FsError::TooManyLinks);
+        }
+        let ckind = c.attr.kind;
+        let p = l.get(newparent as u32);
+        if p.attr.kind != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        if p.attr.nlink == 0 {
+            return Err(FsError::NotFound);
+        }
+        if p.names.contains_key(newname) {
+            return Err(FsError::Exists);
+        }
+        let did = self.alloc_records(1)?[0];
+        let cookie = p.next_seq.max(FIRST_COOKIE);
+        let dirent = match self.new_dirent(did, newname, None, ino as u32, ckind, cookie, RecordId::NONE) {
+            Ok(d) => d,
+            Err(e) => {
+                self.free_records_now(&[did]);
+                return Err(e);
+            }
+        };
+        let now = now_ns();
+        let mut tx = Tx::new();
+        tx.store(self.data_link_before(p, cookie), did.0, Some((self.geo.record_pos(did).0, 64)));
+        let mut pa = p.attr;
+        pa.mtime_ns = now;
+        pa.ctime_ns = now;
+        self.set_attr(&mut tx, p, pa);
+        p.data.insert(cookie, dirent);
+        p.names.insert(newname.into(), cookie);
+        p.next_seq = cookie + 1;
+        let c = l.get(ino as u32);
+        let mut ca = c.attr;
+        ca.nlink += 1;
+        ca.ctime_ns = now;
+        self.set_attr(&mut tx, c, ca);
+        tx.commit(self);
+        Ok(self.attr_of(l.get(ino as u32)))
+    }
+
+    /// rename(2) with RENAME_NOREPLACE / RENAME_EXCHANGE.
+    pub fn rename(&self, sp: u64, sn: &[u8], dp: u64, dn: &[u8], flags: RenameFlags) -> Result<()> {
+        self.check_writable()?;
+        check_name(sn).map_err(|e| if matches!(e, FsError::NameTooLong) { e } else { FsError::Invalid("bad source name") })?;
+        check_name(dn)?;
+        if flags.exchange && flags.noreplace {
+            return Err(FsError::Invalid("RENAME_EXCHANGE with RENAME_NOREPLACE"));
+        }
+        let mut ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let (s, skind) = self.child_of(sp, sn)?.ok_or(FsError::NotFound)?;
+        let dst = self.child_of(dp, dn)?;
+        let (sp, dp) = (sp as u32, dp as u32);
+        if flags.exchange && dst.is_none() {
+            return Err(FsError::NotFound);
+        }
+        if flags.noreplace && dst.is_some() {
+            return Err(FsError::Exists);
+        }
+        if let Some((d, _)) = dst {
+            if d == s {
+                return Ok(()); // same file: POSIX says do nothing
+            }
+        }
+        // A directory may not move into itself or below itself.
+        let is_below = |dir: u32, anc: u32| {
+            let mut cur = dir;
+            loop {
+                if cur == anc {
+                    return true;
+                }
+                match ns.dir_parent.get(&cur) {
+                    Some(&p) if p != cur => cur = p,
+                    _ => return false,
+                }
+            }
+        };
+        if skind == FileType::Directory && is_below(dp, s) {
+            return Err(FsError::Invalid("cannot move a directory into itself"));
+        }
+        if let (true, Some((d, FileType::Directory))) = (flags.exchange, dst) {
+            if is_below(sp, d) {
+                return Err(FsError::Invalid("cannot move a directory into itself"));
+            }
+        }
+        let mut inos = vec![sp, dp, s];
+        if let Some((d, _)) = dst {
+            inos.push(d);
+        }
+        let arcs = self.arcs(&inos)?;
+        let mut l = Locked::new(&arcs);
+        if !flags.exchange {
+            if let Some((d, dkind)) = dst {
+                match (skind == FileType::Directory, dkind == FileType::Directory) {
+                    (true, false) => return Err(FsError::NotDir),
+                    (false, true) => return Err(FsError::IsDir),
+                    (true, true) if !l.get(d).names.is_empty() => return Err(FsError::NotEmpty),
+                    _ => {}
+                }
+            }
+        }
+        let moves_dir = skind == FileType::Directory && sp != dp;
+        let dst_is_dir = matches!(dst, Some((_, FileType::Directory)));
+        if moves_dir && !(dst_is_dir && !flags.exchange) && l.get(dp).attr.nlink >= MAX_NLINK {
+            return Err(FsError::TooManyLinks);
+        }
+        let now = now_ns();
+        let mut tx = Tx::new();
+        let scookie = l.get(sp).names[sn];
+        match (dst, flags.exchange) {
+            (None, _) => {
+                let id = self.alloc_records(1)?[0];
+                let cookie = l.get(dp).next_seq.max(FIRST_COOKIE);
+                // Write the new dirent first (it may fail for space), then
+                // unlink the old one and link the new one at dp's tail.
+                let rec = match self.new_dirent(id, dn, None, s, skind, cookie, RecordId::NONE) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.free_records_now(&[id]);
+                        return Err(e);
+                    }
+                };
+                self.unlink_dirent(&mut tx, l.get(sp), scookie);
+                let d = l.get(dp);
+                tx.store(self.data_link_before(d, cookie), id.0, Some((self.geo.record_pos(id).0, 64)));
+                d.data.insert(cookie, rec);
+                d.names.insert(dn.into(), cookie);
+                d.next_seq = cookie + 1;
+            }
+            (Some((d, dkind)), false) => {
+                let id = self.alloc_records(1)?[0];
+                let dcookie = l.get(dp).names[dn];
+                self.unlink_dirent(&mut tx, l.get(sp), scookie);
+                self.replace_dirent(&mut tx, l.get(dp), dcookie, id, s, skind);
+                let victim = l.get(d);
+                let mut va = victim.attr;
+                va.ctime_ns = now;
+                va.nlink = if dkind == FileType::Directory { 0 } else { va.nlink - 1 };
+                if va.nlink > 0 {
+                    self.set_attr(&mut tx, victim, va);
+                } else {
+                    victim.attr = va;
+                }
+                if dkind == FileType::Directory {
+                    // dp loses the replaced subdirectory.
+                    let dpi = l.get(dp);
+                    let mut a = dpi.attr;
+                    a.nlink -= 1;
+                    self.set_attr(&mut tx, dpi, a);
+                }
+            }
+            (Some((d, dkind)), true) => {
+                let ids = self.alloc_records(2)?;
+                let dcookie = l.get(dp).names[dn];
+                self.replace_dirent(&mut tx, l.get(sp), scookie, ids[0], d, dkind);
+                self.replace_dirent(&mut tx, l.get(dp), dcookie, ids[1], s, skind);
+                if sp != dp {
+                    let dmoves = dkind == FileType::Directory;
+                    if dmoves {
+                        let x = l.get(d);
+                        let mut a = x.attr;
+                        a.parent = sp;
+                        a.ctime_ns = now;
+                        self.set_attr(&mut tx, x, a);
+                        ns.dir_parent.insert(d, sp);
+                    }
+                    let delta = |v: &mut u32, plus: bool, minus: bool| {
+                        if plus && !minus {
+                            *v += 1;
+                        }
+                        if minus && !plus {
+                            *v -= 1;
+                        }
+                    };
+                    let sdir = skind == FileType::Directory;
+                    let x = l.get(sp);
+                    let mut a = x.attr;
+                    delta(&mut a.nlink, dmoves, sdir);
+                    self.set_attr(&mut tx, x, a);
+                    let x = l.get(dp);
+                    let mut a = x.attr;
+                    delta(&mut a.nlink, sdir, dmoves);
+                    self.set_attr(&mut tx, x, a);
+                } else {
+                    let x = l.get(d);
+                    let mut a = x.attr;
+                    a.ctime_ns = now;
+                    self.set_attr(&mut tx, x, a);
+                }
+            }
+        }
+        // Common: times on both parents, ctime on the moved inode, and a
+        // moved directory's parent link and its parents' link counts.
+        for p in [sp, dp] {
+            let x = l.get(p);
+            let mut a = x.attr;
+            a.mtime_ns = now;
+            a.ctime_ns = now;
+            self.set_attr(&mut tx, x, a);
+        }
+        if moves_dir && !flags.exchange {
+            let x = l.get(sp);
+            let mut a = x.attr;
+            a.nlink -= 1;
+            self.set_attr(&mut tx, x, a);
+            let x = l.get(dp);
+            let mut a = x.attr;
+            a.nlink += 1;
+            self.set_attr(&mut tx, x, a);
+        }
+        let x = l.get(s);
+        let mut a = x.attr;
+        a.ctime_ns = now;
+        if skind == FileType::Directory {
+            a.parent = dp;
+        }
+        self.set_attr(&mut tx, x, a);
+        tx.commit(self);
+        if skind == FileType::Directory {
+            ns.dir_parent.insert(s, dp);
+        }
+        if let (Some((d, dkind)), false) = (dst, flags.exchange) {
+            let v = l.get(d);
+            if v.attr.nlink == 0 {
+                if dkind == FileType::Directory {
+                    ns.dir_parent.remove(&d);
+                }
+                if v.pins == 0 {
+                    self.free_inode_storage(v);
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,384 @@
+//! Opening an image: superblock (falling back to the backup), journal
+//! replay, and the walk that rebuilds every DRAM structure from what the
+//! root reaches. Nothing is trusted before it is validated: every record
+//! passes its CRC and bounds checks, every chain is checked for cycles,
+//! order and double claims before anything is built on it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
+use layout::journal::parse_slot;
+use layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN};
+use layout::{
+    AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordId, RecordKind, Superblock, ROOT_INO,
+};
+
+use super::alloc::{Alloc, Slice};
+use super::tx::{SlotState, Tx};
+use super::{mark_mounted, write_superblocks, Inode, Namespace, Volume};
+use crate::error::{FsError, Result};
+use crate::media::Pm;
+
+/// What `open` found and did.
+#[derive(Clone, Debug, Default)]
+pub struct OpenReport {
+    /// Set when the primary superblock was bad: why, and that the backup was used.
+    pub used_backup_superblock: Option<String>,
+    /// Was the image closed cleanly last time?
+    pub was_clean: bool,
+    pub journal_slots_replayed: u32,
+    pub nlink_fixed: u32,
+    pub inodes: u64,
+    pub records: u64,
+    pub elapsed: Duration,
+}
+
+/// Link words read during the walk. For a read-only open with committed
+/// journal entries, the entries are overlaid instead of written.
+struct Reader<'a> {
+    pm: &'a Pm,
+    overlay: HashMap<u64, u64>,
+}
+
+impl Reader<'_> {
+    fn bytes<const N: usize>(&self, off: u64) -> [u8; N] {
+        let mut b = [0u8; N];
+        b.copy_from_slice(self.pm.slice(off, N));
+        if !self.overlay.is_empty() {
+            for w in (0..N as u64).step_by(8) {
+                if let Some(v) = self.overlay.get(&(off + w)) {
+                    b[w as usize..w as usize + 8].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        b
+    }
+}
+
+/// Read and validate the superblock, primary first, then the backup.
+pub fn read_superblock(pm: &Pm) -> std::result::Result<(Superblock, Option<String>), Corrupt> {
+    let len = pm.len();
+    let primary = Superblock::from_bytes(pm.slice(PRIMARY_OFFSET, 256), PRIMARY_OFFSET, len);
+    match primary {
+        Ok(sb) => Ok((sb, None)),
+        Err(e) => match Superblock::from_bytes(pm.slice(BACKUP_OFFSET, 256), BACKUP_OFFSET, len) {
+            Ok(sb) => Ok((sb, Some(format!("primary superblock is bad ({e}); opened from the backup copy")))),
+            Err(_) => Err(e),
+        },
+    }
+}
+
+struct Walk<'a> {
+    g: &'a Geometry,
+    rd: Reader<'a>,
+    record_used: Vec<bool>,
+    inode_used: Vec<bool>,
+    refs: Vec<u32>,
+    inodes: HashMap<u32, Inode>,
+    /// Dirents naming each inode, and subdirectories of each directory.
+    links: HashMap<u32, u32>,
+    subdirs: HashMap<u32, u32>,
+    dir_parent: HashMap<u32, u32>,
+    records: u64,
+}
+
+impl Walk<'_> {
+    fn load_inode(&mut self, ino: u32) -> Result<Inode> {
+        let pos = self.g.inode_pos(ino);
+        let bytes: [u8; INODE_SIZE] = self.rd.bytes(pos.0);
+        let h = InodeHeader::from_bytes(&bytes, pos, self.g.record_count)?;
+        let so = (SLOTS_OFF + h.live_slot as u64 * SLOT_SIZE) as usize;
+        let attr = AttrSlot::from_bytes(&bytes[so..so + 64], PmOffset(pos.0 + so as u64), h.generation)?;
+        let mut i = Inode::new(ino, attr, SlotState { generation: h.generation, live_slot: h.live_slot });
+        self.walk_chain(&mut i, RecordId(h.data_head), false)?;
+        self.walk_chain(&mut i, RecordId(h.xattr_head), true)?;
+        Ok(i)
+    }
+
+    fn claim(&mut self, id: RecordId, r: &Record, at: PmOffset) -> Result<()> {
+        if std::mem::replace(&mut self.record_used[id.0 as usize], true) {
+            return Err(Corrupt::at("record", at, format!("record {} is linked twice (a cycle or a shared tail)", id.0)).into());
+        }
+        let s = Slice { buffer: r.buffer, buf_off: r.buf_off, len: r.len };
+        let (a, b) = s.buffers(self.g.buffer_size_bytes);
+        for x in a..=b {
+            self.refs[x as usize] += 1;
+        }
+        self.records += 1;
+        Ok(())
+    }
+
+    fn walk_chain(&mut self, i: &mut Inode, head: RecordId, xattr: bool) -> Result<()> {
+        let mut cur = head;
+        let mut prev_key: Option<u64> = None;
+        let mut prev_end = 0u64;
+        while !cur.is_none() {
+            let at = self.g.record_pos(cur);
+            let bytes: [u8; 64] = self.rd.bytes(at.0);
+            let (r, next) = Record::from_bytes(&bytes, at, self.g)?;
+            self.claim(cur, &r, at)?;
+            let rec = super::Rec { id: cur, r };
+            if xattr {
+                if r.kind != RecordKind::Xattr {
+                    return Err(Corrupt::at("xattr chain", at, format!("{:?} record in an xattr chain", r.kind)).into());
+                }
+                let payload = self.rd.pm.slice(self.g.buffer_pos(r.buffer, r.buf_off).0, r.len as usize);
+                if layout::crc32c(payload) != r.payload_crc {
+                    return Err(Corrupt::at("xattr", at, "payload checksum mismatch").into());
+                }
+                let name: Box<[u8]> = payload[..r.aux as usize].into();
+                let key = i.next_xkey;
+                i.next_xkey += 1;
+                if i.xnames.insert(name, key).is_some() {
+                    return Err(Corrupt::at("xattr", at, "duplicate attribute name").into());
+                }
+                i.xattrs.insert(key, rec);
+            } else {
+                match (i.attr.kind, r.kind) {
+                    (FileType::Directory, RecordKind::Dirent) => {
+                        if prev_key.is_some_and(|k| r.seq <= k) {
+                            return Err(Corrupt::at("dirent", at, "cookies out of order").into());
+                        }
+                        prev_key = Some(r.seq);
+                        let payload = self.rd.pm.slice(self.g.buffer_pos(r.buffer, r.buf_off).0, r.len as usize);
+                        if layout::crc32c(payload) != r.payload_crc {
+                            return Err(Corrupt::at("dirent", at, "name checksum mismatch").into());
+                        }
+                        if super::check_name(payload).is_err() {
+                            return Err(Corrupt::at("dirent", at, "invalid name").into());
+                        }
+                        if i.names.insert(payload.into(), r.seq).is_some() {
+                            return Err(Corrupt::at("dirent", at, format!("duplicate name {:?}", String::from_utf8_lossy(payload))).into());
+                        }
+                        i.next_seq = r.seq + 1;
+                        i.data.insert(r.seq, rec);
+                    }
+                    (FileType::Regular | FileType::Symlink, RecordKind::Data) => {
+                        if r.file_off < prev_end || (prev_key.is_some() && r.file_off == prev_key.unwrap_or(0) && prev_end > 0 && r.file_off < prev_end) {
+                            return Err(Corrupt::at("data record", at, "file ranges overlap or are out of order").into());
+                        }
+                        prev_key = Some(r.file_off);
+                        prev_end = r.file_end();
+                        i.next_seq = i.next_seq.max(r.seq + 1);
+                        i.data.insert(r.file_off, rec);
+                    }
+                    (k, rk) => {
+                        return Err(Corrupt::at("chain", at, format!("{rk:?} record in the chain of a {k:?}")).into());
+                    }
+                }
+            }
+            cur = next;
+        }
+        if matches!(i.attr.kind, FileType::Regular | FileType::Symlink) && prev_end > i.attr.size {
+            return Err(Corrupt::at(
+                "inode",
+                self.g.inode_pos(i.ino),
+                format!("records reach byte {prev_end} past the size {}", i.attr.size),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<()> {
+        let root = self.load_inode(ROOT_INO)?;
+        if root.attr.kind != FileType::Directory {
+            return Err(Corrupt::at("root inode", self.g.inode_pos(ROOT_INO), "is not a directory").into());
+        }
+        self.inode_used[ROOT_INO as usize] = true;
+        self.dir_parent.insert(ROOT_INO, ROOT_INO);
+        let mut queue = VecDeque::from([ROOT_INO]);
+        self.inodes.insert(ROOT_INO, root);
+        while let Some(dir) = queue.pop_front() {
+            let children: Vec<(u32, u64)> = self.inodes[&dir].data.values().map(|r| (r.r.dirent_ino(), r.r.aux)).collect();
+            for (child, aux) in children {
+                *self.links.entry(child).or_default() += 1;
+                let dtype = (aux >> 32) as u8;
+                if self.inode_used[child as usize] {
+                    let k = self.inodes.get(&child).map(|c| c.attr.kind);
+                    if k == Some(FileType::Directory) || child == ROOT_INO {
+                        return Err(Corrupt::at("dirent", self.g.inode_pos(dir), format!("directory {child} is linked twice")).into());
+                    }
+                    continue;
+                }
+                let c = self.load_inode(child)?;
+                if c.attr.kind.dtype() != dtype {
+                    return Err(Corrupt::at("dirent", self.g.inode_pos(dir), format!("type of {child} disagrees with its inode")).into());
+                }
+                self.inode_used[child as usize] = true;
+                if c.attr.kind == FileType::Directory {
+                    *self.subdirs.entry(dir).or_default() += 1;
+                    self.dir_parent.insert(child, dir);
+                    queue.push_back(child);
+                }
+                self.inodes.insert(child, c);
+            }
+        }
+        Ok(())
+    }
+}
+
+pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
+    let t0 = Instant::now();
+    let (mut sb, backup_note) = read_superblock(&pm)?;
+    let g = sb.geometry;
+    let mut report = OpenReport { used_backup_superblock: backup_note, was_clean: sb.state == STATE_CLEAN, ..Default::default() };
+    let read_only = read_only || pm.is_read_only();
+
+    // Journal: replay committed slots (or overlay them when read-only).
+    let mut overlay = HashMap::new();
+    for slot in 0..g.journal_slots {
+        let pos = g.journal_slot_pos(slot);
+        if let Some((_, stores)) = parse_slot(pm.slice(pos.0, g.journal_slot_bytes as usize), pos, &g)? {
+            report.journal_slots_replayed += 1;
+            if read_only {
+                overlay.extend(stores.iter().copied());
+            } else {
+                for &(a, v) in &stores {
+                    pm.store_u64(a, v);
+                    pm.flush(a, 8);
+                }
+                pm.fence();
+                pm.publish_u64(pos.0, 0);
+            }
+        }
+    }
+
+    let mut w = Walk {
+        g: &g,
+        rd: Reader { pm: &pm, overlay },
+        record_used: vec![false; g.record_count as usize + 1],
+        inode_used: vec![false; g.inode_count as usize + 1],
+        refs: vec![0; g.buffer_count as usize],
+        inodes: HashMap::new(),
+        links: HashMap::new(),
+        subdirs: HashMap::new(),
+        dir_parent: HashMap::new(),
+        records: 0,
+    };
+    w.record_used[0] = true;
+    w.inode_used[0] = true;
+    w.run()?;
+    report.inodes = w.inodes.len() as u64;
+    report.records = w.records;
+
+    let alloc = Alloc::rebuild(g.buffer_size_bytes, &w.inode_used, &w.record_used, std::mem::take(&mut w.refs));
+    let Walk { mut inodes, links, subdirs, dir_parent, .. } = w;
+
+    // Link counts and parent pointers must match the tree. A mismatch can
+    // only come from damage, never from a crash (they commit together), so
+    // it is reported; a writable open fixes it.
+    let mut fixes: Vec<(u32, AttrSlot)> = Vec::new();
+    for (ino, i) in inodes.iter() {
+        let mut want = i.attr;
+        if i.attr.kind == FileType::Directory {
+            want.nlink = 2 + subdirs.get(ino).copied().unwrap_or(0);
+            want.parent = dir_parent.get(ino).copied().unwrap_or(ROOT_INO);
+        } else {
+            want.nlink = links.get(ino).copied().unwrap_or(0);
+        }
+        if want != i.attr {
+            fixes.push((*ino, want));
+        }
+    }
+    report.nlink_fixed = fixes.len() as u32;
+    if !fixes.is_empty() {
+        tracing::warn!("{} inodes had a wrong link count or parent; {}", fixes.len(), if read_only { "not fixed (read-only)" } else { "fixed" });
+    }
+
+    if !read_only {
+        if report.used_backup_superblock.is_some() {
+            write_superblocks(&pm, &sb);
+        }
+        mark_mounted(&pm, &mut sb);
+    }
+    let map: HashMap<u32, Arc<RwLock<Inode>>> = inodes.drain().map(|(k, v)| (k, Arc::new(RwLock::new(v)))).collect();
+    let vol = Volume::new_from_parts(pm, g, sb, alloc, map, Namespace { dir_parent }, read_only, report);
+    if !read_only {
+        let mut tx = Tx::new();
+        for (ino, want) in fixes {
+            let i = vol.inode(ino as u64)?;
+            let mut gi = i.write().unwrap_or_else(|e| e.into_inner());
+            vol.set_attr(&mut tx, &mut gi, want);
+            drop(gi);
+        }
+        if !tx.is_empty() {
+            tx.commit(&vol);
+        }
+    }
+    let mut vol = vol;
+    vol.report.elapsed = t0.elapsed();
+    Ok(vol)
+}
+
+/// See [`Volume::check_invariants`].
+pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
+    let g = &vol.geo;
+    let pm = &vol.pm;
+    let map = vol.inodes.read().unwrap_or_else(|e| e.into_inner());
+    let mut used_records = 0u64;
+    let mut refs = vec![0u32; g.buffer_count as usize];
+    for (&ino, i) in map.iter() {
+        let i = i.read().unwrap_or_else(|e| e.into_inner());
+        let pos = g.inode_pos(ino);
+        let h = InodeHeader::from_bytes(pm.slice(pos.0, INODE_SIZE), pos, g.record_count).map_err(|e| e.to_string())?;
+        if (h.generation, h.live_slot) != (i.slot.generation, i.slot.live_slot) {
+            return Err(format!("inode {ino}: selector on media {:?} differs from DRAM {:?}", (h.generation, h.live_slot), i.slot));
+        }
+        let so = pos.0 + SLOTS_OFF + h.live_slot as u64 * SLOT_SIZE;
+        let a = AttrSlot::from_bytes(pm.slice(so, 64), PmOffset(so), h.generation).map_err(|e| e.to_string())?;
+        if a != i.attr {
+            return Err(format!("inode {ino}: attributes on media {a:?} differ from DRAM {:?}", i.attr));
+        }
+        for (chain, head, name) in [(&i.data, h.data_head, "data"), (&i.xattrs, h.xattr_head, "xattr")] {
+            let mut expect = head;
+            for r in chain.values() {
+                if r.id.0 != expect {
+                    return Err(format!("inode {ino}: {name} chain links to {expect} where DRAM has record {}", r.id.0));
+                }
+                let at = g.record_pos(r.id);
+                let (onm, next) = Record::from_bytes(pm.slice(at.0, 64), at, g).map_err(|e| e.to_string())?;
+                if onm != r.r {
+                    return Err(format!("inode {ino}: record {} on media {onm:?} differs from DRAM {:?}", r.id.0, r.r));
+                }
+                let (x, y) = r.slice().buffers(g.buffer_size_bytes);
+                for b in x..=y {
+                    refs[b as usize] += 1;
+                }
+                used_records += 1;
+                expect = next.0;
+            }
+            if expect != 0 {
+                return Err(format!("inode {ino}: {name} chain continues to record {expect} past DRAM's tail"));
+            }
+        }
+        let _ = (DATA_HEAD_OFF, XATTR_HEAD_OFF);
+    }
+    let a = vol.alloc.lock().unwrap_or_else(|e| e.into_inner());
+    if used_records + a.free_record_count() != g.record_count {
+        return Err(format!(
+            "records: {used_records} used + {} free != {} (leak or double free)",
+            a.free_record_count(),
+            g.record_count
+        ));
+    }
+    if map.len() as u64 + a.free_inode_count() != g.inode_count as u64 {
+        return Err(format!("inodes: {} used + {} free != {}", map.len(), a.free_inode_count(), g.inode_count));
+    }
+    for (b, &want) in refs.iter().enumerate() {
+        let have = a.refcount(b as u32);
+        // The allocator holds one extra reference on its current small buffer.
+        if have != want && have != want + 1 {
+            return Err(format!("buffer {b}: refcount {have}, records name it {want} times"));
+        }
+    }
+    Ok(())
+}
+
+impl From<Corrupt> for Box<FsError> {
+    fn from(c: Corrupt) -> Self {
+        Box::new(FsError::Corrupt(c))
+    }
+}

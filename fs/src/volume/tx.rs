@@ -1,0 +1,194 @@
+//! Committing a change: the persistence idiom and the redo journal.
+//!
+//! A [`Tx`] collects what an operation will make durable:
+//! - new payload bytes and new records, already written and flushed by the
+//!   caller (they are unreachable, so their order does not matter);
+//! - attribute changes, written into each inode's idle slot at commit;
+//! - the link-word stores (`addr := value`) that make the new state reachable.
+//!
+//! `commit` then follows the idiom (NOVA's `nova_update_tail`, extended to
+//! several links):
+//! 1. write the idle attribute slots; **one fence** makes payload, records and
+//!    slots durable;
+//! 2. one store: `publish_u64` it (aligned 8-byte store + persist): done.
+//!    Several stores: write them as journal entries plus a checksummed header
+//!    into a free journal slot and persist (the commit point: a torn header or
+//!    missing entry fails the CRC and the slot counts as never committed);
+//!    apply every store and persist; publish `commit = 0`.
+//! 3. only now return freed records and buffer space to the allocators.
+
+use layout::inode::{SELECTOR_OFF, SLOTS_OFF, SLOT_SIZE};
+use layout::journal::{JournalEntryRaw, JournalHeaderRaw, JOURNAL_HEADER_BYTES, JOURNAL_MAX_ENTRIES};
+use layout::{AttrSlot, InodeHeader, RecordId};
+use std::sync::{Condvar, Mutex};
+use zerocopy::IntoBytes;
+
+use super::alloc::Slice;
+use super::Volume;
+
+/// Free journal slots. Operations on disjoint inodes commit in parallel, each
+/// in its own slot; a committed slot is cleared before its operation returns
+/// (and before its inode locks are released), so at any crash the committed
+/// slots touch disjoint words and replay order does not matter.
+#[derive(Debug)]
+pub struct JournalSlots {
+    free: Mutex<Vec<u32>>,
+    cv: Condvar,
+    seq: std::sync::atomic::AtomicU64,
+}
+
+impl JournalSlots {
+    pub fn new(n: u32) -> JournalSlots {
+        JournalSlots { free: Mutex::new((0..n).collect()), cv: Condvar::new(), seq: 0.into() }
+    }
+    fn take(&self) -> u32 {
+        let mut g = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(s) = g.pop() {
+                return s;
+            }
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+    fn give(&self, s: u32) {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+        self.cv.notify_one();
+    }
+}
+
+/// An attribute-slot switch prepared for commit.
+#[derive(Debug)]
+struct SlotSwitch {
+    ino: u32,
+    attr: AttrSlot,
+    new_gen: u64,
+    idle: u8,
+}
+
+#[derive(Debug, Default)]
+pub struct Tx {
+    stores: Vec<(u64, u64)>,
+    slots: Vec<SlotSwitch>,
+    /// Ranges a store makes reachable: asserted durable before publishing.
+    reaches: Vec<(u64, u64)>,
+    freed_records: Vec<RecordId>,
+    freed_slices: Vec<Slice>,
+}
+
+/// What a committed slot switch left behind, for the DRAM inode.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotState {
+    pub generation: u64,
+    pub live_slot: u8,
+}
+
+impl Tx {
+    pub fn new() -> Tx {
+        Tx::default()
+    }
+
+    /// `addr := value` at commit. `reaches` is the record (or slot) the new
+    /// value makes reachable, checked durable first in debug builds.
+    pub fn store(&mut self, addr: u64, value: u64, reaches: Option<(u64, u64)>) {
+        self.stores.push((addr, value));
+        if let Some(r) = reaches {
+            self.reaches.push(r);
+        }
+    }
+
+    /// Assert, before the commit's publish, that `[off, off+len)` is durable
+    /// (something a store makes reachable, besides the record it names).
+    pub fn store_reach(&mut self, off: u64, len: u64) {
+        self.reaches.push((off, len));
+    }
+
+    /// Switch inode `ino` (currently at `cur`) to attributes `attr`. Calling
+    /// twice for one inode keeps the last attributes.
+    pub fn set_attr(&mut self, ino: u32, cur: SlotState, attr: AttrSlot) -> SlotState {
+        if let Some(s) = self.slots.iter_mut().find(|s| s.ino == ino) {
+            s.attr = attr;
+            return SlotState { generation: s.new_gen, live_slot: s.idle };
+        }
+        let sw = SlotSwitch { ino, attr, new_gen: cur.generation + 1, idle: cur.live_slot ^ 1 };
+        let st = SlotState { generation: sw.new_gen, live_slot: sw.idle };
+        self.slots.push(sw);
+        st
+    }
+
+    /// Return this record to the allocator once the commit is durable.
+    pub fn free_record(&mut self, id: RecordId, slice: Slice) {
+        self.freed_records.push(id);
+        self.freed_slices.push(slice);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stores.is_empty() && self.slots.is_empty() && self.freed_slices.is_empty()
+    }
+
+    pub fn commit(mut self, vol: &Volume) {
+        let pm = &vol.pm;
+        let g = &vol.geo;
+        // Step 1: idle slots (invisible until their selector is published).
+        for s in &self.slots {
+            let pos = g.inode_pos(s.ino).0 + SLOTS_OFF + s.idle as u64 * SLOT_SIZE;
+            pm.write(pos, &s.attr.to_bytes(s.new_gen));
+            pm.flush(pos, SLOT_SIZE);
+            self.stores.push((g.inode_pos(s.ino).0 + SELECTOR_OFF, InodeHeader::selector(s.new_gen, s.idle)));
+            self.reaches.push((pos, SLOT_SIZE));
+        }
+        match self.stores.len() {
+            0 => pm.fence(),
+            1 => {
+                pm.fence();
+                for &(o, l) in &self.reaches {
+                    pm.debug_assert_persisted(o, l);
+                }
+                let (addr, value) = self.stores[0];
+                pm.publish_u64(addr, value);
+            }
+            n => {
+                assert!(n <= JOURNAL_MAX_ENTRIES, "operation needs {n} journal entries");
+                let slot = vol.journal.take();
+                let base = g.journal_slot_pos(slot).0;
+                let entries: Vec<JournalEntryRaw> = self
+                    .stores
+                    .iter()
+                    .map(|&(a, v)| JournalEntryRaw { addr: a.into(), value: v.into() })
+                    .collect();
+                let seq = vol.journal.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                let header = JournalHeaderRaw::new(seq, &entries);
+                pm.write(base + JOURNAL_HEADER_BYTES as u64, entries.as_bytes());
+                pm.write(base, header.as_bytes());
+                pm.flush(base, (JOURNAL_HEADER_BYTES + entries.len() * 16) as u64);
+                // Commit point: payload, records, slots and the journal slot
+                // all durable together.
+                pm.fence();
+                for &(o, l) in &self.reaches {
+                    pm.debug_assert_persisted(o, l);
+                }
+                apply_stores(vol, &self.stores);
+                pm.publish_u64(base, 0);
+                vol.journal.give(slot);
+            }
+        }
+        // Step 3: only now is the old space unreachable on the media.
+        if !self.freed_records.is_empty() || !self.freed_slices.is_empty() {
+            let mut a = vol.alloc.lock().unwrap_or_else(|e| e.into_inner());
+            for r in self.freed_records.drain(..) {
+                a.free_record(r.0);
+            }
+            for s in self.freed_slices.drain(..) {
+                a.drop_ref(s);
+            }
+        }
+    }
+}
+
+/// Apply journalled stores (at commit, or at replay) and make them durable.
+pub fn apply_stores(vol: &Volume, stores: &[(u64, u64)]) {
+    for &(addr, value) in stores {
+        vol.pm.store_u64(addr, value);
+        vol.pm.flush(addr, 8);
+    }
+    vol.pm.fence();
+}
