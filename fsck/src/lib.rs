@@ -1,0 +1,1 @@
+//! fsck.pktfs as a library (filled in by the fsck issue).

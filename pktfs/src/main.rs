@@ -1,0 +1,50 @@
+//! `pktfs`: mount an image through FUSE, serve it over the network, send a
+//! file out by its chain, show a file as its packets, or all at once (`up`).
+//!
+//! Each subcommand lives in its own module; this file only parses and
+//! dispatches, and maps errors to a message and an exit code.
+
+mod chain_cmd;
+mod mount_cmd;
+mod net_cmd;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "pktfs", version, about = "pktfs: a persistent-memory file system whose files are chains of packet metadata")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Mount an image through FUSE.
+    Mount(mount_cmd::MountArgs),
+    /// Serve an image over HTTP (and raw TCP) without FUSE.
+    Serve(net_cmd::ServeArgs),
+    /// Stream a file out over TCP, one record per segment.
+    Send(net_cmd::SendArgs),
+    /// Show a file as its chain of packet-metadata records.
+    Chain(chain_cmd::ChainArgs),
+    /// Show an image's superblock, geometry and usage.
+    Stat(chain_cmd::StatArgs),
+    /// Quick start: create a default image if needed, mount it, serve it.
+    Up(net_cmd::UpArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Mount(a) => mount_cmd::run(a),
+        Cmd::Serve(a) => net_cmd::serve(a),
+        Cmd::Send(a) => net_cmd::send(a),
+        Cmd::Chain(a) => chain_cmd::chain(a),
+        Cmd::Stat(a) => chain_cmd::stat(a),
+        Cmd::Up(a) => net_cmd::up(a),
+    };
+    if let Err(e) = r {
+        eprintln!("pktfs: {e}");
+        std::process::exit(1);
+    }
+}
