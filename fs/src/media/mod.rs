@@ -17,6 +17,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod arch;
+pub mod net;
 pub mod recording;
 mod tracker;
 

@@ -242,6 +242,23 @@ impl Alloc {
         Some(out)
     }
 
+    /// Up to `max_bufs` contiguous whole buffers (the longest free run if
+    /// none is that long), as one slice holding one reference per buffer.
+    pub fn alloc_run(&mut self, max_bufs: u32) -> Option<Slice> {
+        let (start, n) = match self.take_run(max_bufs) {
+            Some(s) => (s, max_bufs),
+            None => {
+                let &(l, s) = self.by_len.iter().next_back()?;
+                self.remove_run(s);
+                (s, l)
+            }
+        };
+        for i in start..start + n {
+            self.refs[i as usize] += 1;
+        }
+        Some(Slice { buffer: start, buf_off: 0, len: n * self.bs })
+    }
+
     /// Give back slices from `alloc_payload` that were never used.
     pub fn release_payload(&mut self, slices: &[Slice]) {
         for s in slices {

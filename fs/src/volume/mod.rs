@@ -24,6 +24,7 @@ mod alloc;
 mod file;
 mod ns;
 mod recover;
+mod rx;
 mod tx;
 mod xattr;
 #[cfg(test)]
@@ -42,6 +43,7 @@ pub use alloc::Slice;
 pub use file::{FallocMode, Seg};
 pub use ns::RenameFlags;
 pub use recover::OpenReport;
+pub use rx::{RxBuf, RxPiece};
 pub use xattr::XattrFlags;
 
 use crate::error::{FsError, Result};

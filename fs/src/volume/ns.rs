@@ -322,6 +322,14 @@ impl Volume {
         Ok(a)
     }
 
+    pub(crate) fn new_dirent_pub(&self, id: RecordId, name: &[u8], ino: u32, kind: FileType, cookie: u64) -> Result<Rec> {
+        self.new_dirent(id, name, None, ino, kind, cookie, RecordId::NONE)
+    }
+
+    pub(crate) fn replace_dirent_pub(&self, tx: &mut Tx, d: &mut Inode, cookie: u64, new_id: RecordId, ino: u32, kind: FileType) {
+        self.replace_dirent(tx, d, cookie, new_id, ino, kind);
+    }
+
     /// Remove the dirent with `cookie` from directory `d` (DRAM and tx).
     fn unlink_dirent(&self, tx: &mut Tx, d: &mut Inode, cookie: u64) -> Rec {
         let link = self.data_link_before(d, cookie);

@@ -271,3 +271,63 @@ fn unlinked_open_file_lives_until_unpinned() {
     assert!(v.getattr(f.ino).is_err());
     ok(&v);
 }
+
+#[test]
+fn receive_into_buffers_and_publish_tmpfile_atomically() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let v = fresh(8 << 20);
+    let r = v.root();
+    let old = v.create(r, b"obj", 0o644, 0, 0).unwrap();
+    v.write(old.ino, 0, b"old contents").unwrap();
+    let t = v.create_tmpfile(0o644, 0, 0).unwrap();
+    let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let body: Vec<u8> = (0..10_000u32).map(|i| (i * 13) as u8).collect();
+    let mut req = b"PUT /obj HTTP/1.1\r\n\r\n".to_vec();
+    let hdr = req.len() as u32;
+    req.extend_from_slice(&body);
+    a.write_all(&req).unwrap();
+    drop(a);
+    let mut got = 0u32;
+    let mut pieces = Vec::new();
+    let mut seq = 0u64;
+    while got < req.len() as u32 {
+        let buf = v.rx_reserve(4096).unwrap();
+        let (n, _ts) = v.pm().recv_timestamped(b.as_raw_fd(), buf.image_off, buf.cap as usize, 0).unwrap();
+        assert!(n > 0);
+        // The request header that landed in the first buffer is skipped by
+        // the record's offset.
+        let skip = if got == 0 { hdr } else { 0 };
+        if n as u32 > skip {
+            pieces.push(v.rx_piece(&buf, skip, n as u32 - skip, 42, seq));
+            seq += (n as u32 - skip) as u64;
+        }
+        got += n as u32;
+        v.rx_release(buf);
+    }
+    // Not visible under its name before the link.
+    assert_eq!(v.read(old.ino, 0, 100).unwrap(), b"old contents");
+    v.rx_commit(t.ino, pieces).unwrap();
+    v.link_tmpfile(t.ino, r, b"obj", true).unwrap();
+    let now = v.lookup(r, b"obj").unwrap();
+    assert_eq!(now.ino, t.ino);
+    assert_eq!(v.read(t.ino, 0, 1 << 20).unwrap(), body);
+    assert!(v.getattr(old.ino).is_err(), "replaced file freed");
+    let ch = v.chain(t.ino).unwrap();
+    assert!(ch.iter().all(|c| c.from_network && c.timestamp_ns == 42));
+    ok(&v);
+    // An upload abandoned half way leaves nothing behind.
+    let free = v.statfs();
+    let t2 = v.create_tmpfile(0o644, 0, 0).unwrap();
+    let buf = v.rx_reserve(8192).unwrap();
+    v.pm().write(buf.image_off, &[1u8; 100]);
+    let p = v.rx_piece(&buf, 0, 100, 1, 0);
+    v.rx_release(buf);
+    v.rx_commit(t2.ino, vec![p]).unwrap();
+    v.unpin(t2.ino, 1);
+    assert_eq!(v.statfs().files_free, free.files_free);
+    ok(&v);
+    let v = reopen(v);
+    ok(&v);
+    assert_eq!(v.read(t.ino, 0, 1 << 20).unwrap(), body);
+}

@@ -1,0 +1,124 @@
+//! Socket I/O straight to and from the mapping, for the network path:
+//! receive into packet buffers with the kernel's receive timestamp, and send
+//! records out by `sendfile` from the image file or `sendmsg` with one
+//! iovec per record (record = segment). The bytes are never staged.
+
+use std::os::fd::RawFd;
+
+use super::Pm;
+
+/// Ask the kernel to timestamp received data (SO_TIMESTAMPNS).
+pub fn enable_rx_timestamps(fd: RawFd) -> std::io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: `on` outlives the call and its size is passed; setsockopt does
+    // not retain the pointer.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            &on as *const libc::c_int as *const libc::c_void,
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+impl Pm {
+    /// recvmsg(2) into `[off, off+len)` of the mapping. Returns the byte
+    /// count and the kernel receive time in ns since the epoch, when the
+    /// socket has SO_TIMESTAMPNS on and the kernel supplied one.
+    pub fn recv_timestamped(&self, fd: RawFd, off: u64, len: usize, flags: i32) -> std::io::Result<(usize, Option<u64>)> {
+        self.check_writable();
+        let o = self.check(off, len);
+        let mut iov = libc::iovec {
+            // SAFETY: o..o+len is inside the writable mapping (checked) and
+            // reserved for this caller by the Volume (free buffer space).
+            iov_base: unsafe { self.base.add(o) } as *mut libc::c_void,
+            iov_len: len,
+        };
+        // Room for one SCM_TIMESTAMPNS control message (u64-aligned).
+        let mut cbuf = [0u64; 8];
+        // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = size_of_val(&cbuf) as _;
+        // SAFETY: msg points at one valid iovec into the mapping and a valid
+        // control buffer, all alive for the call.
+        let n = unsafe { libc::recvmsg(fd, &mut msg, flags) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let n = n as usize;
+        let mut ts = None;
+        // SAFETY: CMSG_* walk the control buffer the kernel just filled,
+        // bounded by msg_controllen; each header is checked for level/type
+        // before its data is read as a timespec.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let t = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    ts = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        self.tracker.dirty(off, n as u64);
+        if let Some(r) = &self.recorder {
+            let bytes = self.slice(off, n).to_vec();
+            r.lock().unwrap_or_else(|e| e.into_inner()).store(off, &bytes);
+        }
+        Ok((n, ts))
+    }
+
+    /// sendmsg(2) with one iovec per `(image offset, len)` segment. Returns
+    /// the bytes the kernel took (may be fewer than asked, like any send).
+    pub fn send_segments(&self, fd: RawFd, segs: &[(u64, usize)], flags: i32) -> std::io::Result<usize> {
+        let iovs: Vec<libc::iovec> = segs
+            .iter()
+            .map(|&(off, len)| {
+                let o = self.check(off, len);
+                libc::iovec {
+                    // SAFETY: in bounds (checked); the kernel only reads it.
+                    iov_base: unsafe { self.base.add(o) } as *mut libc::c_void,
+                    iov_len: len,
+                }
+            })
+            .collect();
+        // SAFETY: as above; zeroed msghdr is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iovs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = iovs.len() as _;
+        // SAFETY: msg names `iovs`, alive for the call; the kernel reads the
+        // mapped bytes, which the caller keeps allocated (pinned) meanwhile.
+        let n = unsafe { libc::sendmsg(fd, &msg, flags | libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+
+    /// sendfile(2) `len` bytes of the image file at `off` to socket `fd`
+    /// (real backend only: the kernel reads the file's pages itself; on
+    /// tmpfs/DAX there is no copy through user space).
+    pub fn sendfile_to(&self, fd: RawFd, off: u64, len: usize) -> std::io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let Some(file) = self.file() else {
+            return Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "sendfile needs an image file"));
+        };
+        self.check(off, len);
+        let mut o = off as libc::off_t;
+        // SAFETY: `o` is a valid off_t the kernel updates; both fds are open.
+        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut o, len) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+}

@@ -1,0 +1,257 @@
+//! The receive path's view of the Volume: reserve free buffer space, let the
+//! caller `recv()` straight into it (bytes move kernel -> PM once), turn the
+//! received bytes into pieces (CRC computed while hot, lines flushed), and
+//! link a batch of pieces at the end of a file with one commit.
+//!
+//! Also unnamed files (like O_TMPFILE): an upload is written into an inode
+//! no directory names, and appears atomically under its name at the end, so
+//! an upload that never completes is never visible and never replaces the
+//! file it was meant to replace.
+
+use layout::{AttrSlot, FileType, RecordId};
+
+use super::alloc::Slice;
+use super::file::Piece;
+use super::ns::FIRST_COOKIE;
+use super::tx::Tx;
+use super::{check_name, now_ns, write_new_inode, Attr, Inode, Volume};
+use crate::error::{FsError, Result};
+
+/// Reserved, unreachable buffer space to receive into. Holds one reference
+/// on its buffers until [`Volume::rx_release`].
+#[derive(Debug)]
+pub struct RxBuf {
+    slice: Slice,
+    /// Image offset of the first byte and the capacity in bytes.
+    pub image_off: u64,
+    pub cap: u32,
+}
+
+/// Received bytes ready to be linked into a file.
+#[derive(Debug, Clone, Copy)]
+pub struct RxPiece {
+    piece: Piece,
+}
+
+impl RxPiece {
+    pub fn len(&self) -> u32 {
+        self.piece.slice.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.piece.slice.len == 0
+    }
+    pub fn crc(&self) -> u32 {
+        self.piece.crc
+    }
+}
+
+impl Volume {
+    /// Reserve up to `len` bytes of contiguous buffer space (at least one
+    /// buffer; less than asked when free space is fragmented).
+    pub fn rx_reserve(&self, len: u32) -> Result<RxBuf> {
+        self.check_writable()?;
+        let bs = self.geo.buffer_size_bytes;
+        let want = len.div_ceil(bs).max(1);
+        let s = self
+            .alloc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .alloc_run(want)
+            .ok_or(FsError::NoSpace("no free buffer space"))?;
+        Ok(RxBuf { slice: s, image_off: self.geo.buffer_pos(s.buffer, s.buf_off).0, cap: s.len })
+    }
+
+    /// Bytes `[skip, skip+len)` of the reservation, received from the
+    /// network at `timestamp_ns` with stream position `seq`, become a piece:
+    /// its cache lines are flushed and its CRC computed now. The piece holds
+    /// its own reference on its buffers.
+    pub fn rx_piece(&self, buf: &RxBuf, skip: u32, len: u32, timestamp_ns: u64, seq: u64) -> RxPiece {
+        assert!(len > 0 && skip.checked_add(len).is_some_and(|e| e <= buf.cap), "piece outside its reservation");
+        let s = buf.slice.sub(skip, len, self.geo.buffer_size_bytes);
+        let off = self.geo.buffer_pos(s.buffer, s.buf_off).0;
+        self.pm.flush(off, len as u64);
+        let crc = layout::crc32c(self.slice_bytes(s));
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).take_ref(s);
+        RxPiece {
+            piece: Piece { slice: s, crc, file_off: 0, seq, timestamp_ns, flags: layout::record::FLAG_RX },
+        }
+    }
+
+    /// Give back a reservation; space not held by pieces becomes free.
+    pub fn rx_release(&self, buf: RxBuf) {
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).drop_ref(buf.slice);
+    }
+
+    /// Drop pieces that will not be committed.
+    pub fn rx_abort(&self, pieces: Vec<RxPiece>) {
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        for p in pieces {
+            a.drop_ref(p.piece.slice);
+        }
+    }
+
+    /// Link `pieces`, in order, at the end of file `ino`: one commit (the
+    /// records of the batch are linked to each other first, then published
+    /// together). Durable when it returns. Returns the new size.
+    pub fn rx_commit(&self, ino: u64, pieces: Vec<RxPiece>) -> Result<u64> {
+        let arc = match self.inode(ino) {
+            Ok(a) => a,
+            Err(e) => {
+                self.rx_abort(pieces);
+                return Err(e);
+            }
+        };
+        let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
+        if i.attr.kind != FileType::Regular {
+            drop(i);
+            self.rx_abort(pieces);
+            return Err(FsError::Invalid("not a regular file"));
+        }
+        let off = i.attr.size;
+        let mut at = off;
+        let ps: Vec<Piece> = pieces
+            .into_iter()
+            .map(|p| {
+                let mut q = p.piece;
+                q.file_off = at;
+                at += q.slice.len as u64;
+                q
+            })
+            .collect();
+        if at > super::MAX_FILE_SIZE {
+            self.release_payload(&ps.iter().map(|p| p.slice).collect::<Vec<_>>());
+            return Err(FsError::TooBig);
+        }
+        let now = now_ns();
+        let mut a = i.attr;
+        a.size = at;
+        a.mtime_ns = now;
+        a.ctime_ns = now;
+        self.splice_range(&mut i, off, at, ps, a)?;
+        Ok(at)
+    }
+
+    /// A regular file no directory names (like O_TMPFILE). It lives while
+    /// pinned (it starts with one pin) and is freed by `unpin` unless
+    /// `link_tmpfile` gave it a name first. A crash frees it: nothing
+    /// reaches it.
+    pub fn create_tmpfile(&self, perm: u32, uid: u32, gid: u32) -> Result<Attr> {
+        self.check_writable()?;
+        let ino = self.alloc.lock().unwrap_or_else(|e| e.into_inner()).alloc_inode().ok_or(FsError::NoSpace("no free inodes"))?;
+        let now = now_ns();
+        let attr = AttrSlot {
+            kind: FileType::Regular,
+            mode: perm & 0o7777,
+            uid,
+            gid,
+            nlink: 0,
+            size: 0,
+            atime_ns: now,
+            mtime_ns: now,
+            ctime_ns: now,
+            rdev: 0,
+            parent: 0,
+        };
+        let slot = write_new_inode(&self.pm, &self.geo, ino, &attr, RecordId::NONE);
+        self.pm.fence();
+        let mut i = Inode::new(ino, attr, slot);
+        i.pins = 1;
+        let a = self.attr_of(&i);
+        self.insert_inode(i);
+        Ok(a)
+    }
+
+    /// Give an unnamed file the name `dir/name` in one commit, replacing an
+    /// existing non-directory of that name when `replace` (the old file's
+    /// space is freed after the commit). Drops the tmpfile's creation pin.
+    pub fn link_tmpfile(&self, ino: u64, dir: u64, name: &[u8], replace: bool) -> Result<()> {
+        self.check_writable()?;
+        check_name(name)?;
+        let _ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let victim = {
+            let d = self.inode(dir)?;
+            let d = d.read().unwrap_or_else(|e| e.into_inner());
+            if d.attr.kind != FileType::Directory {
+                return Err(FsError::NotDir);
+            }
+            d.names.get(name).map(|c| (d.data[c].r.dirent_ino(), d.data[c].r.dirent_dtype()))
+        };
+        if let Some((v, dtype)) = victim {
+            if !replace {
+                return Err(FsError::Exists);
+            }
+            if dtype == FileType::Directory.dtype() {
+                return Err(FsError::IsDir);
+            }
+            if v as u64 == ino {
+                return Ok(());
+            }
+        }
+        let mut inos = vec![dir as u32, ino as u32];
+        inos.extend(victim.map(|v| v.0));
+        let mut sorted = inos.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let arcs: Vec<_> = sorted.iter().map(|&n| self.inode(n as u64).map(|a| (n, a))).collect::<Result<_>>()?;
+        let mut guards: Vec<_> = arcs.iter().map(|(n, a)| (*n, a.write().unwrap_or_else(|e| e.into_inner()))).collect();
+        let order: Vec<u32> = guards.iter().map(|(n, _)| *n).collect();
+        let idx = |n: u32| order.iter().position(|m| *m == n).expect("locked");
+        let now = now_ns();
+        let mut tx = Tx::new();
+        let (ti, di) = (idx(ino as u32), idx(dir as u32));
+        if guards[ti].1.attr.nlink != 0 || guards[ti].1.attr.kind != FileType::Regular {
+            return Err(FsError::Invalid("not an unnamed file"));
+        }
+        let id = self.alloc_records(1)?[0];
+        match victim {
+            Some((v, _)) => {
+                let cookie = guards[di].1.names[name];
+                self.replace_dirent_pub(&mut tx, &mut guards[di].1, cookie, id, ino as u32, FileType::Regular);
+                let vi = idx(v);
+                let g = &mut guards[vi].1;
+                let mut va = g.attr;
+                va.nlink -= 1;
+                va.ctime_ns = now;
+                if va.nlink > 0 {
+                    self.set_attr(&mut tx, g, va);
+                } else {
+                    g.attr = va;
+                }
+            }
+            None => {
+                let d = &mut guards[di].1;
+                let cookie = d.next_seq.max(FIRST_COOKIE);
+                let rec = match self.new_dirent_pub(id, name, ino as u32, FileType::Regular, cookie) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.free_records_now(&[id]);
+                        return Err(e);
+                    }
+                };
+                tx.store(self.data_link_before(d, cookie), id.0, Some((self.geo.record_pos(id).0, 64)));
+                d.data.insert(cookie, rec);
+                d.names.insert(name.into(), cookie);
+                d.next_seq = cookie + 1;
+            }
+        }
+        let d = &mut guards[di].1;
+        let mut da = d.attr;
+        da.mtime_ns = now;
+        da.ctime_ns = now;
+        self.set_attr(&mut tx, d, da);
+        let t = &mut guards[ti].1;
+        let mut ta = t.attr;
+        ta.nlink = 1;
+        ta.ctime_ns = now;
+        self.set_attr(&mut tx, t, ta);
+        tx.commit(self);
+        t.pins = t.pins.saturating_sub(1);
+        if let Some((v, _)) = victim {
+            let g = &mut guards[idx(v)].1;
+            if g.attr.nlink == 0 && g.pins == 0 {
+                self.free_inode_storage(g);
+            }
+        }
+        Ok(())
+    }
+}
