@@ -228,6 +228,20 @@ impl Superblock {
     }
 }
 
+/// Parse the raw struct without validating it (tools that edit images).
+pub fn raw_from_bytes(bytes: &[u8]) -> Option<SuperblockRaw> {
+    SuperblockRaw::read_from_prefix(bytes).ok().map(|(r, _)| r)
+}
+
+/// Recompute a raw superblock's CRC after editing it.
+pub fn seal(raw: &mut SuperblockRaw) {
+    raw.crc = crc32c(&raw.as_bytes()[..252]).into();
+}
+
+pub fn raw_bytes(raw: &SuperblockRaw) -> &[u8] {
+    raw.as_bytes()
+}
+
 /// True if `bytes` begins with the pktfs magic (whether or not it is valid).
 pub fn has_magic(bytes: &[u8]) -> bool {
     bytes.len() >= 8 && bytes[..8] == MAGIC

@@ -1,0 +1,142 @@
+//! Opening bad images: a clear error naming the problem, never a panic,
+//! never a write into an image pktfs does not understand.
+
+use layout::superblock::{BACKUP_OFFSET, FORMAT_VERSION};
+use layout::{GeometryParams, SuperblockRaw};
+use pktfs::{FormatOptions, FsError, OpenOptions, Volume};
+
+fn image(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("img");
+    Volume::format(&p, &FormatOptions { params: GeometryParams::for_size(8 << 20), label: None }, &mut |_, _| {}).unwrap();
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let f = v.create(v.root(), b"keep", 0o644, 0, 0).unwrap();
+    v.write(f.ino, 0, b"stored data").unwrap();
+    v.close().unwrap();
+    p
+}
+
+fn open_err(p: &std::path::Path) -> String {
+    let before = std::fs::read(p).unwrap();
+    let e = Volume::open(p, &OpenOptions::default()).expect_err("must refuse");
+    assert_eq!(std::fs::read(p).unwrap(), before, "a refused open wrote into the image");
+    e.to_string()
+}
+
+fn patch_sb(p: &std::path::Path, off: u64, f: impl Fn(&mut SuperblockRaw)) {
+    use zerocopy_shim::*;
+    let mut b = std::fs::read(p).unwrap();
+    let mut raw = read_sb(&b[off as usize..]);
+    f(&mut raw);
+    write_sb(&mut b[off as usize..], raw);
+    std::fs::write(p, b).unwrap();
+}
+
+/// Raw superblock edits with the CRC recomputed, as a newer or foreign
+/// pktfs would have written them.
+mod zerocopy_shim {
+    use layout::SuperblockRaw;
+    pub fn read_sb(b: &[u8]) -> SuperblockRaw {
+        layout::superblock::raw_from_bytes(&b[..256]).unwrap()
+    }
+    pub fn write_sb(b: &mut [u8], mut raw: SuperblockRaw) {
+        layout::superblock::seal(&mut raw);
+        b[..256].copy_from_slice(layout::superblock::raw_bytes(&raw));
+    }
+}
+
+#[test]
+fn not_pktfs() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("junk");
+    std::fs::write(&p, vec![0x5au8; 4 << 20]).unwrap();
+    let e = open_err(&p);
+    assert!(e.contains("not a pktfs image"), "{e}");
+    std::fs::write(&p, vec![0u8; 100]).unwrap();
+    let e = open_err(&p);
+    assert!(e.contains("too small"), "{e}");
+}
+
+#[test]
+fn truncated() {
+    let d = tempfile::tempdir().unwrap();
+    let p = image(d.path());
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.set_len(5 << 20).unwrap();
+    let e = open_err(&p);
+    assert!(e.contains("truncated"), "{e}");
+}
+
+#[test]
+fn newer_version_and_unknown_features() {
+    let d = tempfile::tempdir().unwrap();
+    let p = image(d.path());
+    for off in [0, BACKUP_OFFSET] {
+        patch_sb(&p, off, |r| r.version = (FORMAT_VERSION + 1).into());
+    }
+    let e = open_err(&p);
+    assert!(e.contains("newer pktfs") && e.contains("upgrade"), "{e}");
+
+    let p = image(d.path());
+    for off in [0, BACKUP_OFFSET] {
+        patch_sb(&p, off, |r| r.incompat = (r.incompat.get() | 1 << 20).into());
+    }
+    let e = open_err(&p);
+    assert!(e.contains("features this build does not know"), "{e}");
+}
+
+#[test]
+fn bad_primary_opens_from_backup_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let p = image(d.path());
+    let mut b = std::fs::read(&p).unwrap();
+    b[40] ^= 0xff; // inside the primary superblock: CRC mismatch
+    std::fs::write(&p, &b).unwrap();
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let note = v.open_report().used_backup_superblock.clone().expect("report says the backup was used");
+    assert!(note.contains("backup") && note.contains("checksum"), "{note}");
+    let f = v.lookup(v.root(), b"keep").unwrap();
+    assert_eq!(v.read(f.ino, 0, 100).unwrap(), b"stored data");
+    v.close().unwrap();
+    // The primary was rewritten from the backup.
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    assert!(v.open_report().used_backup_superblock.is_none());
+    drop(v);
+    // Both bad: refused with the primary's problem.
+    let mut b = std::fs::read(&p).unwrap();
+    b[40] ^= 0xff;
+    b[BACKUP_OFFSET as usize + 40] ^= 0xff;
+    std::fs::write(&p, &b).unwrap();
+    let e = open_err(&p);
+    assert!(e.contains("checksum mismatch"), "{e}");
+}
+
+#[test]
+fn second_opener_gets_a_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    let p = image(d.path());
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let e = Volume::open(&p, &OpenOptions::default()).unwrap_err();
+    assert!(matches!(e, FsError::Media(_)), "{e:?}");
+    assert!(e.to_string().contains("in use by another pktfs process"), "{e}");
+    // Read-only without the lock still works (tools like `pktfs chain`).
+    let ro = Volume::open(&p, &OpenOptions { read_only: true, no_lock: true, ..Default::default() }).unwrap();
+    assert!(ro.lookup(ro.root(), b"keep").is_ok());
+    assert!(matches!(ro.create(ro.root(), b"x", 0o644, 0, 0), Err(FsError::ReadOnly)));
+    drop(v);
+}
+
+#[test]
+fn damaged_chain_is_refused_with_fsck_advice() {
+    let d = tempfile::tempdir().unwrap();
+    let p = image(d.path());
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let f = v.lookup(v.root(), b"keep").unwrap();
+    let rec = v.chain(f.ino).unwrap()[0].record;
+    let pos = v.geometry().record_offset + rec * 64;
+    v.close().unwrap();
+    let mut b = std::fs::read(&p).unwrap();
+    b[pos as usize + 20] ^= 1; // payload CRC field: record CRC now wrong
+    std::fs::write(&p, &b).unwrap();
+    let e = open_err(&p);
+    assert!(e.contains("checksum mismatch") && e.contains("fsck.pktfs"), "{e}");
+}
