@@ -116,6 +116,8 @@ pub struct Pm {
     recorder: Option<Mutex<Recorder>>,
     tracker: tracker::Tracker,
     read_only: bool,
+    /// Background pre-fault of the mapping; joined before the mapping goes.
+    populate: Option<std::thread::JoinHandle<()>>,
 }
 
 // SAFETY: `Pm` is a handle on a shared memory region; its methods never hand
@@ -126,6 +128,14 @@ unsafe impl Send for Pm {}
 // SAFETY: as above: shared access from many threads is the design, and the
 // only word-sized racing accesses go through atomics.
 unsafe impl Sync for Pm {}
+
+impl Drop for Pm {
+    fn drop(&mut self) {
+        if let Some(h) = self.populate.take() {
+            let _ = h.join();
+        }
+    }
+}
 
 impl std::fmt::Debug for Pm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -232,12 +242,24 @@ impl Pm {
             PersistChoice::Eadr => PersistMode::Eadr,
         };
         let base = map.as_mut_ptr();
-        if !opts.read_only && !opts.no_populate {
-            // SAFETY: base..base+len is exactly the mapping just created;
-            // MADV_POPULATE_WRITE only faults pages in (it fails harmlessly on
-            // kernels older than 5.14, which we ignore).
-            unsafe { libc::madvise(base as *mut libc::c_void, len as usize, libc::MADV_POPULATE_WRITE) };
-        }
+        let populate = (!opts.read_only && !opts.no_populate).then(|| {
+            // Pre-fault in the background so opening does not wait for it;
+            // the handle is joined in Drop before the mapping is unmapped.
+            let (addr, n) = (base as usize, len as usize);
+            std::thread::spawn(move || {
+                const STEP: usize = 64 << 20;
+                let mut off = 0;
+                while off < n {
+                    let k = STEP.min(n - off);
+                    // SAFETY: addr+off..addr+off+k lies inside the mapping,
+                    // which stays mapped until this thread is joined (Drop).
+                    // MADV_POPULATE_WRITE only faults pages in; it changes no
+                    // data (and fails harmlessly on kernels before 5.14).
+                    unsafe { libc::madvise((addr + off) as *mut libc::c_void, k, libc::MADV_POPULATE_WRITE) };
+                    off += k;
+                }
+            })
+        });
         Ok(Pm {
             base,
             len: len as usize,
@@ -247,6 +269,7 @@ impl Pm {
             recorder: None,
             tracker: tracker::Tracker::default(),
             read_only: opts.read_only,
+            populate,
         })
     }
 
@@ -269,6 +292,7 @@ impl Pm {
             recorder: None,
             tracker: tracker::Tracker::default(),
             read_only: false,
+            populate: None,
         }
     }
 

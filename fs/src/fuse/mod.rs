@@ -1,0 +1,340 @@
+//! The FUSE mount: a thin adapter that turns kernel requests into
+//! [`Volume`] calls (see `ops.rs`), and the session around it.
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use pktfs::{Volume, OpenOptions};
+//! # use pktfs::fuse::{mount, MountOptions};
+//! let vol = Arc::new(Volume::open("img".as_ref(), &OpenOptions::default())?);
+//! let h = mount(vol.clone(), "/mnt".as_ref(), &MountOptions::default())?;
+//! // ... the mount is live; other services may share `vol` and tell the
+//! // kernel about their changes through `h.notifier()` ...
+//! h.unmount()?;
+//! h.join()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Choices:
+//! - the kernel checks permissions (`default_permissions`, always on);
+//! - no writeback cache: a `write()` that returned is on the media;
+//! - reads may be served from the kernel page cache (`FOPEN_KEEP_CACHE`,
+//!   dropped when a refreshed mtime or size differs); a write through the
+//!   mount updates the cache, so a read after a write sees the new data;
+//! - one lookup reference from the kernel = one [`Volume::pin`], released by
+//!   `forget`, so unlinked files stay readable while open.
+
+mod ops;
+
+use std::ffi::OsStr;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use fuser::{Config, INodeNo, MountOption, Notifier, Session, SessionACL, SessionUnmounter};
+
+use crate::error::{FsError, Result};
+use crate::media::PersistChoice;
+use crate::volume::Volume;
+
+pub use ops::CHAIN_XATTR;
+
+/// Options for a mount, as `-o a,b=c` gives them.
+#[derive(Clone, Debug)]
+pub struct MountOptions {
+    /// Mount read-only (`ro`); the Volume must be opened read-only too.
+    pub read_only: bool,
+    /// `allow_other`: every user may use the mount (needs `user_allow_other`
+    /// in /etc/fuse.conf for an unprivileged mount).
+    pub allow_other: bool,
+    /// `allow_root`: the mounting user and root.
+    pub allow_root: bool,
+    /// `auto_unmount` (through fusermount3).
+    pub auto_unmount: bool,
+    /// `fsname=`: the source shown in /proc/mounts.
+    pub fsname: Option<String>,
+    /// `subtype=`: the type is shown as `fuse.<subtype>` (default `pktfs`).
+    pub subtype: String,
+    /// Kernel mount flags: dev/nodev, suid/nosuid, exec/noexec,
+    /// atime/noatime, sync/async, dirsync.
+    pub flags: Vec<MountOption>,
+    /// Worker threads (`threads=N`).
+    pub threads: usize,
+    /// Largest write request (`max_write=`), bytes.
+    pub max_write: u32,
+    /// Kernel read-ahead (`max_readahead=`), bytes.
+    pub max_readahead: u32,
+    /// How long the kernel may cache attributes and names
+    /// (`attr_timeout=`, `entry_timeout=`, seconds).
+    pub attr_ttl: Duration,
+    pub entry_ttl: Duration,
+    /// Keep the page cache across opens (`kernel_cache`, default; turn off
+    /// with `no_kernel_cache`).
+    pub keep_cache: bool,
+    /// How the image is made durable (`persist=auto|clwb|msync|eadr`); for
+    /// whoever opens the Volume.
+    pub persist: PersistChoice,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        MountOptions {
+            read_only: false,
+            allow_other: false,
+            allow_root: false,
+            auto_unmount: false,
+            fsname: None,
+            subtype: "pktfs".into(),
+            flags: Vec::new(),
+            threads: cpus.clamp(2, 8),
+            max_write: 1 << 20,
+            max_readahead: 1 << 20,
+            attr_ttl: Duration::from_secs(1),
+            entry_ttl: Duration::from_secs(1),
+            keep_cache: true,
+            persist: PersistChoice::Auto,
+        }
+    }
+}
+
+fn num<T: std::str::FromStr>(k: &str, v: &str) -> std::result::Result<T, String> {
+    v.parse().map_err(|_| format!("mount option {k}={v}: not a number"))
+}
+
+fn secs(k: &str, v: &str) -> std::result::Result<Duration, String> {
+    let s: f64 = num(k, v)?;
+    Duration::try_from_secs_f64(s).map_err(|_| format!("mount option {k}={v}: not a duration in seconds"))
+}
+
+impl MountOptions {
+    /// Apply a comma-separated option list (`-o` may be given several times;
+    /// later options win). Options that only mean something to mount(8) or
+    /// fstab (`defaults`, `noauto`, `user`, `_netdev`, `nofail`, `x-*`, ...)
+    /// are accepted and ignored; anything unknown is an error.
+    pub fn apply(&mut self, list: &str) -> std::result::Result<(), String> {
+        for o in list.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+            let (k, v) = match o.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (o, None),
+            };
+            let flag = |f: MountOption, this: &mut MountOptions| this.flags.push(f);
+            match (k, v) {
+                ("ro", None) => self.read_only = true,
+                ("rw", None) => self.read_only = false,
+                ("allow_other", None) => self.allow_other = true,
+                ("allow_root", None) => self.allow_root = true,
+                ("auto_unmount", None) => self.auto_unmount = true,
+                ("default_permissions", None) => {} // always on
+                ("fsname", Some(v)) => self.fsname = Some(v.to_string()),
+                ("subtype", Some(v)) => self.subtype = v.to_string(),
+                ("dev", None) => flag(MountOption::Dev, self),
+                ("nodev", None) => flag(MountOption::NoDev, self),
+                ("suid", None) => flag(MountOption::Suid, self),
+                ("nosuid", None) => flag(MountOption::NoSuid, self),
+                ("exec", None) => flag(MountOption::Exec, self),
+                ("noexec", None) => flag(MountOption::NoExec, self),
+                ("atime", None) => flag(MountOption::Atime, self),
+                ("noatime", None) => flag(MountOption::NoAtime, self),
+                ("sync", None) => flag(MountOption::Sync, self),
+                ("async", None) => flag(MountOption::Async, self),
+                ("dirsync", None) => flag(MountOption::DirSync, self),
+                ("threads", Some(v)) => self.threads = num::<usize>(k, v)?.clamp(1, 64),
+                ("max_write", Some(v)) => self.max_write = num::<u32>(k, v)?.clamp(4096, 16 << 20),
+                ("max_readahead", Some(v)) => self.max_readahead = num::<u32>(k, v)?.max(4096),
+                ("attr_timeout", Some(v)) => self.attr_ttl = secs(k, v)?,
+                ("entry_timeout", Some(v)) => self.entry_ttl = secs(k, v)?,
+                ("kernel_cache", None) => self.keep_cache = true,
+                ("no_kernel_cache", None) => self.keep_cache = false,
+                ("persist", Some(v)) => self.persist = v.parse().map_err(|e| format!("mount option persist={v}: {e}"))?,
+                // For mount(8) and fstab, not for the file system.
+                ("defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "owner" | "group" | "_netdev" | "nofail"
+                | "relatime" | "norelatime" | "strictatime" | "diratime" | "nodiratime" | "lazytime" | "nonempty"
+                | "loud" | "silent", None) => {}
+                (k, _) if k.starts_with("x-") || k == "comment" => {}
+                _ => return Err(format!("unknown mount option '{o}'")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Parse a comma-separated option list over the defaults.
+    pub fn parse(list: &str) -> std::result::Result<MountOptions, String> {
+        let mut o = MountOptions::default();
+        o.apply(list)?;
+        Ok(o)
+    }
+
+    fn fuser_config(&self, fallback_fsname: &str) -> Config {
+        let mut c = Config::default();
+        let mut m = vec![
+            MountOption::FSName(self.fsname.clone().unwrap_or_else(|| fallback_fsname.to_string())),
+            // As a kernel option, so the direct mount shows fuse.<subtype>
+            // too (fuser passes Subtype only to fusermount).
+            MountOption::CUSTOM(format!("subtype={}", self.subtype)),
+            MountOption::DefaultPermissions,
+        ];
+        m.push(if self.read_only { MountOption::RO } else { MountOption::RW });
+        if self.auto_unmount {
+            m.push(MountOption::AutoUnmount);
+        }
+        m.extend(self.flags.iter().cloned());
+        // Later flags win, as with mount(8).
+        let mut seen = Vec::new();
+        for f in m.into_iter().rev() {
+            let clash = |a: &MountOption, b: &MountOption| {
+                use MountOption::*;
+                matches!(
+                    (a, b),
+                    (Dev, NoDev) | (NoDev, Dev) | (Suid, NoSuid) | (NoSuid, Suid) | (Exec, NoExec) | (NoExec, Exec)
+                        | (Atime, NoAtime) | (NoAtime, Atime) | (Sync, Async) | (Async, Sync)
+                ) || a == b
+            };
+            if !seen.iter().any(|s| clash(s, &f)) {
+                seen.push(f);
+            }
+        }
+        seen.reverse();
+        c.mount_options = seen;
+        c.acl = if self.allow_other {
+            SessionACL::All
+        } else if self.allow_root {
+            SessionACL::RootAndOwner
+        } else {
+            SessionACL::Owner
+        };
+        c.n_threads = Some(self.threads.max(1));
+        c.clone_fd = self.threads > 1;
+        c
+    }
+}
+
+/// Unmounts a live mount; cheap to clone and usable from any thread (a
+/// signal handler thread, another service).
+#[derive(Clone, Debug)]
+pub struct Unmounter {
+    inner: Arc<Mutex<SessionUnmounter>>,
+    mountpoint: PathBuf,
+}
+
+impl Unmounter {
+    /// Unmount. If the mount is busy, detach it lazily (`umount -l`): it
+    /// disappears from the namespace now and the session ends when the
+    /// last open file on it is closed.
+    pub fn unmount(&self) -> io::Result<()> {
+        let r = self.inner.lock().unwrap_or_else(|e| e.into_inner()).unmount();
+        match r {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => lazy_detach(&self.mountpoint),
+            r => r,
+        }
+    }
+}
+
+fn lazy_detach(mp: &Path) -> io::Result<()> {
+    if nix::unistd::geteuid().is_root() {
+        return nix::mount::umount2(mp, nix::mount::MntFlags::MNT_DETACH).map_err(io::Error::from);
+    }
+    let out = Command::new("fusermount3").arg("-u").arg("-z").arg("--").arg(mp).output()?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()))
+    }
+}
+
+/// A live mount served by background threads.
+#[derive(Debug)]
+pub struct MountHandle {
+    thread: Option<JoinHandle<io::Result<()>>>,
+    unmounter: Unmounter,
+    notifier: Notifier,
+    mountpoint: PathBuf,
+}
+
+impl MountHandle {
+    pub fn mountpoint(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    /// Tell the kernel about changes made to the Volume behind the mount's
+    /// back (netpath): `inval_inode`, `inval_entry`, `delete`.
+    pub fn notifier(&self) -> Notifier {
+        self.notifier.clone()
+    }
+
+    /// Drop the kernel's cached attributes and data of `ino`.
+    pub fn inval_inode(&self, ino: u64) -> io::Result<()> {
+        self.notifier.inval_inode(INodeNo(ino), 0, 0)
+    }
+
+    /// Drop the kernel's cached name `name` in directory `parent`.
+    pub fn inval_entry(&self, parent: u64, name: &OsStr) -> io::Result<()> {
+        self.notifier.inval_entry(INodeNo(parent), name)
+    }
+
+    pub fn unmounter(&self) -> Unmounter {
+        self.unmounter.clone()
+    }
+
+    /// Unmount (lazily if busy); the session then ends, see [`join`](Self::join).
+    pub fn unmount(&self) -> io::Result<()> {
+        self.unmounter.unmount()
+    }
+
+    /// Whether the session has ended (unmounted by anyone).
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    /// Wait for the session to end (after `unmount()`, `umount`,
+    /// `fusermount3 -u`). The file system's reference to the Volume is
+    /// dropped by then.
+    pub fn join(mut self) -> io::Result<()> {
+        self.join_inner()
+    }
+
+    fn join_inner(&mut self) -> io::Result<()> {
+        match self.thread.take() {
+            Some(t) => t.join().map_err(|_| io::Error::other("the FUSE session panicked"))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for MountHandle {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            let _ = self.unmount();
+            let _ = self.join_inner();
+        }
+    }
+}
+
+/// Mount `vol` at `mountpoint` and serve it from background threads. The
+/// mount is live when this returns (the kernel's INIT has been answered).
+pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result<MountHandle> {
+    let io_err = |source| FsError::Io { path: mountpoint.to_path_buf(), source };
+    let mut opts = opts.clone();
+    // A read-only Volume can only be mounted read-only.
+    opts.read_only |= vol.is_read_only();
+    let mountpoint = mountpoint.canonicalize().map_err(io_err)?;
+    let fsname = vol.pm().path().map(|p| p.display().to_string()).unwrap_or_else(|| "pktfs".into());
+    let config = opts.fuser_config(&fsname);
+    let fs = ops::PktFuse {
+        vol,
+        tune: ops::Tuning {
+            attr_ttl: opts.attr_ttl,
+            entry_ttl: opts.entry_ttl,
+            max_write: opts.max_write,
+            max_readahead: opts.max_readahead,
+            keep_cache: opts.keep_cache,
+        },
+    };
+    let mut session = Session::new(fs, &mountpoint, &config).map_err(io_err)?;
+    let unmounter = Unmounter { inner: Arc::new(Mutex::new(session.unmount_callable())), mountpoint: mountpoint.clone() };
+    let notifier = session.notifier();
+    let thread = std::thread::Builder::new().name("pktfs-fuse".into()).spawn(move || session.run()).map_err(io_err)?;
+    Ok(MountHandle { thread: Some(thread), unmounter, notifier, mountpoint })
+}

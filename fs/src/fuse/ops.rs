@@ -1,0 +1,757 @@
+//! The FUSE operations: each handler translates one kernel request into one
+//! Volume call and its result into one reply. The only policy here is POSIX
+//! rules the kernel leaves to the file system (setgid-directory inheritance,
+//! which owner a new inode gets) and the kernel's lookup counting (pins).
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{
+    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags as FuseRenameFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+
+use crate::error::FsError;
+use crate::volume::{Attr, DirEntry, FallocMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags};
+use crate::FileType;
+
+/// The read-only virtual attribute that shows a file's chain of records.
+pub const CHAIN_XATTR: &str = "user.pktfs.chain";
+
+const S_ISGID: u32 = 0o2000;
+
+/// Run a handler so that a panic in it never takes a worker thread down:
+/// the reply it owned is dropped while unwinding, and fuser answers a
+/// dropped reply with EIO.
+fn shield(f: impl FnOnce()) {
+    let _ = catch_unwind(AssertUnwindSafe(f));
+}
+
+fn err(e: &FsError) -> Errno {
+    Errno::from_i32(e.errno())
+}
+
+fn time(ns: i64) -> SystemTime {
+    if ns >= 0 {
+        UNIX_EPOCH + Duration::from_nanos(ns as u64)
+    } else {
+        UNIX_EPOCH.checked_sub(Duration::from_nanos(ns.unsigned_abs())).unwrap_or(UNIX_EPOCH)
+    }
+}
+
+fn time_ns(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_nanos()).map(|n| -n).unwrap_or(i64::MIN),
+    }
+}
+
+fn time_set(t: TimeOrNow) -> TimeSet {
+    match t {
+        TimeOrNow::Now => TimeSet::Now,
+        TimeOrNow::SpecificTime(t) => TimeSet::Ns(time_ns(t)),
+    }
+}
+
+pub(crate) fn kind(k: FileType) -> fuser::FileType {
+    match k {
+        FileType::Regular => fuser::FileType::RegularFile,
+        FileType::Directory => fuser::FileType::Directory,
+        FileType::Symlink => fuser::FileType::Symlink,
+        FileType::Fifo => fuser::FileType::NamedPipe,
+        FileType::Socket => fuser::FileType::Socket,
+        FileType::CharDevice => fuser::FileType::CharDevice,
+        FileType::BlockDevice => fuser::FileType::BlockDevice,
+    }
+}
+
+pub(crate) fn file_attr(a: &Attr) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(a.ino),
+        size: a.size,
+        blocks: a.blocks,
+        atime: time(a.atime_ns),
+        mtime: time(a.mtime_ns),
+        ctime: time(a.ctime_ns),
+        crtime: time(a.ctime_ns),
+        kind: kind(a.kind),
+        perm: (a.perm & 0o7777) as u16,
+        nlink: a.nlink,
+        uid: a.uid,
+        gid: a.gid,
+        rdev: a.rdev,
+        blksize: a.blksize,
+        flags: 0,
+    }
+}
+
+/// Knobs the adapter needs from the mount options.
+#[derive(Clone, Debug)]
+pub(crate) struct Tuning {
+    pub attr_ttl: Duration,
+    pub entry_ttl: Duration,
+    pub max_write: u32,
+    pub max_readahead: u32,
+    pub keep_cache: bool,
+}
+
+/// The FUSE file system: a shared Volume and the reply timeouts.
+#[derive(Debug)]
+pub(crate) struct PktFuse {
+    pub vol: Arc<Volume>,
+    pub tune: Tuning,
+}
+
+impl PktFuse {
+    /// Reply with an entry the kernel will count as one lookup reference:
+    /// pin the inode for it (released by `forget`).
+    fn entry(&self, reply: ReplyEntry, a: &Attr) {
+        match self.vol.pin(a.ino) {
+            Ok(()) => reply.entry(&self.tune.entry_ttl, &file_attr(a), Generation(0)),
+            Err(e) => reply.error(err(&e)),
+        }
+    }
+
+    /// Owner and group of a new inode in `parent`, and the permission bits
+    /// with the setgid-directory rule applied: in a setgid directory a new
+    /// inode takes the directory's group, and a new subdirectory inherits
+    /// the setgid bit.
+    fn new_owner(&self, req: &Request, parent: u64, perm: u32, is_dir: bool) -> Result<(u32, u32, u32), FsError> {
+        let p = self.vol.getattr(parent)?;
+        if p.kind != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        if p.perm & S_ISGID != 0 {
+            let perm = if is_dir { perm | S_ISGID } else { perm };
+            Ok((req.uid(), p.gid, perm))
+        } else {
+            Ok((req.uid(), req.gid(), perm))
+        }
+    }
+
+    fn readdir_entries(&self, dir: u64, after: u64, max: usize) -> Result<Vec<DirEntry>, FsError> {
+        let mut v = Vec::new();
+        self.vol.readdir(dir, after, |e| {
+            v.push(e);
+            v.len() < max
+        })?;
+        Ok(v)
+    }
+
+    fn chain_json(&self, ino: u64) -> Result<Vec<u8>, FsError> {
+        let recs = self.vol.chain(ino)?;
+        let rows: Vec<serde_json::Value> = recs
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "record": r.record, "file_offset": r.file_off, "length": r.len,
+                    "buffer": r.buffer, "buffer_offset": r.buf_off, "image_offset": r.image_off,
+                    "crc32c": format!("{:08x}", r.payload_crc), "timestamp_ns": r.timestamp_ns,
+                    "seq": r.seq, "from_network": r.from_network,
+                })
+            })
+            .collect();
+        Ok(serde_json::Value::Array(rows).to_string().into_bytes())
+    }
+}
+
+fn name_bytes(n: &OsStr) -> &[u8] {
+    n.as_bytes()
+}
+
+/// Reply to getxattr/listxattr: the size probe, the value, or ERANGE.
+fn xattr_reply(reply: ReplyXattr, size: u32, v: &[u8]) {
+    if size == 0 {
+        match u32::try_from(v.len()) {
+            Ok(n) => reply.size(n),
+            Err(_) => reply.error(Errno::from_i32(libc::E2BIG)),
+        }
+    } else if v.len() > size as usize {
+        reply.error(Errno::from_i32(libc::ERANGE))
+    } else {
+        reply.data(v)
+    }
+}
+
+impl Filesystem for PktFuse {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        // Each is best effort: an old kernel without one still mounts.
+        let _ = config.set_max_write(self.tune.max_write);
+        if let Err(max) = config.set_max_readahead(self.tune.max_readahead) {
+            let _ = config.set_max_readahead(max);
+        }
+        let _ = config.set_max_background(64);
+        let _ = config.set_congestion_threshold(48);
+        for f in [
+            InitFlags::FUSE_DO_READDIRPLUS,
+            InitFlags::FUSE_READDIRPLUS_AUTO,
+            InitFlags::FUSE_PARALLEL_DIROPS,
+            InitFlags::FUSE_CACHE_SYMLINKS,
+            InitFlags::FUSE_ASYNC_DIO,
+        ] {
+            let _ = config.add_capabilities(f);
+        }
+        if self.tune.keep_cache {
+            // The page cache is kept across opens; a change of mtime or size
+            // seen on an attribute refresh drops it.
+            let _ = config.add_capabilities(InitFlags::FUSE_AUTO_INVAL_DATA);
+        }
+        // Deliberately not FUSE_WRITEBACK_CACHE: a write() that returned must
+        // be on the media.
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        shield(|| {
+            let name = name_bytes(name);
+            let a = match self.vol.lookup(parent.0, name) {
+                Ok(a) => a,
+                Err(e) => return reply.error(err(&e)),
+            };
+            if let Err(e) = self.vol.pin(a.ino) {
+                return reply.error(err(&e));
+            }
+            // The pin keeps the inode from being freed; make sure the name
+            // still names it (a concurrent unlink + create could have
+            // reused the number between the lookup and the pin).
+            match self.vol.lookup(parent.0, name) {
+                Ok(b) if b.ino == a.ino => reply.entry(&self.tune.entry_ttl, &file_attr(&b), Generation(0)),
+                Ok(_) => {
+                    self.vol.unpin(a.ino, 1);
+                    reply.error(Errno::from_i32(libc::EAGAIN))
+                }
+                Err(e) => {
+                    self.vol.unpin(a.ino, 1);
+                    reply.error(err(&e))
+                }
+            }
+        })
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        shield(|| self.vol.unpin(ino.0, nlookup))
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        shield(|| match self.vol.getattr(ino.0) {
+            Ok(a) => reply.attr(&self.tune.attr_ttl, &file_attr(&a)),
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        shield(|| {
+            // Permission checks (chmod/chown/utimes by whom) and the
+            // suid/sgid clearing on chown and truncate are the kernel's:
+            // with default_permissions and without handle_killpriv it sends
+            // the cleared mode in the same request.
+            let s = SetAttr {
+                mode: mode.map(|m| m & 0o7777),
+                uid,
+                gid,
+                size,
+                atime: atime.map(time_set),
+                mtime: mtime.map(time_set),
+                ctime: ctime.map(|t| TimeSet::Ns(time_ns(t))),
+            };
+            match self.vol.setattr(ino.0, &s) {
+                Ok(a) => reply.attr(&self.tune.attr_ttl, &file_attr(&a)),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        shield(|| match self.vol.readlink(ino.0) {
+            Ok(t) => reply.data(&t),
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, rdev: u32, reply: ReplyEntry) {
+        shield(|| {
+            let Some(k) = FileType::from_mode(mode) else {
+                return reply.error(Errno::from_i32(libc::EINVAL));
+            };
+            if k == FileType::Directory || k == FileType::Symlink {
+                return reply.error(Errno::from_i32(libc::EINVAL));
+            }
+            let r = self
+                .new_owner(req, parent.0, mode & 0o7777, false)
+                .and_then(|(uid, gid, perm)| self.vol.mknod(parent.0, name_bytes(name), k, perm, uid, gid, rdev));
+            match r {
+                Ok(a) => self.entry(reply, &a),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
+        shield(|| {
+            let r = self
+                .new_owner(req, parent.0, mode & 0o7777, true)
+                .and_then(|(uid, gid, perm)| self.vol.mkdir(parent.0, name_bytes(name), perm, uid, gid));
+            match r {
+                Ok(a) => self.entry(reply, &a),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        shield(|| match self.vol.unlink(parent.0, name_bytes(name)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        shield(|| match self.vol.rmdir(parent.0, name_bytes(name)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        shield(|| {
+            let r = self.new_owner(req, parent.0, 0o777, false).and_then(|(uid, gid, _)| {
+                self.vol.symlink(parent.0, name_bytes(link_name), target.as_os_str().as_bytes(), uid, gid)
+            });
+            match r {
+                Ok(a) => self.entry(reply, &a),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: FuseRenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        shield(|| {
+            let known = FuseRenameFlags::RENAME_NOREPLACE | FuseRenameFlags::RENAME_EXCHANGE;
+            if !known.contains(flags) {
+                // RENAME_WHITEOUT and anything newer.
+                return reply.error(Errno::from_i32(libc::EINVAL));
+            }
+            let f = RenameFlags {
+                noreplace: flags.contains(FuseRenameFlags::RENAME_NOREPLACE),
+                exchange: flags.contains(FuseRenameFlags::RENAME_EXCHANGE),
+            };
+            match self.vol.rename(parent.0, name_bytes(name), newparent.0, name_bytes(newname), f) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        shield(|| match self.vol.link(ino.0, newparent.0, name_bytes(newname)) {
+            Ok(a) => self.entry(reply, &a),
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        shield(|| match self.vol.getattr(ino.0) {
+            Ok(a) if a.kind == FileType::Directory => reply.error(Errno::from_i32(libc::EISDIR)),
+            Ok(_) => {
+                let f = if self.tune.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                reply.opened(FileHandle(0), f)
+            }
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        shield(|| {
+            let mut reply = Some(reply);
+            let r = self.vol.read_with(ino.0, offset, size as u64, |segs| {
+                let Some(reply) = reply.take() else { return };
+                match segs {
+                    [] => reply.data(&[]),
+                    // The common case: one record's bytes, straight from the
+                    // mapping into the reply.
+                    [Seg::Data(d)] => reply.data(d),
+                    _ => {
+                        let total = segs.iter().map(|s| match s {
+                            Seg::Data(d) => d.len(),
+                            Seg::Zero(n) => *n,
+                        });
+                        let mut buf = Vec::with_capacity(total.sum());
+                        for s in segs {
+                            match s {
+                                Seg::Data(d) => buf.extend_from_slice(d),
+                                Seg::Zero(n) => buf.resize(buf.len() + n, 0),
+                            }
+                        }
+                        reply.data(&buf)
+                    }
+                }
+            });
+            if let (Err(e), Some(reply)) = (r, reply.take()) {
+                reply.error(err(&e));
+            }
+        })
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        // The kernel gives the offset, also for O_APPEND (it holds the inode
+        // lock and knows the size), so the page cache it filled matches.
+        shield(|| match self.vol.write(ino.0, offset, data) {
+            Ok(n) => reply.written(n as u32),
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        reply.ok()
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok()
+    }
+
+    fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        // Every write is durable when it returns: nothing to flush.
+        shield(|| match self.vol.fsync(ino.0) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        shield(|| match self.vol.getattr(ino.0) {
+            Ok(a) if a.kind == FileType::Directory => reply.opened(FileHandle(0), FopenFlags::empty()),
+            Ok(_) => reply.error(Errno::from_i32(libc::ENOTDIR)),
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        shield(|| {
+            let dir = ino.0;
+            // Offsets: 1 after ".", 2 after "..", then the entries' own
+            // cookies, which stay valid while the directory changes.
+            if offset < 1 && reply.add(INodeNo(dir), 1, fuser::FileType::Directory, ".") {
+                return reply.ok();
+            }
+            if offset < 2 {
+                let parent = match self.vol.parent_of(dir) {
+                    Ok(p) => p,
+                    Err(e) => return reply.error(err(&e)),
+                };
+                if reply.add(INodeNo(parent), 2, fuser::FileType::Directory, "..") {
+                    return reply.ok();
+                }
+            }
+            let after = if offset < 3 { 0 } else { offset };
+            let r = self.vol.readdir(dir, after, |e| !reply.add(INodeNo(e.ino), e.cookie, kind(e.kind), OsStr::from_bytes(&e.name)));
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        shield(|| {
+            let dir = ino.0;
+            let ttl = self.tune.entry_ttl;
+            if offset < 1 {
+                match self.vol.getattr(dir) {
+                    Ok(a) => {
+                        if reply.add(INodeNo(dir), 1, ".", &ttl, &file_attr(&a), Generation(0)) {
+                            return reply.ok();
+                        }
+                    }
+                    Err(e) => return reply.error(err(&e)),
+                }
+            }
+            if offset < 2 {
+                let pa = self.vol.parent_of(dir).and_then(|p| self.vol.getattr(p));
+                match pa {
+                    Ok(a) => {
+                        if reply.add(INodeNo(a.ino), 2, "..", &ttl, &file_attr(&a), Generation(0)) {
+                            return reply.ok();
+                        }
+                    }
+                    Err(e) => return reply.error(err(&e)),
+                }
+            }
+            let mut after = if offset < 3 { 0 } else { offset };
+            // Entries are collected under the directory's lock, then their
+            // attributes fetched and pinned without it (lock order).
+            loop {
+                let batch = match self.readdir_entries(dir, after, 64) {
+                    Ok(b) => b,
+                    Err(e) => return reply.error(err(&e)),
+                };
+                if batch.is_empty() {
+                    return reply.ok();
+                }
+                for e in batch {
+                    after = e.cookie;
+                    // Each entry (but "." and "..") counts as a lookup.
+                    if self.vol.pin(e.ino).is_err() {
+                        continue; // removed since: as if read before
+                    }
+                    let Ok(a) = self.vol.getattr(e.ino) else {
+                        self.vol.unpin(e.ino, 1);
+                        continue;
+                    };
+                    if reply.add(INodeNo(e.ino), e.cookie, OsStr::from_bytes(&e.name), &ttl, &file_attr(&a), Generation(0)) {
+                        // Did not fit: not handed to the kernel.
+                        self.vol.unpin(e.ino, 1);
+                        return reply.ok();
+                    }
+                }
+            }
+        })
+    }
+
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        reply.ok()
+    }
+
+    fn fsyncdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        shield(|| match self.vol.fsync(ino.0) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        shield(|| {
+            let s = self.vol.statfs();
+            // A file needs an inode and at least one record; report the
+            // tighter of the two as free inodes.
+            let ffree = s.files_free.min(s.records_free);
+            reply.statfs(s.blocks, s.blocks_free, s.blocks_free, s.files, ffree, s.block_size, s.name_max, s.block_size)
+        })
+    }
+
+    fn setxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, value: &[u8], flags: i32, position: u32, reply: ReplyEmpty) {
+        shield(|| {
+            if position != 0 {
+                return reply.error(Errno::from_i32(libc::EINVAL));
+            }
+            if name == CHAIN_XATTR {
+                return reply.error(Errno::from_i32(libc::EPERM));
+            }
+            if flags & !(libc::XATTR_CREATE | libc::XATTR_REPLACE) != 0 {
+                return reply.error(Errno::from_i32(libc::EINVAL));
+            }
+            let f = XattrFlags { create: flags & libc::XATTR_CREATE != 0, replace: flags & libc::XATTR_REPLACE != 0 };
+            match self.vol.setxattr(ino.0, name_bytes(name), value, f) {
+                Ok(()) => reply.ok(),
+                Err(FsError::TooBig) => reply.error(Errno::from_i32(libc::E2BIG)),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        shield(|| {
+            let v = if name == CHAIN_XATTR { self.chain_json(ino.0) } else { self.vol.getxattr(ino.0, name_bytes(name)) };
+            match v {
+                Ok(v) => xattr_reply(reply, size, &v),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        // The virtual chain attribute is not listed, so copying tools
+        // (cp -a, rsync -X) do not try to set it on their copies.
+        shield(|| match self.vol.listxattr(ino.0) {
+            Ok(names) => {
+                let mut buf = Vec::new();
+                for n in names {
+                    buf.extend_from_slice(&n);
+                    buf.push(0);
+                }
+                xattr_reply(reply, size, &buf)
+            }
+            Err(e) => reply.error(err(&e)),
+        })
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        shield(|| {
+            if name == CHAIN_XATTR {
+                return reply.error(Errno::from_i32(libc::EPERM));
+            }
+            match self.vol.removexattr(ino.0, name_bytes(name)) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        // Only called without default_permissions. The owner/group/other
+        // check; supplementary groups are not in the request.
+        shield(|| {
+            let a = match self.vol.getattr(ino.0) {
+                Ok(a) => a,
+                Err(e) => return reply.error(err(&e)),
+            };
+            let want = mask.bits() & 7;
+            if want == 0 {
+                return reply.ok();
+            }
+            let ok = if req.uid() == 0 {
+                want & libc::X_OK == 0 || a.kind == FileType::Directory || a.perm & 0o111 != 0
+            } else {
+                let bits = if req.uid() == a.uid {
+                    (a.perm >> 6) & 7
+                } else if req.gid() == a.gid {
+                    (a.perm >> 3) & 7
+                } else {
+                    a.perm & 7
+                };
+                bits as i32 & want == want
+            };
+            if ok {
+                reply.ok()
+            } else {
+                reply.error(Errno::from_i32(libc::EACCES))
+            }
+        })
+    }
+
+    fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, _flags: i32, reply: ReplyCreate) {
+        shield(|| {
+            let r = self
+                .new_owner(req, parent.0, mode & 0o7777, false)
+                .and_then(|(uid, gid, perm)| self.vol.create(parent.0, name_bytes(name), perm, uid, gid));
+            let a = match r {
+                Ok(a) => a,
+                Err(e) => return reply.error(err(&e)),
+            };
+            if let Err(e) = self.vol.pin(a.ino) {
+                return reply.error(err(&e));
+            }
+            let f = if self.tune.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+            reply.created(&self.tune.entry_ttl, &file_attr(&a), Generation(0), FileHandle(0), f)
+        })
+    }
+
+    fn fallocate(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
+        shield(|| {
+            let known = libc::FALLOC_FL_KEEP_SIZE | libc::FALLOC_FL_PUNCH_HOLE;
+            if mode & !known != 0 {
+                return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
+            }
+            let m = FallocMode { keep_size: mode & libc::FALLOC_FL_KEEP_SIZE != 0, punch_hole: mode & libc::FALLOC_FL_PUNCH_HOLE != 0 };
+            match self.vol.fallocate(ino.0, offset, length, m) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn lseek(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: i64, whence: i32, reply: ReplyLseek) {
+        shield(|| {
+            let data = match whence {
+                libc::SEEK_DATA => true,
+                libc::SEEK_HOLE => false,
+                _ => return reply.error(Errno::from_i32(libc::EINVAL)),
+            };
+            let Ok(off) = u64::try_from(offset) else {
+                return reply.error(Errno::from_i32(libc::ENXIO));
+            };
+            match self.vol.seek(ino.0, off, data) {
+                Ok(o) => reply.offset(o as i64),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        ino_in: INodeNo,
+        _fh_in: FileHandle,
+        offset_in: u64,
+        ino_out: INodeNo,
+        _fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+        flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        shield(|| {
+            if !flags.is_empty() {
+                return reply.error(Errno::from_i32(libc::EINVAL));
+            }
+            // The reply carries a 32-bit count; callers loop on short copies.
+            let len = len.min(1 << 30);
+            match self.vol.copy_range(ino_in.0, offset_in, ino_out.0, offset_out, len) {
+                Ok(n) => reply.written(n as u32),
+                Err(e) => reply.error(err(&e)),
+            }
+        })
+    }
+}
