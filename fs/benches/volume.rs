@@ -25,22 +25,48 @@ fn secs(d: Duration) -> f64 {
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 17
     }
 }
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let persist: PersistChoice = std::env::var("PKTFS_PERSIST").ok().map(|s| s.parse().unwrap()).unwrap_or_default();
+    let persist: PersistChoice = std::env::var("PKTFS_PERSIST")
+        .ok()
+        .map(|s| s.parse().unwrap())
+        .unwrap_or_default();
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let img = dir.path().join("bench.img");
     let gib: u64 = if quick { 128 << 20 } else { 1 << 30 };
     let image_len = 2 * gib + (512 << 20);
-    Volume::format(&img, &FormatOptions { params: GeometryParams::for_size(image_len), label: None }, &mut |_, _| {}).unwrap();
-    let v = Volume::open(&img, &OpenOptions { persist, ..Default::default() }).unwrap();
+    Volume::format(
+        &img,
+        &FormatOptions {
+            params: GeometryParams::for_size(image_len),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let v = Volume::open(
+        &img,
+        &OpenOptions {
+            persist,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let runs = 3;
-    println!("pktfs volume benchmark: image {} MiB on /dev/shm, persist mode {}, {} runs, medians", image_len >> 20, v.persist_mode(), runs);
+    println!(
+        "pktfs volume benchmark: image {} MiB on /dev/shm, persist mode {}, {} runs, medians",
+        image_len >> 20,
+        v.persist_mode(),
+        runs
+    );
     println!();
 
     // 1. Sequential append of `gib` in 1 MiB writes vs a non-temporal copy +
@@ -49,7 +75,9 @@ fn main() {
     //    Two sources: a 256 MiB buffer streamed from DRAM (what appending a
     //    large file really reads) and one cache-hot 1 MiB chunk repeated.
     let g = *v.geometry();
-    let big: Vec<u8> = (0..256usize << 20).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let big: Vec<u8> = (0..256usize << 20)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     let hot: Vec<u8> = big[..1 << 20].to_vec();
     for (label, cycle) in [("from DRAM", true), ("cache-hot", false)] {
         let src = |off: u64| -> &[u8] {
@@ -72,7 +100,9 @@ fn main() {
                 off += 1 << 20;
             }
             ref_bw.push(gib as f64 / secs(t.elapsed()) / 1e9);
-            let f = v.create(v.root(), format!("seq{r}").as_bytes(), 0o644, 0, 0).unwrap();
+            let f = v
+                .create(v.root(), format!("seq{r}").as_bytes(), 0o644, 0, 0)
+                .unwrap();
             let t = Instant::now();
             let mut off = 0;
             while off < gib {
@@ -132,10 +162,14 @@ fn main() {
     let mut vol_ops = Vec::new();
     let mut tmpfs_ops = Vec::new();
     for r in 0..runs {
-        let d = v.mkdir(v.root(), format!("meta{r}").as_bytes(), 0o755, 0, 0).unwrap().ino;
+        let d = v
+            .mkdir(v.root(), format!("meta{r}").as_bytes(), 0o755, 0, 0)
+            .unwrap()
+            .ino;
         let t = Instant::now();
         for i in 0..n_files {
-            v.create(d, format!("file{i}").as_bytes(), 0o644, 0, 0).unwrap();
+            v.create(d, format!("file{i}").as_bytes(), 0o644, 0, 0)
+                .unwrap();
         }
         for i in 0..n_files {
             v.unlink(d, format!("file{i}").as_bytes()).unwrap();
@@ -158,14 +192,36 @@ fn main() {
     // 4. Open (recovery walk) of an image holding 1,000,000 records.
     let n_records: u64 = if quick { 200_000 } else { 1_000_000 };
     let img2 = dir.path().join("records.img");
-    let params = GeometryParams { image_len_bytes: 512 << 20, buffer_size_bytes: 2048, inode_count: Some(4096), record_count: Some(n_records + 10_000) };
-    Volume::format(&img2, &FormatOptions { params, label: None }, &mut |_, _| {}).unwrap();
+    let params = GeometryParams {
+        image_len_bytes: 512 << 20,
+        buffer_size_bytes: 2048,
+        inode_count: Some(4096),
+        record_count: Some(n_records + 10_000),
+    };
+    Volume::format(
+        &img2,
+        &FormatOptions {
+            params,
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     {
-        let v = Volume::open(&img2, &OpenOptions { persist, ..Default::default() }).unwrap();
+        let v = Volume::open(
+            &img2,
+            &OpenOptions {
+                persist,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let files = 1000u64;
         let per_file = n_records / files - 1; // data records + the dirent
         for i in 0..files {
-            let f = v.create(v.root(), format!("r{i}").as_bytes(), 0o644, 0, 0).unwrap();
+            let f = v
+                .create(v.root(), format!("r{i}").as_bytes(), 0o644, 0, 0)
+                .unwrap();
             // Appends of 64 bytes each become one record each.
             for k in 0..per_file {
                 v.write(f.ino, k * 64, &[k as u8; 64]).unwrap();
@@ -178,7 +234,14 @@ fn main() {
     let mut recs = 0;
     for _ in 0..runs {
         let t = Instant::now();
-        let v = Volume::open(&img2, &OpenOptions { persist, ..Default::default() }).unwrap();
+        let v = Volume::open(
+            &img2,
+            &OpenOptions {
+                persist,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         open_s.push(secs(t.elapsed()));
         recs = v.open_report().records;
         // Reference: one sequential pass computing the CRC of every record

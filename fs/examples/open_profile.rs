@@ -4,12 +4,30 @@ use std::time::Instant;
 fn main() {
     let p = std::path::PathBuf::from(std::env::args().nth(1).expect("IMAGE"));
     if std::env::args().nth(2).as_deref() == Some("make") {
-        let n: u64 = std::env::args().nth(3).map(|s| s.parse().unwrap()).unwrap_or(1_000_000);
-        let params = layout::GeometryParams { image_len_bytes: 512 << 20, buffer_size_bytes: 2048, inode_count: Some(4096), record_count: Some(n + 10_000) };
-        pktfs::Volume::format(&p, &pktfs::FormatOptions { params, label: None }, &mut |_, _| {}).unwrap();
+        let n: u64 = std::env::args()
+            .nth(3)
+            .map(|s| s.parse().unwrap())
+            .unwrap_or(1_000_000);
+        let params = layout::GeometryParams {
+            image_len_bytes: 512 << 20,
+            buffer_size_bytes: 2048,
+            inode_count: Some(4096),
+            record_count: Some(n + 10_000),
+        };
+        pktfs::Volume::format(
+            &p,
+            &pktfs::FormatOptions {
+                params,
+                label: None,
+            },
+            &mut |_, _| {},
+        )
+        .unwrap();
         let v = pktfs::Volume::open(&p, &Default::default()).unwrap();
         for i in 0..1000u64 {
-            let f = v.create(v.root(), format!("r{i}").as_bytes(), 0o644, 0, 0).unwrap();
+            let f = v
+                .create(v.root(), format!("r{i}").as_bytes(), 0o644, 0, 0)
+                .unwrap();
             for k in 0..n / 1000 - 1 {
                 v.write(f.ino, k * 64, &[k as u8; 64]).unwrap();
             }
@@ -21,6 +39,11 @@ fn main() {
         let pm = pktfs::media::Pm::open(&p, &Default::default()).unwrap();
         let t_map = t.elapsed();
         let v = pktfs::Volume::open_pm(pm, false).unwrap();
-        println!("map+populate {:?}  total {:?}  records {}", t_map, t.elapsed(), v.open_report().records);
+        println!(
+            "map+populate {:?}  total {:?}  records {}",
+            t_map,
+            t.elapsed(),
+            v.open_report().records
+        );
     }
 }

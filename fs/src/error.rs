@@ -45,7 +45,10 @@ pub enum FsError {
     #[error(transparent)]
     Media(#[from] MediaError),
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: {msg}")]
     Refused { path: PathBuf, msg: String },
 }

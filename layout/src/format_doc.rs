@@ -22,20 +22,93 @@ macro_rules! fields {
 
 fn actual() -> Vec<(&'static str, &'static str, usize, usize)> {
     let mut v = Vec::new();
-    fields!(v, SuperblockRaw {
-        magic, version, incompat, ro_compat, compat, image_len_bytes, buffer_size_bytes, inode_count,
-        record_count, buffer_count, journal_offset, journal_slots, journal_slot_bytes, inode_offset,
-        inode_size_bytes, record_size_bytes, record_offset, buffer_offset, uuid, created_ns, mount_count,
-        state, flags, last_mount_ns, label, reserved, crc
-    });
-    fields!(v, RecordRaw {
-        next, buffer, buf_off, len, payload_crc, file_off, seq, timestamp_ns, aux, kind, flags, reserved, crc
-    });
-    fields!(v, InodeRaw { selector, data_head, xattr_head, reserved, slots });
-    fields!(v, AttrSlotRaw {
-        mode, uid, gid, nlink, size, atime_ns, mtime_ns, ctime_ns, rdev, parent, generation, crc
-    });
-    fields!(v, JournalHeaderRaw { commit, seq, count, reserved, crc });
+    fields!(
+        v,
+        SuperblockRaw {
+            magic,
+            version,
+            incompat,
+            ro_compat,
+            compat,
+            image_len_bytes,
+            buffer_size_bytes,
+            inode_count,
+            record_count,
+            buffer_count,
+            journal_offset,
+            journal_slots,
+            journal_slot_bytes,
+            inode_offset,
+            inode_size_bytes,
+            record_size_bytes,
+            record_offset,
+            buffer_offset,
+            uuid,
+            created_ns,
+            mount_count,
+            state,
+            flags,
+            last_mount_ns,
+            label,
+            reserved,
+            crc
+        }
+    );
+    fields!(
+        v,
+        RecordRaw {
+            next,
+            buffer,
+            buf_off,
+            len,
+            payload_crc,
+            file_off,
+            seq,
+            timestamp_ns,
+            aux,
+            kind,
+            flags,
+            reserved,
+            crc
+        }
+    );
+    fields!(
+        v,
+        InodeRaw {
+            selector,
+            data_head,
+            xattr_head,
+            reserved,
+            slots
+        }
+    );
+    fields!(
+        v,
+        AttrSlotRaw {
+            mode,
+            uid,
+            gid,
+            nlink,
+            size,
+            atime_ns,
+            mtime_ns,
+            ctime_ns,
+            rdev,
+            parent,
+            generation,
+            crc
+        }
+    );
+    fields!(
+        v,
+        JournalHeaderRaw {
+            commit,
+            seq,
+            count,
+            reserved,
+            crc
+        }
+    );
     fields!(v, JournalEntryRaw { addr, value });
     v
 }
@@ -50,7 +123,12 @@ fn documented() -> Vec<(String, String, usize, usize)> {
             }
             let off = cells[3].parse().ok()?;
             let size = cells[4].parse().ok()?;
-            Some((cells[1].to_string(), cells[2].trim_matches('`').to_string(), off, size))
+            Some((
+                cells[1].to_string(),
+                cells[2].trim_matches('`').to_string(),
+                off,
+                size,
+            ))
         })
         .collect()
 }
@@ -59,12 +137,28 @@ fn documented() -> Vec<(String, String, usize, usize)> {
 fn format_doc_matches_structs() {
     let doc = documented();
     let act = actual();
-    assert!(doc.len() > 40, "FORMAT.md field tables not found ({} rows)", doc.len());
+    assert!(
+        doc.len() > 40,
+        "FORMAT.md field tables not found ({} rows)",
+        doc.len()
+    );
     for (s, f, off, size) in &doc {
-        let hit = act.iter().find(|a| a.0 == s && a.1 == f).unwrap_or_else(|| panic!("FORMAT.md names {s}.{f}, which does not exist"));
-        assert_eq!((hit.2, hit.3), (*off, *size), "FORMAT.md says {s}.{f} is at {off} size {size}; the struct says {} size {}", hit.2, hit.3);
+        let hit = act
+            .iter()
+            .find(|a| a.0 == s && a.1 == f)
+            .unwrap_or_else(|| panic!("FORMAT.md names {s}.{f}, which does not exist"));
+        assert_eq!(
+            (hit.2, hit.3),
+            (*off, *size),
+            "FORMAT.md says {s}.{f} is at {off} size {size}; the struct says {} size {}",
+            hit.2,
+            hit.3
+        );
     }
     for (s, f, _, _) in &act {
-        assert!(doc.iter().any(|d| d.0 == *s && d.1 == *f), "{s}.{f} is missing from docs/FORMAT.md");
+        assert!(
+            doc.iter().any(|d| d.0 == *s && d.1 == *f),
+            "{s}.{f} is missing from docs/FORMAT.md"
+        );
     }
 }

@@ -31,7 +31,12 @@ pub struct GeometryParams {
 
 impl GeometryParams {
     pub fn for_size(image_len_bytes: u64) -> GeometryParams {
-        GeometryParams { image_len_bytes, buffer_size_bytes: 2048, inode_count: None, record_count: None }
+        GeometryParams {
+            image_len_bytes,
+            buffer_size_bytes: 2048,
+            inode_count: None,
+            record_count: None,
+        }
     }
 }
 
@@ -65,7 +70,10 @@ impl Geometry {
             ));
         }
         if p.image_len_bytes < MIN_IMAGE_BYTES {
-            return Err(format!("image size {} is below the minimum of {MIN_IMAGE_BYTES} bytes", p.image_len_bytes));
+            return Err(format!(
+                "image size {} is below the minimum of {MIN_IMAGE_BYTES} bytes",
+                p.image_len_bytes
+            ));
         }
         let len = p.image_len_bytes / ALIGN * ALIGN;
         let inode_count = match p.inode_count {
@@ -79,7 +87,9 @@ impl Geometry {
         let journal_bytes = JOURNAL_SLOTS as u64 * JOURNAL_SLOT_BYTES as u64;
         let inode_offset = align_up(journal_offset + journal_bytes, ALIGN).ok_or("overflow")?;
         // Inode table holds inode_count + 1 entries: index 0 is never used.
-        let inode_bytes = (inode_count as u64 + 1).checked_mul(INODE_SIZE as u64).ok_or("too many inodes")?;
+        let inode_bytes = (inode_count as u64 + 1)
+            .checked_mul(INODE_SIZE as u64)
+            .ok_or("too many inodes")?;
         let record_offset = align_up(inode_offset + inode_bytes, ALIGN).ok_or("too many inodes")?;
         if record_offset >= len {
             return Err(format!("{inode_count} inodes do not fit in {len} bytes"));
@@ -89,8 +99,11 @@ impl Geometry {
         // records = buffers + 2*inodes (+1 for the null record 0).
         let (record_count, buffer_count) = match p.record_count {
             Some(r) => {
-                let rec_bytes = align_up(r.checked_add(1).ok_or("overflow")? * RECORD_SIZE as u64, ALIGN)
-                    .ok_or("too many records")?;
+                let rec_bytes = align_up(
+                    r.checked_add(1).ok_or("overflow")? * RECORD_SIZE as u64,
+                    ALIGN,
+                )
+                .ok_or("too many records")?;
                 if rec_bytes >= remaining {
                     return Err(format!("{r} records do not fit in the image"));
                 }
@@ -145,23 +158,41 @@ impl Geometry {
                 self.journal_slots, self.journal_slot_bytes, JOURNAL_SLOTS, JOURNAL_SLOT_BYTES
             ));
         }
-        if self.inode_count < 2 || self.record_count < 1 || self.buffer_count < 1 || self.buffer_count > u32::MAX as u64
+        if self.inode_count < 2
+            || self.record_count < 1
+            || self.buffer_count < 1
+            || self.buffer_count > u32::MAX as u64
         {
             return Err("inode, record or buffer count out of range".into());
         }
         let regions = [
-            ("journal", self.journal_offset, JOURNAL_SLOTS as u64 * JOURNAL_SLOT_BYTES as u64),
+            (
+                "journal",
+                self.journal_offset,
+                JOURNAL_SLOTS as u64 * JOURNAL_SLOT_BYTES as u64,
+            ),
             (
                 "inode table",
                 self.inode_offset,
-                (self.inode_count as u64 + 1).checked_mul(INODE_SIZE as u64).ok_or("inode table overflows")?,
+                (self.inode_count as u64 + 1)
+                    .checked_mul(INODE_SIZE as u64)
+                    .ok_or("inode table overflows")?,
             ),
             (
                 "record table",
                 self.record_offset,
-                self.record_count.checked_add(1).and_then(|r| r.checked_mul(RECORD_SIZE as u64)).ok_or("record table overflows")?,
+                self.record_count
+                    .checked_add(1)
+                    .and_then(|r| r.checked_mul(RECORD_SIZE as u64))
+                    .ok_or("record table overflows")?,
             ),
-            ("buffer region", self.buffer_offset, self.buffer_count.checked_mul(bs as u64).ok_or("buffer region overflows")?),
+            (
+                "buffer region",
+                self.buffer_offset,
+                self.buffer_count
+                    .checked_mul(bs as u64)
+                    .ok_or("buffer region overflows")?,
+            ),
         ];
         let mut end = 8192u64;
         for (name, off, len) in regions {
@@ -169,12 +200,19 @@ impl Geometry {
                 return Err(format!("{name} at {off} is not cache-line aligned"));
             }
             if off < end {
-                return Err(format!("{name} at {off} overlaps the region before it (ends at {end})"));
+                return Err(format!(
+                    "{name} at {off} overlaps the region before it (ends at {end})"
+                ));
             }
-            end = off.checked_add(len).ok_or_else(|| format!("{name} overflows"))?;
+            end = off
+                .checked_add(len)
+                .ok_or_else(|| format!("{name} overflows"))?;
         }
         if end > self.image_len_bytes {
-            return Err(format!("regions end at {end}, past the image length {}", self.image_len_bytes));
+            return Err(format!(
+                "regions end at {end}, past the image length {}",
+                self.image_len_bytes
+            ));
         }
         Ok(())
     }
@@ -195,7 +233,9 @@ impl Geometry {
 
     /// Image offset of byte `buf_off` of buffer `buffer`.
     pub fn buffer_pos(&self, buffer: u32, buf_off: u32) -> PmOffset {
-        PmOffset(self.buffer_offset + buffer as u64 * self.buffer_size_bytes as u64 + buf_off as u64)
+        PmOffset(
+            self.buffer_offset + buffer as u64 * self.buffer_size_bytes as u64 + buf_off as u64,
+        )
     }
 
     pub fn buffer_region_bytes(&self) -> u64 {
@@ -233,7 +273,10 @@ mod tests {
             assert!(g.buffer_offset + g.buffer_region_bytes() <= size);
             assert!(g.record_count >= g.buffer_count);
             // Little waste: buffers use most of the space.
-            assert!(g.buffer_region_bytes() as f64 > 0.80 * size as f64 || size < 16 << 20, "{size}: {g:?}");
+            assert!(
+                g.buffer_region_bytes() as f64 > 0.80 * size as f64 || size < 16 << 20,
+                "{size}: {g:?}"
+            );
         }
     }
 

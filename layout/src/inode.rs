@@ -97,25 +97,42 @@ impl AttrSlot {
     }
 
     /// Validate the slot the selector names.
-    pub fn from_bytes(bytes: &[u8], offset: PmOffset, generation: u64) -> Result<AttrSlot, Corrupt> {
+    pub fn from_bytes(
+        bytes: &[u8],
+        offset: PmOffset,
+        generation: u64,
+    ) -> Result<AttrSlot, Corrupt> {
         let raw: AttrSlotRaw = read_raw(bytes, "inode slot", offset)?;
         let want = crc32c(&raw.as_bytes()[..60]);
         if raw.crc.get() != want {
             return Err(Corrupt::at(
                 "inode slot",
                 offset,
-                format!("checksum mismatch (stored {:#010x}, computed {:#010x})", raw.crc.get(), want),
+                format!(
+                    "checksum mismatch (stored {:#010x}, computed {:#010x})",
+                    raw.crc.get(),
+                    want
+                ),
             ));
         }
         if raw.generation.get() != generation as u32 {
             return Err(Corrupt::at(
                 "inode slot",
                 offset,
-                format!("generation {} but the selector says {}", raw.generation.get(), generation as u32),
+                format!(
+                    "generation {} but the selector says {}",
+                    raw.generation.get(),
+                    generation as u32
+                ),
             ));
         }
-        let kind = FileType::from_mode(raw.mode.get())
-            .ok_or_else(|| Corrupt::at("inode slot", offset, format!("bad file type in mode {:o}", raw.mode.get())))?;
+        let kind = FileType::from_mode(raw.mode.get()).ok_or_else(|| {
+            Corrupt::at(
+                "inode slot",
+                offset,
+                format!("bad file type in mode {:o}", raw.mode.get()),
+            )
+        })?;
         if raw.size.get() > i64::MAX as u64 {
             return Err(Corrupt::at("inode slot", offset, "size out of range"));
         }
@@ -145,16 +162,29 @@ pub struct InodeHeader {
 }
 
 impl InodeHeader {
-    pub fn from_bytes(bytes: &[u8], offset: PmOffset, record_count: u64) -> Result<InodeHeader, Corrupt> {
+    pub fn from_bytes(
+        bytes: &[u8],
+        offset: PmOffset,
+        record_count: u64,
+    ) -> Result<InodeHeader, Corrupt> {
         let raw: InodeRaw = read_raw(bytes, "inode", offset)?;
         let sel = raw.selector.get();
         let (dh, xh) = (raw.data_head.get(), raw.xattr_head.get());
         for (name, v) in [("data chain head", dh), ("xattr chain head", xh)] {
             if v > record_count {
-                return Err(Corrupt::at("inode", offset, format!("{name} {v} outside the record table")));
+                return Err(Corrupt::at(
+                    "inode",
+                    offset,
+                    format!("{name} {v} outside the record table"),
+                ));
             }
         }
-        Ok(InodeHeader { generation: sel >> 1, live_slot: (sel & 1) as u8, data_head: dh, xattr_head: xh })
+        Ok(InodeHeader {
+            generation: sel >> 1,
+            live_slot: (sel & 1) as u8,
+            data_head: dh,
+            xattr_head: xh,
+        })
     }
 
     pub fn selector(generation: u64, slot: u8) -> u64 {

@@ -66,7 +66,11 @@ impl JournalHeaderRaw {
 /// a committed operation to replay. `Err`: committed and checksummed but the
 /// entries name addresses that are not link words, which only corruption can
 /// produce.
-pub fn parse_slot(slot: &[u8], offset: PmOffset, g: &Geometry) -> Result<Option<(u64, Vec<(u64, u64)>)>, Corrupt> {
+pub fn parse_slot(
+    slot: &[u8],
+    offset: PmOffset,
+    g: &Geometry,
+) -> Result<Option<(u64, Vec<(u64, u64)>)>, Corrupt> {
     let h: JournalHeaderRaw = read_raw(slot, "journal slot", offset)?;
     if h.commit.get() != COMMIT_MAGIC {
         return Ok(None);
@@ -80,7 +84,11 @@ pub fn parse_slot(slot: &[u8], offset: PmOffset, g: &Geometry) -> Result<Option<
         return Ok(None);
     }
     let mut out = Vec::with_capacity(count);
-    for (i, e) in <[JournalEntryRaw]>::ref_from_bytes(entry_bytes).expect("16-byte entries").iter().enumerate() {
+    for (i, e) in <[JournalEntryRaw]>::ref_from_bytes(entry_bytes)
+        .expect("16-byte entries")
+        .iter()
+        .enumerate()
+    {
         let (addr, value) = (e.addr.get(), e.value.get());
         if !is_link_word(addr, g) {
             return Err(Corrupt::at(
@@ -121,8 +129,14 @@ mod tests {
     fn commit_roundtrip_and_torn() {
         let g = Geometry::compute(&GeometryParams::for_size(8 << 20)).unwrap();
         let entries = [
-            JournalEntryRaw { addr: (g.record_offset + 64).into(), value: 5.into() },
-            JournalEntryRaw { addr: (g.inode_offset + 192 + 8).into(), value: 6.into() },
+            JournalEntryRaw {
+                addr: (g.record_offset + 64).into(),
+                value: 5.into(),
+            },
+            JournalEntryRaw {
+                addr: (g.inode_offset + 192 + 8).into(),
+                value: 6.into(),
+            },
         ];
         let mut slot = vec![0u8; JOURNAL_SLOT_BYTES as usize];
         slot[64..96].copy_from_slice(entries.as_bytes());
@@ -130,7 +144,10 @@ mod tests {
         slot[..64].copy_from_slice(JournalHeaderRaw::new(3, &entries).as_bytes());
         let (seq, e) = parse_slot(&slot, PmOffset(0), &g).unwrap().unwrap();
         assert_eq!(seq, 3);
-        assert_eq!(e, vec![(g.record_offset + 64, 5), (g.inode_offset + 192 + 8, 6)]);
+        assert_eq!(
+            e,
+            vec![(g.record_offset + 64, 5), (g.inode_offset + 192 + 8, 6)]
+        );
         // A torn entry (not persisted when the header was) voids the commit.
         slot[70] ^= 1;
         assert_eq!(parse_slot(&slot, PmOffset(0), &g).unwrap(), None);

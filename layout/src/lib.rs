@@ -20,9 +20,9 @@ use std::fmt;
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 pub mod geometry;
+pub mod inode;
 pub mod journal;
 pub mod record;
-pub mod inode;
 pub mod superblock;
 
 pub use geometry::{Geometry, GeometryParams};
@@ -76,7 +76,11 @@ impl RecordId {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Corrupt {
     #[error("{what} at image offset {offset}: {detail}")]
-    At { what: &'static str, offset: PmOffset, detail: String },
+    At {
+        what: &'static str,
+        offset: PmOffset,
+        detail: String,
+    },
     #[error("not a pktfs image (bad magic {found:02x?} at offset 0)")]
     NotPktfs { found: [u8; 8] },
     #[error("image is {actual} bytes but its superblock says {expected}: the image is truncated")]
@@ -93,7 +97,11 @@ pub enum Corrupt {
 
 impl Corrupt {
     pub fn at(what: &'static str, offset: PmOffset, detail: impl Into<String>) -> Corrupt {
-        Corrupt::At { what, offset, detail: detail.into() }
+        Corrupt::At {
+            what,
+            offset,
+            detail: detail.into(),
+        }
     }
 }
 
@@ -113,9 +121,13 @@ pub(crate) fn read_raw<T: FromBytes + KnownLayout + Immutable + Unaligned + Copy
     what: &'static str,
     offset: PmOffset,
 ) -> Result<T, Corrupt> {
-    T::read_from_prefix(bytes)
-        .map(|(v, _)| v)
-        .map_err(|_| Corrupt::at(what, offset, format!("needs {} bytes, have {}", size_of::<T>(), bytes.len())))
+    T::read_from_prefix(bytes).map(|(v, _)| v).map_err(|_| {
+        Corrupt::at(
+            what,
+            offset,
+            format!("needs {} bytes, have {}", size_of::<T>(), bytes.len()),
+        )
+    })
 }
 
 /// File-type bits of a mode (the `S_IFMT` part), as pktfs stores them.

@@ -118,25 +118,41 @@ impl Record {
     /// Validate a record read at `offset`: CRC, kind, the slice inside the
     /// buffer region, the link inside the table, the file range not
     /// overflowing, and kind-specific fields. Returns the record and its link.
-    pub fn from_bytes(bytes: &[u8], offset: PmOffset, g: &Geometry) -> Result<(Record, RecordId), Corrupt> {
+    pub fn from_bytes(
+        bytes: &[u8],
+        offset: PmOffset,
+        g: &Geometry,
+    ) -> Result<(Record, RecordId), Corrupt> {
         let raw: RecordRaw = read_raw(bytes, "record", offset)?;
         let want = crc32c(&raw.as_bytes()[RECORD_CRC_START..RECORD_CRC_END]);
         if raw.crc.get() != want {
             return Err(Corrupt::at(
                 "record",
                 offset,
-                format!("checksum mismatch (stored {:#010x}, computed {:#010x})", raw.crc.get(), want),
+                format!(
+                    "checksum mismatch (stored {:#010x}, computed {:#010x})",
+                    raw.crc.get(),
+                    want
+                ),
             ));
         }
         let kind = RecordKind::from_u8(raw.kind)
             .ok_or_else(|| Corrupt::at("record", offset, format!("unknown kind {}", raw.kind)))?;
         let next = raw.next.get();
         if next != 0 && !g.record_in_range(next) {
-            return Err(Corrupt::at("record", offset, format!("next link {next} is outside the record table")));
+            return Err(Corrupt::at(
+                "record",
+                offset,
+                format!("next link {next} is outside the record table"),
+            ));
         }
         let (buffer, buf_off, len) = (raw.buffer.get(), raw.buf_off.get(), raw.len.get());
         if buf_off >= g.buffer_size_bytes {
-            return Err(Corrupt::at("record", offset, format!("buffer offset {buf_off} past the buffer size")));
+            return Err(Corrupt::at(
+                "record",
+                offset,
+                format!("buffer offset {buf_off} past the buffer size"),
+            ));
         }
         if !g.slice_in_range(buffer, buf_off, len) {
             return Err(Corrupt::at(
@@ -145,8 +161,17 @@ impl Record {
                 format!("slice <{buffer}, {buf_off}, {len}> lies outside the buffer region"),
             ));
         }
-        if raw.file_off.get().checked_add(len as u64).is_none_or(|end| end > i64::MAX as u64) {
-            return Err(Corrupt::at("record", offset, "file offset + length overflows"));
+        if raw
+            .file_off
+            .get()
+            .checked_add(len as u64)
+            .is_none_or(|end| end > i64::MAX as u64)
+        {
+            return Err(Corrupt::at(
+                "record",
+                offset,
+                "file offset + length overflows",
+            ));
         }
         let aux = raw.aux.get();
         match kind {
@@ -157,19 +182,35 @@ impl Record {
             }
             RecordKind::Dirent => {
                 if len == 0 || len as usize > NAME_MAX {
-                    return Err(Corrupt::at("dirent", offset, format!("name length {len} out of range")));
+                    return Err(Corrupt::at(
+                        "dirent",
+                        offset,
+                        format!("name length {len} out of range"),
+                    ));
                 }
                 let ino = aux & 0xffff_ffff;
                 if !g.ino_in_range(ino) {
-                    return Err(Corrupt::at("dirent", offset, format!("target inode {ino} out of range")));
+                    return Err(Corrupt::at(
+                        "dirent",
+                        offset,
+                        format!("target inode {ino} out of range"),
+                    ));
                 }
                 if crate::FileType::from_dtype((aux >> 32) as u8).is_none() {
-                    return Err(Corrupt::at("dirent", offset, format!("bad dtype {}", (aux >> 32) as u8)));
+                    return Err(Corrupt::at(
+                        "dirent",
+                        offset,
+                        format!("bad dtype {}", (aux >> 32) as u8),
+                    ));
                 }
             }
             RecordKind::Xattr => {
                 if aux == 0 || aux > len as u64 || aux > NAME_MAX as u64 {
-                    return Err(Corrupt::at("xattr", offset, format!("name length {aux} out of range")));
+                    return Err(Corrupt::at(
+                        "xattr",
+                        offset,
+                        format!("name length {aux} out of range"),
+                    ));
                 }
             }
         }
@@ -236,7 +277,10 @@ mod tests {
         assert_eq!((r, n), (rec(), RecordId(5)));
         // Publishing a new link must not invalidate the record.
         b[..8].copy_from_slice(&7u64.to_le_bytes());
-        assert_eq!(Record::from_bytes(&b, PmOffset(0), &g).unwrap().1, RecordId(7));
+        assert_eq!(
+            Record::from_bytes(&b, PmOffset(0), &g).unwrap().1,
+            RecordId(7)
+        );
     }
 
     #[test]
@@ -245,7 +289,10 @@ mod tests {
         for i in 8..64 {
             let mut b = rec().to_bytes(RecordId(5));
             b[i] ^= 0x40;
-            assert!(Record::from_bytes(&b, PmOffset(0), &g).is_err(), "flip at byte {i} went unnoticed");
+            assert!(
+                Record::from_bytes(&b, PmOffset(0), &g).is_err(),
+                "flip at byte {i} went unnoticed"
+            );
         }
         let mut b = rec().to_bytes(RecordId(5));
         b[..8].copy_from_slice(&u64::MAX.to_le_bytes());

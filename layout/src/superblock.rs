@@ -171,11 +171,18 @@ impl Superblock {
             return Err(Corrupt::at(
                 "superblock",
                 at,
-                format!("checksum mismatch (stored {:#010x}, computed {:#010x})", raw.crc.get(), want),
+                format!(
+                    "checksum mismatch (stored {:#010x}, computed {:#010x})",
+                    raw.crc.get(),
+                    want
+                ),
             ));
         }
         if raw.version.get() > FORMAT_VERSION {
-            return Err(Corrupt::NewerVersion { found: raw.version.get(), supported: FORMAT_VERSION });
+            return Err(Corrupt::NewerVersion {
+                found: raw.version.get(),
+                supported: FORMAT_VERSION,
+            });
         }
         let unknown = raw.incompat.get() & !INCOMPAT_SUPPORTED.bits();
         if unknown != 0 {
@@ -209,9 +216,14 @@ impl Superblock {
             record_offset: raw.record_offset.get(),
             buffer_offset: raw.buffer_offset.get(),
         };
-        geometry.validate().map_err(|detail| Corrupt::at("superblock geometry", at, detail))?;
+        geometry
+            .validate()
+            .map_err(|detail| Corrupt::at("superblock geometry", at, detail))?;
         if image_len < geometry.image_len_bytes {
-            return Err(Corrupt::Truncated { expected: geometry.image_len_bytes, actual: image_len });
+            return Err(Corrupt::Truncated {
+                expected: geometry.image_len_bytes,
+                actual: image_len,
+            });
         }
         Ok(Superblock {
             geometry,
@@ -269,7 +281,10 @@ mod tests {
         let s = sb();
         let mut b = s.to_bytes();
         b[0] = b'X';
-        assert!(matches!(Superblock::from_bytes(&b, 0, 64 << 20), Err(Corrupt::NotPktfs { .. })));
+        assert!(matches!(
+            Superblock::from_bytes(&b, 0, 64 << 20),
+            Err(Corrupt::NotPktfs { .. })
+        ));
 
         let mut b = s.to_bytes();
         b[100] ^= 1;

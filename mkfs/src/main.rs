@@ -9,7 +9,11 @@ use layout::{Geometry, GeometryParams};
 use pktfs::{FormatOptions, Volume};
 
 #[derive(Parser, Debug)]
-#[command(name = "mkfs.pktfs", version, about = "Create a pktfs image (a file, a file on /dev/shm, or a DAX device)")]
+#[command(
+    name = "mkfs.pktfs",
+    version,
+    about = "Create a pktfs image (a file, a file on /dev/shm, or a DAX device)"
+)]
 struct Args {
     /// Image file to create or format.
     image: PathBuf,
@@ -40,7 +44,11 @@ fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let (num, mult) = match s.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
         Some((i, _)) => {
-            let m = match s[i..].to_ascii_uppercase().trim_end_matches("IB").trim_end_matches('B') {
+            let m = match s[i..]
+                .to_ascii_uppercase()
+                .trim_end_matches("IB")
+                .trim_end_matches('B')
+            {
                 "" => 1u64,
                 "K" => 1 << 10,
                 "M" => 1 << 20,
@@ -52,8 +60,12 @@ fn parse_size(s: &str) -> Result<u64, String> {
         }
         None => (s, 1),
     };
-    let n: u64 = num.trim().parse().map_err(|_| format!("{s:?} is not a size"))?;
-    n.checked_mul(mult).ok_or_else(|| format!("{s} is too large"))
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{s} is too large"))
 }
 
 /// Why the existing contents forbid formatting without --force, if they do.
@@ -105,11 +117,34 @@ fn human(b: u64) -> String {
 }
 
 fn print_geometry(g: &Geometry) {
-    println!("image          {} ({} bytes)", human(g.image_len_bytes), g.image_len_bytes);
-    println!("packet buffers {} x {} B = {} at offset {}", g.buffer_count, g.buffer_size_bytes, human(g.buffer_region_bytes()), g.buffer_offset);
-    println!("records        {} x 64 B = {} at offset {}", g.record_count, human((g.record_count + 1) * 64), g.record_offset);
-    println!("inodes         {} x 192 B = {} at offset {}", g.inode_count, human((g.inode_count as u64 + 1) * 192), g.inode_offset);
-    println!("journal        {} slots x {} B at offset {}", g.journal_slots, g.journal_slot_bytes, g.journal_offset);
+    println!(
+        "image          {} ({} bytes)",
+        human(g.image_len_bytes),
+        g.image_len_bytes
+    );
+    println!(
+        "packet buffers {} x {} B = {} at offset {}",
+        g.buffer_count,
+        g.buffer_size_bytes,
+        human(g.buffer_region_bytes()),
+        g.buffer_offset
+    );
+    println!(
+        "records        {} x 64 B = {} at offset {}",
+        g.record_count,
+        human((g.record_count + 1) * 64),
+        g.record_offset
+    );
+    println!(
+        "inodes         {} x 192 B = {} at offset {}",
+        g.inode_count,
+        human((g.inode_count as u64 + 1) * 192),
+        g.inode_offset
+    );
+    println!(
+        "journal        {} slots x {} B at offset {}",
+        g.journal_slots, g.journal_slot_bytes, g.journal_offset
+    );
 }
 
 fn run(a: Args) -> Result<(), String> {
@@ -122,15 +157,26 @@ fn run(a: Args) -> Result<(), String> {
         }
     }
     let existing_len = std::fs::metadata(&a.image).map(|m| m.len()).unwrap_or(0);
-    let size = a.size.unwrap_or(if existing_len > 0 { existing_len } else { 4 << 30 });
-    let params = GeometryParams { image_len_bytes: size, buffer_size_bytes: a.buffer_size, inode_count: a.inodes, record_count: a.records };
+    let size = a.size.unwrap_or(if existing_len > 0 {
+        existing_len
+    } else {
+        4 << 30
+    });
+    let params = GeometryParams {
+        image_len_bytes: size,
+        buffer_size_bytes: a.buffer_size,
+        inode_count: a.inodes,
+        record_count: a.records,
+    };
     // Check the geometry before touching the file.
     Geometry::compute(&params).map_err(|e| format!("cannot lay out {}: {e}", a.image.display()))?;
     let bar = if !a.quiet && std::io::stderr().is_terminal() {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
-            indicatif::ProgressStyle::with_template("formatting {bar:40} {bytes}/{total_bytes} ({eta})")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "formatting {bar:40} {bytes}/{total_bytes} ({eta})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         Some(b)
     } else {
@@ -142,7 +188,15 @@ fn run(a: Args) -> Result<(), String> {
             b.set_position(done);
         }
     };
-    let g = Volume::format(&a.image, &FormatOptions { params, label: a.label.clone() }, &mut progress).map_err(|e| e.to_string())?;
+    let g = Volume::format(
+        &a.image,
+        &FormatOptions {
+            params,
+            label: a.label.clone(),
+        },
+        &mut progress,
+    )
+    .map_err(|e| e.to_string())?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -26,15 +26,25 @@ pub struct StatArgs {
 pub fn resolve(v: &Volume, path: &str) -> Result<u64, String> {
     let mut ino = v.root();
     for part in path.split('/').filter(|p| !p.is_empty()) {
-        ino = v.lookup(ino, part.as_bytes()).map_err(|e| format!("{path}: {e}"))?.ino;
+        ino = v
+            .lookup(ino, part.as_bytes())
+            .map_err(|e| format!("{path}: {e}"))?
+            .ino;
     }
     Ok(ino)
 }
 
 fn open_ro(image: &PathBuf) -> Result<Volume, String> {
     // Read-only and without the lock: safe to run against a mounted image.
-    Volume::open(image, &OpenOptions { read_only: true, no_lock: true, ..Default::default() })
-        .map_err(|e| format!("{}: {e}", image.display()))
+    Volume::open(
+        image,
+        &OpenOptions {
+            read_only: true,
+            no_lock: true,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| format!("{}: {e}", image.display()))
 }
 
 pub fn chain(a: ChainArgs) -> Result<(), String> {
@@ -53,10 +63,16 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
+        );
         return Ok(());
     }
-    println!("{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  src", "record", "file_off", "len", "buffer", "boff", "crc32c", "timestamp", "seq");
+    println!(
+        "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  src",
+        "record", "file_off", "len", "buffer", "boff", "crc32c", "timestamp", "seq"
+    );
     for r in &recs {
         println!(
             "{:>8} {:>12} {:>8} {:>9} {:>6} {:08x}  {:<30} {:>12}  {}",
@@ -90,7 +106,13 @@ pub fn fmt_ns(ns: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z", rem / 3600, rem % 3600 / 60, rem % 60, ns % 1_000_000_000)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ns % 1_000_000_000
+    )
 }
 
 pub fn stat(a: StatArgs) -> Result<(), String> {
@@ -109,8 +131,19 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
         println!("{j}");
         return Ok(());
     }
-    println!("image        {} bytes, {}", g.image_len_bytes, if sb.state == layout::superblock::STATE_CLEAN { "clean" } else { "not cleanly closed" });
-    println!("buffers      {} x {} B, {} free", g.buffer_count, g.buffer_size_bytes, s.blocks_free);
+    println!(
+        "image        {} bytes, {}",
+        g.image_len_bytes,
+        if sb.state == layout::superblock::STATE_CLEAN {
+            "clean"
+        } else {
+            "not cleanly closed"
+        }
+    );
+    println!(
+        "buffers      {} x {} B, {} free",
+        g.buffer_count, g.buffer_size_bytes, s.blocks_free
+    );
     println!("inodes       {}, {} free", g.inode_count, s.files_free);
     println!("records      {}, {} free", g.record_count, s.records_free);
     println!("mounts       {}", sb.mount_count);

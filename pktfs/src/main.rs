@@ -11,7 +11,11 @@ mod net_cmd;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "pktfs", version, about = "pktfs: a persistent-memory file system whose files are chains of packet metadata")]
+#[command(
+    name = "pktfs",
+    version,
+    about = "pktfs: a persistent-memory file system whose files are chains of packet metadata"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

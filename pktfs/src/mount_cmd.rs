@@ -1,11 +1,202 @@
-//! `pktfs mount` (the FUSE issue fills this in).
+//! `pktfs mount IMAGE MOUNTPOINT`: serve an image through FUSE.
+//!
+//! Without `-f` the command starts itself again as a background daemon (a
+//! plain re-exec with a hidden flag: no fork in a threaded process), waits
+//! until the daemon reports that the mount is live or why it failed, and
+//! returns. The daemon serves until the mount goes away (`umount`,
+//! `fusermount3 -u`) or it gets SIGINT/SIGTERM/SIGHUP (it then unmounts,
+//! lazily if the mount is busy), and closes the Volume cleanly.
+//!
+//! The Volume is opened once, as an `Arc<Volume>`: other services of the
+//! same process (netpath) share it and tell the kernel about their changes
+//! through [`pktfs::fuse::MountHandle::notifier`].
 
-#[derive(clap::Args, Debug)]
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use nix::sys::signal::{SigSet, Signal};
+use pktfs::fuse::{self, MountHandle, MountOptions};
+use pktfs::{OpenOptions, Volume};
+
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct MountArgs {
-    pub image: std::path::PathBuf,
-    pub mountpoint: std::path::PathBuf,
+    /// The image file (made by mkfs.pktfs).
+    pub image: PathBuf,
+    /// An existing directory to mount it on.
+    pub mountpoint: PathBuf,
+    /// Stay in the foreground (logs to stderr; Ctrl-C unmounts).
+    #[arg(short, long)]
+    pub foreground: bool,
+    /// Mount options, comma-separated, may repeat: ro, rw, allow_other,
+    /// allow_root, default_permissions (always on), fsname=NAME, subtype=NAME,
+    /// dev/nodev, suid/nosuid, exec/noexec, atime/noatime, sync, dirsync,
+    /// auto_unmount, threads=N, max_write=BYTES, attr_timeout=SECS,
+    /// entry_timeout=SECS, no_kernel_cache, persist=auto|clwb|msync|eadr.
+    #[arg(short = 'o', value_name = "OPTIONS")]
+    pub options: Vec<String>,
+    /// Internal: run as the background daemon of a `pktfs mount`.
+    #[arg(long, hide = true)]
+    pub daemon_child: bool,
+    /// Set by the mount.pktfs helper: the daemon is re-executed without
+    /// the `mount` subcommand.
+    #[arg(skip)]
+    pub helper: bool,
 }
 
-pub fn run(_a: MountArgs) -> Result<(), String> {
-    Err("mount is not built yet".into())
+const READY: &str = "ready";
+
+pub fn run(a: MountArgs) -> Result<(), String> {
+    let opts = MountOptions::parse(&a.options.join(","))?;
+    if a.foreground || a.daemon_child {
+        let r = serve(&a, &opts);
+        if let (true, Err(e)) = (a.daemon_child, &r) {
+            // The parent is waiting for one line on our stdout.
+            tell_parent(&format!("error: {e}"));
+        }
+        return r;
+    }
+    spawn_daemon(&a)
+}
+
+/// Check what can be checked before starting the daemon, so the common
+/// mistakes get a message from the command itself.
+fn check_paths(a: &MountArgs) -> Result<(PathBuf, PathBuf), String> {
+    let image = a
+        .image
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", a.image.display()))?;
+    let mp = a
+        .mountpoint
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", a.mountpoint.display()))?;
+    if !mp.is_dir() {
+        return Err(format!("{}: not a directory", mp.display()));
+    }
+    Ok((image, mp))
+}
+
+fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
+    let (image, mp) = check_paths(a)?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
+    let mut cmd = Command::new(exe);
+    if !a.helper {
+        cmd.arg("mount");
+    }
+    cmd.arg(&image).arg(&mp);
+    for o in &a.options {
+        cmd.arg("-o").arg(o);
+    }
+    cmd.arg("--daemon-child");
+    // The daemon keeps none of our descriptors: a caller waiting for our
+    // output must not wait for the daemon too.
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start the mount daemon: {e}"))?;
+    let out = child.stdout.take().ok_or("no pipe to the mount daemon")?;
+    let mut line = String::new();
+    let _ = BufReader::new(out).read_line(&mut line);
+    let line = line.trim_end();
+    if line == READY {
+        return Ok(());
+    }
+    if let Some(msg) = line.strip_prefix("error: ") {
+        let _ = child.wait();
+        return Err(msg.to_string());
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    Err(format!(
+        "the mount daemon exited ({status}) before the mount was live"
+    ))
+}
+
+fn tell_parent(msg: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{msg}");
+    let _ = o.flush();
+}
+
+fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
+    let (image, mp) = check_paths(a)?;
+    if a.daemon_child {
+        // Our own session: no terminal's SIGHUP or Ctrl-C reaches us, and
+        // no directory is kept busy.
+        let _ = nix::unistd::setsid();
+        let _ = std::env::set_current_dir("/");
+    }
+    // Signals are taken by one thread with sigwait; block them before any
+    // thread starts so every thread inherits the mask.
+    let mut sigs = SigSet::empty();
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        sigs.add(s);
+    }
+    sigs.thread_block()
+        .map_err(|e| format!("cannot block signals: {e}"))?;
+
+    let vol = Volume::open(
+        &image,
+        &OpenOptions {
+            persist: opts.persist,
+            read_only: opts.read_only,
+            no_lock: false,
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let vol = Arc::new(vol);
+    let handle = fuse::mount(vol.clone(), &mp, opts)
+        .map_err(|e| format!("cannot mount on {}: {e}", mp.display()))?;
+    start_services(&vol, &handle)?;
+    if a.daemon_child {
+        tell_parent(READY);
+        // Nothing more goes to the parent's pipe.
+        if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+            let _ = nix::unistd::dup2_stdout(&null);
+        }
+    }
+
+    let unmounter = handle.unmounter();
+    std::thread::Builder::new()
+        .name("pktfs-signals".into())
+        .spawn(move || {
+            while sigs.wait().is_ok() {
+                if let Err(e) = unmounter.unmount() {
+                    eprintln!("pktfs: unmount: {e}");
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+
+    let served = handle.join();
+    close(vol, &image)?;
+    served.map_err(|e| format!("FUSE session: {e}"))
+}
+
+/// Other services sharing the mounted Volume start here (netpath adds
+/// `--listen`, `--raw-listen`, ...): they get the `Arc<Volume>` and the
+/// handle's notifier.
+fn start_services(_vol: &Arc<Volume>, _handle: &MountHandle) -> Result<(), String> {
+    Ok(())
+}
+
+/// Close the Volume once every other holder has let go: this writes the
+/// clean flag so the next open is fast.
+fn close(vol: Arc<Volume>, image: &Path) -> Result<(), String> {
+    let mut vol = vol;
+    for _ in 0..100 {
+        match Arc::try_unwrap(vol) {
+            Ok(v) => {
+                return v
+                    .close()
+                    .map_err(|e| format!("{}: closing: {e}", image.display()))
+            }
+            Err(v) => vol = v,
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Someone still holds it; its last drop marks the image clean.
+    Ok(())
 }

@@ -7,7 +7,15 @@ use pktfs::{FormatOptions, FsError, OpenOptions, Volume};
 
 fn image(dir: &std::path::Path) -> std::path::PathBuf {
     let p = dir.join("img");
-    Volume::format(&p, &FormatOptions { params: GeometryParams::for_size(8 << 20), label: None }, &mut |_, _| {}).unwrap();
+    Volume::format(
+        &p,
+        &FormatOptions {
+            params: GeometryParams::for_size(8 << 20),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     let v = Volume::open(&p, &OpenOptions::default()).unwrap();
     let f = v.create(v.root(), b"keep", 0o644, 0, 0).unwrap();
     v.write(f.ino, 0, b"stored data").unwrap();
@@ -18,7 +26,11 @@ fn image(dir: &std::path::Path) -> std::path::PathBuf {
 fn open_err(p: &std::path::Path) -> String {
     let before = std::fs::read(p).unwrap();
     let e = Volume::open(p, &OpenOptions::default()).expect_err("must refuse");
-    assert_eq!(std::fs::read(p).unwrap(), before, "a refused open wrote into the image");
+    assert_eq!(
+        std::fs::read(p).unwrap(),
+        before,
+        "a refused open wrote into the image"
+    );
     e.to_string()
 }
 
@@ -78,7 +90,9 @@ fn newer_version_and_unknown_features() {
 
     let p = image(d.path());
     for off in [0, BACKUP_OFFSET] {
-        patch_sb(&p, off, |r| r.incompat = (r.incompat.get() | 1 << 20).into());
+        patch_sb(&p, off, |r| {
+            r.incompat = (r.incompat.get() | 1 << 20).into()
+        });
     }
     let e = open_err(&p);
     assert!(e.contains("features this build does not know"), "{e}");
@@ -92,8 +106,15 @@ fn bad_primary_opens_from_backup_and_says_so() {
     b[40] ^= 0xff; // inside the primary superblock: CRC mismatch
     std::fs::write(&p, &b).unwrap();
     let v = Volume::open(&p, &OpenOptions::default()).unwrap();
-    let note = v.open_report().used_backup_superblock.clone().expect("report says the backup was used");
-    assert!(note.contains("backup") && note.contains("checksum"), "{note}");
+    let note = v
+        .open_report()
+        .used_backup_superblock
+        .clone()
+        .expect("report says the backup was used");
+    assert!(
+        note.contains("backup") && note.contains("checksum"),
+        "{note}"
+    );
     let f = v.lookup(v.root(), b"keep").unwrap();
     assert_eq!(v.read(f.ino, 0, 100).unwrap(), b"stored data");
     v.close().unwrap();
@@ -117,11 +138,25 @@ fn second_opener_gets_a_clear_error() {
     let v = Volume::open(&p, &OpenOptions::default()).unwrap();
     let e = Volume::open(&p, &OpenOptions::default()).unwrap_err();
     assert!(matches!(e, FsError::Media(_)), "{e:?}");
-    assert!(e.to_string().contains("in use by another pktfs process"), "{e}");
+    assert!(
+        e.to_string().contains("in use by another pktfs process"),
+        "{e}"
+    );
     // Read-only without the lock still works (tools like `pktfs chain`).
-    let ro = Volume::open(&p, &OpenOptions { read_only: true, no_lock: true, ..Default::default() }).unwrap();
+    let ro = Volume::open(
+        &p,
+        &OpenOptions {
+            read_only: true,
+            no_lock: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert!(ro.lookup(ro.root(), b"keep").is_ok());
-    assert!(matches!(ro.create(ro.root(), b"x", 0o644, 0, 0), Err(FsError::ReadOnly)));
+    assert!(matches!(
+        ro.create(ro.root(), b"x", 0o644, 0, 0),
+        Err(FsError::ReadOnly)
+    ));
     drop(v);
 }
 
@@ -138,5 +173,8 @@ fn damaged_chain_is_refused_with_fsck_advice() {
     b[pos as usize + 20] ^= 1; // payload CRC field: record CRC now wrong
     std::fs::write(&p, &b).unwrap();
     let e = open_err(&p);
-    assert!(e.contains("checksum mismatch") && e.contains("fsck.pktfs"), "{e}");
+    assert!(
+        e.contains("checksum mismatch") && e.contains("fsck.pktfs"),
+        "{e}"
+    );
 }

@@ -12,7 +12,15 @@ use pktfs::{FormatOptions, RenameFlags, Volume};
 #[test]
 fn eight_threads() {
     let pm = Pm::from_bytes(vec![0u8; 64 << 20]);
-    Volume::format_pm(&pm, &FormatOptions { params: GeometryParams::for_size(64 << 20), label: None }, &mut |_, _| {}).unwrap();
+    Volume::format_pm(
+        &pm,
+        &FormatOptions {
+            params: GeometryParams::for_size(64 << 20),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     let v = Arc::new(Volume::open_pm(pm, false).unwrap());
     let root = v.root();
     let shared = v.mkdir(root, b"shared", 0o755, 0, 0).unwrap().ino;
@@ -21,7 +29,10 @@ fn eight_threads() {
         .map(|t| {
             let v = v.clone();
             std::thread::spawn(move || {
-                let mine = v.mkdir(root, format!("t{t}").as_bytes(), 0o755, 0, 0).unwrap().ino;
+                let mine = v
+                    .mkdir(root, format!("t{t}").as_bytes(), 0o755, 0, 0)
+                    .unwrap()
+                    .ino;
                 for i in 0..150u64 {
                     let name = format!("f{i}");
                     let f = v.create(mine, name.as_bytes(), 0o644, 0, 0).unwrap().ino;
@@ -32,7 +43,14 @@ fn eight_threads() {
                     let s = format!("s{t}-{i}");
                     v.create(shared, s.as_bytes(), 0o644, 0, 0).unwrap();
                     if i % 3 == 0 {
-                        v.rename(shared, s.as_bytes(), mine, format!("moved{i}").as_bytes(), RenameFlags::default()).unwrap();
+                        v.rename(
+                            shared,
+                            s.as_bytes(),
+                            mine,
+                            format!("moved{i}").as_bytes(),
+                            RenameFlags::default(),
+                        )
+                        .unwrap();
                     } else if i % 3 == 1 {
                         v.unlink(shared, s.as_bytes()).unwrap();
                     }
@@ -43,7 +61,8 @@ fn eight_threads() {
                     if i % 10 == 9 {
                         v.unlink(mine, format!("f{}", i - 5).as_bytes()).unwrap();
                     }
-                    v.setxattr(f, b"user.t", &t.to_le_bytes(), Default::default()).unwrap();
+                    v.setxattr(f, b"user.t", &t.to_le_bytes(), Default::default())
+                        .unwrap();
                 }
             })
         })
@@ -72,12 +91,24 @@ fn eight_threads() {
     let before = dump(&v);
     let hot_data = v.read(hot, 0, 64 << 10).unwrap();
     for t in 0..8usize {
-        assert!(hot_data[t * 4096..t * 4096 + 4096].iter().all(|&b| b == t as u8 + 1), "stripe {t}");
+        assert!(
+            hot_data[t * 4096..t * 4096 + 4096]
+                .iter()
+                .all(|&b| b == t as u8 + 1),
+            "stripe {t}"
+        );
     }
     // 8 threads x (150 - 15 unlinked) files + 50 moved each, + dirs.
     for t in 0..8 {
-        let n = before.iter().filter(|(p, _)| p.starts_with(&format!("/t{t}/"))).count();
-        assert_eq!(n, 150 - 15 + 50, "thread {t}: 150 created, 15 unlinked, 50 moved in");
+        let n = before
+            .iter()
+            .filter(|(p, _)| p.starts_with(&format!("/t{t}/")))
+            .count();
+        assert_eq!(
+            n,
+            150 - 15 + 50,
+            "thread {t}: 150 created, 15 unlinked, 50 moved in"
+        );
     }
     assert_eq!(v.list_dir(shared).unwrap().len(), 8 * 50);
     let img = v.pm().snapshot();

@@ -80,7 +80,9 @@ pub struct MountOptions {
 
 impl Default for MountOptions {
     fn default() -> Self {
-        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         MountOptions {
             read_only: false,
             allow_other: false,
@@ -101,12 +103,14 @@ impl Default for MountOptions {
 }
 
 fn num<T: std::str::FromStr>(k: &str, v: &str) -> std::result::Result<T, String> {
-    v.parse().map_err(|_| format!("mount option {k}={v}: not a number"))
+    v.parse()
+        .map_err(|_| format!("mount option {k}={v}: not a number"))
 }
 
 fn secs(k: &str, v: &str) -> std::result::Result<Duration, String> {
     let s: f64 = num(k, v)?;
-    Duration::try_from_secs_f64(s).map_err(|_| format!("mount option {k}={v}: not a duration in seconds"))
+    Duration::try_from_secs_f64(s)
+        .map_err(|_| format!("mount option {k}={v}: not a duration in seconds"))
 }
 
 impl MountOptions {
@@ -148,11 +152,18 @@ impl MountOptions {
                 ("entry_timeout", Some(v)) => self.entry_ttl = secs(k, v)?,
                 ("kernel_cache", None) => self.keep_cache = true,
                 ("no_kernel_cache", None) => self.keep_cache = false,
-                ("persist", Some(v)) => self.persist = v.parse().map_err(|e| format!("mount option persist={v}: {e}"))?,
+                ("persist", Some(v)) => {
+                    self.persist = v
+                        .parse()
+                        .map_err(|e| format!("mount option persist={v}: {e}"))?
+                }
                 // For mount(8) and fstab, not for the file system.
-                ("defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "owner" | "group" | "_netdev" | "nofail"
-                | "relatime" | "norelatime" | "strictatime" | "diratime" | "nodiratime" | "lazytime" | "nonempty"
-                | "loud" | "silent", None) => {}
+                (
+                    "defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "owner"
+                    | "group" | "_netdev" | "nofail" | "relatime" | "norelatime" | "strictatime"
+                    | "diratime" | "nodiratime" | "lazytime" | "nonempty" | "loud" | "silent",
+                    None,
+                ) => {}
                 (k, _) if k.starts_with("x-") || k == "comment" => {}
                 _ => return Err(format!("unknown mount option '{o}'")),
             }
@@ -170,13 +181,21 @@ impl MountOptions {
     fn fuser_config(&self, fallback_fsname: &str) -> Config {
         let mut c = Config::default();
         let mut m = vec![
-            MountOption::FSName(self.fsname.clone().unwrap_or_else(|| fallback_fsname.to_string())),
+            MountOption::FSName(
+                self.fsname
+                    .clone()
+                    .unwrap_or_else(|| fallback_fsname.to_string()),
+            ),
             // As a kernel option, so the direct mount shows fuse.<subtype>
             // too (fuser passes Subtype only to fusermount).
             MountOption::CUSTOM(format!("subtype={}", self.subtype)),
             MountOption::DefaultPermissions,
         ];
-        m.push(if self.read_only { MountOption::RO } else { MountOption::RW });
+        m.push(if self.read_only {
+            MountOption::RO
+        } else {
+            MountOption::RW
+        });
         if self.auto_unmount {
             m.push(MountOption::AutoUnmount);
         }
@@ -188,8 +207,16 @@ impl MountOptions {
                 use MountOption::*;
                 matches!(
                     (a, b),
-                    (Dev, NoDev) | (NoDev, Dev) | (Suid, NoSuid) | (NoSuid, Suid) | (Exec, NoExec) | (NoExec, Exec)
-                        | (Atime, NoAtime) | (NoAtime, Atime) | (Sync, Async) | (Async, Sync)
+                    (Dev, NoDev)
+                        | (NoDev, Dev)
+                        | (Suid, NoSuid)
+                        | (NoSuid, Suid)
+                        | (Exec, NoExec)
+                        | (NoExec, Exec)
+                        | (Atime, NoAtime)
+                        | (NoAtime, Atime)
+                        | (Sync, Async)
+                        | (Async, Sync)
                 ) || a == b
             };
             if !seen.iter().any(|s| clash(s, &f)) {
@@ -224,7 +251,11 @@ impl Unmounter {
     /// disappears from the namespace now and the session ends when the
     /// last open file on it is closed.
     pub fn unmount(&self) -> io::Result<()> {
-        let r = self.inner.lock().unwrap_or_else(|e| e.into_inner()).unmount();
+        let r = self
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .unmount();
         match r {
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => lazy_detach(&self.mountpoint),
             r => r,
@@ -236,11 +267,18 @@ fn lazy_detach(mp: &Path) -> io::Result<()> {
     if nix::unistd::geteuid().is_root() {
         return nix::mount::umount2(mp, nix::mount::MntFlags::MNT_DETACH).map_err(io::Error::from);
     }
-    let out = Command::new("fusermount3").arg("-u").arg("-z").arg("--").arg(mp).output()?;
+    let out = Command::new("fusermount3")
+        .arg("-u")
+        .arg("-z")
+        .arg("--")
+        .arg(mp)
+        .output()?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()))
+        Err(io::Error::other(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ))
     }
 }
 
@@ -297,7 +335,9 @@ impl MountHandle {
 
     fn join_inner(&mut self) -> io::Result<()> {
         match self.thread.take() {
-            Some(t) => t.join().map_err(|_| io::Error::other("the FUSE session panicked"))?,
+            Some(t) => t
+                .join()
+                .map_err(|_| io::Error::other("the FUSE session panicked"))?,
             None => Ok(()),
         }
     }
@@ -315,12 +355,19 @@ impl Drop for MountHandle {
 /// Mount `vol` at `mountpoint` and serve it from background threads. The
 /// mount is live when this returns (the kernel's INIT has been answered).
 pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result<MountHandle> {
-    let io_err = |source| FsError::Io { path: mountpoint.to_path_buf(), source };
+    let io_err = |source| FsError::Io {
+        path: mountpoint.to_path_buf(),
+        source,
+    };
     let mut opts = opts.clone();
     // A read-only Volume can only be mounted read-only.
     opts.read_only |= vol.is_read_only();
     let mountpoint = mountpoint.canonicalize().map_err(io_err)?;
-    let fsname = vol.pm().path().map(|p| p.display().to_string()).unwrap_or_else(|| "pktfs".into());
+    let fsname = vol
+        .pm()
+        .path()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "pktfs".into());
     let config = opts.fuser_config(&fsname);
     let fs = ops::PktFuse {
         vol,
@@ -333,8 +380,19 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
         },
     };
     let mut session = Session::new(fs, &mountpoint, &config).map_err(io_err)?;
-    let unmounter = Unmounter { inner: Arc::new(Mutex::new(session.unmount_callable())), mountpoint: mountpoint.clone() };
+    let unmounter = Unmounter {
+        inner: Arc::new(Mutex::new(session.unmount_callable())),
+        mountpoint: mountpoint.clone(),
+    };
     let notifier = session.notifier();
-    let thread = std::thread::Builder::new().name("pktfs-fuse".into()).spawn(move || session.run()).map_err(io_err)?;
-    Ok(MountHandle { thread: Some(thread), unmounter, notifier, mountpoint })
+    let thread = std::thread::Builder::new()
+        .name("pktfs-fuse".into())
+        .spawn(move || session.run())
+        .map_err(io_err)?;
+    Ok(MountHandle {
+        thread: Some(thread),
+        unmounter,
+        notifier,
+        mountpoint,
+    })
 }

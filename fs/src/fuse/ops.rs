@@ -12,14 +12,17 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
-    INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags as FuseRenameFlags, ReplyAttr, ReplyCreate,
-    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
-    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem,
+    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags,
+    RenameFlags as FuseRenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use crate::error::FsError;
-use crate::volume::{Attr, DirEntry, FallocMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags};
+use crate::volume::{
+    Attr, DirEntry, FallocMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags,
+};
 use crate::FileType;
 
 /// The read-only virtual attribute that shows a file's chain of records.
@@ -42,14 +45,18 @@ fn time(ns: i64) -> SystemTime {
     if ns >= 0 {
         UNIX_EPOCH + Duration::from_nanos(ns as u64)
     } else {
-        UNIX_EPOCH.checked_sub(Duration::from_nanos(ns.unsigned_abs())).unwrap_or(UNIX_EPOCH)
+        UNIX_EPOCH
+            .checked_sub(Duration::from_nanos(ns.unsigned_abs()))
+            .unwrap_or(UNIX_EPOCH)
     }
 }
 
 fn time_ns(t: SystemTime) -> i64 {
     match t.duration_since(UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
-        Err(e) => i64::try_from(e.duration().as_nanos()).map(|n| -n).unwrap_or(i64::MIN),
+        Err(e) => i64::try_from(e.duration().as_nanos())
+            .map(|n| -n)
+            .unwrap_or(i64::MIN),
     }
 }
 
@@ -123,7 +130,13 @@ impl PktFuse {
     /// with the setgid-directory rule applied: in a setgid directory a new
     /// inode takes the directory's group, and a new subdirectory inherits
     /// the setgid bit.
-    fn new_owner(&self, req: &Request, parent: u64, perm: u32, is_dir: bool) -> Result<(u32, u32, u32), FsError> {
+    fn new_owner(
+        &self,
+        req: &Request,
+        parent: u64,
+        perm: u32,
+        is_dir: bool,
+    ) -> Result<(u32, u32, u32), FsError> {
         let p = self.vol.getattr(parent)?;
         if p.kind != FileType::Directory {
             return Err(FsError::NotDir);
@@ -222,7 +235,9 @@ impl Filesystem for PktFuse {
             // still names it (a concurrent unlink + create could have
             // reused the number between the lookup and the pin).
             match self.vol.lookup(parent.0, name) {
-                Ok(b) if b.ino == a.ino => reply.entry(&self.tune.entry_ttl, &file_attr(&b), Generation(0)),
+                Ok(b) if b.ino == a.ino => {
+                    reply.entry(&self.tune.entry_ttl, &file_attr(&b), Generation(0))
+                }
                 Ok(_) => {
                     self.vol.unpin(a.ino, 1);
                     reply.error(Errno::from_i32(libc::EAGAIN))
@@ -292,7 +307,16 @@ impl Filesystem for PktFuse {
         })
     }
 
-    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, rdev: u32, reply: ReplyEntry) {
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
         shield(|| {
             let Some(k) = FileType::from_mode(mode) else {
                 return reply.error(Errno::from_i32(libc::EINVAL));
@@ -302,7 +326,10 @@ impl Filesystem for PktFuse {
             }
             let r = self
                 .new_owner(req, parent.0, mode & 0o7777, false)
-                .and_then(|(uid, gid, perm)| self.vol.mknod(parent.0, name_bytes(name), k, perm, uid, gid, rdev));
+                .and_then(|(uid, gid, perm)| {
+                    self.vol
+                        .mknod(parent.0, name_bytes(name), k, perm, uid, gid, rdev)
+                });
             match r {
                 Ok(a) => self.entry(reply, &a),
                 Err(e) => reply.error(err(&e)),
@@ -310,11 +337,21 @@ impl Filesystem for PktFuse {
         })
     }
 
-    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
         shield(|| {
-            let r = self
-                .new_owner(req, parent.0, mode & 0o7777, true)
-                .and_then(|(uid, gid, perm)| self.vol.mkdir(parent.0, name_bytes(name), perm, uid, gid));
+            let r =
+                self.new_owner(req, parent.0, mode & 0o7777, true)
+                    .and_then(|(uid, gid, perm)| {
+                        self.vol.mkdir(parent.0, name_bytes(name), perm, uid, gid)
+                    });
             match r {
                 Ok(a) => self.entry(reply, &a),
                 Err(e) => reply.error(err(&e)),
@@ -336,11 +373,26 @@ impl Filesystem for PktFuse {
         })
     }
 
-    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
         shield(|| {
-            let r = self.new_owner(req, parent.0, 0o777, false).and_then(|(uid, gid, _)| {
-                self.vol.symlink(parent.0, name_bytes(link_name), target.as_os_str().as_bytes(), uid, gid)
-            });
+            let r = self
+                .new_owner(req, parent.0, 0o777, false)
+                .and_then(|(uid, gid, _)| {
+                    self.vol.symlink(
+                        parent.0,
+                        name_bytes(link_name),
+                        target.as_os_str().as_bytes(),
+                        uid,
+                        gid,
+                    )
+                });
             match r {
                 Ok(a) => self.entry(reply, &a),
                 Err(e) => reply.error(err(&e)),
@@ -368,25 +420,44 @@ impl Filesystem for PktFuse {
                 noreplace: flags.contains(FuseRenameFlags::RENAME_NOREPLACE),
                 exchange: flags.contains(FuseRenameFlags::RENAME_EXCHANGE),
             };
-            match self.vol.rename(parent.0, name_bytes(name), newparent.0, name_bytes(newname), f) {
+            match self.vol.rename(
+                parent.0,
+                name_bytes(name),
+                newparent.0,
+                name_bytes(newname),
+                f,
+            ) {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(err(&e)),
             }
         })
     }
 
-    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        shield(|| match self.vol.link(ino.0, newparent.0, name_bytes(newname)) {
-            Ok(a) => self.entry(reply, &a),
-            Err(e) => reply.error(err(&e)),
-        })
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        shield(
+            || match self.vol.link(ino.0, newparent.0, name_bytes(newname)) {
+                Ok(a) => self.entry(reply, &a),
+                Err(e) => reply.error(err(&e)),
+            },
+        )
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         shield(|| match self.vol.getattr(ino.0) {
             Ok(a) if a.kind == FileType::Directory => reply.error(Errno::from_i32(libc::EISDIR)),
             Ok(_) => {
-                let f = if self.tune.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                let f = if self.tune.keep_cache {
+                    FopenFlags::FOPEN_KEEP_CACHE
+                } else {
+                    FopenFlags::empty()
+                };
                 reply.opened(FileHandle(0), f)
             }
             Err(e) => reply.error(err(&e)),
@@ -455,7 +526,14 @@ impl Filesystem for PktFuse {
         })
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
         reply.ok()
     }
 
@@ -472,7 +550,14 @@ impl Filesystem for PktFuse {
         reply.ok()
     }
 
-    fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsync(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
         // Every write is durable when it returns: nothing to flush.
         shield(|| match self.vol.fsync(ino.0) {
             Ok(()) => reply.ok(),
@@ -482,13 +567,22 @@ impl Filesystem for PktFuse {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         shield(|| match self.vol.getattr(ino.0) {
-            Ok(a) if a.kind == FileType::Directory => reply.opened(FileHandle(0), FopenFlags::empty()),
+            Ok(a) if a.kind == FileType::Directory => {
+                reply.opened(FileHandle(0), FopenFlags::empty())
+            }
             Ok(_) => reply.error(Errno::from_i32(libc::ENOTDIR)),
             Err(e) => reply.error(err(&e)),
         })
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
         shield(|| {
             let dir = ino.0;
             // Offsets: 1 after ".", 2 after "..", then the entries' own
@@ -506,7 +600,14 @@ impl Filesystem for PktFuse {
                 }
             }
             let after = if offset < 3 { 0 } else { offset };
-            let r = self.vol.readdir(dir, after, |e| !reply.add(INodeNo(e.ino), e.cookie, kind(e.kind), OsStr::from_bytes(&e.name)));
+            let r = self.vol.readdir(dir, after, |e| {
+                !reply.add(
+                    INodeNo(e.ino),
+                    e.cookie,
+                    kind(e.kind),
+                    OsStr::from_bytes(&e.name),
+                )
+            });
             match r {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(err(&e)),
@@ -514,7 +615,14 @@ impl Filesystem for PktFuse {
         })
     }
 
-    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
         shield(|| {
             let dir = ino.0;
             let ttl = self.tune.entry_ttl;
@@ -560,7 +668,14 @@ impl Filesystem for PktFuse {
                         self.vol.unpin(e.ino, 1);
                         continue;
                     };
-                    if reply.add(INodeNo(e.ino), e.cookie, OsStr::from_bytes(&e.name), &ttl, &file_attr(&a), Generation(0)) {
+                    if reply.add(
+                        INodeNo(e.ino),
+                        e.cookie,
+                        OsStr::from_bytes(&e.name),
+                        &ttl,
+                        &file_attr(&a),
+                        Generation(0),
+                    ) {
                         // Did not fit: not handed to the kernel.
                         self.vol.unpin(e.ino, 1);
                         return reply.ok();
@@ -570,11 +685,25 @@ impl Filesystem for PktFuse {
         })
     }
 
-    fn releasedir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
         reply.ok()
     }
 
-    fn fsyncdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
         shield(|| match self.vol.fsync(ino.0) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(&e)),
@@ -587,11 +716,29 @@ impl Filesystem for PktFuse {
             // A file needs an inode and at least one record; report the
             // tighter of the two as free inodes.
             let ffree = s.files_free.min(s.records_free);
-            reply.statfs(s.blocks, s.blocks_free, s.blocks_free, s.files, ffree, s.block_size, s.name_max, s.block_size)
+            reply.statfs(
+                s.blocks,
+                s.blocks_free,
+                s.blocks_free,
+                s.files,
+                ffree,
+                s.block_size,
+                s.name_max,
+                s.block_size,
+            )
         })
     }
 
-    fn setxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, value: &[u8], flags: i32, position: u32, reply: ReplyEmpty) {
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        position: u32,
+        reply: ReplyEmpty,
+    ) {
         shield(|| {
             if position != 0 {
                 return reply.error(Errno::from_i32(libc::EINVAL));
@@ -602,7 +749,10 @@ impl Filesystem for PktFuse {
             if flags & !(libc::XATTR_CREATE | libc::XATTR_REPLACE) != 0 {
                 return reply.error(Errno::from_i32(libc::EINVAL));
             }
-            let f = XattrFlags { create: flags & libc::XATTR_CREATE != 0, replace: flags & libc::XATTR_REPLACE != 0 };
+            let f = XattrFlags {
+                create: flags & libc::XATTR_CREATE != 0,
+                replace: flags & libc::XATTR_REPLACE != 0,
+            };
             match self.vol.setxattr(ino.0, name_bytes(name), value, f) {
                 Ok(()) => reply.ok(),
                 Err(FsError::TooBig) => reply.error(Errno::from_i32(libc::E2BIG)),
@@ -613,7 +763,11 @@ impl Filesystem for PktFuse {
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         shield(|| {
-            let v = if name == CHAIN_XATTR { self.chain_json(ino.0) } else { self.vol.getxattr(ino.0, name_bytes(name)) };
+            let v = if name == CHAIN_XATTR {
+                self.chain_json(ino.0)
+            } else {
+                self.vol.getxattr(ino.0, name_bytes(name))
+            };
             match v {
                 Ok(v) => xattr_reply(reply, size, &v),
                 Err(e) => reply.error(err(&e)),
@@ -681,11 +835,22 @@ impl Filesystem for PktFuse {
         })
     }
 
-    fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, _flags: i32, reply: ReplyCreate) {
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
         shield(|| {
             let r = self
                 .new_owner(req, parent.0, mode & 0o7777, false)
-                .and_then(|(uid, gid, perm)| self.vol.create(parent.0, name_bytes(name), perm, uid, gid));
+                .and_then(|(uid, gid, perm)| {
+                    self.vol.create(parent.0, name_bytes(name), perm, uid, gid)
+                });
             let a = match r {
                 Ok(a) => a,
                 Err(e) => return reply.error(err(&e)),
@@ -693,18 +858,40 @@ impl Filesystem for PktFuse {
             if let Err(e) = self.vol.pin(a.ino) {
                 return reply.error(err(&e));
             }
-            let f = if self.tune.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
-            reply.created(&self.tune.entry_ttl, &file_attr(&a), Generation(0), FileHandle(0), f)
+            let f = if self.tune.keep_cache {
+                FopenFlags::FOPEN_KEEP_CACHE
+            } else {
+                FopenFlags::empty()
+            };
+            reply.created(
+                &self.tune.entry_ttl,
+                &file_attr(&a),
+                Generation(0),
+                FileHandle(0),
+                f,
+            )
         })
     }
 
-    fn fallocate(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
         shield(|| {
             let known = libc::FALLOC_FL_KEEP_SIZE | libc::FALLOC_FL_PUNCH_HOLE;
             if mode & !known != 0 {
                 return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
             }
-            let m = FallocMode { keep_size: mode & libc::FALLOC_FL_KEEP_SIZE != 0, punch_hole: mode & libc::FALLOC_FL_PUNCH_HOLE != 0 };
+            let m = FallocMode {
+                keep_size: mode & libc::FALLOC_FL_KEEP_SIZE != 0,
+                punch_hole: mode & libc::FALLOC_FL_PUNCH_HOLE != 0,
+            };
             match self.vol.fallocate(ino.0, offset, length, m) {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(err(&e)),
@@ -712,7 +899,15 @@ impl Filesystem for PktFuse {
         })
     }
 
-    fn lseek(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: i64, whence: i32, reply: ReplyLseek) {
+    fn lseek(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
         shield(|| {
             let data = match whence {
                 libc::SEEK_DATA => true,
@@ -748,7 +943,10 @@ impl Filesystem for PktFuse {
             }
             // The reply carries a 32-bit count; callers loop on short copies.
             let len = len.min(1 << 30);
-            match self.vol.copy_range(ino_in.0, offset_in, ino_out.0, offset_out, len) {
+            match self
+                .vol
+                .copy_range(ino_in.0, offset_in, ino_out.0, offset_out, len)
+            {
                 Ok(n) => reply.written(n as u32),
                 Err(e) => reply.error(err(&e)),
             }

@@ -51,11 +51,15 @@ pub unsafe fn flush_lines(insn: FlushInsn, ptr: *const u8, len: usize) {
         // it), they do not change memory contents.
         unsafe {
             match insn {
-                FlushInsn::Clwb => std::arch::asm!("clwb [{0}]", in(reg) p, options(nostack, preserves_flags)),
+                FlushInsn::Clwb => {
+                    std::arch::asm!("clwb [{0}]", in(reg) p, options(nostack, preserves_flags))
+                }
                 FlushInsn::Clflushopt => {
                     std::arch::asm!("clflushopt [{0}]", in(reg) p, options(nostack, preserves_flags))
                 }
-                FlushInsn::Clflush => std::arch::asm!("clflush [{0}]", in(reg) p, options(nostack, preserves_flags)),
+                FlushInsn::Clflush => {
+                    std::arch::asm!("clflush [{0}]", in(reg) p, options(nostack, preserves_flags))
+                }
                 FlushInsn::None => {}
             }
         }

@@ -60,7 +60,11 @@ impl std::str::FromStr for PersistChoice {
             "clwb" => PersistChoice::Clwb,
             "msync" => PersistChoice::Msync,
             "eadr" => PersistChoice::Eadr,
-            _ => return Err(format!("unknown persist mode {s:?} (auto, clwb, msync, eadr)")),
+            _ => {
+                return Err(format!(
+                    "unknown persist mode {s:?} (auto, clwb, msync, eadr)"
+                ))
+            }
         })
     }
 }
@@ -78,19 +82,31 @@ impl std::fmt::Display for PersistMode {
 #[derive(Debug, thiserror::Error)]
 pub enum MediaError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{path} is in use by another pktfs process (it holds the image lock); unmount it first")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} is in use by another pktfs process (it holds the image lock); unmount it first"
+    )]
     Locked { path: PathBuf },
     #[error("{path} is {len} bytes: too small to be an image")]
     TooSmall { path: PathBuf, len: u64 },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> MediaError + '_ {
-    move |source| MediaError::Io { path: path.to_path_buf(), source }
+    move |source| MediaError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 enum Backing {
-    Mapped { _map: memmap2::MmapRaw, file: File, path: PathBuf },
+    Mapped {
+        _map: memmap2::MmapRaw,
+        file: File,
+        path: PathBuf,
+    },
     /// Heap memory (recording backend and in-memory images). Kept as a raw
     /// allocation so shared `&self` writes through `base` are sound.
     Heap { ptr: *mut u8, len: usize },
@@ -165,7 +181,11 @@ const RAMFS_MAGIC: i64 = 0x8584_58f6;
 /// What kind of storage a path is on, for the `Auto` persist choice.
 fn auto_mode(path: &Path, file: &File) -> PersistMode {
     use std::os::unix::fs::FileTypeExt;
-    if file.metadata().map(|m| m.file_type().is_char_device()).unwrap_or(false) {
+    if file
+        .metadata()
+        .map(|m| m.file_type().is_char_device())
+        .unwrap_or(false)
+    {
         return PersistMode::Clwb; // /dev/daxN.M
     }
     // SAFETY: statfs is plain-old-data; fstatfs fills it for a valid fd.
@@ -186,8 +206,12 @@ fn auto_mode(path: &Path, file: &File) -> PersistMode {
 
 /// Is `path` on a file system mounted with `-o dax`?
 fn is_dax_mount(path: &Path) -> bool {
-    let Ok(abs) = std::fs::canonicalize(path) else { return false };
-    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else { return false };
+    let Ok(abs) = std::fs::canonicalize(path) else {
+        return false;
+    };
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
+        return false;
+    };
     let mut best: Option<(usize, bool)> = None;
     for line in mounts.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -195,7 +219,10 @@ fn is_dax_mount(path: &Path) -> bool {
             continue;
         }
         if abs.starts_with(f[1]) && best.is_none_or(|(l, _)| f[1].len() > l) {
-            best = Some((f[1].len(), f[3].split(',').any(|o| o == "dax" || o == "dax=always")));
+            best = Some((
+                f[1].len(),
+                f[3].split(',').any(|o| o == "dax" || o == "dax=always"),
+            ));
         }
     }
     best.is_some_and(|(_, dax)| dax)
@@ -206,19 +233,36 @@ fn dax_device_len(file: &File) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     let rdev = file.metadata().ok()?.rdev();
     let (maj, min) = (libc::major(rdev), libc::minor(rdev));
-    std::fs::read_to_string(format!("/sys/dev/char/{maj}:{min}/size")).ok()?.trim().parse().ok()
+    std::fs::read_to_string(format!("/sys/dev/char/{maj}:{min}/size"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 impl Pm {
     /// Map an image file.
     pub fn open(path: &Path, opts: &MapOptions) -> Result<Pm, MediaError> {
-        let file = OpenOptions::new().read(true).write(!opts.read_only).open(path).map_err(io_err(path))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(!opts.read_only)
+            .open(path)
+            .map_err(io_err(path))?;
         if !opts.no_lock {
-            let lock = if opts.read_only { file.try_lock_shared() } else { file.try_lock() };
+            let lock = if opts.read_only {
+                file.try_lock_shared()
+            } else {
+                file.try_lock()
+            };
             if let Err(e) = lock {
                 return match e {
-                    std::fs::TryLockError::WouldBlock => Err(MediaError::Locked { path: path.to_path_buf() }),
-                    std::fs::TryLockError::Error(source) => Err(MediaError::Io { path: path.to_path_buf(), source }),
+                    std::fs::TryLockError::WouldBlock => Err(MediaError::Locked {
+                        path: path.to_path_buf(),
+                    }),
+                    std::fs::TryLockError::Error(source) => Err(MediaError::Io {
+                        path: path.to_path_buf(),
+                        source,
+                    }),
                 };
             }
         }
@@ -227,10 +271,15 @@ impl Pm {
             len = dax_device_len(&file).unwrap_or(0);
         }
         if len < 8192 {
-            return Err(MediaError::TooSmall { path: path.to_path_buf(), len });
+            return Err(MediaError::TooSmall {
+                path: path.to_path_buf(),
+                len,
+            });
         }
         let map = if opts.read_only {
-            memmap2::MmapOptions::new().len(len as usize).map_raw_read_only(&file)
+            memmap2::MmapOptions::new()
+                .len(len as usize)
+                .map_raw_read_only(&file)
         } else {
             memmap2::MmapOptions::new().len(len as usize).map_raw(&file)
         }
@@ -255,7 +304,13 @@ impl Pm {
                     // which stays mapped until this thread is joined (Drop).
                     // MADV_POPULATE_WRITE only faults pages in; it changes no
                     // data (and fails harmlessly on kernels before 5.14).
-                    unsafe { libc::madvise((addr + off) as *mut libc::c_void, k, libc::MADV_POPULATE_WRITE) };
+                    unsafe {
+                        libc::madvise(
+                            (addr + off) as *mut libc::c_void,
+                            k,
+                            libc::MADV_POPULATE_WRITE,
+                        )
+                    };
                     off += k;
                 }
             })
@@ -265,7 +320,11 @@ impl Pm {
             len: len as usize,
             mode,
             insn: arch::detect_flush(),
-            backing: Backing::Mapped { _map: map, file, path: path.to_path_buf() },
+            backing: Backing::Mapped {
+                _map: map,
+                file,
+                path: path.to_path_buf(),
+            },
             recorder: None,
             tracker: tracker::Tracker::default(),
             read_only: opts.read_only,
@@ -308,7 +367,9 @@ impl Pm {
 
     /// The log so far (recording backend only).
     pub fn crash_log(&self) -> Option<CrashLog> {
-        self.recorder.as_ref().map(|r| r.lock().unwrap_or_else(|e| e.into_inner()).log())
+        self.recorder
+            .as_ref()
+            .map(|r| r.lock().unwrap_or_else(|e| e.into_inner()).log())
     }
 
     /// Put a marker (e.g. "operation 7 starts") into the recording log.
@@ -459,7 +520,13 @@ impl Pm {
                 let end = (o + len as usize).div_ceil(page) * page;
                 let end = end.min(self.len);
                 // SAFETY: start..end is page aligned and inside the mapping.
-                let rc = unsafe { libc::msync(self.base.add(start) as *mut libc::c_void, end - start, libc::MS_SYNC) };
+                let rc = unsafe {
+                    libc::msync(
+                        self.base.add(start) as *mut libc::c_void,
+                        end - start,
+                        libc::MS_SYNC,
+                    )
+                };
                 if rc != 0 {
                     // A failed msync means the device lost writes; continuing
                     // would acknowledge data that is not durable.
@@ -501,7 +568,9 @@ impl Pm {
         let a = unsafe { &*(self.base.add(o) as *const AtomicU64) };
         a.store(value.to_le(), Ordering::Release);
         if let Some(r) = &self.recorder {
-            r.lock().unwrap_or_else(|e| e.into_inner()).store(off, &value.to_le_bytes());
+            r.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .store(off, &value.to_le_bytes());
         }
         self.tracker.dirty(off, 8);
     }
@@ -527,7 +596,13 @@ impl Pm {
 
     /// Receive from a socket straight into the region: the bytes move from
     /// the kernel into the image once. Returns what recv(2) returned.
-    pub fn recv_into(&self, fd: std::os::fd::RawFd, off: u64, len: usize, flags: i32) -> std::io::Result<usize> {
+    pub fn recv_into(
+        &self,
+        fd: std::os::fd::RawFd,
+        off: u64,
+        len: usize,
+        flags: i32,
+    ) -> std::io::Result<usize> {
         self.check_writable();
         let o = self.check(off, len);
         // SAFETY: o..o+len is inside the writable mapping and, by the
@@ -541,7 +616,9 @@ impl Pm {
         self.tracker.dirty(off, n as u64);
         if let Some(r) = &self.recorder {
             let bytes = self.slice(off, n).to_vec();
-            r.lock().unwrap_or_else(|e| e.into_inner()).store(off, &bytes);
+            r.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .store(off, &bytes);
         }
         Ok(n)
     }
@@ -554,7 +631,8 @@ impl Pm {
                 return Ok(());
             }
             // SAFETY: base..base+len is the whole mapping.
-            let rc = unsafe { libc::msync(self.base as *mut libc::c_void, self.len, libc::MS_SYNC) };
+            let rc =
+                unsafe { libc::msync(self.base as *mut libc::c_void, self.len, libc::MS_SYNC) };
             if rc != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -581,20 +659,41 @@ mod tests {
         assert_eq!(pm.read_u64(64), 0xdead_beef);
         assert_eq!(pm.slice(4096 + 3, data.len()), &data[..]);
         // A second writable open is refused while the first holds the lock.
-        assert!(matches!(Pm::open(&p, &MapOptions::default()), Err(MediaError::Locked { .. })));
+        assert!(matches!(
+            Pm::open(&p, &MapOptions::default()),
+            Err(MediaError::Locked { .. })
+        ));
         drop(pm);
-        let pm = Pm::open(&p, &MapOptions { persist: PersistChoice::Msync, ..Default::default() }).unwrap();
+        let pm = Pm::open(
+            &p,
+            &MapOptions {
+                persist: PersistChoice::Msync,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(pm.read_u64(64), 0xdead_beef);
         assert_eq!(pm.mode(), PersistMode::Msync);
     }
 
     #[test]
     fn every_mode_copies_correctly() {
-        for mode in [PersistChoice::Clwb, PersistChoice::Msync, PersistChoice::Eadr] {
+        for mode in [
+            PersistChoice::Clwb,
+            PersistChoice::Msync,
+            PersistChoice::Eadr,
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let p = dir.path().join("img");
             std::fs::write(&p, vec![0u8; 1 << 20]).unwrap();
-            let pm = Pm::open(&p, &MapOptions { persist: mode, ..Default::default() }).unwrap();
+            let pm = Pm::open(
+                &p,
+                &MapOptions {
+                    persist: mode,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
             for (off, len) in [(0u64, 1usize), (17, 5000), (64, 64), (4095, 70_000)] {
                 let data: Vec<u8> = (0..len).map(|i| (i * 7 + off as usize) as u8).collect();
                 pm.write_nt(off, &data);
@@ -618,7 +717,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("small");
         std::fs::write(&p, [0u8; 100]).unwrap();
-        assert!(matches!(Pm::open(&p, &MapOptions::default()), Err(MediaError::TooSmall { .. })));
-        assert!(matches!(Pm::open(&dir.path().join("nope"), &MapOptions::default()), Err(MediaError::Io { .. })));
+        assert!(matches!(
+            Pm::open(&p, &MapOptions::default()),
+            Err(MediaError::TooSmall { .. })
+        ));
+        assert!(matches!(
+            Pm::open(&dir.path().join("nope"), &MapOptions::default()),
+            Err(MediaError::Io { .. })
+        ));
     }
 }

@@ -31,7 +31,13 @@ impl Pm {
     /// recvmsg(2) into `[off, off+len)` of the mapping. Returns the byte
     /// count and the kernel receive time in ns since the epoch, when the
     /// socket has SO_TIMESTAMPNS on and the kernel supplied one.
-    pub fn recv_timestamped(&self, fd: RawFd, off: u64, len: usize, flags: i32) -> std::io::Result<(usize, Option<u64>)> {
+    pub fn recv_timestamped(
+        &self,
+        fd: RawFd,
+        off: u64,
+        len: usize,
+        flags: i32,
+    ) -> std::io::Result<(usize, Option<u64>)> {
         self.check_writable();
         let o = self.check(off, len);
         let mut iov = libc::iovec {
@@ -72,14 +78,21 @@ impl Pm {
         self.tracker.dirty(off, n as u64);
         if let Some(r) = &self.recorder {
             let bytes = self.slice(off, n).to_vec();
-            r.lock().unwrap_or_else(|e| e.into_inner()).store(off, &bytes);
+            r.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .store(off, &bytes);
         }
         Ok((n, ts))
     }
 
     /// sendmsg(2) with one iovec per `(image offset, len)` segment. Returns
     /// the bytes the kernel took (may be fewer than asked, like any send).
-    pub fn send_segments(&self, fd: RawFd, segs: &[(u64, usize)], flags: i32) -> std::io::Result<usize> {
+    pub fn send_segments(
+        &self,
+        fd: RawFd,
+        segs: &[(u64, usize)],
+        flags: i32,
+    ) -> std::io::Result<usize> {
         let iovs: Vec<libc::iovec> = segs
             .iter()
             .map(|&(off, len)| {
@@ -110,7 +123,10 @@ impl Pm {
     pub fn sendfile_to(&self, fd: RawFd, off: u64, len: usize) -> std::io::Result<usize> {
         use std::os::fd::AsRawFd;
         let Some(file) = self.file() else {
-            return Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "sendfile needs an image file"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "sendfile needs an image file",
+            ));
         };
         self.check(off, len);
         let mut o = off as libc::off_t;

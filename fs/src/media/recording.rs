@@ -28,10 +28,16 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     pub fn new(image: Vec<u8>) -> Recorder {
-        Recorder { base: std::sync::Arc::new(image), events: Vec::new() }
+        Recorder {
+            base: std::sync::Arc::new(image),
+            events: Vec::new(),
+        }
     }
     pub fn store(&mut self, off: u64, data: &[u8]) {
-        self.events.push(Event::Store { off, data: data.into() });
+        self.events.push(Event::Store {
+            off,
+            data: data.into(),
+        });
     }
     pub fn flush(&mut self, off: u64, len: u64) {
         let mut l = off / LINE;
@@ -47,7 +53,10 @@ impl Recorder {
         self.events.push(Event::Mark(tag));
     }
     pub fn log(&self) -> CrashLog {
-        CrashLog { base: self.base.clone(), events: self.events.clone() }
+        CrashLog {
+            base: self.base.clone(),
+            events: self.events.clone(),
+        }
     }
 }
 
@@ -95,7 +104,10 @@ impl CrashPoint<'_> {
 
 impl CrashLog {
     pub fn fence_count(&self) -> usize {
-        self.events.iter().filter(|e| matches!(e, Event::Fence)).count()
+        self.events
+            .iter()
+            .filter(|e| matches!(e, Event::Fence))
+            .count()
     }
 
     /// The final cache view (what a clean run ends with).
@@ -136,7 +148,12 @@ impl CrashLog {
                     (durable[s..s + 64] != b).then_some((l, b))
                 })
                 .collect();
-            CrashPoint { fence, last_mark, durable, inflight }
+            CrashPoint {
+                fence,
+                last_mark,
+                durable,
+                inflight,
+            }
         }
         visit(&point(0, last_mark, &durable, &cache, &unsynced));
         for e in &self.events {
@@ -188,7 +205,12 @@ mod tests {
         assert_eq!(log.fence_count(), 2);
         let mut seen = Vec::new();
         log.for_each_point(|p| {
-            seen.push((p.fence, p.durable[64], p.durable[128], p.inflight.iter().map(|x| x.0).collect::<Vec<_>>()));
+            seen.push((
+                p.fence,
+                p.durable[64],
+                p.durable[128],
+                p.inflight.iter().map(|x| x.0).collect::<Vec<_>>(),
+            ));
             if p.fence == 2 {
                 // Line 0 may or may not have made it.
                 assert_eq!(p.image_with(&[0])[0], 1);

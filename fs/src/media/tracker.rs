@@ -29,8 +29,13 @@ mod imp {
             self.0.insert(s, e);
         }
         fn remove(&mut self, s: u64, e: u64) {
-            let hit: Vec<(u64, u64)> =
-                self.0.range(..e).rev().take_while(|(_, &end)| end > s).map(|(&a, &b)| (a, b)).collect();
+            let hit: Vec<(u64, u64)> = self
+                .0
+                .range(..e)
+                .rev()
+                .take_while(|(_, &end)| end > s)
+                .map(|(&a, &b)| (a, b))
+                .collect();
             for (a, b) in hit {
                 self.0.remove(&a);
                 if a < s {
@@ -42,7 +47,11 @@ mod imp {
             }
         }
         fn overlaps(&self, s: u64, e: u64) -> Option<(u64, u64)> {
-            self.0.range(..e).next_back().filter(|(_, &end)| end > s).map(|(&a, &b)| (a, b))
+            self.0
+                .range(..e)
+                .next_back()
+                .filter(|(_, &end)| end > s)
+                .map(|(&a, &b)| (a, b))
         }
     }
 
@@ -59,7 +68,11 @@ mod imp {
     impl Tracker {
         pub fn dirty(&self, off: u64, len: u64) {
             let (s, e) = lines(off, len);
-            self.state.lock().unwrap_or_else(|p| p.into_inner()).0.add(s, e);
+            self.state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .0
+                .add(s, e);
         }
         pub fn flushed(&self, off: u64, len: u64) {
             let (s, e) = lines(off, len);

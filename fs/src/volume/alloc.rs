@@ -22,14 +22,21 @@ impl Slice {
     pub fn buffers(&self, bs: u32) -> (u32, u32) {
         let start = self.buf_off as u64;
         let end = start + self.len.max(1) as u64 - 1;
-        (self.buffer + (start / bs as u64) as u32, self.buffer + (end / bs as u64) as u32)
+        (
+            self.buffer + (start / bs as u64) as u32,
+            self.buffer + (end / bs as u64) as u32,
+        )
     }
 
     /// The sub-slice starting `skip` bytes in, `len` long, normalised so that
     /// `buf_off < bs`.
     pub fn sub(&self, skip: u32, len: u32, bs: u32) -> Slice {
         let pos = self.buf_off as u64 + skip as u64;
-        Slice { buffer: self.buffer + (pos / bs as u64) as u32, buf_off: (pos % bs as u64) as u32, len }
+        Slice {
+            buffer: self.buffer + (pos / bs as u64) as u32,
+            buf_off: (pos % bs as u64) as u32,
+            len,
+        }
     }
 }
 
@@ -59,8 +66,14 @@ impl Alloc {
     /// Build from mount-time reachability: `inode_used[i]`, `record_used[r]`
     /// and per-buffer reference counts.
     pub fn rebuild(bs: u32, inode_used: &[bool], record_used: &[bool], refs: Vec<u32>) -> Alloc {
-        let free_inodes = (1..inode_used.len() as u32).rev().filter(|&i| !inode_used[i as usize]).collect();
-        let free_records = (1..record_used.len() as u64).rev().filter(|&r| !record_used[r as usize]).collect();
+        let free_inodes = (1..inode_used.len() as u32)
+            .rev()
+            .filter(|&i| !inode_used[i as usize])
+            .collect();
+        let free_records = (1..record_used.len() as u64)
+            .rev()
+            .filter(|&r| !record_used[r as usize])
+            .collect();
         let mut a = Alloc {
             bs,
             free_inodes,
@@ -193,7 +206,11 @@ impl Alloc {
             if let Some((b, used)) = self.small {
                 if used + len <= bs {
                     self.small = Some((b, used + len));
-                    let s = Slice { buffer: b, buf_off: used, len };
+                    let s = Slice {
+                        buffer: b,
+                        buf_off: used,
+                        len,
+                    };
                     self.take_ref(s);
                     return Some(vec![s]);
                 }
@@ -201,9 +218,17 @@ impl Alloc {
             let b = self.take_run(1)?;
             self.refs[b as usize] = 1; // the allocator's own hold
             if let Some((old, _)) = self.small.replace((b, len)) {
-                self.drop_ref(Slice { buffer: old, buf_off: 0, len: 1 });
+                self.drop_ref(Slice {
+                    buffer: old,
+                    buf_off: 0,
+                    len: 1,
+                });
             }
-            let s = Slice { buffer: b, buf_off: 0, len };
+            let s = Slice {
+                buffer: b,
+                buf_off: 0,
+                len,
+            };
             self.take_ref(s);
             return Some(vec![s]);
         }
@@ -232,7 +257,11 @@ impl Alloc {
                 }
             };
             let bytes = (got as u64 * bs as u64).min(left) as u32;
-            let s = Slice { buffer: start, buf_off: 0, len: bytes };
+            let s = Slice {
+                buffer: start,
+                buf_off: 0,
+                len: bytes,
+            };
             for i in start..start + got {
                 self.refs[i as usize] += 1;
             }
@@ -256,7 +285,11 @@ impl Alloc {
         for i in start..start + n {
             self.refs[i as usize] += 1;
         }
-        Some(Slice { buffer: start, buf_off: 0, len: n * self.bs })
+        Some(Slice {
+            buffer: start,
+            buf_off: 0,
+            len: n * self.bs,
+        })
     }
 
     /// Give back slices from `alloc_payload` that were never used.
@@ -276,7 +309,12 @@ mod tests {
     use super::*;
 
     fn fresh(nbuf: usize) -> Alloc {
-        Alloc::rebuild(2048, &[true, true, false, false], &[true, false, false, false], vec![0; nbuf])
+        Alloc::rebuild(
+            2048,
+            &[true, true, false, false],
+            &[true, false, false, false],
+            vec![0; nbuf],
+        )
     }
 
     #[test]
@@ -289,7 +327,11 @@ mod tests {
         assert_eq!(a.free_buffer_count(), 15);
         a.drop_ref(x);
         a.drop_ref(y);
-        assert_eq!(a.free_buffer_count(), 15, "allocator still holds the small buffer");
+        assert_eq!(
+            a.free_buffer_count(),
+            15,
+            "allocator still holds the small buffer"
+        );
         // Filling the small buffer moves on and releases the old one.
         for _ in 0..21 {
             let s = a.alloc_payload(1000).unwrap()[0];
@@ -302,7 +344,14 @@ mod tests {
     fn large_payloads_are_contiguous_or_split_when_fragmented() {
         let mut a = fresh(16);
         let s = a.alloc_payload(5000).unwrap();
-        assert_eq!(s, vec![Slice { buffer: 0, buf_off: 0, len: 5000 }]);
+        assert_eq!(
+            s,
+            vec![Slice {
+                buffer: 0,
+                buf_off: 0,
+                len: 5000
+            }]
+        );
         assert_eq!(a.free_buffer_count(), 13);
         // Fragment: hold every other buffer.
         let mut held = Vec::new();
@@ -318,7 +367,10 @@ mod tests {
         }
         let free = a.free_buffer_count();
         let parts = a.alloc_payload(3 * 2048).unwrap();
-        assert!(parts.len() >= 2, "fragmented space gives several slices: {parts:?}");
+        assert!(
+            parts.len() >= 2,
+            "fragmented space gives several slices: {parts:?}"
+        );
         assert_eq!(parts.iter().map(|p| p.len as u64).sum::<u64>(), 3 * 2048);
         assert_eq!(a.free_buffer_count(), free - 3);
         // Too big: nothing taken.
@@ -339,7 +391,14 @@ mod tests {
         assert_eq!(a.refcount(0), 1);
         assert_eq!(a.refcount(1), 0);
         assert_eq!(a.refcount(2), 1);
-        assert_eq!(right, Slice { buffer: 2, buf_off: 904, len: 1144 });
+        assert_eq!(
+            right,
+            Slice {
+                buffer: 2,
+                buf_off: 904,
+                len: 1144
+            }
+        );
         a.drop_ref(left);
         a.drop_ref(right);
         assert_eq!(a.free_buffer_count(), 8);

@@ -50,7 +50,14 @@ impl Volume {
     /// Replace the bytes `[off, end)` of `i` with `pieces` (sorted, inside
     /// the range; gaps become holes) and switch to `attr`, in one commit.
     /// On error nothing changed and the pieces' references were dropped.
-    pub(crate) fn splice_range(&self, i: &mut Inode, off: u64, end: u64, pieces: Vec<Piece>, attr: AttrSlot) -> Result<()> {
+    pub(crate) fn splice_range(
+        &self,
+        i: &mut Inode,
+        off: u64,
+        end: u64,
+        pieces: Vec<Piece>,
+        attr: AttrSlot,
+    ) -> Result<()> {
         let bs = self.geo.buffer_size_bytes;
         // Records overlapping the range: a straddler before `off`, then
         // everything keyed inside it.
@@ -68,18 +75,36 @@ impl Volume {
             if f.r.file_off < off {
                 let len = (off - f.r.file_off) as u32;
                 let s = f.slice().sub(0, len, bs);
-                left = Some(Piece { slice: s, crc: layout::crc32c(self.slice_bytes(s)), file_off: f.r.file_off, seq: f.r.seq, timestamp_ns: f.r.timestamp_ns, flags: f.r.flags });
+                left = Some(Piece {
+                    slice: s,
+                    crc: layout::crc32c(self.slice_bytes(s)),
+                    file_off: f.r.file_off,
+                    seq: f.r.seq,
+                    timestamp_ns: f.r.timestamp_ns,
+                    flags: f.r.flags,
+                });
             }
         }
         if let Some(l) = over.last() {
             if l.r.file_end() > end {
                 let skip = (end - l.r.file_off) as u32;
                 let s = l.slice().sub(skip, l.r.len - skip, bs);
-                right = Some(Piece { slice: s, crc: layout::crc32c(self.slice_bytes(s)), file_off: end, seq: l.r.seq, timestamp_ns: l.r.timestamp_ns, flags: l.r.flags });
+                right = Some(Piece {
+                    slice: s,
+                    crc: layout::crc32c(self.slice_bytes(s)),
+                    file_off: end,
+                    seq: l.r.seq,
+                    timestamp_ns: l.r.timestamp_ns,
+                    flags: l.r.flags,
+                });
             }
         }
         remnants.extend(left);
-        let new_list: Vec<Piece> = left.into_iter().chain(pieces.iter().copied()).chain(right).collect();
+        let new_list: Vec<Piece> = left
+            .into_iter()
+            .chain(pieces.iter().copied())
+            .chain(right)
+            .collect();
         remnants.extend(right);
         let ids = match self.alloc_records(new_list.len()) {
             Ok(ids) => ids,
@@ -96,7 +121,12 @@ impl Volume {
         }
         let first_key = over.first().map(|r| r.r.file_off).unwrap_or(off);
         let link = self.data_link_before(i, first_key);
-        let succ = i.data.range(end..).next().map(|(_, r)| r.id).unwrap_or(RecordId::NONE);
+        let succ = i
+            .data
+            .range(end..)
+            .next()
+            .map(|(_, r)| r.id)
+            .unwrap_or(RecordId::NONE);
         let mut tx = Tx::new();
         let mut recs = Vec::with_capacity(new_list.len());
         for (k, p) in new_list.iter().enumerate() {
@@ -119,7 +149,11 @@ impl Volume {
         let first_new = ids.first().copied().unwrap_or(succ);
         let currently = over.first().map(|r| r.id).unwrap_or(succ);
         if first_new != currently {
-            tx.store(link, first_new.0, ids.first().map(|id| (self.geo.record_pos(*id).0, 64)));
+            tx.store(
+                link,
+                first_new.0,
+                ids.first().map(|id| (self.geo.record_pos(*id).0, 64)),
+            );
         }
         for r in &over {
             tx.free_record(r.id, r.slice());
@@ -140,7 +174,13 @@ impl Volume {
 
     /// Write with explicit packet metadata (netpath: receive timestamp and
     /// stream sequence). `meta` = (timestamp_ns, seq, flags).
-    pub fn write_ext(&self, ino: u64, off: u64, data: &[u8], meta: Option<(u64, u64, u8)>) -> Result<usize> {
+    pub fn write_ext(
+        &self,
+        ino: u64,
+        off: u64,
+        data: &[u8],
+        meta: Option<(u64, u64, u8)>,
+    ) -> Result<usize> {
         self.check_writable()?;
         let arc = self.inode(ino)?;
         let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
@@ -158,12 +198,21 @@ impl Volume {
         Ok(off)
     }
 
-    fn write_locked(&self, i: &mut Inode, off: u64, data: &[u8], meta: Option<(u64, u64, u8)>) -> Result<usize> {
+    fn write_locked(
+        &self,
+        i: &mut Inode,
+        off: u64,
+        data: &[u8],
+        meta: Option<(u64, u64, u8)>,
+    ) -> Result<usize> {
         Self::file_inode(i)?;
         if data.is_empty() {
             return Ok(0);
         }
-        let end = off.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE_SIZE).ok_or(FsError::TooBig)?;
+        let end = off
+            .checked_add(data.len() as u64)
+            .filter(|&e| e <= MAX_FILE_SIZE)
+            .ok_or(FsError::TooBig)?;
         let slices = self.alloc_payload(data.len() as u64)?;
         // Step 1 of the idiom: payload into buffer space, CRC while hot.
         let crcs = self.write_payload(&slices, data);
@@ -172,8 +221,19 @@ impl Volume {
         let mut pieces = Vec::with_capacity(slices.len());
         let mut at = off;
         for (k, s) in slices.iter().enumerate() {
-            let seq = if meta.is_some() { seq0 + (at - off) } else { seq0 + k as u64 };
-            pieces.push(Piece { slice: *s, crc: crcs[k], file_off: at, seq, timestamp_ns: ts, flags });
+            let seq = if meta.is_some() {
+                seq0 + (at - off)
+            } else {
+                seq0 + k as u64
+            };
+            pieces.push(Piece {
+                slice: *s,
+                crc: crcs[k],
+                file_off: at,
+                seq,
+                timestamp_ns: ts,
+                flags,
+            });
             at += s.len as u64;
         }
         if meta.is_none() {
@@ -188,10 +248,22 @@ impl Volume {
     }
 
     /// Read up to `len` bytes at `off` as segments without copying.
-    pub fn read_with<R>(&self, ino: u64, off: u64, len: u64, f: impl FnOnce(&[Seg<'_>]) -> R) -> Result<R> {
+    pub fn read_with<R>(
+        &self,
+        ino: u64,
+        off: u64,
+        len: u64,
+        f: impl FnOnce(&[Seg<'_>]) -> R,
+    ) -> Result<R> {
         let arc = self.inode(ino)?;
         let i = arc.read().unwrap_or_else(|e| e.into_inner());
-        Self::file_inode(&i).or_else(|e| if i.attr.kind == FileType::Symlink { Ok(()) } else { Err(e) })?;
+        Self::file_inode(&i).or_else(|e| {
+            if i.attr.kind == FileType::Symlink {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })?;
         let size = i.attr.size;
         if off >= size || len == 0 {
             return Ok(f(&[]));
@@ -200,7 +272,12 @@ impl Volume {
         let bs = self.geo.buffer_size_bytes;
         let mut segs = Vec::new();
         let mut pos = off;
-        let start_key = i.data.range(..=off).next_back().map(|(k, _)| *k).unwrap_or(off);
+        let start_key = i
+            .data
+            .range(..=off)
+            .next_back()
+            .map(|(k, _)| *k)
+            .unwrap_or(off);
         for (_, r) in i.data.range(start_key..end) {
             let (rs, re) = (r.r.file_off, r.r.file_end());
             if re <= pos {
@@ -211,7 +288,9 @@ impl Volume {
                 pos = rs;
             }
             let take_end = re.min(end);
-            let s = r.slice().sub((pos - rs) as u32, (take_end - pos) as u32, bs);
+            let s = r
+                .slice()
+                .sub((pos - rs) as u32, (take_end - pos) as u32, bs);
             segs.push(Seg::Data(self.slice_bytes(s)));
             pos = take_end;
         }
@@ -257,7 +336,12 @@ impl Volume {
         if let Some(t) = s.mtime {
             a.mtime_ns = resolve_time(t, now);
         }
-        let changed = s.mode.is_some() || s.uid.is_some() || s.gid.is_some() || s.size.is_some() || s.atime.is_some() || s.mtime.is_some();
+        let changed = s.mode.is_some()
+            || s.uid.is_some()
+            || s.gid.is_some()
+            || s.size.is_some()
+            || s.atime.is_some()
+            || s.mtime.is_some();
         a.ctime_ns = match s.ctime {
             Some(t) => resolve_time(t, now),
             None if changed => now,
@@ -274,7 +358,12 @@ impl Volume {
             a.size = size;
             if size < i.attr.size {
                 // Drop records past the new end; split the one straddling it.
-                let end = i.data.last_key_value().map(|(_, r)| r.r.file_end()).unwrap_or(0).max(size);
+                let end = i
+                    .data
+                    .last_key_value()
+                    .map(|(_, r)| r.r.file_end())
+                    .unwrap_or(0)
+                    .max(size);
                 self.splice_range(&mut i, size, end, Vec::new(), a)?;
                 return Ok(self.attr_of(&i));
             }
@@ -292,7 +381,10 @@ impl Volume {
         if len == 0 {
             return Err(FsError::Invalid("fallocate length 0"));
         }
-        let end = off.checked_add(len).filter(|&e| e <= MAX_FILE_SIZE).ok_or(FsError::TooBig)?;
+        let end = off
+            .checked_add(len)
+            .filter(|&e| e <= MAX_FILE_SIZE)
+            .ok_or(FsError::TooBig)?;
         let arc = self.inode(ino)?;
         let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
         Self::file_inode(&i)?;
@@ -314,7 +406,12 @@ impl Volume {
         // Holes inside [off, end).
         let mut holes = Vec::new();
         let mut pos = off;
-        let start_key = i.data.range(..=off).next_back().map(|(k, _)| *k).unwrap_or(off);
+        let start_key = i
+            .data
+            .range(..=off)
+            .next_back()
+            .map(|(k, _)| *k)
+            .unwrap_or(off);
         for (_, r) in i.data.range(start_key..end) {
             if r.r.file_off > pos {
                 holes.push((pos, r.r.file_off));
@@ -328,7 +425,11 @@ impl Volume {
         if total > self.statfs().blocks_free * self.geo.buffer_size_bytes as u64 {
             return Err(FsError::NoSpace("not enough free buffer space to allocate"));
         }
-        let new_size = if mode.keep_size { i.attr.size } else { i.attr.size.max(end) };
+        let new_size = if mode.keep_size {
+            i.attr.size
+        } else {
+            i.attr.size.max(end)
+        };
         let n = holes.len();
         for (k, (h0, h1)) in holes.into_iter().enumerate() {
             let slices = self.alloc_payload(h1 - h0)?;
@@ -339,7 +440,14 @@ impl Volume {
                 self.pm.zero(pos, s.len as u64);
                 self.pm.flush(pos, s.len as u64);
                 let crc = layout::crc32c(self.slice_bytes(*s));
-                pieces.push(Piece { slice: *s, crc, file_off: at, seq: i.next_seq, timestamp_ns: now as u64, flags: 0 });
+                pieces.push(Piece {
+                    slice: *s,
+                    crc,
+                    file_off: at,
+                    seq: i.next_seq,
+                    timestamp_ns: now as u64,
+                    flags: 0,
+                });
                 i.next_seq += 1;
                 at += s.len as u64;
             }
@@ -371,7 +479,12 @@ impl Volume {
         if off >= size {
             return Err(FsError::Nxio);
         }
-        let start_key = i.data.range(..=off).next_back().map(|(k, _)| *k).unwrap_or(off);
+        let start_key = i
+            .data
+            .range(..=off)
+            .next_back()
+            .map(|(k, _)| *k)
+            .unwrap_or(off);
         let mut pos = off;
         for (_, r) in i.data.range(start_key..) {
             if r.r.file_end() <= pos {
@@ -407,7 +520,11 @@ impl Volume {
                 image_off: self.geo.buffer_pos(r.r.buffer, r.r.buf_off).0,
                 payload_crc: r.r.payload_crc,
                 timestamp_ns: r.r.timestamp_ns,
-                seq: if i.attr.kind == FileType::Directory { r.r.seq } else { r.r.seq },
+                seq: if i.attr.kind == FileType::Directory {
+                    r.r.seq
+                } else {
+                    r.r.seq
+                },
                 from_network: r.r.flags & layout::record::FLAG_RX != 0,
             })
             .collect())
@@ -436,21 +553,42 @@ impl Volume {
             }
             let bs = self.geo.buffer_size_bytes;
             let mut pieces = Vec::new();
-            let start_key = s.data.range(..=soff).next_back().map(|(k, _)| *k).unwrap_or(soff);
+            let start_key = s
+                .data
+                .range(..=soff)
+                .next_back()
+                .map(|(k, _)| *k)
+                .unwrap_or(soff);
             let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
             for (_, r) in s.data.range(start_key..end) {
                 let (rs, re) = (r.r.file_off.max(soff), r.r.file_end().min(end));
                 if re <= rs {
                     continue;
                 }
-                let sl = r.slice().sub((rs - r.r.file_off) as u32, (re - rs) as u32, bs);
-                let crc = if sl == r.slice() { r.r.payload_crc } else { layout::crc32c(self.slice_bytes(sl)) };
+                let sl = r
+                    .slice()
+                    .sub((rs - r.r.file_off) as u32, (re - rs) as u32, bs);
+                let crc = if sl == r.slice() {
+                    r.r.payload_crc
+                } else {
+                    layout::crc32c(self.slice_bytes(sl))
+                };
                 a.take_ref(sl);
-                pieces.push(Piece { slice: sl, crc, file_off: rs - soff + doff, seq: r.r.seq, timestamp_ns: r.r.timestamp_ns, flags: r.r.flags });
+                pieces.push(Piece {
+                    slice: sl,
+                    crc,
+                    file_off: rs - soff + doff,
+                    seq: r.r.seq,
+                    timestamp_ns: r.r.timestamp_ns,
+                    flags: r.r.flags,
+                });
             }
             (pieces, end - soff)
         };
-        let dend = doff.checked_add(copied).filter(|&e| e <= MAX_FILE_SIZE).ok_or(FsError::TooBig)?;
+        let dend = doff
+            .checked_add(copied)
+            .filter(|&e| e <= MAX_FILE_SIZE)
+            .ok_or(FsError::TooBig)?;
         let mut d = darc.write().unwrap_or_else(|e| e.into_inner());
         if let Err(e) = Self::file_inode(&d) {
             self.release_payload(&pieces.iter().map(|p| p.slice).collect::<Vec<_>>());

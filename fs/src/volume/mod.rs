@@ -25,10 +25,10 @@ mod file;
 mod ns;
 mod recover;
 mod rx;
-mod tx;
-mod xattr;
 #[cfg(test)]
 mod tests;
+mod tx;
+mod xattr;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -37,7 +37,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, XATTR_HEAD_OFF};
 use layout::superblock::{self, STATE_CLEAN, STATE_MOUNTED};
-use layout::{AttrSlot, FileType, Geometry, GeometryParams, InodeHeader, Record, RecordId, Superblock, ROOT_INO};
+use layout::{
+    AttrSlot, FileType, Geometry, GeometryParams, InodeHeader, Record, RecordId, Superblock,
+    ROOT_INO,
+};
 
 pub use alloc::Slice;
 pub use file::{FallocMode, Seg};
@@ -67,7 +70,11 @@ pub struct Rec {
 
 impl Rec {
     pub fn slice(&self) -> Slice {
-        Slice { buffer: self.r.buffer, buf_off: self.r.buf_off, len: self.r.len }
+        Slice {
+            buffer: self.r.buffer,
+            buf_off: self.r.buf_off,
+            len: self.r.len,
+        }
     }
 }
 
@@ -203,7 +210,10 @@ pub struct OpenOptions {
 }
 
 pub(crate) fn now_ns() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
 }
 
 fn time_of(t: TimeSet, now: i64) -> i64 {
@@ -214,7 +224,8 @@ fn time_of(t: TimeSet, now: i64) -> i64 {
 }
 
 pub(crate) fn check_name(name: &[u8]) -> Result<()> {
-    if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') || name.contains(&0) {
+    if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') || name.contains(&0)
+    {
         return Err(FsError::Invalid("bad file name"));
     }
     if name.len() > layout::NAME_MAX {
@@ -245,7 +256,10 @@ pub struct Volume {
 
 impl std::fmt::Debug for Volume {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Volume").field("pm", &self.pm).field("geometry", &self.geo).finish()
+        f.debug_struct("Volume")
+            .field("pm", &self.pm)
+            .field("geometry", &self.geo)
+            .finish()
     }
 }
 
@@ -262,10 +276,17 @@ impl Volume {
     /// Format `pm` as an empty pktfs image. Overwrites whatever was there;
     /// the "refuse to format an existing image" policy belongs to mkfs.
     /// `progress` is called with (done, total) bytes while zeroing tables.
-    pub fn format_pm(pm: &Pm, opts: &FormatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Geometry> {
+    pub fn format_pm(
+        pm: &Pm,
+        opts: &FormatOptions,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Geometry> {
         let mut params = opts.params.clone();
         params.image_len_bytes = params.image_len_bytes.min(pm.len());
-        let g = Geometry::compute(&params).map_err(|msg| FsError::Refused { path: "image".into(), msg })?;
+        let g = Geometry::compute(&params).map_err(|msg| FsError::Refused {
+            path: "image".into(),
+            msg,
+        })?;
         // Invalidate any old superblock first so a crash mid-format leaves
         // an image nothing will mistake for a valid one.
         pm.write(superblock::PRIMARY_OFFSET, &[0u8; 256]);
@@ -313,9 +334,22 @@ impl Volume {
     }
 
     /// Create (or resize) the file at `path` and format it.
-    pub fn format(path: &Path, opts: &FormatOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<Geometry> {
-        let io = |source| FsError::Io { path: path.to_path_buf(), source };
-        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(io)?;
+    pub fn format(
+        path: &Path,
+        opts: &FormatOptions,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Geometry> {
+        let io = |source| FsError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
         let meta = f.metadata().map_err(io)?;
         use std::os::unix::fs::FileTypeExt;
         if !meta.file_type().is_char_device() && meta.len() != opts.params.image_len_bytes {
@@ -332,7 +366,12 @@ impl Volume {
     pub fn open(path: &Path, opts: &OpenOptions) -> Result<Volume> {
         let pm = Pm::open(
             path,
-            &MapOptions { persist: opts.persist, read_only: opts.read_only, no_populate: false, no_lock: opts.no_lock },
+            &MapOptions {
+                persist: opts.persist,
+                read_only: opts.read_only,
+                no_populate: false,
+                no_lock: opts.no_lock,
+            },
         )?;
         Self::open_pm(pm, opts.read_only)
     }
@@ -376,7 +415,10 @@ impl Volume {
         let mut sb = self.sb.lock().unwrap_or_else(|e| e.into_inner());
         sb.state = STATE_CLEAN;
         write_superblocks(&self.pm, &sb);
-        self.pm.sync_all().map_err(|source| FsError::Io { path: "image".into(), source })?;
+        self.pm.sync_all().map_err(|source| FsError::Io {
+            path: "image".into(),
+            source,
+        })?;
         Ok(())
     }
 
@@ -392,18 +434,29 @@ impl Volume {
         if ino == 0 || ino > u32::MAX as u64 {
             return Err(FsError::NotFound);
         }
-        self.inodes.read().unwrap_or_else(|e| e.into_inner()).get(&(ino as u32)).cloned().ok_or(FsError::NotFound)
+        self.inodes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(ino as u32))
+            .cloned()
+            .ok_or(FsError::NotFound)
     }
 
     pub(crate) fn insert_inode(&self, ino: Inode) -> Arc<RwLock<Inode>> {
         let n = ino.ino;
         let a = Arc::new(RwLock::new(ino));
-        self.inodes.write().unwrap_or_else(|e| e.into_inner()).insert(n, a.clone());
+        self.inodes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(n, a.clone());
         a
     }
 
     pub(crate) fn remove_inode(&self, ino: u32) {
-        self.inodes.write().unwrap_or_else(|e| e.into_inner()).remove(&ino);
+        self.inodes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&ino);
     }
 
     pub(crate) fn attr_of(&self, i: &Inode) -> Attr {
@@ -419,7 +472,11 @@ impl Volume {
             uid: i.attr.uid,
             gid: i.attr.gid,
             nlink: i.attr.nlink,
-            size: if i.attr.kind == FileType::Directory { (i.data.len() as u64 + 2) * 32 } else { i.attr.size },
+            size: if i.attr.kind == FileType::Directory {
+                (i.data.len() as u64 + 2) * 32
+            } else {
+                i.attr.size
+            },
             blocks: bytes.div_ceil(512),
             atime_ns: i.attr.atime_ns,
             mtime_ns: i.attr.mtime_ns,
@@ -519,12 +576,19 @@ impl Volume {
 
     /// The bytes a slice names.
     pub(crate) fn slice_bytes(&self, s: Slice) -> &[u8] {
-        self.pm.slice(self.geo.buffer_pos(s.buffer, s.buf_off).0, s.len as usize)
+        self.pm
+            .slice(self.geo.buffer_pos(s.buffer, s.buf_off).0, s.len as usize)
     }
 
     /// Address of the link word that points at the first record after `key`
     /// in a chain: the predecessor's `next`, or the inode's head word.
-    pub(crate) fn link_before(&self, chain: &BTreeMap<u64, Rec>, key: u64, ino: u32, head_off: u64) -> u64 {
+    pub(crate) fn link_before(
+        &self,
+        chain: &BTreeMap<u64, Rec>,
+        key: u64,
+        ino: u32,
+        head_off: u64,
+    ) -> u64 {
         match chain.range(..key).next_back() {
             Some((_, p)) => self.geo.record_pos(p.id).0,
             None => self.geo.inode_pos(ino).0 + head_off,
@@ -540,7 +604,9 @@ impl Volume {
 
     pub(crate) fn alloc_records(&self, n: usize) -> Result<Vec<RecordId>> {
         let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
-        a.alloc_records(n).map(|v| v.into_iter().map(RecordId).collect()).ok_or(FsError::NoSpace("no free records"))
+        a.alloc_records(n)
+            .map(|v| v.into_iter().map(RecordId).collect())
+            .ok_or(FsError::NoSpace("no free records"))
     }
 
     pub(crate) fn free_records_now(&self, ids: &[RecordId]) {
@@ -551,11 +617,18 @@ impl Volume {
     }
 
     pub(crate) fn release_payload(&self, s: &[Slice]) {
-        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).release_payload(s);
+        self.alloc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .release_payload(s);
     }
 
     pub(crate) fn alloc_payload(&self, len: u64) -> Result<Vec<Slice>> {
-        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).alloc_payload(len).ok_or(FsError::NoSpace("no free buffer space"))
+        self.alloc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .alloc_payload(len)
+            .ok_or(FsError::NoSpace("no free buffer space"))
     }
 
     /// Every change to an inode's attributes goes through here.
@@ -582,7 +655,13 @@ impl Drop for Volume {
 
 /// Write a fresh inode (header + slot 0) and schedule its write-back. The
 /// inode is unreachable until a dirent naming it is published.
-pub(crate) fn write_new_inode(pm: &Pm, g: &Geometry, ino: u32, attr: &AttrSlot, data_head: RecordId) -> SlotState {
+pub(crate) fn write_new_inode(
+    pm: &Pm,
+    g: &Geometry,
+    ino: u32,
+    attr: &AttrSlot,
+    data_head: RecordId,
+) -> SlotState {
     let pos = g.inode_pos(ino).0;
     let mut bytes = [0u8; INODE_SIZE];
     let generation = 1u64;
@@ -591,7 +670,10 @@ pub(crate) fn write_new_inode(pm: &Pm, g: &Geometry, ino: u32, attr: &AttrSlot, 
     bytes[64..128].copy_from_slice(&attr.to_bytes(generation));
     pm.write(pos, &bytes);
     pm.flush(pos, INODE_SIZE as u64);
-    SlotState { generation, live_slot: 0 }
+    SlotState {
+        generation,
+        live_slot: 0,
+    }
 }
 
 pub(crate) fn write_superblocks(pm: &Pm, sb: &Superblock) {

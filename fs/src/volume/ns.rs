@@ -29,10 +29,20 @@ struct Locked<'a> {
 impl<'a> Locked<'a> {
     fn new(arcs: &'a [(u32, Arc<RwLock<Inode>>)]) -> Locked<'a> {
         // `arcs` is sorted by inode number and deduplicated by the caller.
-        Locked { guards: arcs.iter().map(|(n, a)| (*n, a.write().unwrap_or_else(|e| e.into_inner()))).collect() }
+        Locked {
+            guards: arcs
+                .iter()
+                .map(|(n, a)| (*n, a.write().unwrap_or_else(|e| e.into_inner())))
+                .collect(),
+        }
     }
     fn get(&mut self, ino: u32) -> &mut Inode {
-        &mut self.guards.iter_mut().find(|(n, _)| *n == ino).expect("inode locked").1
+        &mut self
+            .guards
+            .iter_mut()
+            .find(|(n, _)| *n == ino)
+            .expect("inode locked")
+            .1
     }
 }
 
@@ -41,7 +51,9 @@ impl Volume {
         let mut v: Vec<u32> = inos.to_vec();
         v.sort_unstable();
         v.dedup();
-        v.into_iter().map(|n| Ok((n, self.inode(n as u64)?))).collect()
+        v.into_iter()
+            .map(|n| Ok((n, self.inode(n as u64)?)))
+            .collect()
     }
 
     fn child_of(&self, dir: u64, name: &[u8]) -> Result<Option<(u32, FileType)>> {
@@ -52,7 +64,10 @@ impl Volume {
         }
         Ok(d.names.get(name).map(|c| {
             let r = &d.data[c].r;
-            (r.dirent_ino(), FileType::from_dtype(r.dirent_dtype()).unwrap_or(FileType::Regular))
+            (
+                r.dirent_ino(),
+                FileType::from_dtype(r.dirent_dtype()).unwrap_or(FileType::Regular),
+            )
         }))
     }
 
@@ -113,7 +128,16 @@ impl Volume {
     }
 
     /// Create a regular file, FIFO, socket or device node.
-    pub fn mknod(&self, parent: u64, name: &[u8], kind: FileType, perm: u32, uid: u32, gid: u32, rdev: u32) -> Result<Attr> {
+    pub fn mknod(
+        &self,
+        parent: u64,
+        name: &[u8],
+        kind: FileType,
+        perm: u32,
+        uid: u32,
+        gid: u32,
+        rdev: u32,
+    ) -> Result<Attr> {
         if matches!(kind, FileType::Directory | FileType::Symlink) {
             return Err(FsError::Invalid("use mkdir/symlink"));
         }
@@ -129,14 +153,30 @@ impl Volume {
         self.make_node(parent, name, FileType::Directory, perm, uid, gid, 0, None)
     }
 
-    pub fn symlink(&self, parent: u64, name: &[u8], target: &[u8], uid: u32, gid: u32) -> Result<Attr> {
+    pub fn symlink(
+        &self,
+        parent: u64,
+        name: &[u8],
+        target: &[u8],
+        uid: u32,
+        gid: u32,
+    ) -> Result<Attr> {
         if target.is_empty() {
             return Err(FsError::NotFound);
         }
         if target.len() > 4095 {
             return Err(FsError::NameTooLong);
         }
-        self.make_node(parent, name, FileType::Symlink, 0o777, uid, gid, 0, Some(target))
+        self.make_node(
+            parent,
+            name,
+            FileType::Symlink,
+            0o777,
+            uid,
+            gid,
+            0,
+            Some(target),
+        )
     }
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
@@ -155,7 +195,16 @@ impl Volume {
     /// Allocate and write a dirent record (unreachable until linked).
     /// `name_slice`: reuse existing name bytes (the caller took a reference);
     /// otherwise the name is written into fresh buffer space.
-    fn new_dirent(&self, id: RecordId, name: &[u8], name_slice: Option<(Slice, u32)>, ino: u32, kind: FileType, cookie: u64, next: RecordId) -> Result<Rec> {
+    fn new_dirent(
+        &self,
+        id: RecordId,
+        name: &[u8],
+        name_slice: Option<(Slice, u32)>,
+        ino: u32,
+        kind: FileType,
+        cookie: u64,
+        next: RecordId,
+    ) -> Result<Rec> {
         let (s, crc) = match name_slice {
             Some(x) => x,
             None => {
@@ -209,8 +258,18 @@ impl Volume {
         if kind == FileType::Directory && p.attr.nlink >= MAX_NLINK {
             return Err(FsError::TooManyLinks);
         }
-        let ino = self.alloc.lock().unwrap_or_else(|e| e.into_inner()).alloc_inode().ok_or(FsError::NoSpace("no free inodes"))?;
-        let give_back_ino = |v: &Volume| v.alloc.lock().unwrap_or_else(|e| e.into_inner()).free_inode(ino);
+        let ino = self
+            .alloc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .alloc_inode()
+            .ok_or(FsError::NoSpace("no free inodes"))?;
+        let give_back_ino = |v: &Volume| {
+            v.alloc
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .free_inode(ino)
+        };
         // Symlink target: data records of the new inode, written before the
         // inode that heads them.
         let mut target_recs: Vec<Rec> = Vec::new();
@@ -279,7 +338,11 @@ impl Volume {
             mtime_ns: now,
             ctime_ns: now,
             rdev,
-            parent: if kind == FileType::Directory { p.ino } else { 0 },
+            parent: if kind == FileType::Directory {
+                p.ino
+            } else {
+                0
+            },
         };
         let head = target_recs.first().map(|r| r.id).unwrap_or(RecordId::NONE);
         let slot = write_new_inode(&self.pm, &self.geo, ino, &attr, head);
@@ -322,18 +385,38 @@ impl Volume {
         Ok(a)
     }
 
-    pub(crate) fn new_dirent_pub(&self, id: RecordId, name: &[u8], ino: u32, kind: FileType, cookie: u64) -> Result<Rec> {
+    pub(crate) fn new_dirent_pub(
+        &self,
+        id: RecordId,
+        name: &[u8],
+        ino: u32,
+        kind: FileType,
+        cookie: u64,
+    ) -> Result<Rec> {
         self.new_dirent(id, name, None, ino, kind, cookie, RecordId::NONE)
     }
 
-    pub(crate) fn replace_dirent_pub(&self, tx: &mut Tx, d: &mut Inode, cookie: u64, new_id: RecordId, ino: u32, kind: FileType) {
+    pub(crate) fn replace_dirent_pub(
+        &self,
+        tx: &mut Tx,
+        d: &mut Inode,
+        cookie: u64,
+        new_id: RecordId,
+        ino: u32,
+        kind: FileType,
+    ) {
         self.replace_dirent(tx, d, cookie, new_id, ino, kind);
     }
 
     /// Remove the dirent with `cookie` from directory `d` (DRAM and tx).
     fn unlink_dirent(&self, tx: &mut Tx, d: &mut Inode, cookie: u64) -> Rec {
         let link = self.data_link_before(d, cookie);
-        let succ = d.data.range(cookie + 1..).next().map(|(_, r)| r.id).unwrap_or(RecordId::NONE);
+        let succ = d
+            .data
+            .range(cookie + 1..)
+            .next()
+            .map(|(_, r)| r.id)
+            .unwrap_or(RecordId::NONE);
         tx.store(link, succ.0, None);
         let rec = d.data.remove(&cookie).expect("dirent present");
         let name = self.slice_bytes(rec.slice()).to_vec();
@@ -344,15 +427,39 @@ impl Volume {
 
     /// Replace the dirent at `cookie` in place with one naming `ino`,
     /// reusing the old name bytes. Returns the old record.
-    fn replace_dirent(&self, tx: &mut Tx, d: &mut Inode, cookie: u64, new_id: RecordId, ino: u32, kind: FileType) -> Rec {
+    fn replace_dirent(
+        &self,
+        tx: &mut Tx,
+        d: &mut Inode,
+        cookie: u64,
+        new_id: RecordId,
+        ino: u32,
+        kind: FileType,
+    ) -> Rec {
         let old = d.data[&cookie];
         let link = self.data_link_before(d, cookie);
-        let succ = d.data.range(cookie + 1..).next().map(|(_, r)| r.id).unwrap_or(RecordId::NONE);
+        let succ = d
+            .data
+            .range(cookie + 1..)
+            .next()
+            .map(|(_, r)| r.id)
+            .unwrap_or(RecordId::NONE);
         let s = old.slice();
-        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).take_ref(s);
+        self.alloc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take_ref(s);
         let name = self.slice_bytes(s).to_vec();
         let rec = self
-            .new_dirent(new_id, &name, Some((s, old.r.payload_crc)), ino, kind, cookie, succ)
+            .new_dirent(
+                new_id,
+                &name,
+                Some((s, old.r.payload_crc)),
+                ino,
+                kind,
+                cookie,
+                succ,
+            )
             .expect("reusing a name allocates nothing");
         tx.store(link, new_id.0, Some((self.geo.record_pos(new_id).0, 64)));
         d.data.insert(cookie, rec);
@@ -457,7 +564,15 @@ impl Volume {
         }
         let did = self.alloc_records(1)?[0];
         let cookie = p.next_seq.max(FIRST_COOKIE);
-        let dirent = match self.new_dirent(did, newname, None, ino as u32, ckind, cookie, RecordId::NONE) {
+        let dirent = match self.new_dirent(
+            did,
+            newname,
+            None,
+            ino as u32,
+            ckind,
+            cookie,
+            RecordId::NONE,
+        ) {
             Ok(d) => d,
             Err(e) => {
                 self.free_records_now(&[did]);
@@ -466,7 +581,11 @@ impl Volume {
         };
         let now = now_ns();
         let mut tx = Tx::new();
-        tx.store(self.data_link_before(p, cookie), did.0, Some((self.geo.record_pos(did).0, 64)));
+        tx.store(
+            self.data_link_before(p, cookie),
+            did.0,
+            Some((self.geo.record_pos(did).0, 64)),
+        );
         let mut pa = p.attr;
         pa.mtime_ns = now;
         pa.ctime_ns = now;
@@ -486,7 +605,13 @@ impl Volume {
     /// rename(2) with RENAME_NOREPLACE / RENAME_EXCHANGE.
     pub fn rename(&self, sp: u64, sn: &[u8], dp: u64, dn: &[u8], flags: RenameFlags) -> Result<()> {
         self.check_writable()?;
-        check_name(sn).map_err(|e| if matches!(e, FsError::NameTooLong) { e } else { FsError::Invalid("bad source name") })?;
+        check_name(sn).map_err(|e| {
+            if matches!(e, FsError::NameTooLong) {
+                e
+            } else {
+                FsError::Invalid("bad source name")
+            }
+        })?;
         check_name(dn)?;
         if flags.exchange && flags.noreplace {
             return Err(FsError::Invalid("RENAME_EXCHANGE with RENAME_NOREPLACE"));
@@ -566,7 +691,11 @@ impl Volume {
                 };
                 self.unlink_dirent(&mut tx, l.get(sp), scookie);
                 let d = l.get(dp);
-                tx.store(self.data_link_before(d, cookie), id.0, Some((self.geo.record_pos(id).0, 64)));
+                tx.store(
+                    self.data_link_before(d, cookie),
+                    id.0,
+                    Some((self.geo.record_pos(id).0, 64)),
+                );
                 d.data.insert(cookie, rec);
                 d.names.insert(dn.into(), cookie);
                 d.next_seq = cookie + 1;
@@ -579,7 +708,11 @@ impl Volume {
                 let victim = l.get(d);
                 let mut va = victim.attr;
                 va.ctime_ns = now;
-                va.nlink = if dkind == FileType::Directory { 0 } else { va.nlink - 1 };
+                va.nlink = if dkind == FileType::Directory {
+                    0
+                } else {
+                    va.nlink - 1
+                };
                 if va.nlink > 0 {
                     self.set_attr(&mut tx, victim, va);
                 } else {

@@ -12,7 +12,8 @@ use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_
 use layout::journal::parse_slot;
 use layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN};
 use layout::{
-    AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordId, RecordKind, Superblock, ROOT_INO,
+    AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordId, RecordKind,
+    Superblock, ROOT_INO,
 };
 
 use super::alloc::{Alloc, Slice};
@@ -64,7 +65,12 @@ pub fn read_superblock(pm: &Pm) -> std::result::Result<(Superblock, Option<Strin
     match primary {
         Ok(sb) => Ok((sb, None)),
         Err(e) => match Superblock::from_bytes(pm.slice(BACKUP_OFFSET, 256), BACKUP_OFFSET, len) {
-            Ok(sb) => Ok((sb, Some(format!("primary superblock is bad ({e}); opened from the backup copy")))),
+            Ok(sb) => Ok((
+                sb,
+                Some(format!(
+                    "primary superblock is bad ({e}); opened from the backup copy"
+                )),
+            )),
             Err(_) => Err(e),
         },
     }
@@ -90,8 +96,19 @@ impl Walk<'_> {
         let bytes: [u8; INODE_SIZE] = self.rd.bytes(pos.0);
         let h = InodeHeader::from_bytes(&bytes, pos, self.g.record_count)?;
         let so = (SLOTS_OFF + h.live_slot as u64 * SLOT_SIZE) as usize;
-        let attr = AttrSlot::from_bytes(&bytes[so..so + 64], PmOffset(pos.0 + so as u64), h.generation)?;
-        let mut i = Inode::new(ino, attr, SlotState { generation: h.generation, live_slot: h.live_slot });
+        let attr = AttrSlot::from_bytes(
+            &bytes[so..so + 64],
+            PmOffset(pos.0 + so as u64),
+            h.generation,
+        )?;
+        let mut i = Inode::new(
+            ino,
+            attr,
+            SlotState {
+                generation: h.generation,
+                live_slot: h.live_slot,
+            },
+        );
         self.walk_chain(&mut i, RecordId(h.data_head), false)?;
         self.walk_chain(&mut i, RecordId(h.xattr_head), true)?;
         Ok(i)
@@ -99,9 +116,18 @@ impl Walk<'_> {
 
     fn claim(&mut self, id: RecordId, r: &Record, at: PmOffset) -> Result<()> {
         if std::mem::replace(&mut self.record_used[id.0 as usize], true) {
-            return Err(Corrupt::at("record", at, format!("record {} is linked twice (a cycle or a shared tail)", id.0)).into());
+            return Err(Corrupt::at(
+                "record",
+                at,
+                format!("record {} is linked twice (a cycle or a shared tail)", id.0),
+            )
+            .into());
         }
-        let s = Slice { buffer: r.buffer, buf_off: r.buf_off, len: r.len };
+        let s = Slice {
+            buffer: r.buffer,
+            buf_off: r.buf_off,
+            len: r.len,
+        };
         let (a, b) = s.buffers(self.g.buffer_size_bytes);
         for x in a..=b {
             self.refs[x as usize] += 1;
@@ -122,9 +148,17 @@ impl Walk<'_> {
             let rec = super::Rec { id: cur, r };
             if xattr {
                 if r.kind != RecordKind::Xattr {
-                    return Err(Corrupt::at("xattr chain", at, format!("{:?} record in an xattr chain", r.kind)).into());
+                    return Err(Corrupt::at(
+                        "xattr chain",
+                        at,
+                        format!("{:?} record in an xattr chain", r.kind),
+                    )
+                    .into());
                 }
-                let payload = self.rd.pm.slice(self.g.buffer_pos(r.buffer, r.buf_off).0, r.len as usize);
+                let payload = self
+                    .rd
+                    .pm
+                    .slice(self.g.buffer_pos(r.buffer, r.buf_off).0, r.len as usize);
                 if layout::crc32c(payload) != r.payload_crc {
                     return Err(Corrupt::at("xattr", at, "payload checksum mismatch").into());
                 }
@@ -142,7 +176,10 @@ impl Walk<'_> {
                             return Err(Corrupt::at("dirent", at, "cookies out of order").into());
                         }
                         prev_key = Some(r.seq);
-                        let payload = self.rd.pm.slice(self.g.buffer_pos(r.buffer, r.buf_off).0, r.len as usize);
+                        let payload = self
+                            .rd
+                            .pm
+                            .slice(self.g.buffer_pos(r.buffer, r.buf_off).0, r.len as usize);
                         if layout::crc32c(payload) != r.payload_crc {
                             return Err(Corrupt::at("dirent", at, "name checksum mismatch").into());
                         }
@@ -150,14 +187,29 @@ impl Walk<'_> {
                             return Err(Corrupt::at("dirent", at, "invalid name").into());
                         }
                         if i.names.insert(payload.into(), r.seq).is_some() {
-                            return Err(Corrupt::at("dirent", at, format!("duplicate name {:?}", String::from_utf8_lossy(payload))).into());
+                            return Err(Corrupt::at(
+                                "dirent",
+                                at,
+                                format!("duplicate name {:?}", String::from_utf8_lossy(payload)),
+                            )
+                            .into());
                         }
                         i.next_seq = r.seq + 1;
                         i.data.insert(r.seq, rec);
                     }
                     (FileType::Regular | FileType::Symlink, RecordKind::Data) => {
-                        if r.file_off < prev_end || (prev_key.is_some() && r.file_off == prev_key.unwrap_or(0) && prev_end > 0 && r.file_off < prev_end) {
-                            return Err(Corrupt::at("data record", at, "file ranges overlap or are out of order").into());
+                        if r.file_off < prev_end
+                            || (prev_key.is_some()
+                                && r.file_off == prev_key.unwrap_or(0)
+                                && prev_end > 0
+                                && r.file_off < prev_end)
+                        {
+                            return Err(Corrupt::at(
+                                "data record",
+                                at,
+                                "file ranges overlap or are out of order",
+                            )
+                            .into());
                         }
                         prev_key = Some(r.file_off);
                         prev_end = r.file_end();
@@ -165,7 +217,12 @@ impl Walk<'_> {
                         i.data.insert(r.file_off, rec);
                     }
                     (k, rk) => {
-                        return Err(Corrupt::at("chain", at, format!("{rk:?} record in the chain of a {k:?}")).into());
+                        return Err(Corrupt::at(
+                            "chain",
+                            at,
+                            format!("{rk:?} record in the chain of a {k:?}"),
+                        )
+                        .into());
                     }
                 }
             }
@@ -175,7 +232,10 @@ impl Walk<'_> {
             return Err(Corrupt::at(
                 "inode",
                 self.g.inode_pos(i.ino),
-                format!("records reach byte {prev_end} past the size {}", i.attr.size),
+                format!(
+                    "records reach byte {prev_end} past the size {}",
+                    i.attr.size
+                ),
             )
             .into());
         }
@@ -185,27 +245,46 @@ impl Walk<'_> {
     fn run(&mut self) -> Result<()> {
         let root = self.load_inode(ROOT_INO)?;
         if root.attr.kind != FileType::Directory {
-            return Err(Corrupt::at("root inode", self.g.inode_pos(ROOT_INO), "is not a directory").into());
+            return Err(Corrupt::at(
+                "root inode",
+                self.g.inode_pos(ROOT_INO),
+                "is not a directory",
+            )
+            .into());
         }
         self.inode_used[ROOT_INO as usize] = true;
         self.dir_parent.insert(ROOT_INO, ROOT_INO);
         let mut queue = VecDeque::from([ROOT_INO]);
         self.inodes.insert(ROOT_INO, root);
         while let Some(dir) = queue.pop_front() {
-            let children: Vec<(u32, u64)> = self.inodes[&dir].data.values().map(|r| (r.r.dirent_ino(), r.r.aux)).collect();
+            let children: Vec<(u32, u64)> = self.inodes[&dir]
+                .data
+                .values()
+                .map(|r| (r.r.dirent_ino(), r.r.aux))
+                .collect();
             for (child, aux) in children {
                 *self.links.entry(child).or_default() += 1;
                 let dtype = (aux >> 32) as u8;
                 if self.inode_used[child as usize] {
                     let k = self.inodes.get(&child).map(|c| c.attr.kind);
                     if k == Some(FileType::Directory) || child == ROOT_INO {
-                        return Err(Corrupt::at("dirent", self.g.inode_pos(dir), format!("directory {child} is linked twice")).into());
+                        return Err(Corrupt::at(
+                            "dirent",
+                            self.g.inode_pos(dir),
+                            format!("directory {child} is linked twice"),
+                        )
+                        .into());
                     }
                     continue;
                 }
                 let c = self.load_inode(child)?;
                 if c.attr.kind.dtype() != dtype {
-                    return Err(Corrupt::at("dirent", self.g.inode_pos(dir), format!("type of {child} disagrees with its inode")).into());
+                    return Err(Corrupt::at(
+                        "dirent",
+                        self.g.inode_pos(dir),
+                        format!("type of {child} disagrees with its inode"),
+                    )
+                    .into());
                 }
                 self.inode_used[child as usize] = true;
                 if c.attr.kind == FileType::Directory {
@@ -224,14 +303,20 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     let t0 = Instant::now();
     let (mut sb, backup_note) = read_superblock(&pm)?;
     let g = sb.geometry;
-    let mut report = OpenReport { used_backup_superblock: backup_note, was_clean: sb.state == STATE_CLEAN, ..Default::default() };
+    let mut report = OpenReport {
+        used_backup_superblock: backup_note,
+        was_clean: sb.state == STATE_CLEAN,
+        ..Default::default()
+    };
     let read_only = read_only || pm.is_read_only();
 
     // Journal: replay committed slots (or overlay them when read-only).
     let mut overlay = HashMap::new();
     for slot in 0..g.journal_slots {
         let pos = g.journal_slot_pos(slot);
-        if let Some((_, stores)) = parse_slot(pm.slice(pos.0, g.journal_slot_bytes as usize), pos, &g)? {
+        if let Some((_, stores)) =
+            parse_slot(pm.slice(pos.0, g.journal_slot_bytes as usize), pos, &g)?
+        {
             report.journal_slots_replayed += 1;
             if read_only {
                 overlay.extend(stores.iter().copied());
@@ -264,8 +349,19 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     report.inodes = w.inodes.len() as u64;
     report.records = w.records;
 
-    let alloc = Alloc::rebuild(g.buffer_size_bytes, &w.inode_used, &w.record_used, std::mem::take(&mut w.refs));
-    let Walk { mut inodes, links, subdirs, dir_parent, .. } = w;
+    let alloc = Alloc::rebuild(
+        g.buffer_size_bytes,
+        &w.inode_used,
+        &w.record_used,
+        std::mem::take(&mut w.refs),
+    );
+    let Walk {
+        mut inodes,
+        links,
+        subdirs,
+        dir_parent,
+        ..
+    } = w;
 
     // Link counts and parent pointers must match the tree. A mismatch can
     // only come from damage, never from a crash (they commit together), so
@@ -285,7 +381,15 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     }
     report.nlink_fixed = fixes.len() as u32;
     if !fixes.is_empty() {
-        tracing::warn!("{} inodes had a wrong link count or parent; {}", fixes.len(), if read_only { "not fixed (read-only)" } else { "fixed" });
+        tracing::warn!(
+            "{} inodes had a wrong link count or parent; {}",
+            fixes.len(),
+            if read_only {
+                "not fixed (read-only)"
+            } else {
+                "fixed"
+            }
+        );
     }
 
     if !read_only {
@@ -294,8 +398,20 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         }
         mark_mounted(&pm, &mut sb);
     }
-    let map: HashMap<u32, Arc<RwLock<Inode>>> = inodes.drain().map(|(k, v)| (k, Arc::new(RwLock::new(v)))).collect();
-    let vol = Volume::new_from_parts(pm, g, sb, alloc, map, Namespace { dir_parent }, read_only, report);
+    let map: HashMap<u32, Arc<RwLock<Inode>>> = inodes
+        .drain()
+        .map(|(k, v)| (k, Arc::new(RwLock::new(v))))
+        .collect();
+    let vol = Volume::new_from_parts(
+        pm,
+        g,
+        sb,
+        alloc,
+        map,
+        Namespace { dir_parent },
+        read_only,
+        report,
+    );
     if !read_only {
         let mut tx = Tx::new();
         for (ino, want) in fixes {
@@ -323,25 +439,44 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
     for (&ino, i) in map.iter() {
         let i = i.read().unwrap_or_else(|e| e.into_inner());
         let pos = g.inode_pos(ino);
-        let h = InodeHeader::from_bytes(pm.slice(pos.0, INODE_SIZE), pos, g.record_count).map_err(|e| e.to_string())?;
+        let h = InodeHeader::from_bytes(pm.slice(pos.0, INODE_SIZE), pos, g.record_count)
+            .map_err(|e| e.to_string())?;
         if (h.generation, h.live_slot) != (i.slot.generation, i.slot.live_slot) {
-            return Err(format!("inode {ino}: selector on media {:?} differs from DRAM {:?}", (h.generation, h.live_slot), i.slot));
+            return Err(format!(
+                "inode {ino}: selector on media {:?} differs from DRAM {:?}",
+                (h.generation, h.live_slot),
+                i.slot
+            ));
         }
         let so = pos.0 + SLOTS_OFF + h.live_slot as u64 * SLOT_SIZE;
-        let a = AttrSlot::from_bytes(pm.slice(so, 64), PmOffset(so), h.generation).map_err(|e| e.to_string())?;
+        let a = AttrSlot::from_bytes(pm.slice(so, 64), PmOffset(so), h.generation)
+            .map_err(|e| e.to_string())?;
         if a != i.attr {
-            return Err(format!("inode {ino}: attributes on media {a:?} differ from DRAM {:?}", i.attr));
+            return Err(format!(
+                "inode {ino}: attributes on media {a:?} differ from DRAM {:?}",
+                i.attr
+            ));
         }
-        for (chain, head, name) in [(&i.data, h.data_head, "data"), (&i.xattrs, h.xattr_head, "xattr")] {
+        for (chain, head, name) in [
+            (&i.data, h.data_head, "data"),
+            (&i.xattrs, h.xattr_head, "xattr"),
+        ] {
             let mut expect = head;
             for r in chain.values() {
                 if r.id.0 != expect {
-                    return Err(format!("inode {ino}: {name} chain links to {expect} where DRAM has record {}", r.id.0));
+                    return Err(format!(
+                        "inode {ino}: {name} chain links to {expect} where DRAM has record {}",
+                        r.id.0
+                    ));
                 }
                 let at = g.record_pos(r.id);
-                let (onm, next) = Record::from_bytes(pm.slice(at.0, 64), at, g).map_err(|e| e.to_string())?;
+                let (onm, next) =
+                    Record::from_bytes(pm.slice(at.0, 64), at, g).map_err(|e| e.to_string())?;
                 if onm != r.r {
-                    return Err(format!("inode {ino}: record {} on media {onm:?} differs from DRAM {:?}", r.id.0, r.r));
+                    return Err(format!(
+                        "inode {ino}: record {} on media {onm:?} differs from DRAM {:?}",
+                        r.id.0, r.r
+                    ));
                 }
                 let (x, y) = r.slice().buffers(g.buffer_size_bytes);
                 for b in x..=y {
@@ -351,7 +486,9 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
                 expect = next.0;
             }
             if expect != 0 {
-                return Err(format!("inode {ino}: {name} chain continues to record {expect} past DRAM's tail"));
+                return Err(format!(
+                    "inode {ino}: {name} chain continues to record {expect} past DRAM's tail"
+                ));
             }
         }
         let _ = (DATA_HEAD_OFF, XATTR_HEAD_OFF);
@@ -365,13 +502,20 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
         ));
     }
     if map.len() as u64 + a.free_inode_count() != g.inode_count as u64 {
-        return Err(format!("inodes: {} used + {} free != {}", map.len(), a.free_inode_count(), g.inode_count));
+        return Err(format!(
+            "inodes: {} used + {} free != {}",
+            map.len(),
+            a.free_inode_count(),
+            g.inode_count
+        ));
     }
     for (b, &want) in refs.iter().enumerate() {
         let have = a.refcount(b as u32);
         // The allocator holds one extra reference on its current small buffer.
         if have != want && have != want + 1 {
-            return Err(format!("buffer {b}: refcount {have}, records name it {want} times"));
+            return Err(format!(
+                "buffer {b}: refcount {have}, records name it {want} times"
+            ));
         }
     }
     Ok(())

@@ -58,28 +58,55 @@ impl Volume {
             .unwrap_or_else(|e| e.into_inner())
             .alloc_run(want)
             .ok_or(FsError::NoSpace("no free buffer space"))?;
-        Ok(RxBuf { slice: s, image_off: self.geo.buffer_pos(s.buffer, s.buf_off).0, cap: s.len })
+        Ok(RxBuf {
+            slice: s,
+            image_off: self.geo.buffer_pos(s.buffer, s.buf_off).0,
+            cap: s.len,
+        })
     }
 
     /// Bytes `[skip, skip+len)` of the reservation, received from the
     /// network at `timestamp_ns` with stream position `seq`, become a piece:
     /// its cache lines are flushed and its CRC computed now. The piece holds
     /// its own reference on its buffers.
-    pub fn rx_piece(&self, buf: &RxBuf, skip: u32, len: u32, timestamp_ns: u64, seq: u64) -> RxPiece {
-        assert!(len > 0 && skip.checked_add(len).is_some_and(|e| e <= buf.cap), "piece outside its reservation");
+    pub fn rx_piece(
+        &self,
+        buf: &RxBuf,
+        skip: u32,
+        len: u32,
+        timestamp_ns: u64,
+        seq: u64,
+    ) -> RxPiece {
+        assert!(
+            len > 0 && skip.checked_add(len).is_some_and(|e| e <= buf.cap),
+            "piece outside its reservation"
+        );
         let s = buf.slice.sub(skip, len, self.geo.buffer_size_bytes);
         let off = self.geo.buffer_pos(s.buffer, s.buf_off).0;
         self.pm.flush(off, len as u64);
         let crc = layout::crc32c(self.slice_bytes(s));
-        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).take_ref(s);
+        self.alloc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take_ref(s);
         RxPiece {
-            piece: Piece { slice: s, crc, file_off: 0, seq, timestamp_ns, flags: layout::record::FLAG_RX },
+            piece: Piece {
+                slice: s,
+                crc,
+                file_off: 0,
+                seq,
+                timestamp_ns,
+                flags: layout::record::FLAG_RX,
+            },
         }
     }
 
     /// Give back a reservation; space not held by pieces becomes free.
     pub fn rx_release(&self, buf: RxBuf) {
-        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).drop_ref(buf.slice);
+        self.alloc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drop_ref(buf.slice);
     }
 
     /// Drop pieces that will not be committed.
@@ -137,7 +164,12 @@ impl Volume {
     /// reaches it.
     pub fn create_tmpfile(&self, perm: u32, uid: u32, gid: u32) -> Result<Attr> {
         self.check_writable()?;
-        let ino = self.alloc.lock().unwrap_or_else(|e| e.into_inner()).alloc_inode().ok_or(FsError::NoSpace("no free inodes"))?;
+        let ino = self
+            .alloc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .alloc_inode()
+            .ok_or(FsError::NoSpace("no free inodes"))?;
         let now = now_ns();
         let attr = AttrSlot {
             kind: FileType::Regular,
@@ -174,7 +206,9 @@ impl Volume {
             if d.attr.kind != FileType::Directory {
                 return Err(FsError::NotDir);
             }
-            d.names.get(name).map(|c| (d.data[c].r.dirent_ino(), d.data[c].r.dirent_dtype()))
+            d.names
+                .get(name)
+                .map(|c| (d.data[c].r.dirent_ino(), d.data[c].r.dirent_dtype()))
         };
         if let Some((v, dtype)) = victim {
             if !replace {
@@ -192,8 +226,14 @@ impl Volume {
         let mut sorted = inos.clone();
         sorted.sort_unstable();
         sorted.dedup();
-        let arcs: Vec<_> = sorted.iter().map(|&n| self.inode(n as u64).map(|a| (n, a))).collect::<Result<_>>()?;
-        let mut guards: Vec<_> = arcs.iter().map(|(n, a)| (*n, a.write().unwrap_or_else(|e| e.into_inner()))).collect();
+        let arcs: Vec<_> = sorted
+            .iter()
+            .map(|&n| self.inode(n as u64).map(|a| (n, a)))
+            .collect::<Result<_>>()?;
+        let mut guards: Vec<_> = arcs
+            .iter()
+            .map(|(n, a)| (*n, a.write().unwrap_or_else(|e| e.into_inner())))
+            .collect();
         let order: Vec<u32> = guards.iter().map(|(n, _)| *n).collect();
         let idx = |n: u32| order.iter().position(|m| *m == n).expect("locked");
         let now = now_ns();
@@ -206,7 +246,14 @@ impl Volume {
         match victim {
             Some((v, _)) => {
                 let cookie = guards[di].1.names[name];
-                self.replace_dirent_pub(&mut tx, &mut guards[di].1, cookie, id, ino as u32, FileType::Regular);
+                self.replace_dirent_pub(
+                    &mut tx,
+                    &mut guards[di].1,
+                    cookie,
+                    id,
+                    ino as u32,
+                    FileType::Regular,
+                );
                 let vi = idx(v);
                 let g = &mut guards[vi].1;
                 let mut va = g.attr;
@@ -221,14 +268,19 @@ impl Volume {
             None => {
                 let d = &mut guards[di].1;
                 let cookie = d.next_seq.max(FIRST_COOKIE);
-                let rec = match self.new_dirent_pub(id, name, ino as u32, FileType::Regular, cookie) {
+                let rec = match self.new_dirent_pub(id, name, ino as u32, FileType::Regular, cookie)
+                {
                     Ok(r) => r,
                     Err(e) => {
                         self.free_records_now(&[id]);
                         return Err(e);
                     }
                 };
-                tx.store(self.data_link_before(d, cookie), id.0, Some((self.geo.record_pos(id).0, 64)));
+                tx.store(
+                    self.data_link_before(d, cookie),
+                    id.0,
+                    Some((self.geo.record_pos(id).0, 64)),
+                );
                 d.data.insert(cookie, rec);
                 d.names.insert(name.into(), cookie);
                 d.next_seq = cookie + 1;

@@ -18,7 +18,9 @@
 //! 3. only now return freed records and buffer space to the allocators.
 
 use layout::inode::{SELECTOR_OFF, SLOTS_OFF, SLOT_SIZE};
-use layout::journal::{JournalEntryRaw, JournalHeaderRaw, JOURNAL_HEADER_BYTES, JOURNAL_MAX_ENTRIES};
+use layout::journal::{
+    JournalEntryRaw, JournalHeaderRaw, JOURNAL_HEADER_BYTES, JOURNAL_MAX_ENTRIES,
+};
 use layout::{AttrSlot, InodeHeader, RecordId};
 use std::sync::{Condvar, Mutex};
 use zerocopy::IntoBytes;
@@ -39,7 +41,11 @@ pub struct JournalSlots {
 
 impl JournalSlots {
     pub fn new(n: u32) -> JournalSlots {
-        JournalSlots { free: Mutex::new((0..n).collect()), cv: Condvar::new(), seq: 0.into() }
+        JournalSlots {
+            free: Mutex::new((0..n).collect()),
+            cv: Condvar::new(),
+            seq: 0.into(),
+        }
     }
     fn take(&self) -> u32 {
         let mut g = self.free.lock().unwrap_or_else(|e| e.into_inner());
@@ -107,10 +113,21 @@ impl Tx {
     pub fn set_attr(&mut self, ino: u32, cur: SlotState, attr: AttrSlot) -> SlotState {
         if let Some(s) = self.slots.iter_mut().find(|s| s.ino == ino) {
             s.attr = attr;
-            return SlotState { generation: s.new_gen, live_slot: s.idle };
+            return SlotState {
+                generation: s.new_gen,
+                live_slot: s.idle,
+            };
         }
-        let sw = SlotSwitch { ino, attr, new_gen: cur.generation + 1, idle: cur.live_slot ^ 1 };
-        let st = SlotState { generation: sw.new_gen, live_slot: sw.idle };
+        let sw = SlotSwitch {
+            ino,
+            attr,
+            new_gen: cur.generation + 1,
+            idle: cur.live_slot ^ 1,
+        };
+        let st = SlotState {
+            generation: sw.new_gen,
+            live_slot: sw.idle,
+        };
         self.slots.push(sw);
         st
     }
@@ -133,7 +150,10 @@ impl Tx {
             let pos = g.inode_pos(s.ino).0 + SLOTS_OFF + s.idle as u64 * SLOT_SIZE;
             pm.write(pos, &s.attr.to_bytes(s.new_gen));
             pm.flush(pos, SLOT_SIZE);
-            self.stores.push((g.inode_pos(s.ino).0 + SELECTOR_OFF, InodeHeader::selector(s.new_gen, s.idle)));
+            self.stores.push((
+                g.inode_pos(s.ino).0 + SELECTOR_OFF,
+                InodeHeader::selector(s.new_gen, s.idle),
+            ));
             self.reaches.push((pos, SLOT_SIZE));
         }
         match self.stores.len() {
@@ -147,15 +167,25 @@ impl Tx {
                 pm.publish_u64(addr, value);
             }
             n => {
-                assert!(n <= JOURNAL_MAX_ENTRIES, "operation needs {n} journal entries");
+                assert!(
+                    n <= JOURNAL_MAX_ENTRIES,
+                    "operation needs {n} journal entries"
+                );
                 let slot = vol.journal.take();
                 let base = g.journal_slot_pos(slot).0;
                 let entries: Vec<JournalEntryRaw> = self
                     .stores
                     .iter()
-                    .map(|&(a, v)| JournalEntryRaw { addr: a.into(), value: v.into() })
+                    .map(|&(a, v)| JournalEntryRaw {
+                        addr: a.into(),
+                        value: v.into(),
+                    })
                     .collect();
-                let seq = vol.journal.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                let seq = vol
+                    .journal
+                    .seq
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    + 1;
                 let header = JournalHeaderRaw::new(seq, &entries);
                 pm.write(base + JOURNAL_HEADER_BYTES as u64, entries.as_bytes());
                 pm.write(base, header.as_bytes());

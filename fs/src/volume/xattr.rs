@@ -47,7 +47,10 @@ impl Volume {
     pub fn listxattr(&self, ino: u64) -> Result<Vec<Vec<u8>>> {
         let arc = self.inode(ino)?;
         let i = arc.read().unwrap_or_else(|e| e.into_inner());
-        Ok(i.xattrs.values().map(|r| self.slice_bytes(r.slice())[..r.r.aux as usize].to_vec()).collect())
+        Ok(i.xattrs
+            .values()
+            .map(|r| self.slice_bytes(r.slice())[..r.r.aux as usize].to_vec())
+            .collect())
     }
 
     pub fn setxattr(&self, ino: u64, name: &[u8], value: &[u8], flags: XattrFlags) -> Result<()> {
@@ -73,7 +76,9 @@ impl Volume {
             // An attribute must be one contiguous slice; free space is too
             // fragmented for this one.
             self.release_payload(&slices);
-            return Err(FsError::NoSpace("no contiguous buffer space for the attribute"));
+            return Err(FsError::NoSpace(
+                "no contiguous buffer space for the attribute",
+            ));
         }
         let id = match self.alloc_records(1) {
             Ok(v) => v[0],
@@ -85,7 +90,12 @@ impl Volume {
         let crc = self.write_payload(&slices, &payload)[0];
         let s = slices[0];
         let key = existing.unwrap_or(i.next_xkey);
-        let succ = i.xattrs.range(key + 1..).next().map(|(_, r)| r.id).unwrap_or(RecordId::NONE);
+        let succ = i
+            .xattrs
+            .range(key + 1..)
+            .next()
+            .map(|(_, r)| r.id)
+            .unwrap_or(RecordId::NONE);
         let r = Record {
             kind: RecordKind::Xattr,
             flags: 0,
@@ -100,7 +110,11 @@ impl Volume {
         };
         self.write_record(id, &r, succ);
         let mut tx = Tx::new();
-        tx.store(self.xattr_link_before(&i, key), id.0, Some((self.geo.record_pos(id).0, 64)));
+        tx.store(
+            self.xattr_link_before(&i, key),
+            id.0,
+            Some((self.geo.record_pos(id).0, 64)),
+        );
         if let Some(old) = i.xattrs.insert(key, Rec { id, r }) {
             tx.free_record(old.id, old.slice());
         } else {
@@ -118,7 +132,12 @@ impl Volume {
         let arc = self.inode(ino)?;
         let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
         let key = *i.xnames.get(name).ok_or(FsError::NoXattr)?;
-        let succ = i.xattrs.range(key + 1..).next().map(|(_, r)| r.id).unwrap_or(RecordId::NONE);
+        let succ = i
+            .xattrs
+            .range(key + 1..)
+            .next()
+            .map(|(_, r)| r.id)
+            .unwrap_or(RecordId::NONE);
         let mut tx = Tx::new();
         tx.store(self.xattr_link_before(&i, key), succ.0, None);
         let old = i.xattrs.remove(&key).expect("indexed");

@@ -1,0 +1,86 @@
+//! `mount.pktfs`: the mount(8) helper, so `mount -t pktfs IMAGE DIR` and an
+//! /etc/fstab line (`/dev/shm/pm.img /mnt/pm pktfs defaults 0 0`) work.
+//!
+//! mount(8) calls `mount.pktfs SPEC DIR [-sfnv] [-N NS] [-o OPTIONS]`; here
+//! `-f` means "fake" (do nothing) as mount(8) defines it, `-s` drops options
+//! pktfs does not know instead of failing, `-n` and `-v` are accepted.
+//! Installed as a link named mount.pktfs (cargo does not allow dots in
+//! binary names; see scripts/install.sh).
+
+#[path = "../mount_cmd.rs"]
+mod mount_cmd;
+
+use std::path::PathBuf;
+
+fn usage() -> ! {
+    eprintln!("usage: mount.pktfs IMAGE DIR [-sfnv] [-o OPTIONS]");
+    std::process::exit(1);
+}
+
+fn main() {
+    let mut pos: Vec<String> = Vec::new();
+    let mut options: Vec<String> = Vec::new();
+    let (mut fake, mut sloppy, mut daemon_child, mut foreground) = (false, false, false, false);
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "-o" => options.push(args.next().unwrap_or_else(|| usage())),
+            "-t" => {
+                let _ = args.next(); // the type: pktfs
+            }
+            "-N" => {
+                eprintln!("mount.pktfs: -N (mount namespaces) is not supported");
+                std::process::exit(1);
+            }
+            "--daemon-child" => daemon_child = true,
+            "--foreground" => foreground = true,
+            "-h" | "--help" => usage(),
+            s if s.starts_with("-o") && s.len() > 2 => options.push(s[2..].to_string()),
+            s if s.starts_with('-') && s.len() > 1 && !s.starts_with("--") => {
+                for c in s[1..].chars() {
+                    match c {
+                        'f' => fake = true,
+                        's' => sloppy = true,
+                        'n' | 'v' => {}
+                        _ => usage(),
+                    }
+                }
+            }
+            _ => pos.push(a),
+        }
+    }
+    if pos.len() != 2 {
+        usage();
+    }
+    if sloppy {
+        // Keep only what pktfs knows.
+        let mut kept = Vec::new();
+        for o in options.iter().flat_map(|l| l.split(',')) {
+            if pktfs::fuse::MountOptions::parse(o).is_ok() {
+                kept.push(o.to_string());
+            }
+        }
+        options = vec![kept.join(",")];
+    }
+    let mut margs = mount_cmd::MountArgs {
+        image: PathBuf::from(&pos[0]),
+        mountpoint: PathBuf::from(&pos[1]),
+        foreground,
+        options,
+        daemon_child,
+        helper: true,
+    };
+    if fake {
+        // mount -f: check the arguments, mount nothing.
+        margs.options.retain(|o| !o.is_empty());
+        if let Err(e) = pktfs::fuse::MountOptions::parse(&margs.options.join(",")) {
+            eprintln!("mount.pktfs: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    if let Err(e) = mount_cmd::run(margs) {
+        eprintln!("mount.pktfs: {e}");
+        std::process::exit(32); // mount(8): mount failure
+    }
+}
