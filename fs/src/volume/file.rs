@@ -183,7 +183,7 @@ impl Volume {
     ) -> Result<usize> {
         self.check_writable()?;
         let arc = self.inode(ino)?;
-        let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
+        let mut i = super::wlock(&arc)?;
         self.write_locked(&mut i, off, data, meta)
     }
 
@@ -192,7 +192,7 @@ impl Volume {
     pub fn append(&self, ino: u64, data: &[u8], meta: Option<(u64, u64, u8)>) -> Result<u64> {
         self.check_writable()?;
         let arc = self.inode(ino)?;
-        let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
+        let mut i = super::wlock(&arc)?;
         let off = i.attr.size;
         self.write_locked(&mut i, off, data, meta)?;
         Ok(off)
@@ -256,7 +256,7 @@ impl Volume {
         f: impl FnOnce(&[Seg<'_>]) -> R,
     ) -> Result<R> {
         let arc = self.inode(ino)?;
-        let i = arc.read().unwrap_or_else(|e| e.into_inner());
+        let i = super::rlock(&arc)?;
         Self::file_inode(&i).or_else(|e| {
             if i.attr.kind == FileType::Symlink {
                 Ok(())
@@ -318,7 +318,7 @@ impl Volume {
     pub fn setattr(&self, ino: u64, s: &SetAttr) -> Result<Attr> {
         self.check_writable()?;
         let arc = self.inode(ino)?;
-        let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
+        let mut i = super::wlock(&arc)?;
         let now = now_ns();
         let mut a = i.attr;
         if let Some(m) = s.mode {
@@ -386,7 +386,7 @@ impl Volume {
             .filter(|&e| e <= MAX_FILE_SIZE)
             .ok_or(FsError::TooBig)?;
         let arc = self.inode(ino)?;
-        let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
+        let mut i = super::wlock(&arc)?;
         Self::file_inode(&i)?;
         let now = now_ns();
         if mode.punch_hole {
@@ -474,7 +474,7 @@ impl Volume {
     /// lseek SEEK_DATA (`data` true) or SEEK_HOLE from `off`.
     pub fn seek(&self, ino: u64, off: u64, data: bool) -> Result<u64> {
         let arc = self.inode(ino)?;
-        let i = arc.read().unwrap_or_else(|e| e.into_inner());
+        let i = super::rlock(&arc)?;
         let size = i.attr.size;
         if off >= size {
             return Err(FsError::Nxio);
@@ -508,7 +508,7 @@ impl Volume {
     /// The file's records as packets.
     pub fn chain(&self, ino: u64) -> Result<Vec<ChainEntry>> {
         let arc = self.inode(ino)?;
-        let i = arc.read().unwrap_or_else(|e| e.into_inner());
+        let i = super::rlock(&arc)?;
         Ok(i.data
             .values()
             .map(|r| ChainEntry {
@@ -545,7 +545,7 @@ impl Volume {
         // Collect source pieces under the source's read lock (taken alone,
         // then released, so no two inode locks are held out of order).
         let (pieces, copied) = {
-            let s = sarc.read().unwrap_or_else(|e| e.into_inner());
+            let s = super::rlock(&sarc)?;
             Self::file_inode(&s)?;
             let end = s.attr.size.min(soff.saturating_add(len));
             if soff >= end {
@@ -589,7 +589,7 @@ impl Volume {
             .checked_add(copied)
             .filter(|&e| e <= MAX_FILE_SIZE)
             .ok_or(FsError::TooBig)?;
-        let mut d = darc.write().unwrap_or_else(|e| e.into_inner());
+        let mut d = super::wlock(&darc)?;
         if let Err(e) = Self::file_inode(&d) {
             self.release_payload(&pieces.iter().map(|p| p.slice).collect::<Vec<_>>());
             return Err(e);

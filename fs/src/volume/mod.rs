@@ -96,6 +96,28 @@ pub(crate) struct Inode {
     pub next_xkey: u64,
     /// Holders that keep an unlinked inode alive (open files, kernel lookups).
     pub pins: u64,
+    /// Set when the inode's storage was freed. A thread that fetched the
+    /// inode before that and locks it afterwards must not touch the media
+    /// through it (its number may already name a new file).
+    pub dead: bool,
+}
+
+/// Lock an inode for reading; a freed inode is "not found".
+pub(crate) fn rlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockReadGuard<'_, Inode>> {
+    let g = a.read().unwrap_or_else(|e| e.into_inner());
+    if g.dead {
+        return Err(FsError::NotFound);
+    }
+    Ok(g)
+}
+
+/// Lock an inode for writing; a freed inode is "not found".
+pub(crate) fn wlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockWriteGuard<'_, Inode>> {
+    let g = a.write().unwrap_or_else(|e| e.into_inner());
+    if g.dead {
+        return Err(FsError::NotFound);
+    }
+    Ok(g)
 }
 
 impl Inode {
@@ -111,6 +133,7 @@ impl Inode {
             next_seq: 1,
             next_xkey: 1,
             pins: 0,
+            dead: false,
         }
     }
 }
@@ -492,7 +515,7 @@ impl Volume {
 
     pub fn getattr(&self, ino: u64) -> Result<Attr> {
         let i = self.inode(ino)?;
-        let g = i.read().unwrap_or_else(|e| e.into_inner());
+        let g = rlock(&i)?;
         Ok(self.attr_of(&g))
     }
 
@@ -513,14 +536,14 @@ impl Volume {
     /// Keep `ino` alive while unlinked (an open file, a kernel reference).
     pub fn pin(&self, ino: u64) -> Result<()> {
         let i = self.inode(ino)?;
-        i.write().unwrap_or_else(|e| e.into_inner()).pins += 1;
+        wlock(&i)?.pins += 1;
         Ok(())
     }
 
     /// Drop `n` pins; an unlinked inode with no pins left is freed.
     pub fn unpin(&self, ino: u64, n: u64) {
         let Ok(i) = self.inode(ino) else { return };
-        let mut g = i.write().unwrap_or_else(|e| e.into_inner());
+        let Ok(mut g) = wlock(&i) else { return };
         g.pins = g.pins.saturating_sub(n);
         if g.pins == 0 && g.attr.nlink == 0 {
             self.free_inode_storage(&mut g);
@@ -539,6 +562,7 @@ impl Volume {
         i.xattrs.clear();
         i.names.clear();
         i.xnames.clear();
+        i.dead = true;
         a.free_inode(i.ino);
         drop(a);
         self.remove_inode(i.ino);

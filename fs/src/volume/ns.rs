@@ -27,14 +27,9 @@ struct Locked<'a> {
 }
 
 impl<'a> Locked<'a> {
-    fn new(arcs: &'a [(u32, Arc<RwLock<Inode>>)]) -> Locked<'a> {
+    fn new(arcs: &'a [(u32, Arc<RwLock<Inode>>)]) -> Result<Locked<'a>> {
         // `arcs` is sorted by inode number and deduplicated by the caller.
-        Locked {
-            guards: arcs
-                .iter()
-                .map(|(n, a)| (*n, a.write().unwrap_or_else(|e| e.into_inner())))
-                .collect(),
-        }
+        Ok(Locked { guards: arcs.iter().map(|(n, a)| Ok((*n, super::wlock(a)?))).collect::<Result<_>>()? })
     }
     fn get(&mut self, ino: u32) -> &mut Inode {
         &mut self
@@ -58,7 +53,7 @@ impl Volume {
 
     fn child_of(&self, dir: u64, name: &[u8]) -> Result<Option<(u32, FileType)>> {
         let d = self.inode(dir)?;
-        let d = d.read().unwrap_or_else(|e| e.into_inner());
+        let d = super::rlock(&d)?;
         if d.attr.kind != FileType::Directory {
             return Err(FsError::NotDir);
         }
@@ -87,7 +82,7 @@ impl Volume {
     /// The parent of a directory (the root is its own parent).
     pub fn parent_of(&self, dir: u64) -> Result<u64> {
         let d = self.inode(dir)?;
-        let d = d.read().unwrap_or_else(|e| e.into_inner());
+        let d = super::rlock(&d)?;
         if d.attr.kind != FileType::Directory {
             return Err(FsError::NotDir);
         }
@@ -99,7 +94,7 @@ impl Volume {
     /// changes: an entry keeps its cookie until it is removed.
     pub fn readdir(&self, dir: u64, after: u64, mut f: impl FnMut(DirEntry) -> bool) -> Result<()> {
         let d = self.inode(dir)?;
-        let d = d.read().unwrap_or_else(|e| e.into_inner());
+        let d = super::rlock(&d)?;
         if d.attr.kind != FileType::Directory {
             return Err(FsError::NotDir);
         }
@@ -181,7 +176,7 @@ impl Volume {
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
         let i = self.inode(ino)?;
-        let i = i.read().unwrap_or_else(|e| e.into_inner());
+        let i = super::rlock(&i)?;
         if i.attr.kind != FileType::Symlink {
             return Err(FsError::Invalid("not a symlink"));
         }
@@ -245,7 +240,7 @@ impl Volume {
         check_name(name)?;
         let mut ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
         let parc = self.inode(parent)?;
-        let mut p = parc.write().unwrap_or_else(|e| e.into_inner());
+        let mut p = super::wlock(&parc)?;
         if p.attr.kind != FileType::Directory {
             return Err(FsError::NotDir);
         }
@@ -495,7 +490,7 @@ impl Volume {
             return Err(FsError::IsDir);
         }
         let arcs = self.arcs(&[parent as u32, cino])?;
-        let mut l = Locked::new(&arcs);
+        let mut l = Locked::new(&arcs)?;
         if dir && !l.get(cino).names.is_empty() {
             return Err(FsError::NotEmpty);
         }
@@ -540,7 +535,7 @@ impl Volume {
         if ino == newparent {
             return Err(FsError::NotPermitted("hard link to a directory"));
         }
-        let mut l = Locked::new(&arcs);
+        let mut l = Locked::new(&arcs)?;
         let c = l.get(ino as u32);
         if c.attr.kind == FileType::Directory {
             return Err(FsError::NotPermitted("hard link to a directory"));
@@ -657,7 +652,7 @@ impl Volume {
             inos.push(d);
         }
         let arcs = self.arcs(&inos)?;
-        let mut l = Locked::new(&arcs);
+        let mut l = Locked::new(&arcs)?;
         if !flags.exchange {
             if let Some((d, dkind)) = dst {
                 match (skind == FileType::Directory, dkind == FileType::Directory) {

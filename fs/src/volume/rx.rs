@@ -128,7 +128,13 @@ impl Volume {
                 return Err(e);
             }
         };
-        let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
+        let mut i = match super::wlock(&arc) {
+            Ok(i) => i,
+            Err(e) => {
+                self.rx_abort(pieces);
+                return Err(e);
+            }
+        };
         if i.attr.kind != FileType::Regular {
             drop(i);
             self.rx_abort(pieces);
@@ -202,7 +208,7 @@ impl Volume {
         let _ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
         let victim = {
             let d = self.inode(dir)?;
-            let d = d.read().unwrap_or_else(|e| e.into_inner());
+            let d = super::rlock(&d)?;
             if d.attr.kind != FileType::Directory {
                 return Err(FsError::NotDir);
             }
@@ -230,10 +236,7 @@ impl Volume {
             .iter()
             .map(|&n| self.inode(n as u64).map(|a| (n, a)))
             .collect::<Result<_>>()?;
-        let mut guards: Vec<_> = arcs
-            .iter()
-            .map(|(n, a)| (*n, a.write().unwrap_or_else(|e| e.into_inner())))
-            .collect();
+        let mut guards: Vec<_> = arcs.iter().map(|(n, a)| Ok((*n, super::wlock(a)?))).collect::<Result<Vec<_>>>()?;
         let order: Vec<u32> = guards.iter().map(|(n, _)| *n).collect();
         let idx = |n: u32| order.iter().position(|m| *m == n).expect("locked");
         let now = now_ns();

@@ -38,7 +38,7 @@ impl Volume {
     pub fn getxattr(&self, ino: u64, name: &[u8]) -> Result<Vec<u8>> {
         check_xattr_name(name)?;
         let arc = self.inode(ino)?;
-        let i = arc.read().unwrap_or_else(|e| e.into_inner());
+        let i = super::rlock(&arc)?;
         let key = i.xnames.get(name).ok_or(FsError::NoXattr)?;
         Ok(self.xattr_value(&i.xattrs[key]).to_vec())
     }
@@ -46,7 +46,7 @@ impl Volume {
     /// Names, in the order they were first set.
     pub fn listxattr(&self, ino: u64) -> Result<Vec<Vec<u8>>> {
         let arc = self.inode(ino)?;
-        let i = arc.read().unwrap_or_else(|e| e.into_inner());
+        let i = super::rlock(&arc)?;
         Ok(i.xattrs
             .values()
             .map(|r| self.slice_bytes(r.slice())[..r.r.aux as usize].to_vec())
@@ -60,7 +60,7 @@ impl Volume {
             return Err(FsError::TooBig);
         }
         let arc = self.inode(ino)?;
-        let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
+        let mut i = super::wlock(&arc)?;
         let existing = i.xnames.get(name).copied();
         if flags.create && existing.is_some() {
             return Err(FsError::Exists);
@@ -130,7 +130,7 @@ impl Volume {
         self.check_writable()?;
         check_xattr_name(name)?;
         let arc = self.inode(ino)?;
-        let mut i = arc.write().unwrap_or_else(|e| e.into_inner());
+        let mut i = super::wlock(&arc)?;
         let key = *i.xnames.get(name).ok_or(FsError::NoXattr)?;
         let succ = i
             .xattrs
