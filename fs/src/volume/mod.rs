@@ -46,7 +46,7 @@ pub use alloc::Slice;
 pub use file::{FallocMode, Seg};
 pub use ns::RenameFlags;
 pub use recover::OpenReport;
-pub use rx::{RxBuf, RxPiece};
+pub use rx::{RxBuf, RxPiece, TxHold, TxSeg};
 pub use xattr::XattrFlags;
 
 use crate::error::{FsError, Result};

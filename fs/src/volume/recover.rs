@@ -194,7 +194,7 @@ impl Walk<'_> {
                             )
                             .into());
                         }
-                        i.next_seq = r.seq + 1;
+                        i.next_seq = r.seq.saturating_add(1);
                         i.data.insert(r.seq, rec);
                     }
                     (FileType::Regular | FileType::Symlink, RecordKind::Data) => {
@@ -213,7 +213,7 @@ impl Walk<'_> {
                         }
                         prev_key = Some(r.file_off);
                         prev_end = r.file_end();
-                        i.next_seq = i.next_seq.max(r.seq + 1);
+                        i.next_seq = i.next_seq.max(r.seq.saturating_add(1));
                         i.data.insert(r.file_off, rec);
                     }
                     (k, rk) => {

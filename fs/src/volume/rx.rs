@@ -310,3 +310,75 @@ impl Volume {
         Ok(())
     }
 }
+
+/// One piece of a file to transmit: bytes in the image, or a hole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxSeg {
+    /// `len` bytes at image offset `image_off` (one record, or part of one).
+    Image { image_off: u64, len: u32 },
+    /// A hole: send `len` zero bytes.
+    Zero { len: u64 },
+}
+
+/// A range of a file held for transmission: the buffer space its segments
+/// name is referenced, so an overwrite or delete meanwhile cannot recycle it
+/// until [`Volume::tx_release`] (PASTE: a buffer is not reused until its
+/// owner says so). Safe to keep across MSG_ZEROCOPY completions.
+#[derive(Debug)]
+pub struct TxHold {
+    pub segs: Vec<TxSeg>,
+    slices: Vec<Slice>,
+    /// The file size when the hold was taken.
+    pub size: u64,
+}
+
+impl Volume {
+    /// Hold `[off, off+len)` of a file (clamped to its size) for sending.
+    pub fn tx_hold(&self, ino: u64, off: u64, len: u64) -> Result<TxHold> {
+        let arc = self.inode(ino)?;
+        let i = super::rlock(&arc)?;
+        if i.attr.kind != FileType::Regular {
+            return Err(if i.attr.kind == FileType::Directory { FsError::IsDir } else { FsError::Invalid("not a regular file") });
+        }
+        let size = i.attr.size;
+        let end = size.min(off.saturating_add(len));
+        let bs = self.geo.buffer_size_bytes;
+        let mut segs = Vec::new();
+        let mut slices = Vec::new();
+        let mut pos = off;
+        if off < end {
+            let start_key = i.data.range(..=off).next_back().map(|(k, _)| *k).unwrap_or(off);
+            for (_, r) in i.data.range(start_key..end) {
+                let (rs, re) = (r.r.file_off, r.r.file_end());
+                if re <= pos {
+                    continue;
+                }
+                if rs > pos {
+                    segs.push(TxSeg::Zero { len: rs - pos });
+                    pos = rs;
+                }
+                let take_end = re.min(end);
+                let s = r.slice().sub((pos - rs) as u32, (take_end - pos) as u32, bs);
+                segs.push(TxSeg::Image { image_off: self.geo.buffer_pos(s.buffer, s.buf_off).0, len: s.len });
+                slices.push(s);
+                pos = take_end;
+            }
+            if pos < end {
+                segs.push(TxSeg::Zero { len: end - pos });
+            }
+        }
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        for s in &slices {
+            a.take_ref(*s);
+        }
+        Ok(TxHold { segs, slices, size })
+    }
+
+    /// The kernel is done with a hold's bytes.
+    pub fn tx_release(&self, h: TxHold) {
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        for s in h.slices {
+            a.drop_ref(s);
+        }
+    }
+}

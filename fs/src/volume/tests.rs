@@ -472,3 +472,24 @@ fn receive_into_buffers_and_publish_tmpfile_atomically() {
     ok(&v);
     assert_eq!(v.read(t.ino, 0, 1 << 20).unwrap(), body);
 }
+
+#[test]
+fn transmit_hold_keeps_space_until_released() {
+    let v = fresh(8 << 20);
+    let r = v.root();
+    let f = v.create(r, b"f", 0o644, 0, 0).unwrap();
+    v.write(f.ino, 0, &[7u8; 5000]).unwrap();
+    v.write(f.ino, 8000, &[8u8; 100]).unwrap();
+    let h = v.tx_hold(f.ino, 10, 1 << 20).unwrap();
+    assert_eq!(h.size, 8100);
+    let kinds: Vec<u64> = h.segs.iter().map(|s| match s { TxSeg::Image { len, .. } => *len as u64, TxSeg::Zero { len } => *len }).collect();
+    assert_eq!(kinds, vec![4990, 3000, 100]);
+    let TxSeg::Image { image_off, len } = h.segs[0] else { panic!() };
+    // Delete the file while the hold is out: its bytes must stay put.
+    v.unlink(r, b"f").unwrap();
+    let g = v.create(r, b"g", 0o644, 0, 0).unwrap();
+    v.write(g.ino, 0, &vec![9u8; 1 << 20]).unwrap();
+    assert!(v.pm().slice(image_off, len as usize).iter().all(|&b| b == 7));
+    v.tx_release(h);
+    ok(&v);
+}
