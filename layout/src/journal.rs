@@ -61,6 +61,9 @@ impl JournalHeaderRaw {
     }
 }
 
+/// A committed operation: its sequence number and its `(address, value)` stores.
+pub type Committed = (u64, Vec<(u64, u64)>);
+
 /// Parse a journal slot. `Ok(None)`: nothing committed (empty, cleared, or a
 /// commit that never completed: its CRC does not match). `Ok(Some(entries))`:
 /// a committed operation to replay. `Err`: committed and checksummed but the
@@ -70,7 +73,7 @@ pub fn parse_slot(
     slot: &[u8],
     offset: PmOffset,
     g: &Geometry,
-) -> Result<Option<(u64, Vec<(u64, u64)>)>, Corrupt> {
+) -> Result<Option<Committed>, Corrupt> {
     let h: JournalHeaderRaw = read_raw(slot, "journal slot", offset)?;
     if h.commit.get() != COMMIT_MAGIC {
         return Ok(None);
@@ -105,7 +108,7 @@ pub fn parse_slot(
 /// Is `addr` one of the 8-byte words pktfs changes by publish: an inode's
 /// selector/data head/xattr head, or a record's `next`?
 pub fn is_link_word(addr: u64, g: &Geometry) -> bool {
-    if addr % 8 != 0 {
+    if !addr.is_multiple_of(8) {
         return false;
     }
     let isz = crate::inode::INODE_SIZE as u64;
@@ -115,7 +118,7 @@ pub fn is_link_word(addr: u64, g: &Geometry) -> bool {
     }
     let rec_end = g.record_offset + (g.record_count + 1) * 64;
     if addr >= g.record_offset + 64 && addr < rec_end {
-        return (addr - g.record_offset) % 64 == 0;
+        return (addr - g.record_offset).is_multiple_of(64);
     }
     false
 }

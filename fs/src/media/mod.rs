@@ -451,7 +451,7 @@ impl Pm {
     #[inline]
     pub fn read_u64(&self, off: u64) -> u64 {
         let o = self.check(off, 8);
-        assert!(o % 8 == 0, "unaligned link word at {off}");
+        assert!(o.is_multiple_of(8), "unaligned link word at {off}");
         // SAFETY: o is 8-aligned and in bounds, and the region's base is page
         // aligned, so the address is a valid, aligned AtomicU64 location for
         // the region's lifetime; all concurrent access to link words is atomic.
@@ -563,7 +563,7 @@ impl Pm {
     pub fn store_u64(&self, off: u64, value: u64) {
         self.check_writable();
         let o = self.check(off, 8);
-        assert!(o % 8 == 0, "unaligned store at {off}");
+        assert!(o.is_multiple_of(8), "unaligned store at {off}");
         // SAFETY: aligned and in bounds (checked); see `read_u64`.
         let a = unsafe { &*(self.base.add(o) as *const AtomicU64) };
         a.store(value.to_le(), Ordering::Release);
@@ -581,7 +581,7 @@ impl Pm {
     pub fn publish_u64(&self, off: u64, value: u64) {
         self.check_writable();
         let o = self.check(off, 8);
-        assert!(o % 8 == 0, "unaligned publish at {off}");
+        assert!(o.is_multiple_of(8), "unaligned publish at {off}");
         let _ = o;
         self.store_u64(off, value);
         self.persist(off, 8);

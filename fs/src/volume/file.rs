@@ -520,11 +520,7 @@ impl Volume {
                 image_off: self.geo.buffer_pos(r.r.buffer, r.r.buf_off).0,
                 payload_crc: r.r.payload_crc,
                 timestamp_ns: r.r.timestamp_ns,
-                seq: if i.attr.kind == FileType::Directory {
-                    r.r.seq
-                } else {
-                    r.r.seq
-                },
+                seq: r.r.seq,
                 from_network: r.r.flags & layout::record::FLAG_RX != 0,
             })
             .collect())

@@ -716,6 +716,7 @@ pub(crate) fn mark_mounted(pm: &Pm, sb: &mut Superblock) {
 }
 
 impl Volume {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new_from_parts(
         pm: Pm,
         geo: Geometry,

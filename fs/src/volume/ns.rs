@@ -123,6 +123,7 @@ impl Volume {
     }
 
     /// Create a regular file, FIFO, socket or device node.
+    #[allow(clippy::too_many_arguments)] // mirrors mknod(2)'s own arguments
     pub fn mknod(
         &self,
         parent: u64,
@@ -188,6 +189,7 @@ impl Volume {
     }
 
     /// Allocate and write a dirent record (unreachable until linked).
+    #[allow(clippy::too_many_arguments)]
     /// `name_slice`: reuse existing name bytes (the caller took a reference);
     /// otherwise the name is written into fresh buffer space.
     fn new_dirent(
@@ -665,7 +667,10 @@ impl Volume {
         }
         let moves_dir = skind == FileType::Directory && sp != dp;
         let dst_is_dir = matches!(dst, Some((_, FileType::Directory)));
-        if moves_dir && !(dst_is_dir && !flags.exchange) && l.get(dp).attr.nlink >= MAX_NLINK {
+        // Moving a directory adds a link to dp, unless it replaces a directory
+        // there (net zero).
+        let replaces_dir = dst_is_dir && !flags.exchange;
+        if moves_dir && !replaces_dir && l.get(dp).attr.nlink >= MAX_NLINK {
             return Err(FsError::TooManyLinks);
         }
         let now = now_ns();

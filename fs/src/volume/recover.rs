@@ -198,12 +198,7 @@ impl Walk<'_> {
                         i.data.insert(r.seq, rec);
                     }
                     (FileType::Regular | FileType::Symlink, RecordKind::Data) => {
-                        if r.file_off < prev_end
-                            || (prev_key.is_some()
-                                && r.file_off == prev_key.unwrap_or(0)
-                                && prev_end > 0
-                                && r.file_off < prev_end)
-                        {
+                        if r.file_off < prev_end {
                             return Err(Corrupt::at(
                                 "data record",
                                 at,
