@@ -403,6 +403,14 @@ impl Volume {
             a.ctime_ns = now;
             return self.splice_range(&mut i, off, end, Vec::new(), a);
         }
+        // With KEEP_SIZE nothing is allocated past the end of file: a data
+        // chain never reaches past the size (recovery checks that), and on a
+        // copy-on-write file system a reservation past EOF would promise
+        // nothing anyway.
+        let end = if mode.keep_size { end.min(i.attr.size) } else { end };
+        if off >= end {
+            return Ok(());
+        }
         // Holes inside [off, end).
         let mut holes = Vec::new();
         let mut pos = off;

@@ -700,12 +700,22 @@ pub(crate) fn write_new_inode(
     }
 }
 
+/// Rewrite both superblocks. At any instant at least one copy must be valid,
+/// so the copy that is *not* valid now (a crash tore it earlier) is written
+/// first; when both are valid, the primary goes first and the backup keeps
+/// the old state until the primary is durable.
 pub(crate) fn write_superblocks(pm: &Pm, sb: &Superblock) {
     let b = sb.to_bytes();
-    pm.write(superblock::PRIMARY_OFFSET, &b);
-    pm.persist(superblock::PRIMARY_OFFSET, 256);
-    pm.write(superblock::BACKUP_OFFSET, &b);
-    pm.persist(superblock::BACKUP_OFFSET, 256);
+    let backup_ok = Superblock::from_bytes(pm.slice(superblock::BACKUP_OFFSET, 256), superblock::BACKUP_OFFSET, pm.len()).is_ok();
+    let order = if backup_ok {
+        [superblock::PRIMARY_OFFSET, superblock::BACKUP_OFFSET]
+    } else {
+        [superblock::BACKUP_OFFSET, superblock::PRIMARY_OFFSET]
+    };
+    for off in order {
+        pm.write(off, &b);
+        pm.persist(off, 256);
+    }
 }
 
 pub(crate) fn mark_mounted(pm: &Pm, sb: &mut Superblock) {

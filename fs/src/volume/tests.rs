@@ -331,6 +331,11 @@ fn fallocate_punch_seek_copy() {
             && d[2048..4096].iter().all(|&b| b == 0)
             && d[4096..].iter().all(|&b| b == 1)
     );
+    // KEEP_SIZE never allocates past the end of file (also from past it).
+    v.fallocate(f.ino, 4096, 1 << 20, FallocMode { keep_size: true, punch_hole: false }).unwrap();
+    v.fallocate(f.ino, 1 << 20, 4096, FallocMode { keep_size: true, punch_hole: false }).unwrap();
+    assert_eq!(v.getattr(f.ino).unwrap().size, 8192);
+    ok(&v);
     v.fallocate(f.ino, 0, 16384, FallocMode::default()).unwrap();
     ok(&v);
     assert_eq!(v.getattr(f.ino).unwrap().size, 16384);

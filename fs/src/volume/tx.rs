@@ -9,12 +9,12 @@
 //! `commit` then follows the idiom (NOVA's `nova_update_tail`, extended to
 //! several links):
 //! 1. write the idle attribute slots; **one fence** makes payload, records and
-//!    slots durable;
+//!    slots durable (with the journal entries, when there are several stores);
 //! 2. one store: `publish_u64` it (aligned 8-byte store + persist): done.
-//!    Several stores: write them as journal entries plus a checksummed header
-//!    into a free journal slot and persist (the commit point: a torn header or
-//!    missing entry fails the CRC and the slot counts as never committed);
-//!    apply every store and persist; publish `commit = 0`.
+//!    Several stores: the entries went out with step 1; now write the
+//!    checksummed header and persist it (the commit point: a torn header
+//!    fails the CRC and the slot counts as never committed); apply every
+//!    store and persist; publish `commit = 0`.
 //! 3. only now return freed records and buffer space to the allocators.
 
 use layout::inode::{SELECTOR_OFF, SLOTS_OFF, SLOT_SIZE};
@@ -187,15 +187,23 @@ impl Tx {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                     + 1;
                 let header = JournalHeaderRaw::new(seq, &entries);
+                let entries_len = (entries.len() * 16) as u64;
                 pm.write(base + JOURNAL_HEADER_BYTES as u64, entries.as_bytes());
-                pm.write(base, header.as_bytes());
-                pm.flush(base, (JOURNAL_HEADER_BYTES + entries.len() * 16) as u64);
-                // Commit point: payload, records, slots and the journal slot
-                // all durable together.
+                pm.flush(base + JOURNAL_HEADER_BYTES as u64, entries_len);
+                // Fence 1: payload, records, idle slots and the entries are
+                // durable before the header exists. The header's CRC makes
+                // header + entries all-or-nothing, but says nothing about the
+                // records the entries link to: a cache line may be written
+                // back at any moment after its store, so a header sharing
+                // this epoch could reach the media before them.
                 pm.fence();
                 for &(o, l) in &self.reaches {
                     pm.debug_assert_persisted(o, l);
                 }
+                pm.debug_assert_persisted(base + JOURNAL_HEADER_BYTES as u64, entries_len);
+                // Fence 2: the commit point.
+                pm.write(base, header.as_bytes());
+                pm.persist(base, JOURNAL_HEADER_BYTES as u64);
                 apply_stores(vol, &self.stores);
                 pm.publish_u64(base, 0);
                 vol.journal.give(slot);
