@@ -1,1 +1,85 @@
-fn main() {}
+//! fsck.pktfs: check (and repair) a pktfs image.
+//!
+//! Exit codes as e2fsck: 0 clean, 1 errors corrected, 4 errors left
+//! uncorrected, 8 operational error.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::Parser;
+use pktfs::media::{MapOptions, Pm};
+use pktfs_fsck::{exit, Mode, Options, Report};
+
+#[derive(Parser, Debug)]
+#[command(name = "fsck.pktfs", version, about = "Check and repair a pktfs image")]
+struct Args {
+    /// Check only; open the image read-only and change nothing (works on a mounted image).
+    #[arg(short = 'n', conflicts_with_all = ["yes", "preen"])]
+    no: bool,
+    /// Repair everything that can be repaired, without asking.
+    #[arg(short = 'y', conflicts_with = "preen")]
+    yes: bool,
+    /// Preen: repair only what is safe (nothing is dropped), as at boot.
+    #[arg(short = 'p', visible_short_alias = 'a')]
+    preen: bool,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar, and only problems on stdout.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Most repair passes (each pass rescans the image).
+    #[arg(long, default_value_t = 8)]
+    max_passes: u32,
+    /// The image: a file, a file on /dev/shm, or a DAX device.
+    image: PathBuf,
+}
+
+fn main() {
+    let a = Args::parse();
+    let mode = if a.yes {
+        Mode::Yes
+    } else if a.preen {
+        Mode::Preen
+    } else {
+        // -n is also the default: never write unless asked to.
+        let _ = a.no;
+        Mode::Check
+    };
+    let opts = Options {
+        mode,
+        progress: !a.quiet && !a.json && std::io::stderr().is_terminal(),
+        max_passes: a.max_passes,
+    };
+    let read_only = mode == Mode::Check;
+    let map = MapOptions {
+        read_only,
+        no_lock: read_only,
+        no_populate: true,
+        ..Default::default()
+    };
+    let mut report = match Pm::open(&a.image, &map) {
+        Ok(pm) => pktfs_fsck::run(&pm, &opts),
+        Err(e) => {
+            let mut r = Report::operational(mode, e.to_string());
+            r.image = Some(a.image.display().to_string());
+            r
+        }
+    };
+    report.image = Some(a.image.display().to_string());
+    // A closed pipe (`| head`) is not a reason to panic: ignore write errors.
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let _ = writeln!(out, "{}", report.to_json());
+    } else if !a.quiet || report.exit_code != exit::CLEAN {
+        let _ = write!(
+            out,
+            "fsck.pktfs {}\n{}",
+            a.image.display(),
+            report.to_text()
+        );
+    }
+    let _ = out.flush();
+    drop(out);
+    std::process::exit(report.exit_code);
+}

@@ -1,1 +1,3 @@
 //! Shared helpers for the integration tests.
+
+pub mod model;

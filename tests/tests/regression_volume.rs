@@ -1,6 +1,6 @@
 //! Volume bugs found by the crash injector and the model test, each
-//! minimised to a small deterministic test. `#[ignore]` only until the
-//! Volume fix lands; then the attribute goes and the test stays.
+//! minimised to a small deterministic test (fixed in e27cc52; kept so they
+//! stay fixed).
 
 use std::sync::Arc;
 
@@ -21,14 +21,25 @@ const IMAGE: u64 = 2 << 20;
 
 fn journal_header_never_reaches_the_media_before_what_it_commits() {
     let base = Arc::new(format_image(IMAGE, Some(64)));
-    let w = record("mkdir", base, &Model::new(), &[Op::Mkdir { path: "/d".into(), perm: 0o755 }]).unwrap();
+    let w = record(
+        "mkdir",
+        base,
+        &Model::new(),
+        &[Op::Mkdir {
+            path: "/d".into(),
+            perm: 0o755,
+        }],
+    )
+    .unwrap();
     let (j0, j1) = (8192u64, 8192 + 16 * 1024);
     let mut tried = 0;
     let mut failures = Vec::new();
     for_each_point(&w.base, &w.events, |p| {
         if p.pre && p.mark == Some(0) {
             // Crash just before a fence with only the journal's lines on the media.
-            let j: Vec<usize> = (0..p.inflight.len()).filter(|&i| (j0..j1).contains(&(p.inflight[i].0 * 64))).collect();
+            let j: Vec<usize> = (0..p.inflight.len())
+                .filter(|&i| (j0..j1).contains(&(p.inflight[i].0 * 64)))
+                .collect();
             if !j.is_empty() {
                 tried += 1;
                 let allowed = [(0, &w.trees[0]), (1, &w.trees[1])];
@@ -54,12 +65,22 @@ fn fallocate_keep_size_past_eof_still_mounts() {
     let v = Volume::open_pm(Pm::from_bytes(format_image(IMAGE, Some(64))), false).unwrap();
     let f = v.create(v.root(), b"f", 0o644, 0, 0).unwrap();
     v.write(f.ino, 0, &[7u8; 100]).unwrap();
-    v.fallocate(f.ino, 0, 4096, FallocMode { keep_size: true, punch_hole: false }).unwrap();
+    v.fallocate(
+        f.ino,
+        0,
+        4096,
+        FallocMode {
+            keep_size: true,
+            punch_hole: false,
+        },
+    )
+    .unwrap();
     assert_eq!(v.getattr(f.ino).unwrap().size, 100);
     let img = v.pm().snapshot();
     drop(v);
     let rep = pktfs_fsck::check(&Pm::from_bytes(img.clone()), &pktfs_fsck::Options::check());
-    let v = Volume::open_pm(Pm::from_bytes(img), false).unwrap_or_else(|e| panic!("remount: {e}\nfsck: {}", rep.to_text()));
+    let v = Volume::open_pm(Pm::from_bytes(img), false)
+        .unwrap_or_else(|e| panic!("remount: {e}\nfsck: {}", rep.to_text()));
     assert_eq!(v.getattr(f.ino).unwrap().size, 100);
     assert_eq!(v.read(f.ino, 0, 1000).unwrap(), vec![7u8; 100]);
     assert!(rep.clean(), "{}", rep.to_text());
@@ -105,5 +126,10 @@ fn two_crashes_during_mount_leave_a_valid_superblock() {
             true
         });
     }
-    assert!(bad.is_empty(), "{} images without a valid superblock: {}", bad.len(), bad[0]);
+    assert!(
+        bad.is_empty(),
+        "{} images without a valid superblock: {}",
+        bad.len(),
+        bad[0]
+    );
 }

@@ -1,0 +1,94 @@
+//! The fsck.pktfs binary: modes, exit codes, JSON output.
+
+use std::path::Path;
+use std::process::Command;
+
+use layout::GeometryParams;
+use pktfs::{FormatOptions, OpenOptions, Volume};
+
+fn fsck(args: &[&str], img: &Path) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fsck-pktfs"))
+        .args(args)
+        .arg(img)
+        .output()
+        .expect("run fsck");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn make(dir: &Path) -> std::path::PathBuf {
+    let p = dir.join("img");
+    Volume::format(
+        &p,
+        &FormatOptions {
+            params: GeometryParams::for_size(4 << 20),
+            label: Some("cli".into()),
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let d = v.mkdir(v.root(), b"d", 0o755, 0, 0).unwrap();
+    let f = v.create(d.ino, b"f", 0o644, 0, 0).unwrap();
+    v.write(f.ino, 0, &vec![3u8; 10_000]).unwrap();
+    v.close().unwrap();
+    p
+}
+
+#[test]
+fn exit_codes_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = make(dir.path());
+    let (code, out) = fsck(&["-n"], &img);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("clean"), "{out}");
+    let (code, out) = fsck(&["-n", "--json"], &img);
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["exit_code"], 0);
+    assert_eq!(j["mode"], "check");
+    assert_eq!(j["superblock"]["label"], "cli");
+    assert!(j["counts"]["payload_bytes_checked"].as_u64().unwrap() >= 10_000);
+
+    // Damage the primary superblock: -n reports it (4), -p restores it (1), then clean (0).
+    let mut b = std::fs::read(&img).unwrap();
+    b[200] ^= 0xff;
+    std::fs::write(&img, &b).unwrap();
+    let (code, out) = fsck(&["-n"], &img);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("superblock.primary"), "{out}");
+    assert_eq!(std::fs::read(&img).unwrap(), b, "-n must not write");
+    let (code, out) = fsck(&["-p", "--json"], &img);
+    assert_eq!(code, 1, "{out}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(j["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["what"].as_str().unwrap().contains("primary superblock")));
+    assert!(j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["code"] == "superblock.primary" && f["fixed"] == true));
+    let (code, out) = fsck(&["-n"], &img);
+    assert_eq!(code, 0, "{out}");
+
+    // A mounted image cannot be repaired (the lock), only checked.
+    let v = Volume::open(&img, &OpenOptions::default()).unwrap();
+    let (code, out) = fsck(&["-y"], &img);
+    assert_eq!(code, 8, "{out}");
+    let (code, _) = fsck(&["-n"], &img);
+    assert_eq!(code, 0);
+    drop(v);
+
+    // Not an image at all; a missing file.
+    let junk = dir.path().join("junk");
+    std::fs::write(&junk, vec![0u8; 1 << 20]).unwrap();
+    assert_eq!(fsck(&["-n"], &junk).0, 8);
+    assert_eq!(fsck(&["-n"], &dir.path().join("missing")).0, 8);
+    // -n and -y together is a usage error.
+    assert_ne!(fsck(&["-n", "-y"], &img).0, 0);
+}

@@ -1,0 +1,494 @@
+//! fsck on planted damage: each test damages a real image in one way and
+//! checks that `-n` reports it (by code, on the right inode), that `-y` (or
+//! `-p` for the safe repairs) fixes it with exit 1, that a second `-n` is
+//! clean, that the image mounts, and what survives.
+
+use layout::inode::SLOTS_OFF;
+use layout::{AttrSlot, Geometry, PmOffset, Record, RecordId};
+use pktfs::media::Pm;
+use pktfs::Volume;
+use pktfs_fsck::{exit, Options, Report, Severity};
+use pktfs_tests::model::ace::seeded;
+use pktfs_tests::model::crash::{for_each_point, record};
+use pktfs_tests::model::{dump, pattern, Op};
+
+struct Img {
+    b: Vec<u8>,
+    g: Geometry,
+}
+
+fn base() -> Img {
+    let (img, _) = seeded();
+    let b = img.to_vec();
+    let g = layout::Superblock::from_bytes(&b[..256], 0, b.len() as u64)
+        .unwrap()
+        .geometry;
+    Img { b, g }
+}
+
+impl Img {
+    fn vol(&self) -> Volume {
+        Volume::open_pm(Pm::from_bytes(self.b.clone()), false).unwrap()
+    }
+    fn ino(&self, path: &str) -> u64 {
+        let v = self.vol();
+        let mut cur = v.root();
+        for c in path.split('/').filter(|c| !c.is_empty()) {
+            cur = v.lookup(cur, c.as_bytes()).unwrap().ino;
+        }
+        cur
+    }
+    /// Record ids of a file's data chain (or a directory's dirents), in order.
+    fn chain(&self, path: &str) -> Vec<u64> {
+        let v = self.vol();
+        v.chain(self.ino(path))
+            .unwrap()
+            .iter()
+            .map(|c| c.record)
+            .collect()
+    }
+    fn rec_off(&self, id: u64) -> usize {
+        self.g.record_pos(RecordId(id)).0 as usize
+    }
+    fn record(&self, id: u64) -> (Record, RecordId) {
+        let o = self.rec_off(id);
+        Record::from_bytes(&self.b[o..o + 64], PmOffset(o as u64), &self.g).unwrap()
+    }
+    fn set_record(&mut self, id: u64, f: impl FnOnce(&mut Record)) {
+        let (mut r, next) = self.record(id);
+        f(&mut r);
+        let o = self.rec_off(id);
+        self.b[o..o + 64].copy_from_slice(&r.to_bytes(next));
+    }
+    fn set_next(&mut self, id: u64, next: u64) {
+        let o = self.rec_off(id);
+        self.b[o..o + 8].copy_from_slice(&next.to_le_bytes());
+    }
+    fn payload_off(&self, id: u64) -> usize {
+        let (r, _) = self.record(id);
+        self.g.buffer_pos(r.buffer, r.buf_off).0 as usize
+    }
+    fn inode_off(&self, ino: u64) -> usize {
+        self.g.inode_pos(ino as u32).0 as usize
+    }
+    /// Rewrite the live attribute slot in place (same generation).
+    fn set_attr(&mut self, ino: u64, f: impl FnOnce(&mut AttrSlot)) {
+        let pos = self.inode_off(ino);
+        let sel = u64::from_le_bytes(self.b[pos..pos + 8].try_into().unwrap());
+        let (generation, live) = (sel >> 1, (sel & 1) as usize);
+        let so = pos + SLOTS_OFF as usize + live * 64;
+        let mut a =
+            AttrSlot::from_bytes(&self.b[so..so + 64], PmOffset(so as u64), generation).unwrap();
+        f(&mut a);
+        self.b[so..so + 64].copy_from_slice(&a.to_bytes(generation));
+    }
+    fn live_slot_off(&self, ino: u64) -> usize {
+        let pos = self.inode_off(ino);
+        let sel = u64::from_le_bytes(self.b[pos..pos + 8].try_into().unwrap());
+        pos + SLOTS_OFF as usize + (sel & 1) as usize * 64
+    }
+    fn check(&self) -> Report {
+        pktfs_fsck::check(&Pm::from_bytes(self.b.clone()), &Options::check())
+    }
+    /// Repair in `opts` mode; returns the report and the repaired image.
+    fn repair(&self, opts: &Options) -> (Report, Img) {
+        let pm = Pm::from_bytes(self.b.clone());
+        let r = pktfs_fsck::repair(&pm, opts);
+        (
+            r,
+            Img {
+                b: pm.snapshot(),
+                g: self.g,
+            },
+        )
+    }
+}
+
+fn codes(r: &Report) -> Vec<&'static str> {
+    r.findings
+        .iter()
+        .filter(|f| f.severity >= Severity::Warning)
+        .map(|f| f.code)
+        .collect()
+}
+
+/// `-n` finds `code` (on inode `ino` if given), exits 4; `opts` repair
+/// exits 1 and leaves a clean, mountable image.
+fn detect_and_fix(img: &Img, code: &str, ino: Option<u64>, opts: &Options) -> Img {
+    let r = img.check();
+    assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == code)
+        .unwrap_or_else(|| panic!("no {code} in:\n{}", r.to_text()));
+    if let Some(i) = ino {
+        assert_eq!(f.ino, Some(i as u32), "{}", r.to_text());
+    }
+    assert!(f.repair.is_some(), "no repair offered for {code}");
+    let (r2, fixed) = img.repair(opts);
+    assert_eq!(r2.exit_code, exit::CORRECTED, "{}", r2.to_text());
+    assert!(
+        r2.findings.iter().any(|f| f.code == code && f.fixed),
+        "{}",
+        r2.to_text()
+    );
+    assert!(!r2.changes.is_empty());
+    let r3 = fixed.check();
+    assert!(
+        r3.clean() && r3.exit_code == exit::CLEAN,
+        "not clean after repair:\n{}\n{}",
+        r2.to_text(),
+        r3.to_text()
+    );
+    let v = fixed.vol();
+    v.check_invariants().unwrap();
+    dump(&v).unwrap();
+    fixed
+}
+
+fn read(img: &Img, path: &str) -> Vec<u8> {
+    let v = img.vol();
+    let i = img.ino(path);
+    v.read(i, 0, 1 << 30).unwrap()
+}
+
+#[test]
+fn a_clean_image_is_clean_in_every_mode() {
+    let img = base();
+    for opts in [Options::check(), Options::preen(), Options::yes()] {
+        let (r, after) = img.repair(&opts);
+        assert_eq!(r.exit_code, exit::CLEAN, "{}", r.to_text());
+        assert!(r.clean() && r.changes.is_empty());
+        assert_eq!(after.b, img.b, "a clean image must not be written");
+        assert!(
+            r.counts.inodes >= 12 && r.counts.payload_bytes_checked > 9000,
+            "{:?}",
+            r.counts
+        );
+    }
+    assert!(img.check().to_json().contains("\"exit_code\": 0"));
+}
+
+#[test]
+fn superblocks_are_restored_from_each_other() {
+    let mut img = base();
+    img.b[100] ^= 0x10;
+    let r = img.check();
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "superblock.primary")
+        .expect("primary");
+    assert!(f.mount_recovers && r.errors_beyond_recovery().is_empty());
+    let fixed = detect_and_fix(&img, "superblock.primary", None, &Options::preen());
+    assert_eq!(fixed.b[..256], base().b[..256]);
+    let mut img = base();
+    img.b[4096 + 40] ^= 1;
+    detect_and_fix(&img, "superblock.backup", None, &Options::preen());
+    // Both gone: nothing to go on.
+    let mut img = base();
+    img.b[100] ^= 1;
+    img.b[4096 + 100] ^= 1;
+    let (r, _) = img.repair(&Options::yes());
+    assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+    assert!(codes(&r).contains(&"superblock.none"));
+    // Not pktfs at all: operational error.
+    let r = pktfs_fsck::check(&Pm::from_bytes(vec![0u8; 1 << 20]), &Options::check());
+    assert_eq!(r.exit_code, exit::OPERATIONAL);
+}
+
+/// A file of three records: [0,1000) [1000,3000) [3000,6000).
+fn three_records() -> Img {
+    let img = base();
+    let v = img.vol();
+    let file = img.ino("/A/foo");
+    v.write(file, 1000, &pattern(11, 1000, 2000)).unwrap();
+    let b = v.pm().snapshot();
+    drop(v);
+    let img = Img { b, g: img.g };
+    assert_eq!(img.chain("/A/foo").len(), 3);
+    img
+}
+
+#[test]
+fn a_bad_record_truncates_its_chain() {
+    let mut img = three_records();
+    let want = read(&img, "/A/foo");
+    let ids = img.chain("/A/foo");
+    let file = img.ino("/A/foo");
+    let o = img.rec_off(ids[1]);
+    img.b[o + 20] ^= 0x01; // payload_crc field: the record CRC no longer matches
+    let fixed = detect_and_fix(&img, "record.bad", Some(file), &Options::yes());
+    let got = read(&fixed, "/A/foo");
+    assert_eq!(got.len(), 6000, "size kept");
+    assert_eq!(got[..1000], want[..1000]);
+    assert!(
+        got[1000..].iter().all(|&b| b == 0),
+        "records after the bad one are cut (holes)"
+    );
+    // -p does not truncate chains.
+    let (r, _) = img.repair(&Options::preen());
+    assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+}
+
+#[test]
+fn a_bad_payload_becomes_a_hole() {
+    let mut img = three_records();
+    let want = read(&img, "/A/foo");
+    let ids = img.chain("/A/foo");
+    let o = img.payload_off(ids[1]);
+    img.b[o + 5] ^= 0x80;
+    let file = img.ino("/A/foo");
+    let fixed = detect_and_fix(&img, "data.payload_crc", Some(file), &Options::yes());
+    let got = read(&fixed, "/A/foo");
+    assert_eq!(got[..1000], want[..1000]);
+    assert!(got[1000..3000].iter().all(|&b| b == 0));
+    assert_eq!(
+        got[3000..],
+        want[3000..],
+        "the records after the bad one are kept"
+    );
+}
+
+#[test]
+fn a_bad_dirent_name_sends_its_file_to_lost_found() {
+    let mut img = base();
+    let want = read(&img, "/A/bar");
+    let bar = img.ino("/A/bar");
+    let v = img.vol();
+    let a = img.ino("/A");
+    let d = v
+        .list_dir(a)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.name == b"bar")
+        .unwrap();
+    drop(v);
+    let id = img.chain("/A")[img
+        .vol()
+        .list_dir(a)
+        .unwrap()
+        .iter()
+        .position(|e| e.name == b"bar")
+        .unwrap()];
+    assert_eq!(img.record(id).0.dirent_ino() as u64, d.ino);
+    let o = img.payload_off(id);
+    img.b[o] ^= 0x20; // "bar" -> "Bar": the name CRC fails
+    detect_and_fix(&img, "dirent.crc", Some(a), &Options::yes());
+    let (r, fixed) = img.repair(&Options::yes());
+    assert!(
+        r.changes
+            .iter()
+            .any(|c| c.path.as_deref() == Some(&*format!("/lost+found/#{bar}"))),
+        "{}",
+        r.to_text()
+    );
+    assert_eq!(read(&fixed, &format!("/lost+found/#{bar}")), want);
+    let v = fixed.vol();
+    assert_eq!(v.getxattr(bar, b"user.x").unwrap(), pattern(3, 0, 10));
+    assert!(v.lookup(a, b"bar").is_err());
+}
+
+#[test]
+fn a_cut_directory_chain_salvages_what_followed() {
+    let mut img = base();
+    let a = img.ino("/A");
+    let (file, bar) = (img.ino("/A/foo"), img.ino("/A/bar"));
+    let ids = img.chain("/A");
+    let o = img.rec_off(ids[0]);
+    img.b[o + 30] ^= 0x04; // first dirent of /A: record CRC fails
+    detect_and_fix(&img, "record.bad", Some(a), &Options::yes());
+    let (_, fixed) = img.repair(&Options::yes());
+    let v = fixed.vol();
+    let root = v.root();
+    let lf = v.lookup(root, b"lost+found").unwrap();
+    let names: Vec<String> = v
+        .list_dir(lf.ino)
+        .unwrap()
+        .iter()
+        .map(|e| String::from_utf8_lossy(&e.name).into_owned())
+        .collect();
+    // file is still reachable through /B/foolink: not an orphan, its link count drops to 1.
+    assert!(names.contains(&format!("#{bar}")), "{names:?}");
+    assert!(!names.contains(&format!("#{file}")), "{names:?}");
+    assert_eq!(v.getattr(file).unwrap().nlink, 1);
+    assert_eq!(v.list_dir(a).unwrap().len(), 0);
+}
+
+#[test]
+fn link_counts_parents_and_types_are_fixed_safely() {
+    let mut img = base();
+    let baz = img.ino("/B/baz");
+    img.set_attr(baz, |a| a.nlink = 5);
+    detect_and_fix(&img, "inode.nlink", Some(baz), &Options::preen());
+    let mut img = base();
+    let d = img.ino("/C/D");
+    img.set_attr(d, |a| a.parent = 1);
+    detect_and_fix(&img, "inode.parent", Some(d), &Options::preen());
+    // A dirent whose type disagrees with its inode.
+    let mut img = base();
+    let c = img.ino("/C");
+    let v = img.vol();
+    let pos = v
+        .list_dir(c)
+        .unwrap()
+        .iter()
+        .position(|e| e.name == b"sym")
+        .unwrap();
+    drop(v);
+    let id = img.chain("/C")[pos];
+    img.set_record(id, |r| r.aux = Record::dirent_aux(r.dirent_ino(), 8));
+    detect_and_fix(&img, "dirent.type", Some(c), &Options::preen());
+}
+
+#[test]
+fn a_bad_live_slot_falls_back_to_the_previous_one() {
+    let mut img = base();
+    let baz = img.ino("/B/baz");
+    let so = img.live_slot_off(baz);
+    img.b[so + 3] ^= 1;
+    let fixed = detect_and_fix(&img, "inode.attr", Some(baz), &Options::yes());
+    // The previous slot is from before the write (size 0) or after: either
+    // way the file mounts and reads back within its size.
+    let v = fixed.vol();
+    let a = v.getattr(baz).unwrap();
+    assert_eq!(v.read(baz, 0, 1 << 20).unwrap().len() as u64, a.size);
+}
+
+#[test]
+fn cycles_and_records_claimed_twice_are_cut() {
+    let mut img = three_records();
+    let ids = img.chain("/A/foo");
+    let file = img.ino("/A/foo");
+    img.set_next(ids[2], ids[0]);
+    let want = read(&three_records(), "/A/foo");
+    let fixed = detect_and_fix(&img, "chain.cycle", Some(file), &Options::yes());
+    assert_eq!(
+        read(&fixed, "/A/foo"),
+        want,
+        "cutting the back link loses nothing"
+    );
+    // /B/baz's head pointing into /A/foo's chain.
+    let mut img = three_records();
+    let baz = img.ino("/B/baz");
+    let o = img.inode_off(baz) + 8;
+    img.b[o..o + 8].copy_from_slice(&ids[1].to_le_bytes());
+    detect_and_fix(&img, "record.shared", Some(baz), &Options::yes());
+}
+
+#[test]
+fn records_past_the_size_are_trimmed_safely() {
+    let mut img = base();
+    let file = img.ino("/A/foo");
+    let want = read(&img, "/A/foo");
+    img.set_attr(file, |a| a.size = 3000);
+    let fixed = detect_and_fix(&img, "data.past_size", Some(file), &Options::preen());
+    assert_eq!(read(&fixed, "/A/foo"), want[..3000]);
+}
+
+#[test]
+fn journal_pending_is_replayed_and_invalid_is_discarded() {
+    let (base_img, model) = seeded();
+    let w = record(
+        "rename",
+        base_img.clone(),
+        model,
+        &[Op::Rename {
+            src: "/A/bar".into(),
+            dst: "/B/bar".into(),
+            noreplace: false,
+            exchange: false,
+        }],
+    )
+    .unwrap();
+    let mut pending = None;
+    for_each_point(&w.base, &w.events, |p| {
+        let img = p.image(&[]);
+        let r = pktfs_fsck::check(&Pm::from_bytes(img.clone()), &Options::check());
+        if r.counts.journal_slots_pending > 0 {
+            pending = Some(img);
+            return false;
+        }
+        true
+    });
+    let img = Img {
+        b: pending.expect("pending journal"),
+        g: base().g,
+    };
+    let r = img.check();
+    assert_eq!(
+        r.exit_code,
+        exit::CLEAN,
+        "pending replay is not an error in -n:\n{}",
+        r.to_text()
+    );
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| f.code == "journal.pending" && f.severity == Severity::Info));
+    let (r, fixed) = img.repair(&Options::preen());
+    assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
+    assert!(fixed.check().clean());
+    let v = fixed.vol();
+    assert_eq!(
+        v.open_report().journal_slots_replayed,
+        0,
+        "fsck replayed it"
+    );
+    assert!(v.lookup(fixed.ino("/B"), b"bar").is_ok());
+    // A committed slot naming an address that is not a link word.
+    let mut img = base();
+    let slot = img.g.journal_slot_pos(3).0 as usize;
+    // FORMAT.md: header = commit, seq, count, reserved[40], crc over
+    // header bytes 0..60 then the entries; entry = addr, value.
+    let mut e = Vec::new();
+    e.extend_from_slice(&(img.g.buffer_offset + 8).to_le_bytes());
+    e.extend_from_slice(&1u64.to_le_bytes());
+    let mut h = Vec::new();
+    h.extend_from_slice(&layout::journal::COMMIT_MAGIC.to_le_bytes());
+    h.extend_from_slice(&9u64.to_le_bytes());
+    h.extend_from_slice(&1u32.to_le_bytes());
+    h.extend_from_slice(&[0u8; 40]);
+    let crc = layout::crc32c_append(layout::crc32c(&h), &e);
+    h.extend_from_slice(&crc.to_le_bytes());
+    img.b[slot + 64..slot + 80].copy_from_slice(&e);
+    img.b[slot..slot + 64].copy_from_slice(&h);
+    assert!(
+        Volume::open_pm(Pm::from_bytes(img.b.clone()), false).is_err(),
+        "mount refuses it"
+    );
+    detect_and_fix(&img, "journal.invalid", None, &Options::preen());
+}
+
+#[test]
+fn preen_leaves_what_would_drop_data() {
+    let mut img = three_records();
+    let ids = img.chain("/A/foo");
+    let o = img.payload_off(ids[1]);
+    img.b[o] ^= 1;
+    let (r, after) = img.repair(&Options::preen());
+    assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| f.code == "data.payload_crc" && !f.fixed));
+    assert_eq!(after.b, img.b, "nothing written");
+}
+
+#[test]
+fn reflinked_ranges_are_shared_not_errors() {
+    let img = base();
+    let v = img.vol();
+    let (file, baz) = (img.ino("/A/foo"), img.ino("/B/baz"));
+    v.copy_range(file, 0, baz, 100, 4000).unwrap();
+    v.copy_range(file, 0, file, 6000, 3000).unwrap();
+    let img = Img {
+        b: v.pm().snapshot(),
+        g: img.g,
+    };
+    drop(v);
+    let r = img.check();
+    assert!(r.clean(), "{}", r.to_text());
+    assert!(r.counts.shared_ranges >= 2, "{:?}", r.counts);
+}
