@@ -1,0 +1,309 @@
+//! Process crashes: SIGKILL the mount daemon during heavy writes, and the
+//! network server during uploads and raw streams, at seeded random instants.
+//! Afterwards: fsck finds nothing recovery cannot fix, recovery succeeds,
+//! fsck is clean after it, every acknowledged write and upload is present
+//! byte for byte, an unacknowledged upload is absent or whole (never
+//! partial), and a raw-stream file is an exact prefix of what was sent.
+//!
+//! The image lives on /dev/shm, so a killed process loses only its DRAM
+//! state (the mapping's stores are in the page cache): this checks that
+//! pktfs never acknowledges anything its on-media state does not hold.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use layout::GeometryParams;
+use pktfs::media::{MapOptions, Pm};
+use pktfs::{FormatOptions, OpenOptions, Volume};
+
+const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
+
+fn seed() -> u64 {
+    std::env::var("PKTFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261122)
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    (0..len).map(|_| r.next() as u8).collect()
+}
+
+fn image(tag: &str, size: u64) -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::Builder::new().prefix(&format!("pktfs-kill-{tag}-")).tempdir_in("/dev/shm").unwrap();
+    let p = d.path().join("img");
+    Volume::format(&p, &FormatOptions { params: GeometryParams::for_size(size), label: None }, &mut |_, _| {}).unwrap();
+    (d, p)
+}
+
+/// fsck before recovery (nothing beyond what recovery fixes), recovery,
+/// fsck after it (clean); returns the recovered volume.
+fn recover(img: &Path) -> Volume {
+    let pm = Pm::open(img, &MapOptions { read_only: true, no_lock: true, ..Default::default() }).unwrap();
+    let before = pktfs_fsck::check(&pm, &pktfs_fsck::Options::check());
+    drop(pm);
+    assert!(before.errors_beyond_recovery().is_empty(), "fsck before recovery:\n{}", before.to_text());
+    let v = Volume::open(img, &OpenOptions::default()).unwrap_or_else(|e| panic!("recovery failed: {e}\nfsck said:\n{}", before.to_text()));
+    v.check_invariants().unwrap();
+    v.close().unwrap();
+    let pm = Pm::open(img, &MapOptions { read_only: true, no_lock: true, ..Default::default() }).unwrap();
+    let after = pktfs_fsck::check(&pm, &pktfs_fsck::Options::check());
+    assert!(after.clean(), "fsck after recovery:\n{}", after.to_text());
+    drop(pm);
+    Volume::open(img, &OpenOptions::default()).unwrap()
+}
+
+fn read_path(v: &Volume, path: &str) -> Option<Vec<u8>> {
+    let mut ino = v.root();
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        ino = v.lookup(ino, part.as_bytes()).ok()?.ino;
+    }
+    Some(v.read(ino, 0, u64::MAX / 2).unwrap())
+}
+
+fn kill9(child: &mut Child) {
+    // SAFETY-free: kill(2) through the standard library sends SIGKILL.
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+fn fuse_usable() -> bool {
+    Path::new("/dev/fuse").exists() && std::fs::OpenOptions::new().read(true).write(true).open("/dev/fuse").is_ok()
+}
+
+fn is_mounted(mp: &Path) -> bool {
+    let mp = std::fs::canonicalize(mp).unwrap_or(mp.to_path_buf());
+    std::fs::read_to_string("/proc/self/mounts")
+        .map(|m| m.lines().any(|l| l.split_whitespace().nth(1) == Some(mp.to_str().unwrap())))
+        .unwrap_or(false)
+}
+
+fn lazy_unmount(mp: &Path) {
+    for cmd in [&["umount", "-l"][..], &["fusermount3", "-uz"], &["fusermount", "-uz"]] {
+        if !is_mounted(mp) {
+            return;
+        }
+        let _ = Command::new(cmd[0]).args(&cmd[1..]).arg(mp).stderr(Stdio::null()).status();
+    }
+    assert!(!is_mounted(mp), "could not detach the dead mount at {}", mp.display());
+}
+
+#[test]
+fn sigkill_mount_daemon_during_writes() {
+    if !fuse_usable() {
+        eprintln!("skipped: /dev/fuse cannot be opened here");
+        return;
+    }
+    let mut rng = Rng(seed());
+    let rounds = 4;
+    for round in 0..rounds {
+        let (_d, img) = image("mount", 64 << 20);
+        let mnt = tempfile::tempdir().unwrap();
+        let mut daemon = Command::new(PKTFS)
+            .args(["mount", "-f"])
+            .arg(&img)
+            .arg(mnt.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while !is_mounted(mnt.path()) {
+            assert!(t0.elapsed() < Duration::from_secs(20), "mount did not come up");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Acknowledged: (name, seed, len) whose write returned; in flight:
+        // the one being written when the daemon died.
+        let acked = Arc::new(Mutex::new(Vec::<(String, u64, usize)>::new()));
+        let inflight = Arc::new(Mutex::new(None::<(String, u64, usize)>));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (acked, inflight, stop) = (acked.clone(), inflight.clone(), stop.clone());
+            let dir = mnt.path().to_path_buf();
+            let mut r = Rng(rng.next() | 1);
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let name = format!("f{i}");
+                    let len = 1 + r.below(600 << 10) as usize;
+                    let s = r.next();
+                    *inflight.lock().unwrap() = Some((name.clone(), s, len));
+                    let res = (|| -> std::io::Result<()> {
+                        let mut f = std::fs::File::create(dir.join(&name))?;
+                        f.write_all(&pattern(s, len))?;
+                        Ok(())
+                    })();
+                    if res.is_err() {
+                        break; // the daemon is gone
+                    }
+                    acked.lock().unwrap().push((name, s, len));
+                    i += 1;
+                }
+            })
+        };
+        let delay = 100 + rng.below(700);
+        std::thread::sleep(Duration::from_millis(delay));
+        kill9(&mut daemon);
+        stop.store(true, Ordering::Relaxed);
+        lazy_unmount(mnt.path());
+        writer.join().unwrap();
+        let acked = acked.lock().unwrap().clone();
+        assert!(!acked.is_empty(), "round {round}: no write completed in {delay} ms");
+        let v = recover(&img);
+        for (name, s, len) in &acked {
+            let got = read_path(&v, name).unwrap_or_else(|| panic!("round {round}: acknowledged {name} is missing"));
+            assert!(got == pattern(*s, *len), "round {round}: acknowledged {name} differs ({} bytes, want {len})", got.len());
+        }
+        if let Some((name, s, len)) = inflight.lock().unwrap().clone() {
+            if !acked.iter().any(|a| a.0 == name) {
+                if let Some(got) = read_path(&v, &name) {
+                    // Each FUSE write is atomic: a prefix, cut at a write.
+                    assert!(got.len() <= len && got == pattern(s, len)[..got.len()], "round {round}: in-flight {name} is not a prefix");
+                }
+            }
+        }
+        eprintln!("round {round}: killed the mount after {delay} ms; {} acknowledged files verified", acked.len());
+    }
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+fn wait_listening(a: SocketAddr) {
+    let t0 = Instant::now();
+    while TcpStream::connect_timeout(&a, Duration::from_millis(100)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "server on {a} did not come up");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// One PUT on a fresh connection; true when answered 201.
+fn put(addr: SocketAddr, path: &str, body: &[u8]) -> bool {
+    let go = || -> std::io::Result<bool> {
+        let mut s = TcpStream::connect(addr)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(s, "PUT {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())?;
+        s.write_all(body)?;
+        let mut resp = Vec::new();
+        s.read_to_end(&mut resp)?;
+        Ok(resp.starts_with(b"HTTP/1.1 201"))
+    };
+    go().unwrap_or(false)
+}
+
+#[test]
+fn sigkill_server_during_uploads_and_raw_streams() {
+    let mut rng = Rng(seed() ^ 0xabcdef);
+    let rounds = 4;
+    for round in 0..rounds {
+        let (_d, img) = image("serve", 768 << 20);
+        let (http, raw) = (free_port(), free_port());
+        let mut server = Command::new(PKTFS)
+            .arg("serve")
+            .arg(&img)
+            .args(["--listen", &http.to_string(), "--raw-listen", &raw.to_string(), "--raw-dir", "/raw"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_listening(http);
+        wait_listening(raw);
+        let stop = Arc::new(AtomicBool::new(false));
+        // Uploads: (path, seed, len, acknowledged).
+        let uploads = Arc::new(Mutex::new(Vec::<(String, u64, usize, bool)>::new()));
+        let uploader = {
+            let (uploads, stop) = (uploads.clone(), stop.clone());
+            let mut r = Rng(rng.next() | 1);
+            std::thread::spawn(move || {
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let (path, s, len) = (format!("/u{i}"), r.next(), 1 + r.below(512 << 10) as usize);
+                    let ok = put(http, &path, &pattern(s, len));
+                    uploads.lock().unwrap().push((path, s, len, ok));
+                    if !ok {
+                        break;
+                    }
+                    i += 1;
+                }
+            })
+        };
+        // A raw stream: everything sent, in order.
+        let sent = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let streamer = {
+            let (sent, stop) = (sent.clone(), stop.clone());
+            let mut r = Rng(rng.next() | 1);
+            std::thread::spawn(move || {
+                let Ok(mut s) = TcpStream::connect(raw) else { return };
+                let stream = pattern(r.next(), 64 << 20);
+                let mut at = 0;
+                while !stop.load(Ordering::Relaxed) && at < stream.len() {
+                    // Paced, so the kill lands while the stream is still going.
+                    std::thread::sleep(Duration::from_millis(1));
+                    let n = (1 + r.below(64_000) as usize).min(stream.len() - at);
+                    match s.write(&stream[at..at + n]) {
+                        Ok(k) => {
+                            sent.lock().unwrap().extend_from_slice(&stream[at..at + k]);
+                            at += k;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            })
+        };
+        let delay = 150 + rng.below(800);
+        std::thread::sleep(Duration::from_millis(delay));
+        kill9(&mut server);
+        stop.store(true, Ordering::Relaxed);
+        uploader.join().unwrap();
+        streamer.join().unwrap();
+        let v = recover(&img);
+        let uploads = uploads.lock().unwrap().clone();
+        let acked = uploads.iter().filter(|u| u.3).count();
+        for (path, s, len, ok) in &uploads {
+            match read_path(&v, path) {
+                Some(got) => assert!(got == pattern(*s, *len), "round {round}: {path} is present but not whole ({} of {len} bytes)", got.len()),
+                None => assert!(!ok, "round {round}: acknowledged upload {path} is missing"),
+            }
+        }
+        // The raw file: an exact prefix of what the client sent.
+        let sent = sent.lock().unwrap().clone();
+        let raw_dir = v.lookup(v.root(), b"raw").ok().map(|a| a.ino);
+        let files = raw_dir.map(|d| v.list_dir(d).unwrap()).unwrap_or_default();
+        // One file per connection: the readiness probe's (empty) and the
+        // stream's. Every one must be a prefix of what was sent to it.
+        assert!(files.len() <= 2, "round {round}: two connections, at most two files: {files:?}");
+        let mut raw_len = 0;
+        for f in &files {
+            let got = v.read(f.ino, 0, u64::MAX / 2).unwrap();
+            if got.is_empty() {
+                continue;
+            }
+            assert_eq!(raw_len, 0, "round {round}: only the stream's connection sent bytes");
+            raw_len = got.len();
+            assert!(got.len() <= sent.len() && got[..] == sent[..got.len()], "round {round}: raw file is not a prefix of the stream");
+        }
+        eprintln!(
+            "round {round}: killed the server after {delay} ms; {acked} acknowledged uploads verified, {} in flight, raw file {raw_len} of {} bytes sent",
+            uploads.len() - acked,
+            sent.len()
+        );
+        assert!(acked > 0 || raw_len > 0, "round {round}: nothing happened before the kill");
+    }
+}
