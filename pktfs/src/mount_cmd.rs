@@ -48,7 +48,11 @@ pub struct MountArgs {
 const READY: &str = "ready";
 
 pub fn run(a: MountArgs) -> Result<(), String> {
-    let opts = MountOptions::parse(&a.options.join(","))?;
+    let list = a.options.join(",");
+    if list.split(',').any(|o| o.trim() == "remount") {
+        return remount(&a.mountpoint, &list);
+    }
+    let opts = MountOptions::parse(&list)?;
     if a.foreground || a.daemon_child {
         let r = serve(&a, &opts);
         if let (true, Err(e)) = (a.daemon_child, &r) {
@@ -114,6 +118,40 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     ))
 }
 
+/// `mount -o remount,ro DIR` (mount(8) runs the helper for it): change the
+/// kernel's flags of the live mount; the daemon keeps serving.
+fn remount(mp: &Path, list: &str) -> Result<(), String> {
+    use nix::mount::MsFlags;
+    let mut flags = MsFlags::MS_REMOUNT;
+    // Mounts are made nosuid,nodev unless suid/dev is asked for.
+    let (mut suid, mut dev, mut atime) = (false, false, false);
+    for o in list.split(',').map(str::trim) {
+        match o {
+            "ro" => flags |= MsFlags::MS_RDONLY,
+            "rw" => flags &= !MsFlags::MS_RDONLY,
+            "noexec" => flags |= MsFlags::MS_NOEXEC,
+            "noatime" => flags |= MsFlags::MS_NOATIME,
+            "atime" | "relatime" | "strictatime" => atime = true,
+            "sync" => flags |= MsFlags::MS_SYNCHRONOUS,
+            "dirsync" => flags |= MsFlags::MS_DIRSYNC,
+            "suid" => suid = true,
+            "dev" => dev = true,
+            _ => {}
+        }
+    }
+    if !atime {
+        flags |= MsFlags::MS_NOATIME;
+    }
+    if !suid {
+        flags |= MsFlags::MS_NOSUID;
+    }
+    if !dev {
+        flags |= MsFlags::MS_NODEV;
+    }
+    nix::mount::mount(None::<&str>, mp, None::<&str>, flags, None::<&str>)
+        .map_err(|e| format!("remount {}: {e}", mp.display()))
+}
+
 fn tell_parent(msg: &str) {
     let mut o = std::io::stdout().lock();
     let _ = writeln!(o, "{msg}");
@@ -147,8 +185,7 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     let vol = Arc::new(vol);
-    let handle = fuse::mount(vol.clone(), &mp, opts)
-        .map_err(|e| format!("cannot mount on {}: {e}", mp.display()))?;
+    let handle = fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
     start_services(&vol, &handle)?;
     if a.daemon_child {
         tell_parent(READY);

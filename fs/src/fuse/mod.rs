@@ -67,7 +67,9 @@ pub struct MountOptions {
     /// Kernel read-ahead (`max_readahead=`), bytes.
     pub max_readahead: u32,
     /// How long the kernel may cache attributes and names
-    /// (`attr_timeout=`, `entry_timeout=`, seconds).
+    /// (`attr_timeout=`, `entry_timeout=`, seconds; default 30). Changes
+    /// through the mount keep the caches right; whoever changes the Volume
+    /// behind it must call [`MountHandle::inval_inode`] / `inval_entry`.
     pub attr_ttl: Duration,
     pub entry_ttl: Duration,
     /// Keep the page cache across opens (`kernel_cache`, default; turn off
@@ -94,8 +96,8 @@ impl Default for MountOptions {
             threads: cpus.clamp(2, 8),
             max_write: 1 << 20,
             max_readahead: 1 << 20,
-            attr_ttl: Duration::from_secs(1),
-            entry_ttl: Duration::from_secs(1),
+            attr_ttl: Duration::from_secs(30),
+            entry_ttl: Duration::from_secs(30),
             keep_cache: true,
             persist: PersistChoice::Auto,
         }
@@ -178,6 +180,50 @@ impl MountOptions {
         Ok(o)
     }
 
+    /// The option list for fusermount3.
+    fn fusermount_options(&self, fallback_fsname: &str) -> String {
+        let mut v = vec![
+            format!(
+                "fsname={}",
+                escape_opt(self.fsname.as_deref().unwrap_or(fallback_fsname))
+            ),
+            format!("subtype={}", escape_opt(&self.subtype)),
+            "default_permissions".to_string(),
+            if self.read_only { "ro" } else { "rw" }.to_string(),
+        ];
+        if !self
+            .flags
+            .iter()
+            .any(|f| matches!(f, MountOption::Atime | MountOption::NoAtime))
+        {
+            v.push("noatime".into());
+        }
+        for f in &self.flags {
+            v.push(
+                match f {
+                    MountOption::Dev => "dev",
+                    MountOption::NoDev => "nodev",
+                    MountOption::Suid => "suid",
+                    MountOption::NoSuid => "nosuid",
+                    MountOption::Exec => "exec",
+                    MountOption::NoExec => "noexec",
+                    MountOption::Atime => "atime",
+                    MountOption::NoAtime => "noatime",
+                    MountOption::Sync => "sync",
+                    MountOption::Async => "async",
+                    MountOption::DirSync => "dirsync",
+                    _ => continue,
+                }
+                .to_string(),
+            );
+        }
+        if self.allow_other || self.allow_root {
+            // fusermount3 knows allow_other; the session enforces allow_root.
+            v.push("allow_other".into());
+        }
+        v.join(",")
+    }
+
     fn fuser_config(&self, fallback_fsname: &str) -> Config {
         let mut c = Config::default();
         let mut m = vec![
@@ -196,6 +242,9 @@ impl MountOptions {
         } else {
             MountOption::RW
         });
+        // Reads do not update atime (see README): say so in the mount
+        // flags, unless asked otherwise.
+        m.push(MountOption::NoAtime);
         if self.auto_unmount {
             m.push(MountOption::AutoUnmount);
         }
@@ -242,7 +291,9 @@ impl MountOptions {
 /// signal handler thread, another service).
 #[derive(Clone, Debug)]
 pub struct Unmounter {
-    inner: Arc<Mutex<SessionUnmounter>>,
+    /// fuser's unmounter for a mount it made; `None` for a mount made
+    /// through fusermount3 here (unmounted with `fusermount3 -u`).
+    inner: Option<Arc<Mutex<SessionUnmounter>>>,
     mountpoint: PathBuf,
 }
 
@@ -251,11 +302,14 @@ impl Unmounter {
     /// disappears from the namespace now and the session ends when the
     /// last open file on it is closed.
     pub fn unmount(&self) -> io::Result<()> {
-        let r = self
-            .inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .unmount();
+        let Some(inner) = &self.inner else {
+            if !is_mounted(&self.mountpoint) {
+                return Ok(());
+            }
+            return fusermount_u(&self.mountpoint, false)
+                .or_else(|_| fusermount_u(&self.mountpoint, true));
+        };
+        let r = inner.lock().unwrap_or_else(|e| e.into_inner()).unmount();
         match r {
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => lazy_detach(&self.mountpoint),
             r => r,
@@ -263,23 +317,124 @@ impl Unmounter {
     }
 }
 
+/// Whether `mp` is a mount point in this mount namespace.
+fn is_mounted(mp: &Path) -> bool {
+    let Some(want) = mp.to_str() else {
+        return false;
+    };
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.split(' ').nth(4).map(unescape_mountinfo).as_deref() == Some(want))
+        })
+        .unwrap_or(false)
+}
+
+/// Undo mountinfo's octal escapes (`\040` for a space, ...).
+fn unescape_mountinfo(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = |c: &u8| (b'0'..=b'7').contains(c);
+        if b[i] == b'\\' && i + 4 <= b.len() && b[i + 1..i + 4].iter().all(octal) {
+            let v = (b[i + 1] - b'0') as u32 * 64
+                + (b[i + 2] - b'0') as u32 * 8
+                + (b[i + 3] - b'0') as u32;
+            out.push(v as u8);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn fusermount_u(mp: &Path, lazy: bool) -> io::Result<()> {
+    let mut c = Command::new("fusermount3");
+    c.arg("-u");
+    if lazy {
+        c.arg("-z");
+    }
+    let out = c.arg("--").arg(mp).output()?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "fusermount3 -u: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
 fn lazy_detach(mp: &Path) -> io::Result<()> {
     if nix::unistd::geteuid().is_root() {
         return nix::mount::umount2(mp, nix::mount::MntFlags::MNT_DETACH).map_err(io::Error::from);
     }
-    let out = Command::new("fusermount3")
-        .arg("-u")
-        .arg("-z")
+    fusermount_u(mp, true)
+}
+
+/// Set the read-ahead of the mount's backing device info (root only).
+fn set_read_ahead(mp: &Path, kib: u32) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(mp)?.dev();
+    let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
+    std::fs::write(
+        format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb"),
+        kib.max(4).to_string(),
+    )
+}
+
+/// Mount through the setuid fusermount3 and take the /dev/fuse descriptor
+/// it passes back: the unprivileged path. (fuser's own fallback to
+/// fusermount3 first opens /dev/fuse itself, which fails where /dev/fuse
+/// is root-only.)
+fn fusermount(mp: &Path, options: &str) -> io::Result<std::os::fd::OwnedFd> {
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+    use std::os::fd::AsRawFd;
+    // fusermount3 inherits its end (no close-on-exec); ours is marked
+    // close-on-exec at once.
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::Stream,
+        None,
+        SockFlag::empty(),
+    )?;
+    nix::fcntl::fcntl(
+        &ours,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )?;
+    let child = Command::new("fusermount3")
+        .arg("-o")
+        .arg(options)
         .arg("--")
         .arg(mp)
-        .output()?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(io::Error::other(
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ))
+        .env("_FUSE_COMMFD", theirs.as_raw_fd().to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| io::Error::new(e.kind(), format!("fusermount3: {e}")))?;
+    drop(theirs);
+    let fd = crate::media::sys::recv_fd(&ours);
+    drop(ours);
+    let out = child.wait_with_output()?;
+    match fd {
+        Ok(fd) => Ok(fd),
+        Err(_) => {
+            let msg = String::from_utf8_lossy(&out.stderr);
+            Err(io::Error::other(format!(
+                "fusermount3: {}",
+                msg.trim().trim_start_matches("fusermount3: ")
+            )))
+        }
     }
+}
+
+/// An option value for fusermount3's comma-separated list.
+fn escape_opt(v: &str) -> String {
+    v.replace('\\', "\\\\").replace(',', "\\,")
 }
 
 /// A live mount served by background threads.
@@ -378,10 +533,25 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
             max_readahead: opts.max_readahead,
             keep_cache: opts.keep_cache,
         },
+        gate: Default::default(),
     };
-    let mut session = Session::new(fs, &mountpoint, &config).map_err(io_err)?;
+    let root = nix::unistd::geteuid().is_root();
+    let (session, inner) = if root || opts.auto_unmount {
+        // Direct mount(2) as root (no fusermount3 needed); for auto_unmount
+        // fuser goes through fusermount3 itself.
+        let mut s = Session::new(fs, &mountpoint, &config).map_err(io_err)?;
+        let u = s.unmount_callable();
+        (s, Some(Arc::new(Mutex::new(u))))
+    } else {
+        let fd = fusermount(&mountpoint, &opts.fusermount_options(&fsname)).map_err(io_err)?;
+        let s = Session::from_fd(fs, fd, config.acl, config.clone()).map_err(|e| {
+            let _ = fusermount_u(&mountpoint, true);
+            io_err(e)
+        })?;
+        (s, None)
+    };
     let unmounter = Unmounter {
-        inner: Arc::new(Mutex::new(session.unmount_callable())),
+        inner,
         mountpoint: mountpoint.clone(),
     };
     let notifier = session.notifier();
@@ -389,6 +559,13 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
         .name("pktfs-fuse".into())
         .spawn(move || session.run())
         .map_err(io_err)?;
+    if root {
+        // The kernel offers FUSE at most the bdi's read-ahead (128 KiB by
+        // default) however large max_readahead is; raise it for this mount
+        // so sequential reads come in max_readahead-sized requests. Only
+        // after the session serves: the stat below asks the daemon.
+        let _ = set_read_ahead(&mountpoint, opts.max_readahead / 1024);
+    }
     Ok(MountHandle {
         thread: Some(thread),
         unmounter,

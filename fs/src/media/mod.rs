@@ -19,6 +19,7 @@
 mod arch;
 pub mod net;
 pub mod recording;
+pub mod sys;
 mod tracker;
 
 use std::fs::{File, OpenOptions};
