@@ -504,6 +504,21 @@ impl Pm {
         }
     }
 
+    /// Zero a range with non-temporal stores (flushed; durable after the
+    /// next fence) and return the CRC32C of the zeros.
+    pub fn zero_nt(&self, off: u64, len: u64) -> u32 {
+        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+        let mut done = 0;
+        let mut crc = 0;
+        while done < len {
+            let n = (len - done).min(ZEROS.len() as u64) as usize;
+            self.write_nt(off + done, &ZEROS[..n]);
+            crc = crc32c_append_zeros(crc, &ZEROS[..n]);
+            done += n as u64;
+        }
+        crc
+    }
+
     /// Start writing back `[off, off+len)`; durable after the next fence.
     pub fn flush(&self, off: u64, len: u64) {
         if len == 0 {
@@ -640,6 +655,10 @@ impl Pm {
         }
         Ok(())
     }
+}
+
+fn crc32c_append_zeros(crc: u32, zeros: &[u8]) -> u32 {
+    layout::crc32c_append(crc, zeros)
 }
 
 #[cfg(test)]

@@ -57,6 +57,12 @@ pub struct Alloc {
     small: Option<(u32, u32)>,
 }
 
+/// Longest slice one record names. Large writes still need few records, and
+/// a partial overwrite re-checksums at most this much of the record it
+/// splits (a record of 512 MiB from one fallocate would cost a 512 MiB CRC
+/// per small write into it).
+pub const MAX_RECORD_BYTES: u32 = 256 << 10;
+
 /// Payloads up to this fraction of a buffer share buffers.
 pub fn is_small(len: u32, bs: u32) -> bool {
     len <= bs / 2
@@ -236,8 +242,7 @@ impl Alloc {
         if need > self.free_buffers {
             return None;
         }
-        // Cap a single record's slice so its length fits the u32 field.
-        let max_run = (u32::MAX / bs).max(1);
+        let max_run = (MAX_RECORD_BYTES / bs).max(1);
         let mut out = Vec::new();
         let mut left = len;
         while left > 0 {
@@ -274,6 +279,7 @@ impl Alloc {
     /// Up to `max_bufs` contiguous whole buffers (the longest free run if
     /// none is that long), as one slice holding one reference per buffer.
     pub fn alloc_run(&mut self, max_bufs: u32) -> Option<Slice> {
+        let max_bufs = max_bufs.clamp(1, (MAX_RECORD_BYTES / self.bs).max(1));
         let (start, n) = match self.take_run(max_bufs) {
             Some(s) => (s, max_bufs),
             None => {

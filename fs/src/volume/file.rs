@@ -158,8 +158,10 @@ impl Volume {
         for r in &over {
             tx.free_record(r.id, r.slice());
             i.data.remove(&r.r.file_off);
+            i.data_bytes -= r.r.len as u64;
         }
         for r in recs {
+            i.data_bytes += r.r.len as u64;
             i.data.insert(r.r.file_off, r);
         }
         self.set_attr(&mut tx, i, attr);
@@ -270,33 +272,52 @@ impl Volume {
         }
         let end = size.min(off.saturating_add(len));
         let bs = self.geo.buffer_size_bytes;
-        let mut segs = Vec::new();
+        // (image offset, len) of data, or (None, len) for a hole; records
+        // that lie back to back in the buffer region (as sequential writes
+        // leave them) become one segment.
+        let mut parts: Vec<(Option<u64>, u64)> = Vec::new();
+        let mut push = |img: Option<u64>, len: u64| {
+            if let Some((last_img, last_len)) = parts.last_mut() {
+                match (img, *last_img) {
+                    (Some(a), Some(b)) if b + *last_len == a => {
+                        *last_len += len;
+                        return;
+                    }
+                    (None, None) => {
+                        *last_len += len;
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+            parts.push((img, len));
+        };
         let mut pos = off;
-        let start_key = i
-            .data
-            .range(..=off)
-            .next_back()
-            .map(|(k, _)| *k)
-            .unwrap_or(off);
+        let start_key = i.data.range(..=off).next_back().map(|(k, _)| *k).unwrap_or(off);
         for (_, r) in i.data.range(start_key..end) {
             let (rs, re) = (r.r.file_off, r.r.file_end());
             if re <= pos {
                 continue;
             }
             if rs > pos {
-                segs.push(Seg::Zero((rs - pos) as usize));
+                push(None, rs - pos);
                 pos = rs;
             }
             let take_end = re.min(end);
-            let s = r
-                .slice()
-                .sub((pos - rs) as u32, (take_end - pos) as u32, bs);
-            segs.push(Seg::Data(self.slice_bytes(s)));
+            let s = r.slice().sub((pos - rs) as u32, (take_end - pos) as u32, bs);
+            push(Some(self.geo.buffer_pos(s.buffer, s.buf_off).0), s.len as u64);
             pos = take_end;
         }
         if pos < end {
-            segs.push(Seg::Zero((end - pos) as usize));
+            push(None, end - pos);
         }
+        let segs: Vec<Seg<'_>> = parts
+            .into_iter()
+            .map(|(img, len)| match img {
+                Some(o) => Seg::Data(self.pm.slice(o, len as usize)),
+                None => Seg::Zero(len as usize),
+            })
+            .collect();
         Ok(f(&segs))
     }
 
@@ -445,9 +466,7 @@ impl Volume {
             let mut at = h0;
             for s in &slices {
                 let pos = self.geo.buffer_pos(s.buffer, s.buf_off).0;
-                self.pm.zero(pos, s.len as u64);
-                self.pm.flush(pos, s.len as u64);
-                let crc = layout::crc32c(self.slice_bytes(*s));
+                let crc = self.pm.zero_nt(pos, s.len as u64);
                 pieces.push(Piece {
                     slice: *s,
                     crc,

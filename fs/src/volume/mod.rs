@@ -100,6 +100,8 @@ pub(crate) struct Inode {
     /// inode before that and locks it afterwards must not touch the media
     /// through it (its number may already name a new file).
     pub dead: bool,
+    /// Sum of the data records' lengths (for `blocks`), kept as they change.
+    pub data_bytes: u64,
 }
 
 /// Lock an inode for reading; a freed inode is "not found".
@@ -134,6 +136,7 @@ impl Inode {
             next_xkey: 1,
             pins: 0,
             dead: false,
+            data_bytes: 0,
         }
     }
 }
@@ -484,7 +487,7 @@ impl Volume {
 
     pub(crate) fn attr_of(&self, i: &Inode) -> Attr {
         let bytes: u64 = if i.attr.kind == FileType::Regular || i.attr.kind == FileType::Symlink {
-            i.data.values().map(|r| r.r.len as u64).sum()
+            i.data_bytes
         } else {
             i.data.len() as u64 * 64
         };
@@ -517,6 +520,27 @@ impl Volume {
         let i = self.inode(ino)?;
         let g = rlock(&i)?;
         Ok(self.attr_of(&g))
+    }
+
+    /// Reading updates atime the relatime way: only when it is older than
+    /// mtime or ctime, or a day old. Nothing else changes (not ctime).
+    pub fn touch_atime(&self, ino: u64) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        let arc = self.inode(ino)?;
+        let mut i = wlock(&arc)?;
+        let now = now_ns();
+        let a = i.attr;
+        if a.atime_ns > a.mtime_ns && a.atime_ns > a.ctime_ns && now - a.atime_ns < 86_400_000_000_000 {
+            return Ok(());
+        }
+        let mut na = a;
+        na.atime_ns = now;
+        let mut tx = Tx::new();
+        self.set_attr(&mut tx, &mut i, na);
+        tx.commit(self);
+        Ok(())
     }
 
     pub fn statfs(&self) -> StatFs {
@@ -553,6 +577,10 @@ impl Volume {
     /// Release every record and buffer of an inode nothing reaches any more
     /// (the unlink that made it unreachable has committed), and its number.
     pub(crate) fn free_inode_storage(&self, i: &mut Inode) {
+        // Out of the map *before* the number goes back to the allocator: a
+        // create on another thread may take the number at once and insert
+        // its new inode, which a later removal would then throw away.
+        self.remove_inode(i.ino);
         let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
         for r in i.data.values().chain(i.xattrs.values()) {
             a.free_record(r.id.0);
@@ -562,10 +590,9 @@ impl Volume {
         i.xattrs.clear();
         i.names.clear();
         i.xnames.clear();
+        i.data_bytes = 0;
         i.dead = true;
         a.free_inode(i.ino);
-        drop(a);
-        self.remove_inode(i.ino);
     }
 
     /// Write payload bytes into freshly allocated slices (non-temporal where

@@ -375,6 +375,7 @@ impl Volume {
         }
         for r in target_recs {
             child.next_seq = child.next_seq.max(r.r.seq + 1);
+            child.data_bytes += r.r.len as u64;
             child.data.insert(r.r.file_off, r);
         }
         let a = self.attr_of(&child);

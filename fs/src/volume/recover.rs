@@ -209,6 +209,7 @@ impl Walk<'_> {
                         prev_key = Some(r.file_off);
                         prev_end = r.file_end();
                         i.next_seq = i.next_seq.max(r.seq.saturating_add(1));
+                        i.data_bytes += r.len as u64;
                         i.data.insert(r.file_off, rec);
                     }
                     (k, rk) => {
@@ -451,6 +452,12 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
                 "inode {ino}: attributes on media {a:?} differ from DRAM {:?}",
                 i.attr
             ));
+        }
+        if matches!(i.attr.kind, FileType::Regular | FileType::Symlink) {
+            let sum: u64 = i.data.values().map(|r| r.r.len as u64).sum();
+            if sum != i.data_bytes {
+                return Err(format!("inode {ino}: data_bytes {} but the records hold {sum}", i.data_bytes));
+            }
         }
         for (chain, head, name) in [
             (&i.data, h.data_head, "data"),
