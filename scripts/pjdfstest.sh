@@ -6,7 +6,8 @@
 #   scripts/pjdfstest.sh [PJDFSTEST_FILTER...]
 #
 # Env: PKTFS_BIN_DIR (prebuilt pktfs and mkfs-pktfs; default: cargo build
-# --release), PJDFSTEST (the binary), IMAGE_SIZE (default 512M),
+# --release), PKTFS_IMAGE (a formatted image to use instead of running
+# mkfs), PJDFSTEST (the binary), IMAGE_SIZE (default 512M),
 # MOUNT_OPTS (extra -o options). Exit status: 0 when nothing failed.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -36,7 +37,7 @@ for h in mount.pktfs mount.fuse.pktfs; do
     fi
 done
 
-img="/dev/shm/pktfs-pjdfstest-$$.img"
+img="${PKTFS_IMAGE:-/dev/shm/pktfs-pjdfstest-$$.img}"
 mnt="$(mktemp -d /tmp/pktfs-pjdfstest.XXXXXX)"
 sec="$(mktemp -d /dev/shm/pktfs-pjdfstest-secondary.XXXXXX)"
 log="${PJD_LOG:-/tmp/pktfs-pjdfstest.log}"
@@ -49,7 +50,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$mkfs" --size "${IMAGE_SIZE:-512M}" --force -q "$img"
+# PKTFS_IMAGE: an image made by the caller (the cargo test makes one).
+[[ -n "${PKTFS_IMAGE:-}" ]] || "$mkfs" --size "${IMAGE_SIZE:-512M}" --force -q "$img"
 opts="allow_other${MOUNT_OPTS:+,$MOUNT_OPTS}"
 "$pktfs" mount "$img" "$mnt" -o "$opts"
 mountpoint -q "$mnt"

@@ -3,9 +3,9 @@
 //! is refused with a clear message, and SIGTERM, SIGINT, `umount` and
 //! `fusermount3 -u` all end the daemon with the image marked clean.
 //!
-//! Needs the binaries (`cargo build -p pktfs-cli`); they are looked up next
-//! to this test's executable.
+//! Lives in the pktfs-cli package so cargo builds the binaries it runs.
 
+#[path = "../../tests/tests/fuse_common/mod.rs"]
 mod fuse_common;
 
 use std::path::{Path, PathBuf};
@@ -17,10 +17,13 @@ use pktfs::{OpenOptions, Volume};
 
 const MIB: u64 = 1 << 20;
 
+/// The binaries of this package: cargo builds them for its tests.
 fn bin(name: &str) -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?.parent()?; // target/<profile>/deps/.. -> target/<profile>
-    let p = dir.join(name);
+    let p = PathBuf::from(match name {
+        "pktfs" => env!("CARGO_BIN_EXE_pktfs"),
+        "mount-pktfs" => env!("CARGO_BIN_EXE_mount-pktfs"),
+        _ => return None,
+    });
     p.exists().then_some(p)
 }
 

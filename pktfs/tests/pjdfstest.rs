@@ -1,0 +1,60 @@
+//! The POSIX suite pjdfstest (the Rust rewrite) against a real mount, run by
+//! `scripts/pjdfstest.sh` with this package's binaries: every test must
+//! pass, then the tree must survive an unmount and remount unchanged.
+//! `.ci/run` installs pjdfstest; in CI its absence is a failure, not a skip.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use layout::GeometryParams;
+use pktfs::{FormatOptions, Volume};
+
+fn pjdfstest() -> Option<PathBuf> {
+    let home = std::env::var("HOME").map(|h| PathBuf::from(h).join(".cargo/bin/pjdfstest")).ok();
+    std::env::var("PATH")
+        .ok()
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).map(|d| d.join("pjdfstest")).collect::<Vec<_>>())
+        .chain(home)
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn pjdfstest_passes_on_a_mount() {
+    let in_ci = std::env::var_os("CI").is_some();
+    let missing = if pjdfstest().is_none() {
+        Some("pjdfstest is not installed (cargo install pjdfstest)")
+    } else if !Path::new("/dev/fuse").exists() {
+        Some("no /dev/fuse")
+    } else if !rustix::process::geteuid().is_root() {
+        Some("pjdfstest needs root (it switches users)")
+    } else {
+        None
+    };
+    if let Some(why) = missing {
+        assert!(!in_ci, "pjdfstest cannot run in CI: {why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let img = dir.path().join("pjd.img");
+    Volume::format(&img, &FormatOptions { params: GeometryParams::for_size(512 << 20), label: None }, &mut |_, _| {}).unwrap();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_pktfs")).parent().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pjdfstest.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .env("PKTFS_BIN_DIR", bin_dir)
+        .env("PKTFS_IMAGE", &img)
+        .env("PJD_LOG", dir.path().join("pjdfstest.log"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    let summary = stdout.lines().find(|l| l.starts_with("pjdfstest, both passes:")).unwrap_or_else(|| panic!("no summary line\n{stdout}\n{stderr}"));
+    eprintln!("{summary}");
+    let failed: u64 = summary.split(", ").find_map(|p| p.strip_suffix(" failed")).and_then(|n| n.trim().parse().ok()).expect("failed count");
+    let passed: u64 = summary.split(": ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).expect("passed count");
+    assert!(out.status.success() && failed == 0, "{summary}\n{stdout}\n{stderr}");
+    assert!(passed > 350, "too few pjdfstest cases ran: {summary}");
+}
