@@ -43,6 +43,32 @@ pub struct MountArgs {
     /// the `mount` subcommand.
     #[arg(skip)]
     pub helper: bool,
+    /// Serve the mounted image over the network too (`--listen`, ...):
+    /// files received appear in the mount at once.
+    #[command(flatten)]
+    pub net: crate::net_cmd::NetArgs,
+}
+
+/// The network flags again, for the daemon's command line.
+fn net_args(n: &crate::net_cmd::NetArgs) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(a) = n.listen {
+        v.extend(["--listen".into(), a.to_string().into()]);
+    }
+    if let Some(a) = n.raw_listen {
+        v.extend(["--raw-listen".into(), a.to_string().into()]);
+    }
+    v.extend(["--raw-dir".into(), n.raw_dir.clone().into()]);
+    if let Some(t) = &n.token_file {
+        v.extend(["--token-file".into(), t.clone().into_os_string()]);
+    }
+    if n.read_only {
+        v.push("--read-only".into());
+    }
+    v.extend(["--max-connections".into(), n.max_connections.to_string().into()]);
+    v.extend(["--idle-timeout".into(), n.idle_timeout.to_string().into()]);
+    v.extend(["--io-timeout".into(), n.io_timeout.to_string().into()]);
+    v
 }
 
 const READY: &str = "ready";
@@ -91,6 +117,9 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     cmd.arg(&image).arg(&mp);
     for o in &a.options {
         cmd.arg("-o").arg(o);
+    }
+    if a.net.wanted() {
+        cmd.args(net_args(&a.net));
     }
     cmd.arg("--daemon-child");
     // The daemon keeps none of our descriptors: a caller waiting for our
@@ -186,7 +215,7 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     let vol = Arc::new(vol);
     let handle = fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
-    start_services(&vol, &handle)?;
+    let services = start_services(&vol, &handle, &a.net)?;
     if a.daemon_child {
         tell_parent(READY);
         // Nothing more goes to the parent's pipe.
@@ -208,15 +237,38 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
 
     let served = handle.join();
+    if let Some(s) = services {
+        s.shutdown();
+    }
     close(vol, &image)?;
     served.map_err(|e| format!("FUSE session: {e}"))
 }
 
-/// Other services sharing the mounted Volume start here (netpath adds
-/// `--listen`, `--raw-listen`, ...): they get the `Arc<Volume>` and the
-/// handle's notifier.
-fn start_services(_vol: &Arc<Volume>, _handle: &MountHandle) -> Result<(), String> {
-    Ok(())
+/// The network servers sharing the mounted Volume (`--listen`,
+/// `--raw-listen`, ...): every change they make is told to the kernel, so it
+/// shows in the mount at once.
+fn start_services(
+    vol: &Arc<Volume>,
+    handle: &MountHandle,
+    net: &crate::net_cmd::NetArgs,
+) -> Result<Option<crate::net_cmd::ServicesHandle>, String> {
+    if !net.wanted() {
+        return Ok(None);
+    }
+    let inv = handle.invalidator();
+    let on_change: netpath::OnChange = Arc::new(move |c: netpath::Change<'_>| match c {
+        netpath::Change::Entry { parent, name, .. } | netpath::Change::Removed { parent, name, .. } => {
+            use std::os::unix::ffi::OsStrExt;
+            let _ = inv.inval_entry(parent, std::ffi::OsStr::from_bytes(name));
+            let _ = inv.inval_inode(parent);
+        }
+        netpath::Change::Data { ino, .. } => {
+            let _ = inv.inval_inode(ino);
+        }
+    });
+    let s = crate::net_cmd::start_services(vol.clone(), net, Some(on_change))?;
+    eprint!("{}", crate::net_cmd::describe(&s, net));
+    Ok(Some(s))
 }
 
 /// Close the Volume once every other holder has let go: this writes the

@@ -1,22 +1,501 @@
-//! `pktfs serve`, `send`, `up` (the netpath issue fills these in).
+//! `pktfs serve`, `pktfs send`, `pktfs up`, and [`start_services`] for
+//! `pktfs mount --listen`.
+//!
+//! The servers themselves are in the netpath crate; this module turns
+//! flags into a [`netpath::Config`], opens images and waits for Ctrl-C.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pktfs::media::PersistChoice;
+use pktfs::{FileType, FormatOptions, OpenOptions, Volume};
+
+/// Network flags shared by `serve` and `mount` (flattened into both).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct NetArgs {
+    /// Serve HTTP/1.1 on ADDR (e.g. 127.0.0.1:8080): PUT/POST store a file,
+    /// GET/HEAD (with Range) send it by its chain, DELETE removes it.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Raw stream mode on ADDR: every connection's bytes become one file in
+    /// --raw-dir, appended as they arrive (`nc HOST PORT < file`).
+    #[arg(long, value_name = "ADDR")]
+    pub raw_listen: Option<SocketAddr>,
+    /// Directory inside the image that raw connections land in (created if
+    /// missing).
+    #[arg(long, value_name = "DIR", default_value = "/raw")]
+    pub raw_dir: String,
+    /// Require `Authorization: Bearer TOKEN` for PUT, POST and DELETE; the
+    /// token is the content of FILE.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Refuse every change over the network (HTTP answers 405; no raw mode).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Connections served at once; more are answered 503.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub max_connections: usize,
+    /// Seconds an idle keep-alive connection is kept.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub idle_timeout: u64,
+    /// Seconds to wait for a client to send the next bytes or take data.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub io_timeout: u64,
+}
+
+impl NetArgs {
+    /// Anything to serve?
+    pub fn wanted(&self) -> bool {
+        self.listen.is_some() || self.raw_listen.is_some()
+    }
+
+    /// The server configuration these flags describe.
+    pub fn config(&self) -> Result<netpath::Config, String> {
+        let token = match &self.token_file {
+            Some(p) => {
+                let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                Some(
+                    netpath::Token::from_file_contents(&s)
+                        .map_err(|e| format!("{}: {e}", p.display()))?,
+                )
+            }
+            None => None,
+        };
+        if self.max_connections == 0 {
+            return Err("--max-connections must be at least 1".into());
+        }
+        let io = Duration::from_secs(self.io_timeout.max(1));
+        Ok(netpath::Config {
+            http_listen: self.listen,
+            raw_listen: self.raw_listen,
+            raw_dir: self.raw_dir.clone(),
+            token,
+            read_only: self.read_only,
+            max_connections: self.max_connections,
+            idle_timeout: Duration::from_secs(self.idle_timeout.max(1)),
+            header_timeout: io.min(Duration::from_secs(10)),
+            io_timeout: io,
+            raw_idle_timeout: Duration::from_secs(300).max(io),
+            ..netpath::Config::default()
+        })
+    }
+}
+
+/// The running servers (stop them with `shutdown()`, or by dropping).
+pub type ServicesHandle = netpath::Services;
+
+/// Start the servers `args` asks for on `vol`. `on_change` is told about
+/// every entry the servers create, replace or remove and about raw files
+/// growing (the mount passes a closure that calls `inval_entry` /
+/// `inval_inode`). Prints nothing.
+pub fn start_services(
+    vol: Arc<Volume>,
+    args: &NetArgs,
+    on_change: Option<netpath::OnChange>,
+) -> Result<ServicesHandle, String> {
+    let cfg = args.config()?;
+    for a in [cfg.http_listen, cfg.raw_listen].into_iter().flatten() {
+        if !a.ip().is_loopback() && cfg.token.is_none() && !cfg.read_only {
+            eprintln!("pktfs: warning: {a} is reachable from other hosts and changes need no token (--token-file)");
+        }
+    }
+    netpath::Services::start(vol, cfg, on_change)
+        .map_err(|e| format!("cannot start the servers: {e}"))
+}
+
+/// What is being served, for a person.
+pub fn describe(s: &ServicesHandle, args: &NetArgs) -> String {
+    let mut out = String::new();
+    if let Some(a) = s.http_addr() {
+        out.push_str(&format!(
+            "  HTTP  http://{a}/{}\n",
+            if args.read_only { "  (read-only)" } else { "" }
+        ));
+    }
+    if let Some(a) = s.raw_addr() {
+        out.push_str(&format!(
+            "  raw   {a} -> {}/<time>-<peer>\n",
+            args.raw_dir.trim_end_matches('/')
+        ));
+    }
+    out
+}
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    pub image: std::path::PathBuf,
+    /// The image file (made by mkfs.pktfs).
+    pub image: PathBuf,
+    #[command(flatten)]
+    pub net: NetArgs,
+    /// How writes are made durable: auto, clwb, msync, eadr.
+    #[arg(long, default_value = "auto")]
+    pub persist: PersistChoice,
 }
+
 #[derive(clap::Args, Debug)]
 pub struct SendArgs {
-    pub image: std::path::PathBuf,
+    /// The image file.
+    pub image: PathBuf,
+    /// Path of a file inside the image, e.g. /logs/a.bin.
+    pub path: String,
+    /// Where to send it: HOST:PORT.
+    pub addr: String,
+    /// Seconds to wait to connect or for the peer to take data.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub timeout: u64,
 }
-#[derive(clap::Args, Debug)]
-pub struct UpArgs {}
 
-pub fn serve(_a: ServeArgs) -> Result<(), String> {
-    Err("serve is not built yet".into())
+#[derive(clap::Args, Debug)]
+pub struct UpArgs {
+    /// Image to use, created if missing (default: /dev/shm/pktfs-$USER.img,
+    /// or ~/.local/share/pktfs/pktfs.img where there is no /dev/shm).
+    #[arg(long, value_name = "FILE")]
+    pub image: Option<PathBuf>,
+    /// Where to mount it (default: ~/pktfs).
+    #[arg(long, value_name = "DIR")]
+    pub mountpoint: Option<PathBuf>,
+    /// Size of a new image, e.g. 512M, 4G (default: 1G, at most half the
+    /// free space where it goes).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+    /// HTTP address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Also take raw streams on ADDR (e.g. 127.0.0.1:8081).
+    #[arg(long, value_name = "ADDR")]
+    pub raw_listen: Option<SocketAddr>,
+    /// Serve without mounting.
+    #[arg(long)]
+    pub no_mount: bool,
 }
-pub fn send(_a: SendArgs) -> Result<(), String> {
-    Err("send is not built yet".into())
+
+fn open_rw(image: &Path, persist: PersistChoice, read_only: bool) -> Result<Volume, String> {
+    Volume::open(
+        image,
+        &OpenOptions {
+            persist,
+            read_only,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| format!("{}: {e}", image.display()))
 }
-pub fn up(_a: UpArgs) -> Result<(), String> {
-    Err("up is not built yet".into())
+
+/// Close the volume cleanly if nothing else holds it any more.
+fn close(vol: Arc<Volume>) -> Result<(), String> {
+    match Arc::try_unwrap(vol) {
+        Ok(v) => v.close().map_err(|e| format!("closing the image: {e}")),
+        Err(v) => {
+            drop(v); // the last holder's drop marks it clean
+            Ok(())
+        }
+    }
+}
+
+pub fn serve(a: ServeArgs) -> Result<(), String> {
+    let mut net = a.net.clone();
+    if !net.wanted() {
+        net.listen = Some(SocketAddr::from(([127, 0, 0, 1], 8080)));
+    }
+    let vol = Arc::new(open_rw(&a.image, a.persist, net.read_only)?);
+    let sig = netpath::signal::shutdown_signal()?;
+    let svc = start_services(vol.clone(), &net, None)?;
+    println!(
+        "pktfs: serving {} ({} persistence)",
+        a.image.display(),
+        vol.persist_mode()
+    );
+    print!("{}", describe(&svc, &net));
+    println!("Ctrl-C stops.");
+    let _ = sig.recv();
+    eprintln!("pktfs: stopping");
+    let st = svc.stats();
+    svc.shutdown();
+    eprintln!(
+        "pktfs: {} connections, {} requests, {} files stored",
+        st.connections, st.requests, st.files_stored
+    );
+    close(vol)
+}
+
+pub fn send(a: SendArgs) -> Result<(), String> {
+    let vol = Volume::open(
+        &a.image,
+        &OpenOptions {
+            read_only: true,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| {
+        format!(
+            "{}: {e}{}",
+            a.image.display(),
+            if e.to_string().contains("lock") {
+                " (a server has it open: fetch the file with GET instead)"
+            } else {
+                ""
+            }
+        )
+    })?;
+    let ino = crate::chain_cmd::resolve(&vol, &a.path)?;
+    let at = vol.getattr(ino).map_err(|e| e.to_string())?;
+    if at.kind != FileType::Regular {
+        return Err(format!("{}: not a regular file", a.path));
+    }
+    let r = netpath::client::send_file(&vol, ino, &a.addr, Duration::from_secs(a.timeout.max(1)))?;
+    let secs = r.elapsed.as_secs_f64().max(1e-9);
+    eprintln!(
+        "pktfs: sent {} bytes of {} to {} as {} segments in {} sendmsg calls, {:.3} s, {:.1} MB/s",
+        r.bytes,
+        a.path,
+        a.addr,
+        r.segments,
+        r.syscalls,
+        secs,
+        r.bytes as f64 / secs / 1e6
+    );
+    Ok(())
+}
+
+/// "512M", "4G", "1073741824".
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mul) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') => (&s[..s.len() - 1], 1 << 30),
+        Some('T') => (&s[..s.len() - 1], 1 << 40),
+        _ => (s, 1),
+    };
+    num.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .ok_or_else(|| format!("bad size {s:?}"))
+}
+
+fn user() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty() && !u.contains('/'))
+        .unwrap_or_else(|| "user".into())
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+fn default_image() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() && std::fs::metadata(shm).is_ok_and(|m| !m.permissions().readonly()) {
+        return shm.join(format!("pktfs-{}.img", user()));
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home().map(|h| h.join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    data.join("pktfs").join("pktfs.img")
+}
+
+fn default_mountpoint() -> PathBuf {
+    match home() {
+        Some(h) => h.join("pktfs"),
+        None => std::env::temp_dir().join(format!("pktfs-{}", user())),
+    }
+}
+
+/// Create and format the image if there is none.
+fn ensure_image(path: &Path, size: Option<&str>) -> Result<bool, String> {
+    if path.exists() {
+        return Ok(false);
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let size = match size {
+        Some(s) => parse_size(s)?,
+        None => {
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let free = netpath::quickstart::free_bytes(dir).unwrap_or(u64::MAX);
+            (1u64 << 30).min(free / 2) / (1 << 20) * (1 << 20)
+        }
+    };
+    let params = layout::GeometryParams::for_size(size);
+    Volume::format(
+        path,
+        &FormatOptions {
+            params,
+            label: Some("pktfs".into()),
+        },
+        &mut |_, _| {},
+    )
+    .map_err(|e| format!("creating {}: {e}", path.display()))?;
+    Ok(true)
+}
+
+pub fn up(a: UpArgs) -> Result<(), String> {
+    let image = a.image.clone().unwrap_or_else(default_image);
+    let created = ensure_image(&image, a.size.as_deref())?;
+    let vol = Arc::new(open_rw(&image, PersistChoice::Auto, false)?);
+    let sig = netpath::signal::shutdown_signal()?;
+    // The mount, when this build has it and it works here.
+    let mp = a.mountpoint.clone().unwrap_or_else(default_mountpoint);
+    let mut mount_note = String::new();
+    let mount = if a.no_mount {
+        mount_note.push_str("not mounted (--no-mount)");
+        None
+    } else {
+        match crate::net_cmd::mount_for_up(vol.clone(), &mp) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                mount_note = format!("not mounted: {e}");
+                None
+            }
+        }
+    };
+    let on_change = mount.as_ref().map(|m| m.on_change());
+    let net = NetArgs {
+        listen: Some(a.listen),
+        raw_listen: a.raw_listen,
+        raw_dir: "/raw".into(),
+        max_connections: 256,
+        idle_timeout: 60,
+        io_timeout: 30,
+        ..NetArgs::default()
+    };
+    let svc = start_services(vol.clone(), &net, on_change)?;
+    let g = vol.geometry();
+    println!(
+        "pktfs is up: {} {} ({} MiB, {} persistence)",
+        if created { "created" } else { "using" },
+        image.display(),
+        g.image_len_bytes >> 20,
+        vol.persist_mode()
+    );
+    print!("{}", describe(&svc, &net));
+    match &mount {
+        Some(_) => println!("  mount {}", mp.display()),
+        None => println!("  mount {mount_note}"),
+    }
+    let http = svc.http_addr().expect("listening");
+    let exe = std::env::args().next().unwrap_or_else(|| "pktfs".into());
+    let mut tries: Vec<(String, &str)> = vec![
+        (
+            format!("curl -T somefile http://{http}/somefile"),
+            "store a file (201 once it is durable)",
+        ),
+        (format!("curl http://{http}/"), "list"),
+        (
+            format!("curl -o copy http://{http}/somefile"),
+            "fetch it (Range works too)",
+        ),
+    ];
+    if mount.is_some() {
+        tries.push((
+            format!("ls -l {}", mp.display()),
+            "it is in the mount at once",
+        ));
+    }
+    if let Some(r) = svc.raw_addr() {
+        tries.push((
+            format!("nc -N {} {} < somefile", r.ip(), r.port()),
+            "raw stream -> /raw/<time>-<peer>",
+        ));
+    }
+    tries.push((
+        format!("{exe} chain {} /somefile", image.display()),
+        "the file as its packets",
+    ));
+    let w = tries.iter().map(|t| t.0.len()).max().unwrap_or(0);
+    println!("Try:");
+    for (cmd, what) in &tries {
+        println!("  {cmd:<w$}   # {what}");
+    }
+    println!(
+        "Ctrl-C stops{}.",
+        if mount.is_some() { " and unmounts" } else { "" }
+    );
+    let _ = sig.recv();
+    eprintln!("pktfs: stopping");
+    svc.shutdown();
+    if let Some(m) = mount {
+        m.stop();
+    }
+    close(vol)
+}
+
+/// A mount made by `up`.
+pub struct UpMount {
+    handle: Arc<pktfs::fuse::MountHandle>,
+}
+
+impl std::fmt::Debug for UpMount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpMount").finish_non_exhaustive()
+    }
+}
+
+/// The change callback for servers running beside a FUSE mount: each
+/// change the servers make is told to the kernel (`inval_entry` of the name
+/// and `inval_inode` of its directory; `inval_inode` of a growing raw
+/// file), so it shows in the mount at once.
+pub fn invalidate_in(h: Arc<pktfs::fuse::MountHandle>) -> netpath::OnChange {
+    Arc::new(move |c: netpath::Change<'_>| match c {
+        netpath::Change::Entry { parent, name, .. }
+        | netpath::Change::Removed { parent, name, .. } => {
+            use std::os::unix::ffi::OsStrExt;
+            let _ = h.inval_entry(parent, std::ffi::OsStr::from_bytes(name));
+            let _ = h.inval_inode(parent);
+        }
+        netpath::Change::Data { ino, .. } => {
+            let _ = h.inval_inode(ino);
+        }
+    })
+}
+
+impl UpMount {
+    fn on_change(&self) -> netpath::OnChange {
+        invalidate_in(self.handle.clone())
+    }
+
+    fn stop(self) {
+        if let Err(e) = self.handle.unmount() {
+            eprintln!("pktfs: unmount: {e}");
+        }
+        if let Ok(h) = Arc::try_unwrap(self.handle) {
+            if let Err(e) = h.join() {
+                eprintln!("pktfs: mount: {e}");
+            }
+        }
+    }
+}
+
+fn mount_for_up(vol: Arc<Volume>, mp: &Path) -> Result<UpMount, String> {
+    std::fs::create_dir_all(mp).map_err(|e| format!("{}: {e}", mp.display()))?;
+    let opts = pktfs::fuse::MountOptions::default();
+    let handle = pktfs::fuse::mount(vol, mp, &opts).map_err(|e| e.to_string())?;
+    Ok(UpMount {
+        handle: Arc::new(handle),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("x").is_err());
+    }
 }

@@ -437,6 +437,28 @@ fn escape_opt(v: &str) -> String {
     v.replace('\\', "\\\\").replace(',', "\\,")
 }
 
+/// Tells the kernel that a name or an inode changed (see
+/// [`MountHandle::invalidator`]).
+#[derive(Clone)]
+pub struct Invalidator(Notifier);
+
+impl std::fmt::Debug for Invalidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Invalidator")
+    }
+}
+
+impl Invalidator {
+    /// Drop the kernel's cached attributes and data of `ino`.
+    pub fn inval_inode(&self, ino: u64) -> io::Result<()> {
+        self.0.inval_inode(INodeNo(ino), 0, 0)
+    }
+    /// Drop the kernel's cached name `name` in directory `parent`.
+    pub fn inval_entry(&self, parent: u64, name: &OsStr) -> io::Result<()> {
+        self.0.inval_entry(INodeNo(parent), name)
+    }
+}
+
 /// A live mount served by background threads.
 #[derive(Debug)]
 pub struct MountHandle {
@@ -465,6 +487,12 @@ impl MountHandle {
     /// Drop the kernel's cached name `name` in directory `parent`.
     pub fn inval_entry(&self, parent: u64, name: &OsStr) -> io::Result<()> {
         self.notifier.inval_entry(INodeNo(parent), name)
+    }
+
+    /// A cloneable handle for telling the kernel about changes made behind
+    /// its back (the network servers beside the mount).
+    pub fn invalidator(&self) -> Invalidator {
+        Invalidator(self.notifier.clone())
     }
 
     pub fn unmounter(&self) -> Unmounter {

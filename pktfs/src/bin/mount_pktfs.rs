@@ -7,8 +7,14 @@
 //! Installed as a link named mount.pktfs (cargo does not allow dots in
 //! binary names; see scripts/install.sh).
 
+#[path = "../chain_cmd.rs"]
+#[allow(dead_code)]
+mod chain_cmd;
 #[path = "../mount_cmd.rs"]
 mod mount_cmd;
+#[path = "../net_cmd.rs"]
+#[allow(dead_code)]
+mod net_cmd;
 
 use std::path::PathBuf;
 
@@ -69,6 +75,7 @@ fn main() {
         options,
         daemon_child,
         helper: true,
+        net: Default::default(),
     };
     if fake {
         // mount -f: check the arguments, mount nothing.
