@@ -105,14 +105,46 @@ impl Corrupt {
     }
 }
 
-/// CRC32C of `bytes` (Castagnoli, hardware-accelerated where available).
+/// Inputs at least this long go to `crc-fast` (carry-less multiplication
+/// folding, VPCLMULQDQ where the CPU has it: ~59 GB/s here against ~18 GB/s
+/// for the crc32 instruction alone); shorter ones (records, headers) to the
+/// `crc32c` crate, whose per-call cost is lower.
+const FAST_MIN: usize = 256;
+
+/// CRC32C of `bytes` (Castagnoli, CRC-32/ISCSI), hardware-accelerated.
 pub fn crc32c(bytes: &[u8]) -> u32 {
-    crc32c::crc32c(bytes)
+    if bytes.len() >= FAST_MIN {
+        crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32
+    } else {
+        crc32c::crc32c(bytes)
+    }
 }
 
-/// Continue a CRC32C over more bytes.
+/// Continue a CRC32C over more bytes: the CRC of `prefix || bytes` given
+/// `crc` = the CRC of `prefix`.
 pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc, bytes)
+    if bytes.len() >= FAST_MIN {
+        let tail = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes);
+        crc_fast::checksum_combine(crc_fast::CrcAlgorithm::Crc32Iscsi, crc as u64, tail, bytes.len() as u64) as u32
+    } else {
+        crc32c::crc32c_append(crc, bytes)
+    }
+}
+
+#[cfg(test)]
+mod crc_tests {
+    #[test]
+    fn both_backends_agree() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8).collect();
+        for n in [0, 1, 63, 255, 256, 257, 4096, 65_536, 299_999] {
+            assert_eq!(super::crc32c(&data[..n]), crc32c::crc32c(&data[..n]), "len {n}");
+            for cut in [0, 1.min(n), n / 3, n] {
+                let (a, b) = data[..n].split_at(cut);
+                assert_eq!(super::crc32c_append(super::crc32c(a), b), crc32c::crc32c(&data[..n]), "len {n} cut {cut}");
+            }
+        }
+        assert_eq!(super::crc32c(b"123456789"), 0xe306_9283);
+    }
 }
 
 /// Read a `T` from the start of `bytes`, or report what was short.

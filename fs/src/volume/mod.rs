@@ -600,18 +600,12 @@ impl Volume {
     pub(crate) fn write_payload(&self, slices: &[Slice], data: &[u8]) -> Vec<u32> {
         let mut crcs = Vec::with_capacity(slices.len());
         let mut at = 0usize;
-        // Copy and checksum in 64 KiB steps, so the CRC reads bytes the
-        // copy just pulled into the cache.
-        const STEP: usize = 64 << 10;
+        // Copy, then checksum the source while it is still in the cache (a
+        // slice is at most 256 KiB: MAX_RECORD_BYTES).
         for s in slices {
             let chunk = &data[at..at + s.len as usize];
-            let base = self.geo.buffer_pos(s.buffer, s.buf_off).0;
-            let mut crc = 0u32;
-            for (k, piece) in chunk.chunks(STEP).enumerate() {
-                self.pm.write_nt(base + (k * STEP) as u64, piece);
-                crc = layout::crc32c_append(crc, piece);
-            }
-            crcs.push(crc);
+            self.pm.write_nt(self.geo.buffer_pos(s.buffer, s.buf_off).0, chunk);
+            crcs.push(layout::crc32c(chunk));
             at += s.len as usize;
         }
         crcs
