@@ -1,2 +1,40 @@
-//! netpath: receive TCP data straight into packet buffers and link it into
-//! files; send files back out by their chains (filled in by the netpath issue).
+//! netpath: TCP data lands in packet buffers as file extents, and files go
+//! back out by their chains (design.md section 5; PASTE, HotNets'16).
+//!
+//! # Receive
+//! A connection's bytes are `recv()`ed straight into free packet-buffer
+//! space of the image ([`pktfs::Volume::rx_reserve`] +
+//! [`pktfs::media::Pm::recv_timestamped`]): they move from the kernel into
+//! PM once, with no staging buffer. Request headers and chunk framing that
+//! land in the buffer are skipped by the record's offset, as StackMap and
+//! PASTE skip TCP/IP headers; the body bytes become pieces (CRC32C computed
+//! and cache lines flushed right after the `recv`, while they are hot; the
+//! kernel's SO_TIMESTAMPNS receive time; the stream byte position as the
+//! sequence number) and are linked into the file by one commit per batch,
+//! *before* the client is told "stored".
+//!
+//! # Transmit
+//! A file goes out by walking its chain: one iovec per record handed to
+//! `sendmsg`, read straight from the mapping (see [`tx`] for why `sendmsg`
+//! and not `sendfile`, and how buffer space in flight is kept from reuse).
+//!
+//! # Servers
+//! [`Services::start`] runs an HTTP/1.1 server ([`http`]) and a raw stream
+//! server ([`raw`]) over an `Arc<Volume>`, optionally reporting every change
+//! to a callback (the FUSE mount invalidates the kernel's caches with it).
+//! [`client::send_file`] streams a file to a plain TCP peer.
+
+pub mod client;
+pub mod config;
+pub mod http;
+pub mod path;
+pub mod quickstart;
+pub mod raw;
+pub mod rxstream;
+pub mod server;
+pub mod signal;
+pub mod tx;
+mod util;
+
+pub use config::{Change, Config, OnChange, Token};
+pub use server::{Services, Stats};

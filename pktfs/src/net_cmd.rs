@@ -433,47 +433,40 @@ pub fn up(a: UpArgs) -> Result<(), String> {
 }
 
 /// A mount made by `up`.
+#[derive(Debug)]
 pub struct UpMount {
-    handle: Arc<pktfs::fuse::MountHandle>,
-}
-
-impl std::fmt::Debug for UpMount {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UpMount").finish_non_exhaustive()
-    }
+    handle: pktfs::fuse::MountHandle,
 }
 
 /// The change callback for servers running beside a FUSE mount: each
 /// change the servers make is told to the kernel (`inval_entry` of the name
 /// and `inval_inode` of its directory; `inval_inode` of a growing raw
 /// file), so it shows in the mount at once.
-pub fn invalidate_in(h: Arc<pktfs::fuse::MountHandle>) -> netpath::OnChange {
+pub fn invalidate_with(inv: pktfs::fuse::Invalidator) -> netpath::OnChange {
     Arc::new(move |c: netpath::Change<'_>| match c {
         netpath::Change::Entry { parent, name, .. }
         | netpath::Change::Removed { parent, name, .. } => {
             use std::os::unix::ffi::OsStrExt;
-            let _ = h.inval_entry(parent, std::ffi::OsStr::from_bytes(name));
-            let _ = h.inval_inode(parent);
+            let _ = inv.inval_entry(parent, std::ffi::OsStr::from_bytes(name));
+            let _ = inv.inval_inode(parent);
         }
         netpath::Change::Data { ino, .. } => {
-            let _ = h.inval_inode(ino);
+            let _ = inv.inval_inode(ino);
         }
     })
 }
 
 impl UpMount {
     fn on_change(&self) -> netpath::OnChange {
-        invalidate_in(self.handle.clone())
+        invalidate_with(self.handle.invalidator())
     }
 
     fn stop(self) {
         if let Err(e) = self.handle.unmount() {
             eprintln!("pktfs: unmount: {e}");
         }
-        if let Ok(h) = Arc::try_unwrap(self.handle) {
-            if let Err(e) = h.join() {
-                eprintln!("pktfs: mount: {e}");
-            }
+        if let Err(e) = self.handle.join() {
+            eprintln!("pktfs: mount: {e}");
         }
     }
 }
@@ -482,9 +475,7 @@ fn mount_for_up(vol: Arc<Volume>, mp: &Path) -> Result<UpMount, String> {
     std::fs::create_dir_all(mp).map_err(|e| format!("{}: {e}", mp.display()))?;
     let opts = pktfs::fuse::MountOptions::default();
     let handle = pktfs::fuse::mount(vol, mp, &opts).map_err(|e| e.to_string())?;
-    Ok(UpMount {
-        handle: Arc::new(handle),
-    })
+    Ok(UpMount { handle })
 }
 
 #[cfg(test)]

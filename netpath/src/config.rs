@@ -1,0 +1,123 @@
+//! Server configuration and the change callback.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A bearer token. Its `Debug` does not print it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// A token from the contents of a token file: surrounding whitespace is
+    /// dropped; empty or non-printable tokens are refused.
+    pub fn from_file_contents(s: &str) -> Result<Token, String> {
+        let t = s.trim();
+        if t.is_empty() {
+            return Err("the token file is empty".into());
+        }
+        if !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("the token must be printable ASCII without spaces".into());
+        }
+        Ok(Token(t.to_string()))
+    }
+
+    /// Constant-time comparison with what a client presented.
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        let t = self.0.as_bytes();
+        let mut diff = u8::from(t.len() != presented.len());
+        for (i, &b) in t.iter().enumerate() {
+            diff |= b ^ presented.get(i).copied().unwrap_or(0);
+        }
+        diff == 0
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
+
+/// What the servers do and their limits.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// HTTP/1.1 listener (None: no HTTP).
+    pub http_listen: Option<SocketAddr>,
+    /// Raw stream listener (None: no raw mode).
+    pub raw_listen: Option<SocketAddr>,
+    /// Directory inside the volume that raw connections land in (created
+    /// if missing).
+    pub raw_dir: String,
+    /// Bearer token required for PUT/POST/DELETE.
+    pub token: Option<Token>,
+    /// Refuse every change (also implied by a read-only volume).
+    pub read_only: bool,
+    /// Connections served at once (HTTP and raw together); more are
+    /// answered 503 and closed.
+    pub max_connections: usize,
+    /// Keep-alive: how long a connection may sit between requests.
+    pub idle_timeout: Duration,
+    /// How long a request head may take to arrive once it has started.
+    pub header_timeout: Duration,
+    /// Longest wait for the next body bytes, or for room to send.
+    pub io_timeout: Duration,
+    /// Raw mode: longest silence before the connection is closed.
+    pub raw_idle_timeout: Duration,
+    /// Largest packet-buffer reservation per receive (bytes).
+    pub rx_chunk: u32,
+    /// Largest request head (request line + headers), and largest chunk
+    /// line / trailer section.
+    pub max_header_bytes: usize,
+    /// Bodies at least this large (and chunked ones) are received with a
+    /// persister thread that makes and commits the pieces while the
+    /// connection's thread receives the next bytes (`u64::MAX`: never).
+    pub persister_min: u64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            http_listen: None,
+            raw_listen: None,
+            raw_dir: "/raw".into(),
+            token: None,
+            read_only: false,
+            max_connections: 256,
+            idle_timeout: Duration::from_secs(60),
+            header_timeout: Duration::from_secs(10),
+            io_timeout: Duration::from_secs(30),
+            raw_idle_timeout: Duration::from_secs(300),
+            rx_chunk: 1 << 20,
+            max_header_bytes: 16 << 10,
+            persister_min: 2 << 20,
+        }
+    }
+}
+
+/// A change the servers made, for whoever caches the namespace (the FUSE
+/// mount: `Entry`/`Removed` -> `inval_entry(parent, name)`, `Data` ->
+/// `inval_inode(ino)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// `name` in directory `parent` now names `ino` (created or replaced;
+    /// also directories created for a PUT's path).
+    Entry {
+        parent: u64,
+        name: &'a [u8],
+        ino: u64,
+    },
+    /// `name` (which named `ino`) was removed from `parent`.
+    Removed {
+        parent: u64,
+        name: &'a [u8],
+        ino: u64,
+    },
+    /// `ino`'s data grew to `size` (raw stream appends; per connection at
+    /// most every 100 ms, and within 100 ms of the last append).
+    Data { ino: u64, size: u64 },
+}
+
+/// The change callback. Called on the connection's thread after the change
+/// is durable; it must not block for long.
+pub type OnChange = Arc<dyn Fn(Change<'_>) + Send + Sync>;

@@ -1,0 +1,351 @@
+//! A connection's input, received straight into packet-buffer space.
+//!
+//! The stream owns one reservation ([`RxBuf`]) at a time and `recv()`s into
+//! its free tail, so request heads, chunk framing and body bytes all land in
+//! the image where they arrive. Body bytes become pieces in place
+//! ([`RxStream::take_into`]); everything else is skipped
+//! ([`RxStream::consume`]) and its space is returned when the reservation
+//! is released, except where it shares a buffer with a piece (a piece keeps
+//! whole buffers alive, like an sk_buff keeps its page).
+//!
+//! Space of a reservation is written once: the stream never recv()s into
+//! bytes it has already filled, because pieces may reference them. When the
+//! tail is too short the stream moves on to a new reservation; an unparsed
+//! partial head (at most `max_header_bytes`) is copied over, never body
+//! bytes (callers take those before asking for more).
+//!
+//! When no buffer space is left (or the volume is read-only) the stream
+//! falls back to a 64 KiB DRAM buffer so GET, HEAD and DELETE still work on
+//! a full volume; body bytes that arrive then are copied into fresh buffer
+//! space when taken, or refused with "no space".
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use pktfs::{RxBuf, RxPiece, Volume};
+
+use crate::util::now_ns;
+
+/// Reservation size between requests and for small requests.
+pub const IDLE_RESERVATION: u32 = 64 << 10;
+/// Don't recv into a tail shorter than this when more is expected.
+const MIN_RECV: u32 = 4096;
+/// DRAM fallback buffer.
+const DRAM_FALLBACK: usize = 64 << 10;
+
+#[derive(Debug)]
+pub struct RxStream<'a> {
+    vol: &'a Volume,
+    sock: &'a TcpStream,
+    fd: RawFd,
+    /// Shared with a persister thread that may still be making pieces
+    /// from it ([`RxJob`]); released by whoever drops it last.
+    res: Option<Arc<RxBuf>>,
+    dram: Vec<u8>,
+    in_dram: bool,
+    pos: u32,
+    end: u32,
+    /// Stream position of byte 0 of the current storage.
+    base_seq: u64,
+    /// (first byte, kernel receive time) of each recv into the current
+    /// storage, ascending.
+    stamps: Vec<(u32, u64)>,
+    chunk: u32,
+    timeout: Option<Duration>,
+}
+
+impl<'a> RxStream<'a> {
+    /// `chunk`: largest reservation. Turns on SO_TIMESTAMPNS.
+    pub fn new(vol: &'a Volume, sock: &'a TcpStream, chunk: u32) -> RxStream<'a> {
+        let fd = sock.as_raw_fd();
+        let _ = pktfs::media::net::enable_rx_timestamps(fd);
+        RxStream {
+            vol,
+            sock,
+            fd,
+            res: None,
+            dram: Vec::new(),
+            in_dram: false,
+            pos: 0,
+            end: 0,
+            base_seq: 0,
+            stamps: Vec::new(),
+            chunk: chunk.max(IDLE_RESERVATION),
+            timeout: None,
+        }
+    }
+
+    /// Received, not yet consumed bytes.
+    pub fn window(&self) -> &[u8] {
+        if self.in_dram {
+            &self.dram[self.pos as usize..self.end as usize]
+        } else {
+            match &self.res {
+                Some(b) => self.vol.pm().slice(
+                    b.image_off + self.pos as u64,
+                    (self.end - self.pos) as usize,
+                ),
+                None => &[],
+            }
+        }
+    }
+
+    pub fn available(&self) -> u32 {
+        self.end - self.pos
+    }
+
+    /// Stream position of the next unconsumed byte.
+    pub fn seq(&self) -> u64 {
+        self.base_seq + self.pos as u64
+    }
+
+    /// Skip `n` received bytes (a request head, chunk framing, a discarded
+    /// body): they stay where they landed and are never linked.
+    pub fn consume(&mut self, n: u32) {
+        assert!(n <= self.available());
+        self.pos += n;
+    }
+
+    fn cap(&self) -> u32 {
+        if self.in_dram {
+            self.dram.len() as u32
+        } else {
+            self.res.as_ref().map(|b| b.cap).unwrap_or(0)
+        }
+    }
+
+    /// Would `fill(want)` move to new storage (so received body bytes must
+    /// be taken first)?
+    pub fn will_move(&self, want: u32) -> bool {
+        self.cap() - self.end < want.clamp(1, MIN_RECV)
+            || (self.in_dram && self.pos == self.end && !self.vol.is_read_only())
+    }
+
+    /// Receive more bytes, expecting about `want` (sizes a new reservation).
+    /// Ok(0) is end of stream. A timeout is `ErrorKind::TimedOut`.
+    pub fn fill(&mut self, want: u32, timeout: Duration) -> std::io::Result<usize> {
+        if self.timeout != Some(timeout) {
+            self.sock
+                .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
+            self.timeout = Some(timeout);
+        }
+        if self.will_move(want) {
+            self.move_storage(want);
+        }
+        loop {
+            let r = if self.in_dram {
+                let end = self.end as usize;
+                (&*self.sock).read(&mut self.dram[end..]).map(|n| (n, None))
+            } else {
+                let b = self.res.as_ref().expect("storage after move");
+                self.vol.pm().recv_timestamped(
+                    self.fd,
+                    b.image_off + self.end as u64,
+                    (b.cap - self.end) as usize,
+                    0,
+                )
+            };
+            match r {
+                Ok((n, ts)) => {
+                    if n > 0 {
+                        self.stamps.push((self.end, ts.unwrap_or_else(now_ns)));
+                        self.end += n as u32;
+                    }
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "timed out waiting for the client",
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn stamp_at(&self, off: u32) -> u64 {
+        let i = self.stamps.partition_point(|&(s, _)| s <= off);
+        if i == 0 {
+            now_ns()
+        } else {
+            self.stamps[i - 1].1
+        }
+    }
+
+    /// Continue in new storage, carrying the unconsumed bytes over.
+    fn move_storage(&mut self, want: u32) {
+        let carry = self.end - self.pos;
+        let size =
+            (carry as u64 + want as u64).clamp(IDLE_RESERVATION as u64, self.chunk as u64) as u32;
+        let carry_ts = self.stamp_at(self.pos);
+        let new_base = self.base_seq + self.pos as u64;
+        let (p, e) = (self.pos as usize, self.end as usize);
+        if !self.vol.is_read_only() {
+            if let Ok(b) = self.vol.rx_reserve(size) {
+                if b.cap > carry {
+                    if carry > 0 {
+                        let pm = self.vol.pm();
+                        if self.in_dram {
+                            pm.write(b.image_off, &self.dram[p..e]);
+                        } else {
+                            let old = self.res.as_ref().expect("storage");
+                            pm.write(
+                                b.image_off,
+                                pm.slice(old.image_off + p as u64, carry as usize),
+                            );
+                        }
+                    }
+                    if let Some(old) = self.res.replace(Arc::new(b)) {
+                        release(self.vol, old);
+                    }
+                    self.in_dram = false;
+                    self.reset(new_base, carry, carry_ts);
+                    return;
+                }
+                self.vol.rx_release(b);
+            }
+        }
+        let need = DRAM_FALLBACK.max(carry as usize + MIN_RECV as usize);
+        if self.dram.len() < need {
+            self.dram.resize(need, 0);
+        }
+        if self.in_dram {
+            self.dram.copy_within(p..e, 0);
+        } else if let Some(old) = &self.res {
+            self.vol
+                .pm()
+                .read(old.image_off + p as u64, &mut self.dram[..carry as usize]);
+        }
+        if let Some(old) = self.res.take() {
+            release(self.vol, old);
+        }
+        self.in_dram = true;
+        self.reset(new_base, carry, carry_ts);
+    }
+
+    fn reset(&mut self, base: u64, carry: u32, ts: u64) {
+        self.base_seq = base;
+        self.pos = 0;
+        self.end = carry;
+        self.stamps.clear();
+        if carry > 0 {
+            self.stamps.push((0, ts));
+        }
+    }
+
+    /// The next `n` received bytes become a piece (or, in the DRAM
+    /// fallback, are copied into fresh buffer space as pieces): CRC and
+    /// flush now, timestamp of the recv that brought the first byte, seq =
+    /// its stream position. On error the pieces already pushed are the
+    /// caller's to abort.
+    pub fn take_into(&mut self, n: u32, out: &mut Vec<RxPiece>) -> pktfs::Result<()> {
+        assert!(n <= self.available());
+        if n == 0 {
+            return Ok(());
+        }
+        let seq = self.seq();
+        let ts = self.stamp_at(self.pos);
+        if !self.in_dram {
+            let b = self.res.as_ref().expect("storage");
+            out.push(self.vol.rx_piece(b, self.pos, n, ts, seq));
+        } else {
+            let mut done = 0u32;
+            while done < n {
+                let b = self.vol.rx_reserve(n - done)?;
+                let k = b.cap.min(n - done);
+                let s = (self.pos + done) as usize;
+                self.vol
+                    .pm()
+                    .write(b.image_off, &self.dram[s..s + k as usize]);
+                out.push(self.vol.rx_piece(&b, 0, k, ts, seq + done as u64));
+                self.vol.rx_release(b);
+                done += k;
+            }
+        }
+        self.pos += n;
+        Ok(())
+    }
+
+    /// Like [`take_into`](Self::take_into), but leave making the piece to
+    /// another thread: the next `n` bytes are handed over as a job (the
+    /// stream keeps receiving into the rest of the reservation meanwhile;
+    /// the two never touch the same bytes). None in the DRAM fallback.
+    pub fn take_job(&mut self, n: u32) -> Option<RxJob> {
+        assert!(n <= self.available());
+        if self.in_dram || n == 0 {
+            return None;
+        }
+        let buf = self.res.as_ref()?.clone();
+        let job = RxJob {
+            buf,
+            skip: self.pos,
+            len: n,
+            timestamp_ns: self.stamp_at(self.pos),
+            seq: self.seq(),
+        };
+        self.pos += n;
+        Some(job)
+    }
+
+    /// Between requests: give back a large reservation once everything in
+    /// it is consumed (a 1 MiB upload reservation is not kept by an idle
+    /// connection).
+    pub fn at_rest(&mut self) {
+        if self.pos != self.end {
+            return;
+        }
+        if self.in_dram {
+            self.reset(self.base_seq + self.end as u64, 0, 0);
+        } else if self.res.as_ref().is_some_and(|b| b.cap > IDLE_RESERVATION) {
+            let b = self.res.take().expect("checked");
+            release(self.vol, b);
+            self.reset(self.base_seq + self.end as u64, 0, 0);
+        }
+    }
+}
+
+impl Drop for RxStream<'_> {
+    fn drop(&mut self) {
+        if let Some(b) = self.res.take() {
+            release(self.vol, b);
+        }
+    }
+}
+
+/// Drop a share of a reservation; the last one gives the space back.
+pub fn release(vol: &Volume, b: Arc<RxBuf>) {
+    if let Ok(b) = Arc::try_unwrap(b) {
+        vol.rx_release(b);
+    }
+}
+
+/// Received bytes to be made into a piece by another thread (see
+/// [`RxStream::take_job`]).
+#[derive(Debug)]
+pub struct RxJob {
+    pub buf: Arc<RxBuf>,
+    pub skip: u32,
+    pub len: u32,
+    pub timestamp_ns: u64,
+    pub seq: u64,
+}
+
+impl RxJob {
+    /// Make the piece (CRC, flush) and drop this job's share of the
+    /// reservation.
+    pub fn piece(self, vol: &Volume) -> RxPiece {
+        let p = vol.rx_piece(&self.buf, self.skip, self.len, self.timestamp_ns, self.seq);
+        release(vol, self.buf);
+        p
+    }
+
+    pub fn abandon(self, vol: &Volume) {
+        release(vol, self.buf);
+    }
+}

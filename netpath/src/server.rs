@@ -1,0 +1,370 @@
+//! Listeners, connection threads and shutdown.
+//!
+//! # One thread per connection, capped
+//! Each accepted connection gets its own thread (small stack) and runs to
+//! completion on it: recv into packet buffers, build pieces, commit, answer.
+//! The work per request is dominated by synchronous steps that block the
+//! thread anyway (the kernel copy into PM, cache-line write-back and
+//! fences of the commit, the Volume's inode locks), so an event loop would
+//! gain little here and would have to hand commits to workers; threads keep
+//! every request a straight line of code, and the Volume's per-inode locks
+//! already let different files commit in parallel. Resources are bounded:
+//! at most `max_connections` connections (HTTP and raw together; one more
+//! is answered `503` and closed), each with one reservation of at most
+//! `rx_chunk` bytes of buffer space (64 KiB while idle), a 512 KiB stack,
+//! a head of at most `max_header_bytes`, and timeouts on every wait.
+//! Accept loops poll their listener with a short timeout so shutdown needs
+//! no wake-up trick.
+
+use std::collections::HashMap;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use pktfs::{FileType, Volume};
+
+use crate::config::{Change, Config, OnChange};
+use crate::util::ids;
+
+const STACK: usize = 512 << 10;
+
+/// Counters since start.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    pub connections: u64,
+    pub refused: u64,
+    pub requests: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub files_stored: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub connections: AtomicU64,
+    pub refused: AtomicU64,
+    pub requests: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
+    pub files_stored: AtomicU64,
+}
+
+pub(crate) struct Shared {
+    pub vol: Arc<Volume>,
+    pub cfg: Config,
+    pub on_change: Option<OnChange>,
+    pub stop: AtomicBool,
+    pub counters: Counters,
+    pub uid: u32,
+    pub gid: u32,
+    /// Inode of the raw-mode directory (when raw mode is on).
+    pub raw_dir: u64,
+    conns: Mutex<HashMap<u64, TcpStream>>,
+    idle: Condvar,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    pub fn notify(&self, c: Change<'_>) {
+        if let Some(f) = &self.on_change {
+            f(c);
+        }
+    }
+
+    /// Changes are refused (server flag or read-only volume).
+    pub fn read_only(&self) -> bool {
+        self.cfg.read_only || self.vol.is_read_only()
+    }
+}
+
+/// Running servers. Dropping it shuts them down.
+#[derive(Debug)]
+pub struct Services {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    http_addr: Option<SocketAddr>,
+    raw_addr: Option<SocketAddr>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Http,
+    Raw,
+}
+
+/// Find or create (mkdir -p) a directory inside the volume.
+pub(crate) fn ensure_dir(
+    vol: &Volume,
+    path: &str,
+    uid: u32,
+    gid: u32,
+    notify: &dyn Fn(Change<'_>),
+) -> pktfs::Result<u64> {
+    let mut ino = vol.root();
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        let name = part.as_bytes();
+        ino = match vol.lookup(ino, name) {
+            Ok(a) if a.kind == FileType::Directory => a.ino,
+            Ok(_) => return Err(pktfs::FsError::NotDir),
+            Err(pktfs::FsError::NotFound) => match vol.mkdir(ino, name, 0o755, uid, gid) {
+                Ok(a) => {
+                    notify(Change::Entry {
+                        parent: ino,
+                        name,
+                        ino: a.ino,
+                    });
+                    a.ino
+                }
+                Err(pktfs::FsError::Exists) => vol.lookup(ino, name)?.ino,
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
+    }
+    Ok(ino)
+}
+
+impl Services {
+    /// Bind the configured listeners and start serving `vol`. `on_change`
+    /// is told about every entry created, replaced or removed and about raw
+    /// files growing.
+    pub fn start(
+        vol: Arc<Volume>,
+        cfg: Config,
+        on_change: Option<OnChange>,
+    ) -> std::io::Result<Services> {
+        let (uid, gid) = ids();
+        let mut raw_dir = 0;
+        if cfg.raw_listen.is_some() {
+            if cfg.read_only || vol.is_read_only() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "raw mode stores data: not with --read-only",
+                ));
+            }
+            let notify = |c: Change<'_>| {
+                if let Some(f) = &on_change {
+                    f(c)
+                }
+            };
+            raw_dir = ensure_dir(&vol, &cfg.raw_dir, uid, gid, &notify).map_err(|e| {
+                std::io::Error::other(format!("raw directory {}: {e}", cfg.raw_dir))
+            })?;
+        }
+        let http = cfg.http_listen.map(TcpListener::bind).transpose()?;
+        let raw = cfg.raw_listen.map(TcpListener::bind).transpose()?;
+        let shared = Arc::new(Shared {
+            vol,
+            cfg,
+            on_change,
+            stop: AtomicBool::new(false),
+            counters: Counters::default(),
+            uid,
+            gid,
+            raw_dir,
+            conns: Mutex::new(HashMap::new()),
+            idle: Condvar::new(),
+            next_id: AtomicU64::new(1),
+        });
+        let mut s = Services {
+            shared,
+            threads: Vec::new(),
+            http_addr: None,
+            raw_addr: None,
+        };
+        for (l, kind) in [(http, Kind::Http), (raw, Kind::Raw)] {
+            let Some(l) = l else { continue };
+            let addr = l.local_addr()?;
+            match kind {
+                Kind::Http => s.http_addr = Some(addr),
+                Kind::Raw => s.raw_addr = Some(addr),
+            }
+            l.set_nonblocking(true)?;
+            // Timestamps on from the start (accepted sockets inherit it), so
+            // even the first segments of a connection carry the kernel's
+            // receive time.
+            let _ = pktfs::media::net::enable_rx_timestamps(std::os::fd::AsRawFd::as_raw_fd(&l));
+            let sh = s.shared.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("pktfs-accept-{kind:?}").to_lowercase())
+                .spawn(move || accept_loop(sh, l, kind))?;
+            s.threads.push(t);
+        }
+        Ok(s)
+    }
+
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
+    }
+
+    pub fn raw_addr(&self) -> Option<SocketAddr> {
+        self.raw_addr
+    }
+
+    pub fn stats(&self) -> Stats {
+        let c = &self.shared.counters;
+        Stats {
+            connections: c.connections.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+            requests: c.requests.load(Ordering::Relaxed),
+            bytes_in: c.bytes_in.load(Ordering::Relaxed),
+            bytes_out: c.bytes_out.load(Ordering::Relaxed),
+            files_stored: c.files_stored.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Connections being served now.
+    pub fn active(&self) -> usize {
+        self.shared
+            .conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    /// Stop accepting, cut every connection (uploads in progress are
+    /// abandoned: never visible), and wait for their threads (at most
+    /// `io_timeout`).
+    pub fn shutdown(mut self) {
+        self.stop_all();
+    }
+
+    fn stop_all(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        let mut conns = self.shared.conns.lock().unwrap_or_else(|e| e.into_inner());
+        for s in conns.values() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        let deadline =
+            std::time::Instant::now() + self.shared.cfg.io_timeout.max(Duration::from_secs(1));
+        while !conns.is_empty() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            conns = self
+                .shared
+                .idle
+                .wait_timeout(conns, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+impl Drop for Services {
+    fn drop(&mut self) {
+        if !self.shared.stop.load(Ordering::SeqCst) || !self.threads.is_empty() {
+            self.stop_all();
+        }
+    }
+}
+
+/// Unregisters a connection when its thread ends.
+struct ConnGuard {
+    sh: Arc<Shared>,
+    id: u64,
+}
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        let mut c = self.sh.conns.lock().unwrap_or_else(|e| e.into_inner());
+        c.remove(&self.id);
+        self.sh.idle.notify_all();
+    }
+}
+
+fn accept_loop(sh: Arc<Shared>, l: TcpListener, kind: Kind) {
+    while !sh.stop.load(Ordering::SeqCst) {
+        match l.accept() {
+            Ok((s, peer)) => admit(&sh, s, peer, kind),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let _ = wait_listener(&l, Duration::from_millis(200));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => std::thread::sleep(Duration::from_millis(20)), // EMFILE and friends
+        }
+    }
+}
+
+fn wait_listener(l: &TcpListener, t: Duration) -> std::io::Result<bool> {
+    let ts = rustix::event::Timespec {
+        tv_sec: t.as_secs() as _,
+        tv_nsec: t.subsec_nanos() as _,
+    };
+    let mut fds = [rustix::event::PollFd::new(l, rustix::event::PollFlags::IN)];
+    Ok(rustix::event::poll(&mut fds, Some(&ts)).map_err(std::io::Error::from)? > 0)
+}
+
+fn admit(sh: &Arc<Shared>, s: TcpStream, peer: SocketAddr, kind: Kind) {
+    let _ = s.set_nonblocking(false);
+    let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
+    {
+        let mut c = sh.conns.lock().unwrap_or_else(|e| e.into_inner());
+        if c.len() >= sh.cfg.max_connections {
+            drop(c);
+            sh.counters.refused.fetch_add(1, Ordering::Relaxed);
+            refuse(s, kind);
+            return;
+        }
+        match s.try_clone() {
+            Ok(k) => {
+                c.insert(id, k);
+            }
+            Err(_) => return,
+        }
+    }
+    sh.counters.connections.fetch_add(1, Ordering::Relaxed);
+    let guard = ConnGuard { sh: sh.clone(), id };
+    let sh2 = sh.clone();
+    let r = std::thread::Builder::new()
+        .name(format!("pktfs-conn-{id}"))
+        .stack_size(STACK)
+        .spawn(move || {
+            let _g = guard;
+            match kind {
+                Kind::Http => crate::http::serve_connection(&sh2, s, peer),
+                Kind::Raw => crate::raw::serve_connection(&sh2, s, peer),
+            }
+        });
+    if r.is_err() {
+        // The closure (and with it the guard and the socket) was dropped.
+        sh.counters.refused.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Over the connection cap: HTTP gets a 503, raw is just closed. Never
+/// blocks the accept loop.
+fn refuse(s: TcpStream, kind: Kind) {
+    let _ = s.set_nonblocking(true);
+    if kind == Kind::Http {
+        let _ = rustix::net::send(
+            &s,
+            b"HTTP/1.1 503 Service Unavailable\r\nServer: pktfs\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            rustix::net::SendFlags::NOSIGNAL,
+        );
+    }
+    let _ = s.shutdown(Shutdown::Write);
+    // Drop what the client already sent, so the close is not a reset that
+    // could destroy the 503 before the client reads it.
+    let mut buf = [0u8; 4096];
+    for _ in 0..16 {
+        match std::io::Read::read(&mut &s, &mut buf) {
+            Ok(n) if n > 0 => continue,
+            _ => break,
+        }
+    }
+}

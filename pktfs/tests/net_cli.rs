@@ -1,0 +1,216 @@
+//! `pktfs serve`, `pktfs send` and `pktfs up --no-mount` as a person runs
+//! them. Lives in the pktfs-cli package so cargo builds the binary it runs.
+
+#[path = "../../tests/tests/net_common/mod.rs"]
+#[allow(dead_code)]
+mod net_common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use net_common::*;
+use pktfs::{OpenOptions, Volume};
+
+/// This package's binary: cargo builds it for its tests.
+fn bin() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_BIN_EXE_pktfs"));
+    p.exists().then_some(p)
+}
+
+macro_rules! need_bin {
+    () => {
+        match bin() {
+            Some(b) => b,
+            None => {
+                eprintln!("skipped: the pktfs binary is not built (cargo build -p pktfs-cli)");
+                return;
+            }
+        }
+    };
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// Start a long-running command and wait for its first line of output.
+fn start(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    (child, first)
+}
+
+fn interrupt(mut child: Child) -> String {
+    Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(st.success(), "exit status {st}");
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "did not stop on SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    err
+}
+
+fn wait_listening(addr: SocketAddr) {
+    for _ in 0..500 {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("nothing listening on {addr}");
+}
+
+#[test]
+fn serve_store_send_and_stop_cleanly() {
+    let pktfs = need_bin!();
+    let (dir, vol) = image(32 << 20);
+    let img = dir.path().join("img");
+    drop(vol);
+    let http = free_port();
+    let raw = free_port();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "t0k3n\n").unwrap();
+    let (child, first) = start(
+        Command::new(&pktfs)
+            .args(["serve"])
+            .arg(&img)
+            .args([
+                "--listen",
+                &http.to_string(),
+                "--raw-listen",
+                &raw.to_string(),
+                "--token-file",
+            ])
+            .arg(&token),
+    );
+    assert!(first.contains("serving"), "{first}");
+    wait_listening(http);
+    let body = data(1_000_000, 1);
+    assert_eq!(http_req(http, "PUT", "/a/b", &[], &body).status, 401);
+    assert_eq!(
+        http_req(
+            http,
+            "PUT",
+            "/a/b",
+            &[("Authorization", "Bearer t0k3n")],
+            &body
+        )
+        .status,
+        201
+    );
+    {
+        use std::io::Write;
+        let mut c = std::net::TcpStream::connect(raw).unwrap();
+        c.write_all(b"raw bytes").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let err = interrupt(child);
+    assert!(err.contains("files stored"), "{err}");
+    // The image is clean and holds both files.
+    let v = Volume::open(
+        &img,
+        &OpenOptions {
+            read_only: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(v.superblock().state, layout::superblock::STATE_CLEAN);
+    let a = v
+        .lookup(v.lookup(v.root(), b"a").unwrap().ino, b"b")
+        .unwrap();
+    assert_eq!(v.read(a.ino, 0, u64::MAX).unwrap(), body);
+    let r = v.lookup(v.root(), b"raw").unwrap();
+    let files = v.list_dir(r.ino).unwrap();
+    assert_eq!(files.len(), 1);
+    assert_eq!(v.read(files[0].ino, 0, 100).unwrap(), b"raw bytes");
+    drop(v);
+    // pktfs send streams it to a plain TCP peer.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = l.local_addr().unwrap();
+    let rx = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut v = Vec::new();
+        s.read_to_end(&mut v).unwrap();
+        v
+    });
+    let out = Command::new(&pktfs)
+        .arg("send")
+        .arg(&img)
+        .arg("/a/b")
+        .arg(to.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(rx.join().unwrap() == body);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("segments"));
+}
+
+#[test]
+fn up_creates_an_image_and_serves_it() {
+    let pktfs = need_bin!();
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let img = dir.path().join("sub/quick.img");
+    let http = free_port();
+    let (child, first) = start(
+        Command::new(&pktfs)
+            .args(["up", "--no-mount", "--size", "64M", "--image"])
+            .arg(&img)
+            .args(["--listen", &http.to_string()]),
+    );
+    assert!(first.contains("created"), "{first}");
+    wait_listening(http);
+    assert_eq!(http_req(http, "PUT", "/x", &[], b"quick").status, 201);
+    assert_eq!(http_req(http, "GET", "/x", &[], b"").body, b"quick");
+    interrupt(child);
+    // Second run uses the existing image.
+    let (child, first) = start(
+        Command::new(&pktfs)
+            .args(["up", "--no-mount", "--image"])
+            .arg(&img)
+            .args(["--listen", &http.to_string()]),
+    );
+    assert!(first.contains("using"), "{first}");
+    wait_listening(http);
+    assert_eq!(http_req(http, "GET", "/x", &[], b"").body, b"quick");
+    interrupt(child);
+}
+
+fn http_req(addr: SocketAddr, m: &str, p: &str, h: &[(&str, &str)], b: &[u8]) -> Response {
+    net_common::http(addr, m, p, h, b)
+}

@@ -1,0 +1,127 @@
+//! curl as the client (skipped where curl is not installed).
+
+mod net_common;
+
+use std::process::{Command, Stdio};
+
+use net_common::*;
+
+const MIB: u64 = 1 << 20;
+
+fn curl(args: &[&str]) -> (i32, Vec<u8>) {
+    let out = Command::new("curl")
+        .args(["-s", "-S", "--max-time", "60"])
+        .args(args)
+        .output()
+        .expect("curl");
+    (out.status.code().unwrap_or(-1), out.stdout)
+}
+
+/// Status code of a request (curl -w).
+fn code(args: &[&str]) -> u16 {
+    let mut a = vec!["-o", "/dev/null", "-w", "%{http_code}"];
+    a.extend_from_slice(args);
+    String::from_utf8(curl(&a).1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn curl_upload_download_range_chunked_delete() {
+    if !have("curl") {
+        eprintln!("curl not installed: skipped");
+        return;
+    }
+    let s = server(128 * MIB, |c| {
+        c.token = Some(netpath::Token::from_file_contents("tok").unwrap())
+    });
+    let base = format!("http://{}", s.http);
+    let auth = "Authorization: Bearer tok";
+    let dir = s.dir.path();
+    // A 5 MiB upload: curl sends Expect: 100-continue for it.
+    let big = data(5 << 20, 1);
+    let f = dir.join("big.bin");
+    std::fs::write(&f, &big).unwrap();
+    let fs = f.to_str().unwrap();
+    assert_eq!(code(&["-T", fs, &format!("{base}/up/big.bin")]), 401);
+    assert_eq!(
+        code(&["-H", auth, "-T", fs, &format!("{base}/up/big.bin")]),
+        201
+    );
+    let (rc, got) = curl(&[&format!("{base}/up/big.bin")]);
+    assert_eq!(rc, 0);
+    assert!(got == big);
+    // Range.
+    let (_, part) = curl(&["-r", "1000-1999", &format!("{base}/up/big.bin")]);
+    assert_eq!(part, &big[1000..2000]);
+    // HEAD.
+    let (_, head) = curl(&["-I", &format!("{base}/up/big.bin")]);
+    let head = String::from_utf8_lossy(&head).to_lowercase();
+    assert!(head.contains("content-length: 5242880"), "{head}");
+    // Chunked upload from stdin.
+    let small = data(300_000, 2);
+    let mut child = Command::new("curl")
+        .args([
+            "-s",
+            "-S",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-H",
+            auth,
+            "-H",
+            "Transfer-Encoding: chunked",
+            "-T",
+            "-",
+            &format!("{base}/up/chunked"),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        for p in small.chunks(10_000) {
+            stdin.write_all(p).unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "201");
+    assert_eq!(s.read("/up/chunked").unwrap(), small);
+    // POST --data-binary.
+    let p = dir.join("p");
+    std::fs::write(&p, b"posted\0bytes").unwrap();
+    assert_eq!(
+        code(&[
+            "-H",
+            auth,
+            "--data-binary",
+            &format!("@{}", p.display()),
+            &format!("{base}/up/posted")
+        ]),
+        201
+    );
+    assert_eq!(s.read("/up/posted").unwrap(), b"posted\0bytes");
+    // Listing, DELETE, 404.
+    let (_, list) = curl(&[&format!("{base}/up/")]);
+    assert_eq!(String::from_utf8_lossy(&list), "big.bin\nchunked\nposted\n");
+    assert_eq!(
+        code(&["-H", auth, "-X", "DELETE", &format!("{base}/up/posted")]),
+        204
+    );
+    assert_eq!(code(&[&format!("{base}/up/posted")]), 404);
+    // --path-as-is lets curl send dot segments: refused.
+    assert_eq!(
+        code(&["--path-as-is", &format!("{base}/up/../../etc/passwd")]),
+        400
+    );
+    // Keep-alive: several URLs on one curl connection.
+    let (rc, both) = curl(&[&format!("{base}/up/chunked"), &format!("{base}/up/chunked")]);
+    assert_eq!(rc, 0);
+    assert_eq!(both.len(), 2 * small.len());
+    s.check();
+}
