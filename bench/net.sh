@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The netpath benchmark (pktfs HTTP PUT/GET against its baselines, over
-# loopback): see netpath/src/bin/netbench.rs and docs/README-net.md.
+# loopback): see netpath/src/bin/netbench.rs and docs/NETPATH.md.
 #   bench/net.sh [--size-mib 256] [--reps 5] [--secs 5] [--only put,small,get,volume]
 set -euo pipefail
 cd "$(dirname "$0")/.."

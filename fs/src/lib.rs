@@ -13,5 +13,5 @@ pub use error::{FsError, Result};
 pub use layout::FileType;
 pub use volume::{
     Attr, ChainEntry, DirEntry, FallocMode, FormatOptions, OpenOptions, OpenReport, RenameFlags,
-    RxBuf, RxPiece, Seg, TxHold, TxSeg, SetAttr, StatFs, TimeSet, Volume, XattrFlags,
+    RxBuf, RxPiece, Seg, SetAttr, StatFs, TimeSet, TxHold, TxSeg, Volume, XattrFlags,
 };

@@ -125,7 +125,12 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
 pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
     if bytes.len() >= FAST_MIN {
         let tail = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes);
-        crc_fast::checksum_combine(crc_fast::CrcAlgorithm::Crc32Iscsi, crc as u64, tail, bytes.len() as u64) as u32
+        crc_fast::checksum_combine(
+            crc_fast::CrcAlgorithm::Crc32Iscsi,
+            crc as u64,
+            tail,
+            bytes.len() as u64,
+        ) as u32
     } else {
         crc32c::crc32c_append(crc, bytes)
     }
@@ -135,12 +140,22 @@ pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
 mod crc_tests {
     #[test]
     fn both_backends_agree() {
-        let data: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8).collect();
+        let data: Vec<u8> = (0..300_000u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
+            .collect();
         for n in [0, 1, 63, 255, 256, 257, 4096, 65_536, 299_999] {
-            assert_eq!(super::crc32c(&data[..n]), crc32c::crc32c(&data[..n]), "len {n}");
+            assert_eq!(
+                super::crc32c(&data[..n]),
+                crc32c::crc32c(&data[..n]),
+                "len {n}"
+            );
             for cut in [0, 1.min(n), n / 3, n] {
                 let (a, b) = data[..n].split_at(cut);
-                assert_eq!(super::crc32c_append(super::crc32c(a), b), crc32c::crc32c(&data[..n]), "len {n} cut {cut}");
+                assert_eq!(
+                    super::crc32c_append(super::crc32c(a), b),
+                    crc32c::crc32c(&data[..n]),
+                    "len {n} cut {cut}"
+                );
             }
         }
         assert_eq!(super::crc32c(b"123456789"), 0xe306_9283);

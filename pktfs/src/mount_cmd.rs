@@ -65,7 +65,10 @@ fn net_args(n: &crate::net_cmd::NetArgs) -> Vec<std::ffi::OsString> {
     if n.read_only {
         v.push("--read-only".into());
     }
-    v.extend(["--max-connections".into(), n.max_connections.to_string().into()]);
+    v.extend([
+        "--max-connections".into(),
+        n.max_connections.to_string().into(),
+    ]);
     v.extend(["--idle-timeout".into(), n.idle_timeout.to_string().into()]);
     v.extend(["--io-timeout".into(), n.io_timeout.to_string().into()]);
     v
@@ -255,17 +258,7 @@ fn start_services(
     if !net.wanted() {
         return Ok(None);
     }
-    let inv = handle.invalidator();
-    let on_change: netpath::OnChange = Arc::new(move |c: netpath::Change<'_>| match c {
-        netpath::Change::Entry { parent, name, .. } | netpath::Change::Removed { parent, name, .. } => {
-            use std::os::unix::ffi::OsStrExt;
-            let _ = inv.inval_entry(parent, std::ffi::OsStr::from_bytes(name));
-            let _ = inv.inval_inode(parent);
-        }
-        netpath::Change::Data { ino, .. } => {
-            let _ = inv.inval_inode(ino);
-        }
-    });
+    let on_change = crate::net_cmd::invalidate_with(handle.invalidator());
     let s = crate::net_cmd::start_services(vol.clone(), net, Some(on_change))?;
     eprint!("{}", crate::net_cmd::describe(&s, net));
     Ok(Some(s))

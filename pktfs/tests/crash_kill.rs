@@ -24,7 +24,10 @@ use pktfs::{FormatOptions, OpenOptions, Volume};
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 
 fn seed() -> u64 {
-    std::env::var("PKTFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261122)
+    std::env::var("PKTFS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261122)
 }
 
 struct Rng(u64);
@@ -46,23 +49,55 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
 }
 
 fn image(tag: &str, size: u64) -> (tempfile::TempDir, PathBuf) {
-    let d = tempfile::Builder::new().prefix(&format!("pktfs-kill-{tag}-")).tempdir_in("/dev/shm").unwrap();
+    let d = tempfile::Builder::new()
+        .prefix(&format!("pktfs-kill-{tag}-"))
+        .tempdir_in("/dev/shm")
+        .unwrap();
     let p = d.path().join("img");
-    Volume::format(&p, &FormatOptions { params: GeometryParams::for_size(size), label: None }, &mut |_, _| {}).unwrap();
+    Volume::format(
+        &p,
+        &FormatOptions {
+            params: GeometryParams::for_size(size),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     (d, p)
 }
 
 /// fsck before recovery (nothing beyond what recovery fixes), recovery,
 /// fsck after it (clean); returns the recovered volume.
 fn recover(img: &Path) -> Volume {
-    let pm = Pm::open(img, &MapOptions { read_only: true, no_lock: true, ..Default::default() }).unwrap();
+    let pm = Pm::open(
+        img,
+        &MapOptions {
+            read_only: true,
+            no_lock: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let before = pktfs_fsck::check(&pm, &pktfs_fsck::Options::check());
     drop(pm);
-    assert!(before.errors_beyond_recovery().is_empty(), "fsck before recovery:\n{}", before.to_text());
-    let v = Volume::open(img, &OpenOptions::default()).unwrap_or_else(|e| panic!("recovery failed: {e}\nfsck said:\n{}", before.to_text()));
+    assert!(
+        before.errors_beyond_recovery().is_empty(),
+        "fsck before recovery:\n{}",
+        before.to_text()
+    );
+    let v = Volume::open(img, &OpenOptions::default())
+        .unwrap_or_else(|e| panic!("recovery failed: {e}\nfsck said:\n{}", before.to_text()));
     v.check_invariants().unwrap();
     v.close().unwrap();
-    let pm = Pm::open(img, &MapOptions { read_only: true, no_lock: true, ..Default::default() }).unwrap();
+    let pm = Pm::open(
+        img,
+        &MapOptions {
+            read_only: true,
+            no_lock: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let after = pktfs_fsck::check(&pm, &pktfs_fsck::Options::check());
     assert!(after.clean(), "fsck after recovery:\n{}", after.to_text());
     drop(pm);
@@ -84,24 +119,44 @@ fn kill9(child: &mut Child) {
 }
 
 fn fuse_usable() -> bool {
-    Path::new("/dev/fuse").exists() && std::fs::OpenOptions::new().read(true).write(true).open("/dev/fuse").is_ok()
+    Path::new("/dev/fuse").exists()
+        && std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")
+            .is_ok()
 }
 
 fn is_mounted(mp: &Path) -> bool {
     let mp = std::fs::canonicalize(mp).unwrap_or(mp.to_path_buf());
     std::fs::read_to_string("/proc/self/mounts")
-        .map(|m| m.lines().any(|l| l.split_whitespace().nth(1) == Some(mp.to_str().unwrap())))
+        .map(|m| {
+            m.lines()
+                .any(|l| l.split_whitespace().nth(1) == Some(mp.to_str().unwrap()))
+        })
         .unwrap_or(false)
 }
 
 fn lazy_unmount(mp: &Path) {
-    for cmd in [&["umount", "-l"][..], &["fusermount3", "-uz"], &["fusermount", "-uz"]] {
+    for cmd in [
+        &["umount", "-l"][..],
+        &["fusermount3", "-uz"],
+        &["fusermount", "-uz"],
+    ] {
         if !is_mounted(mp) {
             return;
         }
-        let _ = Command::new(cmd[0]).args(&cmd[1..]).arg(mp).stderr(Stdio::null()).status();
+        let _ = Command::new(cmd[0])
+            .args(&cmd[1..])
+            .arg(mp)
+            .stderr(Stdio::null())
+            .status();
     }
-    assert!(!is_mounted(mp), "could not detach the dead mount at {}", mp.display());
+    assert!(
+        !is_mounted(mp),
+        "could not detach the dead mount at {}",
+        mp.display()
+    );
 }
 
 #[test]
@@ -125,7 +180,10 @@ fn sigkill_mount_daemon_during_writes() {
             .unwrap();
         let t0 = Instant::now();
         while !is_mounted(mnt.path()) {
-            assert!(t0.elapsed() < Duration::from_secs(20), "mount did not come up");
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "mount did not come up"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         // Acknowledged: (name, seed, len) whose write returned; in flight:
@@ -164,32 +222,52 @@ fn sigkill_mount_daemon_during_writes() {
         lazy_unmount(mnt.path());
         writer.join().unwrap();
         let acked = acked.lock().unwrap().clone();
-        assert!(!acked.is_empty(), "round {round}: no write completed in {delay} ms");
+        assert!(
+            !acked.is_empty(),
+            "round {round}: no write completed in {delay} ms"
+        );
         let v = recover(&img);
         for (name, s, len) in &acked {
-            let got = read_path(&v, name).unwrap_or_else(|| panic!("round {round}: acknowledged {name} is missing"));
-            assert!(got == pattern(*s, *len), "round {round}: acknowledged {name} differs ({} bytes, want {len})", got.len());
+            let got = read_path(&v, name)
+                .unwrap_or_else(|| panic!("round {round}: acknowledged {name} is missing"));
+            assert!(
+                got == pattern(*s, *len),
+                "round {round}: acknowledged {name} differs ({} bytes, want {len})",
+                got.len()
+            );
         }
         if let Some((name, s, len)) = inflight.lock().unwrap().clone() {
             if !acked.iter().any(|a| a.0 == name) {
                 if let Some(got) = read_path(&v, &name) {
                     // Each FUSE write is atomic: a prefix, cut at a write.
-                    assert!(got.len() <= len && got == pattern(s, len)[..got.len()], "round {round}: in-flight {name} is not a prefix");
+                    assert!(
+                        got.len() <= len && got == pattern(s, len)[..got.len()],
+                        "round {round}: in-flight {name} is not a prefix"
+                    );
                 }
             }
         }
-        eprintln!("round {round}: killed the mount after {delay} ms; {} acknowledged files verified", acked.len());
+        eprintln!(
+            "round {round}: killed the mount after {delay} ms; {} acknowledged files verified",
+            acked.len()
+        );
     }
 }
 
 fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
 }
 
 fn wait_listening(a: SocketAddr) {
     let t0 = Instant::now();
     while TcpStream::connect_timeout(&a, Duration::from_millis(100)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "server on {a} did not come up");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "server on {a} did not come up"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -199,7 +277,11 @@ fn put(addr: SocketAddr, path: &str, body: &[u8]) -> bool {
     let go = || -> std::io::Result<bool> {
         let mut s = TcpStream::connect(addr)?;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
-        write!(s, "PUT {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())?;
+        write!(
+            s,
+            "PUT {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )?;
         s.write_all(body)?;
         let mut resp = Vec::new();
         s.read_to_end(&mut resp)?;
@@ -218,7 +300,14 @@ fn sigkill_server_during_uploads_and_raw_streams() {
         let mut server = Command::new(PKTFS)
             .arg("serve")
             .arg(&img)
-            .args(["--listen", &http.to_string(), "--raw-listen", &raw.to_string(), "--raw-dir", "/raw"])
+            .args([
+                "--listen",
+                &http.to_string(),
+                "--raw-listen",
+                &raw.to_string(),
+                "--raw-dir",
+                "/raw",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -234,7 +323,8 @@ fn sigkill_server_during_uploads_and_raw_streams() {
             std::thread::spawn(move || {
                 let mut i = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    let (path, s, len) = (format!("/u{i}"), r.next(), 1 + r.below(512 << 10) as usize);
+                    let (path, s, len) =
+                        (format!("/u{i}"), r.next(), 1 + r.below(512 << 10) as usize);
                     let ok = put(http, &path, &pattern(s, len));
                     uploads.lock().unwrap().push((path, s, len, ok));
                     if !ok {
@@ -250,7 +340,9 @@ fn sigkill_server_during_uploads_and_raw_streams() {
             let (sent, stop) = (sent.clone(), stop.clone());
             let mut r = Rng(rng.next() | 1);
             std::thread::spawn(move || {
-                let Ok(mut s) = TcpStream::connect(raw) else { return };
+                let Ok(mut s) = TcpStream::connect(raw) else {
+                    return;
+                };
                 let stream = pattern(r.next(), 64 << 20);
                 let mut at = 0;
                 while !stop.load(Ordering::Relaxed) && at < stream.len() {
@@ -278,7 +370,11 @@ fn sigkill_server_during_uploads_and_raw_streams() {
         let acked = uploads.iter().filter(|u| u.3).count();
         for (path, s, len, ok) in &uploads {
             match read_path(&v, path) {
-                Some(got) => assert!(got == pattern(*s, *len), "round {round}: {path} is present but not whole ({} of {len} bytes)", got.len()),
+                Some(got) => assert!(
+                    got == pattern(*s, *len),
+                    "round {round}: {path} is present but not whole ({} of {len} bytes)",
+                    got.len()
+                ),
                 None => assert!(!ok, "round {round}: acknowledged upload {path} is missing"),
             }
         }
@@ -288,22 +384,34 @@ fn sigkill_server_during_uploads_and_raw_streams() {
         let files = raw_dir.map(|d| v.list_dir(d).unwrap()).unwrap_or_default();
         // One file per connection: the readiness probe's (empty) and the
         // stream's. Every one must be a prefix of what was sent to it.
-        assert!(files.len() <= 2, "round {round}: two connections, at most two files: {files:?}");
+        assert!(
+            files.len() <= 2,
+            "round {round}: two connections, at most two files: {files:?}"
+        );
         let mut raw_len = 0;
         for f in &files {
             let got = v.read(f.ino, 0, u64::MAX / 2).unwrap();
             if got.is_empty() {
                 continue;
             }
-            assert_eq!(raw_len, 0, "round {round}: only the stream's connection sent bytes");
+            assert_eq!(
+                raw_len, 0,
+                "round {round}: only the stream's connection sent bytes"
+            );
             raw_len = got.len();
-            assert!(got.len() <= sent.len() && got[..] == sent[..got.len()], "round {round}: raw file is not a prefix of the stream");
+            assert!(
+                got.len() <= sent.len() && got[..] == sent[..got.len()],
+                "round {round}: raw file is not a prefix of the stream"
+            );
         }
         eprintln!(
             "round {round}: killed the server after {delay} ms; {acked} acknowledged uploads verified, {} in flight, raw file {raw_len} of {} bytes sent",
             uploads.len() - acked,
             sent.len()
         );
-        assert!(acked > 0 || raw_len > 0, "round {round}: nothing happened before the kill");
+        assert!(
+            acked > 0 || raw_len > 0,
+            "round {round}: nothing happened before the kill"
+        );
     }
 }

@@ -10,11 +10,17 @@ use layout::GeometryParams;
 use pktfs::{FormatOptions, Volume};
 
 fn pjdfstest() -> Option<PathBuf> {
-    let home = std::env::var("HOME").map(|h| PathBuf::from(h).join(".cargo/bin/pjdfstest")).ok();
+    let home = std::env::var("HOME")
+        .map(|h| PathBuf::from(h).join(".cargo/bin/pjdfstest"))
+        .ok();
     std::env::var("PATH")
         .ok()
         .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).map(|d| d.join("pjdfstest")).collect::<Vec<_>>())
+        .flat_map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("pjdfstest"))
+                .collect::<Vec<_>>()
+        })
         .chain(home)
         .find(|p| p.is_file())
 }
@@ -38,7 +44,15 @@ fn pjdfstest_passes_on_a_mount() {
     }
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let img = dir.path().join("pjd.img");
-    Volume::format(&img, &FormatOptions { params: GeometryParams::for_size(512 << 20), label: None }, &mut |_, _| {}).unwrap();
+    Volume::format(
+        &img,
+        &FormatOptions {
+            params: GeometryParams::for_size(512 << 20),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_pktfs")).parent().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pjdfstest.sh");
     let out = Command::new("bash")
@@ -51,10 +65,25 @@ fn pjdfstest_passes_on_a_mount() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
-    let summary = stdout.lines().find(|l| l.starts_with("pjdfstest, both passes:")).unwrap_or_else(|| panic!("no summary line\n{stdout}\n{stderr}"));
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("pjdfstest, both passes:"))
+        .unwrap_or_else(|| panic!("no summary line\n{stdout}\n{stderr}"));
     eprintln!("{summary}");
-    let failed: u64 = summary.split(", ").find_map(|p| p.strip_suffix(" failed")).and_then(|n| n.trim().parse().ok()).expect("failed count");
-    let passed: u64 = summary.split(": ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).expect("passed count");
-    assert!(out.status.success() && failed == 0, "{summary}\n{stdout}\n{stderr}");
+    let failed: u64 = summary
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" failed"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("failed count");
+    let passed: u64 = summary
+        .split(": ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("passed count");
+    assert!(
+        out.status.success() && failed == 0,
+        "{summary}\n{stdout}\n{stderr}"
+    );
     assert!(passed > 350, "too few pjdfstest cases ran: {summary}");
 }

@@ -129,8 +129,19 @@ fn eight_threads() {
 #[test]
 fn concurrent_free_and_create_reuse_numbers() {
     let pm = Pm::from_bytes(vec![0u8; 16 << 20]);
-    let params = GeometryParams { inode_count: Some(16), ..GeometryParams::for_size(16 << 20) };
-    Volume::format_pm(&pm, &FormatOptions { params, label: None }, &mut |_, _| {}).unwrap();
+    let params = GeometryParams {
+        inode_count: Some(16),
+        ..GeometryParams::for_size(16 << 20)
+    };
+    Volume::format_pm(
+        &pm,
+        &FormatOptions {
+            params,
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     let v = Arc::new(Volume::open_pm(pm, false).unwrap());
     let root = v.root();
     let a = v.mkdir(root, b"a", 0o755, 0, 0).unwrap().ino;
@@ -153,7 +164,8 @@ fn concurrent_free_and_create_reuse_numbers() {
             Err(pktfs::FsError::NoSpace(_)) => continue,
             Err(e) => panic!("{e}"),
         };
-        v.write(f, 0, b"data").unwrap_or_else(|e| panic!("iteration {k}: a file just created is gone: {e}"));
+        v.write(f, 0, b"data")
+            .unwrap_or_else(|e| panic!("iteration {k}: a file just created is gone: {e}"));
         assert_eq!(v.getattr(f).unwrap().size, 4);
         v.unlink(b, name.as_bytes()).unwrap();
     }

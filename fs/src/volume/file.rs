@@ -293,7 +293,12 @@ impl Volume {
             parts.push((img, len));
         };
         let mut pos = off;
-        let start_key = i.data.range(..=off).next_back().map(|(k, _)| *k).unwrap_or(off);
+        let start_key = i
+            .data
+            .range(..=off)
+            .next_back()
+            .map(|(k, _)| *k)
+            .unwrap_or(off);
         for (_, r) in i.data.range(start_key..end) {
             let (rs, re) = (r.r.file_off, r.r.file_end());
             if re <= pos {
@@ -304,8 +309,13 @@ impl Volume {
                 pos = rs;
             }
             let take_end = re.min(end);
-            let s = r.slice().sub((pos - rs) as u32, (take_end - pos) as u32, bs);
-            push(Some(self.geo.buffer_pos(s.buffer, s.buf_off).0), s.len as u64);
+            let s = r
+                .slice()
+                .sub((pos - rs) as u32, (take_end - pos) as u32, bs);
+            push(
+                Some(self.geo.buffer_pos(s.buffer, s.buf_off).0),
+                s.len as u64,
+            );
             pos = take_end;
         }
         if pos < end {
@@ -428,7 +438,11 @@ impl Volume {
         // chain never reaches past the size (recovery checks that), and on a
         // copy-on-write file system a reservation past EOF would promise
         // nothing anyway.
-        let end = if mode.keep_size { end.min(i.attr.size) } else { end };
+        let end = if mode.keep_size {
+            end.min(i.attr.size)
+        } else {
+            end
+        };
         if off >= end {
             return Ok(());
         }

@@ -532,7 +532,10 @@ impl Volume {
         let mut i = wlock(&arc)?;
         let now = now_ns();
         let a = i.attr;
-        if a.atime_ns > a.mtime_ns && a.atime_ns > a.ctime_ns && now - a.atime_ns < 86_400_000_000_000 {
+        if a.atime_ns > a.mtime_ns
+            && a.atime_ns > a.ctime_ns
+            && now - a.atime_ns < 86_400_000_000_000
+        {
             return Ok(());
         }
         let mut na = a;
@@ -604,7 +607,8 @@ impl Volume {
         // slice is at most 256 KiB: MAX_RECORD_BYTES).
         for s in slices {
             let chunk = &data[at..at + s.len as usize];
-            self.pm.write_nt(self.geo.buffer_pos(s.buffer, s.buf_off).0, chunk);
+            self.pm
+                .write_nt(self.geo.buffer_pos(s.buffer, s.buf_off).0, chunk);
             crcs.push(layout::crc32c(chunk));
             at += s.len as usize;
         }
@@ -727,7 +731,12 @@ pub(crate) fn write_new_inode(
 /// the old state until the primary is durable.
 pub(crate) fn write_superblocks(pm: &Pm, sb: &Superblock) {
     let b = sb.to_bytes();
-    let backup_ok = Superblock::from_bytes(pm.slice(superblock::BACKUP_OFFSET, 256), superblock::BACKUP_OFFSET, pm.len()).is_ok();
+    let backup_ok = Superblock::from_bytes(
+        pm.slice(superblock::BACKUP_OFFSET, 256),
+        superblock::BACKUP_OFFSET,
+        pm.len(),
+    )
+    .is_ok();
     let order = if backup_ok {
         [superblock::PRIMARY_OFFSET, superblock::BACKUP_OFFSET]
     } else {

@@ -29,7 +29,12 @@ struct Locked<'a> {
 impl<'a> Locked<'a> {
     fn new(arcs: &'a [(u32, Arc<RwLock<Inode>>)]) -> Result<Locked<'a>> {
         // `arcs` is sorted by inode number and deduplicated by the caller.
-        Ok(Locked { guards: arcs.iter().map(|(n, a)| Ok((*n, super::wlock(a)?))).collect::<Result<_>>()? })
+        Ok(Locked {
+            guards: arcs
+                .iter()
+                .map(|(n, a)| Ok((*n, super::wlock(a)?)))
+                .collect::<Result<_>>()?,
+        })
     }
     fn get(&mut self, ino: u32) -> &mut Inode {
         &mut self

@@ -456,7 +456,10 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
         if matches!(i.attr.kind, FileType::Regular | FileType::Symlink) {
             let sum: u64 = i.data.values().map(|r| r.r.len as u64).sum();
             if sum != i.data_bytes {
-                return Err(format!("inode {ino}: data_bytes {} but the records hold {sum}", i.data_bytes));
+                return Err(format!(
+                    "inode {ino}: data_bytes {} but the records hold {sum}",
+                    i.data_bytes
+                ));
             }
         }
         for (chain, head, name) in [

@@ -236,7 +236,10 @@ impl Volume {
             .iter()
             .map(|&n| self.inode(n as u64).map(|a| (n, a)))
             .collect::<Result<_>>()?;
-        let mut guards: Vec<_> = arcs.iter().map(|(n, a)| Ok((*n, super::wlock(a)?))).collect::<Result<Vec<_>>>()?;
+        let mut guards: Vec<_> = arcs
+            .iter()
+            .map(|(n, a)| Ok((*n, super::wlock(a)?)))
+            .collect::<Result<Vec<_>>>()?;
         let order: Vec<u32> = guards.iter().map(|(n, _)| *n).collect();
         let idx = |n: u32| order.iter().position(|m| *m == n).expect("locked");
         let now = now_ns();
@@ -338,7 +341,11 @@ impl Volume {
         let arc = self.inode(ino)?;
         let i = super::rlock(&arc)?;
         if i.attr.kind != FileType::Regular {
-            return Err(if i.attr.kind == FileType::Directory { FsError::IsDir } else { FsError::Invalid("not a regular file") });
+            return Err(if i.attr.kind == FileType::Directory {
+                FsError::IsDir
+            } else {
+                FsError::Invalid("not a regular file")
+            });
         }
         let size = i.attr.size;
         let end = size.min(off.saturating_add(len));
@@ -347,7 +354,12 @@ impl Volume {
         let mut slices = Vec::new();
         let mut pos = off;
         if off < end {
-            let start_key = i.data.range(..=off).next_back().map(|(k, _)| *k).unwrap_or(off);
+            let start_key = i
+                .data
+                .range(..=off)
+                .next_back()
+                .map(|(k, _)| *k)
+                .unwrap_or(off);
             for (_, r) in i.data.range(start_key..end) {
                 let (rs, re) = (r.r.file_off, r.r.file_end());
                 if re <= pos {
@@ -358,8 +370,13 @@ impl Volume {
                     pos = rs;
                 }
                 let take_end = re.min(end);
-                let s = r.slice().sub((pos - rs) as u32, (take_end - pos) as u32, bs);
-                segs.push(TxSeg::Image { image_off: self.geo.buffer_pos(s.buffer, s.buf_off).0, len: s.len });
+                let s = r
+                    .slice()
+                    .sub((pos - rs) as u32, (take_end - pos) as u32, bs);
+                segs.push(TxSeg::Image {
+                    image_off: self.geo.buffer_pos(s.buffer, s.buf_off).0,
+                    len: s.len,
+                });
                 slices.push(s);
                 pos = take_end;
             }

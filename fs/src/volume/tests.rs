@@ -332,8 +332,26 @@ fn fallocate_punch_seek_copy() {
             && d[4096..].iter().all(|&b| b == 1)
     );
     // KEEP_SIZE never allocates past the end of file (also from past it).
-    v.fallocate(f.ino, 4096, 1 << 20, FallocMode { keep_size: true, punch_hole: false }).unwrap();
-    v.fallocate(f.ino, 1 << 20, 4096, FallocMode { keep_size: true, punch_hole: false }).unwrap();
+    v.fallocate(
+        f.ino,
+        4096,
+        1 << 20,
+        FallocMode {
+            keep_size: true,
+            punch_hole: false,
+        },
+    )
+    .unwrap();
+    v.fallocate(
+        f.ino,
+        1 << 20,
+        4096,
+        FallocMode {
+            keep_size: true,
+            punch_hole: false,
+        },
+    )
+    .unwrap();
     assert_eq!(v.getattr(f.ino).unwrap().size, 8192);
     ok(&v);
     v.fallocate(f.ino, 0, 16384, FallocMode::default()).unwrap();
@@ -487,14 +505,27 @@ fn transmit_hold_keeps_space_until_released() {
     v.write(f.ino, 8000, &[8u8; 100]).unwrap();
     let h = v.tx_hold(f.ino, 10, 1 << 20).unwrap();
     assert_eq!(h.size, 8100);
-    let kinds: Vec<u64> = h.segs.iter().map(|s| match s { TxSeg::Image { len, .. } => *len as u64, TxSeg::Zero { len } => *len }).collect();
+    let kinds: Vec<u64> = h
+        .segs
+        .iter()
+        .map(|s| match s {
+            TxSeg::Image { len, .. } => *len as u64,
+            TxSeg::Zero { len } => *len,
+        })
+        .collect();
     assert_eq!(kinds, vec![4990, 3000, 100]);
-    let TxSeg::Image { image_off, len } = h.segs[0] else { panic!() };
+    let TxSeg::Image { image_off, len } = h.segs[0] else {
+        panic!()
+    };
     // Delete the file while the hold is out: its bytes must stay put.
     v.unlink(r, b"f").unwrap();
     let g = v.create(r, b"g", 0o644, 0, 0).unwrap();
     v.write(g.ino, 0, &vec![9u8; 1 << 20]).unwrap();
-    assert!(v.pm().slice(image_off, len as usize).iter().all(|&b| b == 7));
+    assert!(v
+        .pm()
+        .slice(image_off, len as usize)
+        .iter()
+        .all(|&b| b == 7));
     v.tx_release(h);
     ok(&v);
 }
