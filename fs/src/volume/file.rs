@@ -38,6 +38,54 @@ pub(crate) struct Piece {
     pub flags: u8,
 }
 
+/// One piece of a byte range of a file, in file order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Cover {
+    /// A hole of this many bytes.
+    Hole(u64),
+    /// The part of one record's slice that lies in the range, and the
+    /// record it came from.
+    Data(Slice, Rec),
+}
+
+/// Walk `[off, end)` of a data chain: the records covering it, cut to the
+/// range, with the holes between them. The one walk reads, transmit holds,
+/// fallocate and copy_file_range share.
+pub(crate) fn cover(i: &Inode, off: u64, end: u64, bs: u32) -> Vec<Cover> {
+    let mut out = Vec::new();
+    if off >= end {
+        return out;
+    }
+    let mut pos = off;
+    let start_key = i
+        .data
+        .range(..=off)
+        .next_back()
+        .map(|(k, _)| *k)
+        .unwrap_or(off);
+    for (_, r) in i.data.range(start_key..end) {
+        let (rs, re) = (r.r.file_off, r.r.file_end());
+        if re <= pos {
+            continue;
+        }
+        if rs > pos {
+            out.push(Cover::Hole(rs - pos));
+            pos = rs;
+        }
+        let take_end = re.min(end);
+        out.push(Cover::Data(
+            r.slice()
+                .sub((pos - rs) as u32, (take_end - pos) as u32, bs),
+            *r,
+        ));
+        pos = take_end;
+    }
+    if pos < end {
+        out.push(Cover::Hole(end - pos));
+    }
+    out
+}
+
 impl Volume {
     fn file_inode(i: &Inode) -> Result<()> {
         match i.attr.kind {
@@ -292,34 +340,14 @@ impl Volume {
             }
             parts.push((img, len));
         };
-        let mut pos = off;
-        let start_key = i
-            .data
-            .range(..=off)
-            .next_back()
-            .map(|(k, _)| *k)
-            .unwrap_or(off);
-        for (_, r) in i.data.range(start_key..end) {
-            let (rs, re) = (r.r.file_off, r.r.file_end());
-            if re <= pos {
-                continue;
+        for c in cover(&i, off, end, bs) {
+            match c {
+                Cover::Hole(n) => push(None, n),
+                Cover::Data(sl, _) => push(
+                    Some(self.geo.buffer_pos(sl.buffer, sl.buf_off).0),
+                    sl.len as u64,
+                ),
             }
-            if rs > pos {
-                push(None, rs - pos);
-                pos = rs;
-            }
-            let take_end = re.min(end);
-            let s = r
-                .slice()
-                .sub((pos - rs) as u32, (take_end - pos) as u32, bs);
-            push(
-                Some(self.geo.buffer_pos(s.buffer, s.buf_off).0),
-                s.len as u64,
-            );
-            pos = take_end;
-        }
-        if pos < end {
-            push(None, end - pos);
         }
         let segs: Vec<Seg<'_>> = parts
             .into_iter()
@@ -449,20 +477,14 @@ impl Volume {
         // Holes inside [off, end).
         let mut holes = Vec::new();
         let mut pos = off;
-        let start_key = i
-            .data
-            .range(..=off)
-            .next_back()
-            .map(|(k, _)| *k)
-            .unwrap_or(off);
-        for (_, r) in i.data.range(start_key..end) {
-            if r.r.file_off > pos {
-                holes.push((pos, r.r.file_off));
+        for c in cover(&i, off, end, self.geo.buffer_size_bytes) {
+            match c {
+                Cover::Hole(n) => {
+                    holes.push((pos, pos + n));
+                    pos += n;
+                }
+                Cover::Data(sl, _) => pos += sl.len as u64,
             }
-            pos = pos.max(r.r.file_end());
-        }
-        if pos < end {
-            holes.push((pos, end));
         }
         let total: u64 = holes.iter().map(|(a, b)| b - a).sum();
         if total > self.statfs().blocks_free * self.geo.buffer_size_bytes as u64 {
@@ -590,21 +612,16 @@ impl Volume {
             }
             let bs = self.geo.buffer_size_bytes;
             let mut pieces = Vec::new();
-            let start_key = s
-                .data
-                .range(..=soff)
-                .next_back()
-                .map(|(k, _)| *k)
-                .unwrap_or(soff);
             let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
-            for (_, r) in s.data.range(start_key..end) {
-                let (rs, re) = (r.r.file_off.max(soff), r.r.file_end().min(end));
-                if re <= rs {
-                    continue;
-                }
-                let sl = r
-                    .slice()
-                    .sub((rs - r.r.file_off) as u32, (re - rs) as u32, bs);
+            let mut pos = soff;
+            for c in cover(&s, soff, end, bs) {
+                let (sl, r) = match c {
+                    Cover::Hole(n) => {
+                        pos += n; // a hole stays a hole
+                        continue;
+                    }
+                    Cover::Data(sl, r) => (sl, r),
+                };
                 let crc = if sl == r.slice() {
                     r.r.payload_crc
                 } else {
@@ -614,11 +631,12 @@ impl Volume {
                 pieces.push(Piece {
                     slice: sl,
                     crc,
-                    file_off: rs - soff + doff,
+                    file_off: pos - soff + doff,
                     seq: r.r.seq,
                     timestamp_ns: r.r.timestamp_ns,
                     flags: r.r.flags,
                 });
+                pos += sl.len as u64;
             }
             (pieces, end - soff)
         };

@@ -11,7 +11,7 @@
 use layout::{AttrSlot, FileType, RecordId};
 
 use super::alloc::Slice;
-use super::file::Piece;
+use super::file::{Cover, Piece};
 use super::ns::FIRST_COOKIE;
 use super::tx::Tx;
 use super::{check_name, now_ns, write_new_inode, Attr, Inode, Volume};
@@ -352,36 +352,16 @@ impl Volume {
         let bs = self.geo.buffer_size_bytes;
         let mut segs = Vec::new();
         let mut slices = Vec::new();
-        let mut pos = off;
-        if off < end {
-            let start_key = i
-                .data
-                .range(..=off)
-                .next_back()
-                .map(|(k, _)| *k)
-                .unwrap_or(off);
-            for (_, r) in i.data.range(start_key..end) {
-                let (rs, re) = (r.r.file_off, r.r.file_end());
-                if re <= pos {
-                    continue;
+        for c in super::file::cover(&i, off, end, bs) {
+            match c {
+                Cover::Hole(n) => segs.push(TxSeg::Zero { len: n }),
+                Cover::Data(sl, _) => {
+                    segs.push(TxSeg::Image {
+                        image_off: self.geo.buffer_pos(sl.buffer, sl.buf_off).0,
+                        len: sl.len,
+                    });
+                    slices.push(sl);
                 }
-                if rs > pos {
-                    segs.push(TxSeg::Zero { len: rs - pos });
-                    pos = rs;
-                }
-                let take_end = re.min(end);
-                let s = r
-                    .slice()
-                    .sub((pos - rs) as u32, (take_end - pos) as u32, bs);
-                segs.push(TxSeg::Image {
-                    image_off: self.geo.buffer_pos(s.buffer, s.buf_off).0,
-                    len: s.len,
-                });
-                slices.push(s);
-                pos = take_end;
-            }
-            if pos < end {
-                segs.push(TxSeg::Zero { len: end - pos });
             }
         }
         let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
