@@ -137,7 +137,14 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     let mut line = String::new();
     let _ = BufReader::new(out).read_line(&mut line);
     let line = line.trim_end();
-    if line == READY {
+    if let Some(mode) = line.strip_prefix(READY) {
+        // The daemon says which persist mode `auto` (or -o persist=) chose.
+        println!(
+            "pktfs: {} mounted on {} ({} persistence)",
+            image.display(),
+            mp.display(),
+            mode.trim()
+        );
         return Ok(());
     }
     if let Some(msg) = line.strip_prefix("error: ") {
@@ -216,11 +223,19 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
         },
     )
     .map_err(|e| e.to_string())?;
+    if a.foreground {
+        eprintln!(
+            "pktfs: {} mounted on {} ({} persistence); Ctrl-C unmounts",
+            image.display(),
+            mp.display(),
+            vol.persist_mode()
+        );
+    }
     let vol = Arc::new(vol);
     let handle = fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
     let services = start_services(&vol, &handle, &a.net)?;
     if a.daemon_child {
-        tell_parent(READY);
+        tell_parent(&format!("{READY} {}", vol.persist_mode()));
         // Nothing more goes to the parent's pipe.
         if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
             let _ = nix::unistd::dup2_stdout(&null);
