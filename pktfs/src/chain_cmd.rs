@@ -34,7 +34,7 @@ pub fn resolve(v: &Volume, path: &str) -> Result<u64, String> {
     Ok(ino)
 }
 
-fn open_ro(image: &PathBuf) -> Result<Volume, String> {
+fn open_ro(image: &std::path::Path) -> Result<Volume, String> {
     // Read-only and without the lock: safe to run against a mounted image.
     Volume::open(
         image,

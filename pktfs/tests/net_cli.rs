@@ -2,7 +2,6 @@
 //! them. Lives in the pktfs-cli package so cargo builds the binary it runs.
 
 #[path = "../../tests/tests/net_common/mod.rs"]
-#[allow(dead_code)]
 mod net_common;
 
 use std::io::{BufRead, BufReader, Read};
