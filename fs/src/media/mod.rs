@@ -513,7 +513,7 @@ impl Pm {
         while done < len {
             let n = (len - done).min(ZEROS.len() as u64) as usize;
             self.write_nt(off + done, &ZEROS[..n]);
-            crc = crc32c_append_zeros(crc, &ZEROS[..n]);
+            crc = layout::crc32c_append(crc, &ZEROS[..n]);
             done += n as u64;
         }
         crc
@@ -655,10 +655,6 @@ impl Pm {
         }
         Ok(())
     }
-}
-
-fn crc32c_append_zeros(crc: u32, zeros: &[u8]) -> u32 {
-    layout::crc32c_append(crc, zeros)
 }
 
 #[cfg(test)]
