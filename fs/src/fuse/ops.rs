@@ -110,6 +110,7 @@ pub(crate) struct Tuning {
     pub max_write: u32,
     pub max_readahead: u32,
     pub keep_cache: bool,
+    pub direct_io: bool,
 }
 
 /// The FUSE file system: a shared Volume and the reply timeouts.
@@ -136,12 +137,24 @@ impl PktFuse {
     /// How files are opened: no FLUSH on close (there is nothing to flush:
     /// writes are on the media when they return, and locks are the
     /// kernel's), and the page cache kept across opens unless turned off.
+    ///
+    /// With `direct_io` the kernel hands each read and write to the daemon
+    /// with the caller's own pages: a write is copied once, from the
+    /// caller's buffer into the request the daemon reads, and then once
+    /// into the image; a read is copied once, from the image into the
+    /// caller's buffer. Through the page cache each costs one copy more.
+    /// The image is memory already, so there is nothing for the page cache
+    /// to save (a DAX file system bypasses it for the same reason).
+    /// Writes that do not extend the file may run in parallel: the Volume
+    /// orders them under the inode's lock.
     fn open_flags(&self) -> FopenFlags {
-        if self.tune.keep_cache {
-            FopenFlags::FOPEN_NOFLUSH | FopenFlags::FOPEN_KEEP_CACHE
-        } else {
-            FopenFlags::FOPEN_NOFLUSH
+        let mut f = FopenFlags::FOPEN_NOFLUSH;
+        if self.tune.direct_io {
+            f |= FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES;
+        } else if self.tune.keep_cache {
+            f |= FopenFlags::FOPEN_KEEP_CACHE;
         }
+        f
     }
 
     fn creating(&self) -> RwLockReadGuard<'_, ()> {
@@ -294,6 +307,9 @@ impl Filesystem for PktFuse {
             InitFlags::FUSE_PARALLEL_DIROPS,
             InitFlags::FUSE_CACHE_SYMLINKS,
             InitFlags::FUSE_ASYNC_DIO,
+            // Shared mmap of a direct-I/O file (kernel 6.6+); without it
+            // such an mmap fails with ENODEV.
+            InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP,
         ] {
             let _ = config.add_capabilities(f);
         }
