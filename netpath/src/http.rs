@@ -9,9 +9,9 @@
 //! `PUT`/`POST /path` receives the body into an unnamed file
 //! ([`Volume::create_tmpfile`]): body bytes become pieces where they landed
 //! (after the head, between chunk framing) and are committed in batches of
-//! at most one reservation. Only when the whole body is durable is the file
-//! linked under its name ([`Volume::link_tmpfile`], one commit, replacing
-//! an existing file atomically) and `201 Created` (or `204` for a
+//! at most one reservation; the last batch is committed together with the
+//! file's name ([`Volume::rx_link`], one commit, replacing an existing file
+//! atomically), so a small upload costs one commit. Only then is `201 Created` (or `204` for a
 //! replacement) sent. An upload that does not complete (client gone,
 //! timeout, bad framing, no space) is freed and never visible; after a
 //! crash an unnamed file is gone by construction. Missing parent
@@ -662,13 +662,9 @@ impl Conn<'_> {
             Framing::Length(n) => self.body_bytes(n, sink, &mut total),
             Framing::Chunked => self.chunked_body(sink, &mut total),
         };
-        let r = r.and_then(|_| match sink {
-            Sink::Inline { ino, records } => {
-                let ino = *ino;
-                self.commit(ino, records)
-            }
-            _ => Ok(()),
-        });
+        // An inline body's last pieces stay in `self.pieces`: they are
+        // committed together with the file's name (`Volume::rx_link`), so
+        // a small upload is one journalled commit, not two.
         if r.is_err() {
             self.vol.rx_abort(std::mem::take(&mut self.pieces));
         }
@@ -1162,7 +1158,8 @@ impl Conn<'_> {
             Ok(_) => true,
             Err(_) => false,
         };
-        if let Err(e) = self.vol.link_tmpfile(tmp, parent, &name, true) {
+        let tail = std::mem::take(&mut self.pieces);
+        if let Err(e) = self.vol.rx_link(tmp, tail, parent, &name, true) {
             self.drop_tmp(tmp);
             self.error(
                 status_of(&e),
@@ -1203,7 +1200,8 @@ impl Conn<'_> {
         let Sink::Inline { records, .. } = sink else {
             unreachable!()
         };
-        Ok((bytes, records))
+        // Plus the tail still in `self.pieces`, which `rx_link` commits.
+        Ok((bytes, records + self.pieces.len() as u64))
     }
 
     /// A large body: this thread only receives; a persister thread makes
@@ -1240,7 +1238,9 @@ impl Conn<'_> {
     }
 
     /// Free an unnamed file that will not be linked.
-    fn drop_tmp(&self, tmp: u64) {
+    /// Give up an upload: its uncommitted tail and its unnamed file.
+    fn drop_tmp(&mut self, tmp: u64) {
+        self.vol.rx_abort(std::mem::take(&mut self.pieces));
         self.vol.unpin(tmp, 1);
     }
 

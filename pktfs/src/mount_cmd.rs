@@ -163,23 +163,21 @@ fn remount(mp: &Path, list: &str) -> Result<(), String> {
     use nix::mount::MsFlags;
     let mut flags = MsFlags::MS_REMOUNT;
     // Mounts are made nosuid,nodev unless suid/dev is asked for.
-    let (mut suid, mut dev, mut atime) = (false, false, false);
+    // atime is the daemon's policy (FUSE leaves it to the daemon), chosen
+    // at mount time; a remount changes only the kernel's flags.
+    let (mut suid, mut dev) = (false, false);
     for o in list.split(',').map(str::trim) {
         match o {
             "ro" => flags |= MsFlags::MS_RDONLY,
             "rw" => flags &= !MsFlags::MS_RDONLY,
             "noexec" => flags |= MsFlags::MS_NOEXEC,
             "noatime" => flags |= MsFlags::MS_NOATIME,
-            "atime" | "relatime" | "strictatime" => atime = true,
             "sync" => flags |= MsFlags::MS_SYNCHRONOUS,
             "dirsync" => flags |= MsFlags::MS_DIRSYNC,
             "suid" => suid = true,
             "dev" => dev = true,
             _ => {}
         }
-    }
-    if !atime {
-        flags |= MsFlags::MS_NOATIME;
     }
     if !suid {
         flags |= MsFlags::MS_NOSUID;

@@ -125,8 +125,8 @@ pub enum Op {
     /// O_TMPFILE) filled through the receive path (`rx_reserve`, the bytes
     /// stored into the reserved buffers as recv() would, a request header
     /// skipped by the first piece's offset, `rx_piece`, `rx_commit` every two
-    /// pieces) in `segs` segments, then named `path` in one commit
-    /// (`link_tmpfile`, replacing a non-directory when `replace`).
+    /// pieces) in `segs` segments, then the last pieces and the name `path`
+    /// in one commit (`rx_link`, replacing a non-directory when `replace`).
     Upload {
         path: String,
         len: u32,
@@ -1166,8 +1166,10 @@ pub fn apply_vol(v: &Volume, op: &Op) -> OpResult {
             let (p, n) = vparent(v, path)?;
             let t = v.create_tmpfile(0o644, 0, 0).map_err(e)?;
             let mut pieces = Vec::new();
+            // The last pieces are committed with the name (`rx_link`), as
+            // netpath does for a body received inline.
             let r = upload(v, t.ino, *len as u64, *segs, *seed, &mut pieces)
-                .and_then(|()| v.link_tmpfile(t.ino, p, &n, *replace));
+                .and_then(|()| v.rx_link(t.ino, std::mem::take(&mut pieces), p, &n, *replace));
             if let Err(x) = r {
                 v.rx_abort(pieces);
                 v.unpin(t.ino, 1);
@@ -1178,8 +1180,9 @@ pub fn apply_vol(v: &Volume, op: &Op) -> OpResult {
     }
 }
 
-/// The receive half of [`Op::Upload`]; pieces not yet committed are left in
-/// `pending` for the caller to abort on error.
+/// The receive half of [`Op::Upload`]: pieces committed two at a time; the
+/// last one or two (none for an empty body) are left in `pending`, for the caller to commit with the
+/// name (or to abort on error).
 fn upload(
     v: &Volume,
     ino: u64,
@@ -1205,15 +1208,13 @@ fn upload(
         let piece = v.rx_piece(&buf, skip as u32, n as u32, 42, off);
         v.rx_release(buf);
         pending.push(piece);
-        if pending.len() == 2 {
+        off += n;
+        if pending.len() == 2 && off < total {
             v.rx_commit(ino, std::mem::take(pending))?;
         }
-        off += n;
         first = false;
     }
-    if !pending.is_empty() {
-        v.rx_commit(ino, std::mem::take(pending))?;
-    }
+    // What is left in `pending` is the tail the caller links with.
     Ok(())
 }
 

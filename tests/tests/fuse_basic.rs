@@ -688,3 +688,61 @@ fn many_threads_at_once() {
     assert_eq!(n, 8 + 8 * 67);
     m.vol().check_invariants().unwrap();
 }
+
+/// atime: relatime by default (the first read after a change updates it,
+/// the next does not), every read with `strictatime`, never with
+/// `noatime`; a directory listing counts as a read. ctime never moves.
+#[test]
+fn atime_policies() {
+    skip_without_fuse!();
+    fn atime_ns(p: &std::path::Path) -> i128 {
+        let md = fs::metadata(p).unwrap();
+        md.atime() as i128 * 1_000_000_000 + md.atime_nsec() as i128
+    }
+    fn read_all(p: &std::path::Path) {
+        let mut s = Vec::new();
+        File::open(p).unwrap().read_to_end(&mut s).unwrap();
+    }
+    for (opt, first, second) in [
+        ("relatime", true, false),
+        ("strictatime", true, true),
+        ("noatime", false, false),
+    ] {
+        let mut opts = pktfs::fuse::MountOptions::default();
+        opts.apply(opt).unwrap();
+        let m = Mounted::with_options(&format!("atime-{opt}"), 16 * MIB, opts);
+        let p = m.p("f");
+        fs::write(&p, b"some bytes").unwrap();
+        let ctime = fs::metadata(&p).unwrap().ctime_nsec();
+        let t0 = atime_ns(&p);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        read_all(&p);
+        let t1 = atime_ns(&p);
+        assert_eq!(
+            t1 > t0,
+            first,
+            "{opt}: first read moved atime: {t0} -> {t1}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        read_all(&p);
+        let t2 = atime_ns(&p);
+        assert_eq!(
+            t2 > t1,
+            second,
+            "{opt}: second read moved atime: {t1} -> {t2}"
+        );
+        assert_eq!(
+            fs::metadata(&p).unwrap().ctime_nsec(),
+            ctime,
+            "{opt}: ctime"
+        );
+        // A listing of a directory just changed.
+        let d = m.p("d");
+        fs::create_dir(&d).unwrap();
+        fs::write(d.join("x"), b"").unwrap();
+        let d0 = atime_ns(&d);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(fs::read_dir(&d).unwrap().count(), 1);
+        assert_eq!(atime_ns(&d) > d0, first, "{opt}: readdir moved atime");
+    }
+}

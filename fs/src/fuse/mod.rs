@@ -41,6 +41,18 @@ use crate::volume::Volume;
 
 pub use ops::CHAIN_XATTR;
 
+/// When a read or a directory listing updates atime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtimeMode {
+    /// Never (`noatime`).
+    Never,
+    /// When atime is not newer than mtime or ctime, or a day old
+    /// (`relatime`, the default, as on Linux file systems).
+    Relative,
+    /// Every time (`strictatime`, `atime`): each read is a small commit.
+    Strict,
+}
+
 /// Options for a mount, as `-o a,b=c` gives them.
 #[derive(Clone, Debug)]
 pub struct MountOptions {
@@ -81,6 +93,10 @@ pub struct MountOptions {
     /// file system skips it. One copy fewer each way; mmap still works
     /// (FUSE_DIRECT_IO_ALLOW_MMAP).
     pub direct_io: bool,
+    /// When reads and listings update atime: `relatime` (default),
+    /// `strictatime`/`atime` (always) or `noatime` (never). FUSE leaves
+    /// atime to the daemon, so this is pktfs's own policy, not the kernel's.
+    pub atime: AtimeMode,
     /// How the image is made durable (`persist=auto|clwb|msync|eadr`); for
     /// whoever opens the Volume.
     pub persist: PersistChoice,
@@ -106,6 +122,7 @@ impl Default for MountOptions {
             entry_ttl: Duration::from_secs(30),
             keep_cache: true,
             direct_io: true,
+            atime: AtimeMode::Relative,
             persist: PersistChoice::Auto,
         }
     }
@@ -149,8 +166,15 @@ impl MountOptions {
                 ("nosuid", None) => flag(MountOption::NoSuid, self),
                 ("exec", None) => flag(MountOption::Exec, self),
                 ("noexec", None) => flag(MountOption::NoExec, self),
-                ("atime", None) => flag(MountOption::Atime, self),
-                ("noatime", None) => flag(MountOption::NoAtime, self),
+                ("atime" | "strictatime" | "norelatime", None) => {
+                    self.atime = AtimeMode::Strict;
+                    flag(MountOption::Atime, self)
+                }
+                ("relatime", None) => self.atime = AtimeMode::Relative,
+                ("noatime", None) => {
+                    self.atime = AtimeMode::Never;
+                    flag(MountOption::NoAtime, self)
+                }
                 ("sync", None) => flag(MountOption::Sync, self),
                 ("async", None) => flag(MountOption::Async, self),
                 ("dirsync", None) => flag(MountOption::DirSync, self),
@@ -171,8 +195,8 @@ impl MountOptions {
                 // For mount(8) and fstab, not for the file system.
                 (
                     "defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "owner"
-                    | "group" | "_netdev" | "nofail" | "relatime" | "norelatime" | "strictatime"
-                    | "diratime" | "nodiratime" | "lazytime" | "nonempty" | "loud" | "silent",
+                    | "group" | "_netdev" | "nofail" | "diratime" | "nodiratime" | "lazytime"
+                    | "nonempty" | "loud" | "silent",
                     None,
                 ) => {}
                 (k, _) if k.starts_with("x-") || k == "comment" => {}
@@ -200,13 +224,6 @@ impl MountOptions {
             "default_permissions".to_string(),
             if self.read_only { "ro" } else { "rw" }.to_string(),
         ];
-        if !self
-            .flags
-            .iter()
-            .any(|f| matches!(f, MountOption::Atime | MountOption::NoAtime))
-        {
-            v.push("noatime".into());
-        }
         for f in &self.flags {
             v.push(
                 match f {
@@ -251,9 +268,6 @@ impl MountOptions {
         } else {
             MountOption::RW
         });
-        // Reads do not update atime (see README): say so in the mount
-        // flags, unless asked otherwise.
-        m.push(MountOption::NoAtime);
         if self.auto_unmount {
             m.push(MountOption::AutoUnmount);
         }
@@ -570,6 +584,7 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
             max_readahead: opts.max_readahead,
             keep_cache: opts.keep_cache,
             direct_io: opts.direct_io,
+            atime: opts.atime,
         },
         gate: Default::default(),
     };

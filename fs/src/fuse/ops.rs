@@ -111,6 +111,7 @@ pub(crate) struct Tuning {
     pub max_readahead: u32,
     pub keep_cache: bool,
     pub direct_io: bool,
+    pub atime: super::AtimeMode,
 }
 
 /// The FUSE file system: a shared Volume and the reply timeouts.
@@ -155,6 +156,19 @@ impl PktFuse {
             f |= FopenFlags::FOPEN_KEEP_CACHE;
         }
         f
+    }
+
+    /// A read or listing of `ino` happened: update its atime as the mount
+    /// asks. Done before the reply, so a stat that follows sees it (the
+    /// kernel drops its cached atime after a read). Best effort: a failed
+    /// atime update does not fail the read.
+    fn accessed(&self, ino: u64) {
+        let strict = match self.tune.atime {
+            super::AtimeMode::Never => return,
+            super::AtimeMode::Relative => false,
+            super::AtimeMode::Strict => true,
+        };
+        let _ = self.vol.touch_atime(ino, strict);
     }
 
     fn creating(&self) -> RwLockReadGuard<'_, ()> {
@@ -574,6 +588,7 @@ impl Filesystem for PktFuse {
         reply: ReplyData,
     ) {
         shield(|| {
+            self.accessed(ino.0);
             let mut reply = Some(reply);
             let r = self.vol.read_with(ino.0, offset, size as u64, |segs| {
                 let Some(reply) = reply.take() else { return };
@@ -686,6 +701,9 @@ impl Filesystem for PktFuse {
     ) {
         shield(|| {
             let dir = ino.0;
+            if offset == 0 {
+                self.accessed(dir);
+            }
             // Offsets: 1 after ".", 2 after "..", then the entries' own
             // cookies, which stay valid while the directory changes.
             if offset < 1 && reply.add(INodeNo(dir), 1, fuser::FileType::Directory, ".") {
@@ -727,6 +745,9 @@ impl Filesystem for PktFuse {
         shield(|| {
             let dir = ino.0;
             let ttl = self.tune.entry_ttl;
+            if offset == 0 {
+                self.accessed(dir);
+            }
             if offset < 1 {
                 match self.vol.getattr(dir) {
                     Ok(a) => {

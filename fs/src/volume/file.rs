@@ -106,6 +106,28 @@ impl Volume {
         pieces: Vec<Piece>,
         attr: AttrSlot,
     ) -> Result<()> {
+        let mut tx = Tx::new();
+        self.splice_range_tx(&mut tx, i, off, end, pieces, attr)?;
+        tx.commit(self);
+        Ok(())
+    }
+
+    /// [`Self::splice_range`] into the caller's transaction, so a splice can
+    /// commit together with other changes (the receive path names a file
+    /// and links its last pieces in one commit). The only failure is
+    /// running out of records, before anything changed: on error `i` and
+    /// `tx` are untouched and the pieces' references were dropped. After
+    /// success `i`'s DRAM state already shows the splice; the caller must
+    /// commit `tx`.
+    pub(crate) fn splice_range_tx(
+        &self,
+        tx: &mut Tx,
+        i: &mut Inode,
+        off: u64,
+        end: u64,
+        pieces: Vec<Piece>,
+        attr: AttrSlot,
+    ) -> Result<()> {
         let bs = self.geo.buffer_size_bytes;
         // Records overlapping the range: a straddler before `off`, then
         // everything keyed inside it.
@@ -175,7 +197,6 @@ impl Volume {
             .next()
             .map(|(_, r)| r.id)
             .unwrap_or(RecordId::NONE);
-        let mut tx = Tx::new();
         let mut recs = Vec::with_capacity(new_list.len());
         for (k, p) in new_list.iter().enumerate() {
             let r = Record {
@@ -212,8 +233,7 @@ impl Volume {
             i.data_bytes += r.r.len as u64;
             i.data.insert(r.r.file_off, r);
         }
-        self.set_attr(&mut tx, i, attr);
-        tx.commit(self);
+        self.set_attr(tx, i, attr);
         Ok(())
     }
 

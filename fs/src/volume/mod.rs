@@ -522,23 +522,30 @@ impl Volume {
         Ok(self.attr_of(&g))
     }
 
-    /// Reading updates atime the relatime way: only when it is older than
-    /// mtime or ctime, or a day old. Nothing else changes (not ctime).
-    pub fn touch_atime(&self, ino: u64) -> Result<()> {
+    /// A read or a directory listing updates atime: with `strict` always,
+    /// otherwise the relatime way, only when atime is not newer than mtime
+    /// and ctime or is a day old. Nothing else changes (not ctime). The
+    /// common case, nothing to do, takes only the inode's read lock.
+    pub fn touch_atime(&self, ino: u64, strict: bool) -> Result<()> {
         if self.read_only {
             return Ok(());
         }
+        let due = |a: &AttrSlot, now: i64| {
+            strict
+                || a.atime_ns <= a.mtime_ns
+                || a.atime_ns <= a.ctime_ns
+                || now.saturating_sub(a.atime_ns) >= 86_400_000_000_000
+        };
         let arc = self.inode(ino)?;
-        let mut i = wlock(&arc)?;
-        let now = now_ns();
-        let a = i.attr;
-        if a.atime_ns > a.mtime_ns
-            && a.atime_ns > a.ctime_ns
-            && now - a.atime_ns < 86_400_000_000_000
-        {
+        if !due(&rlock(&arc)?.attr, now_ns()) {
             return Ok(());
         }
-        let mut na = a;
+        let mut i = wlock(&arc)?;
+        let now = now_ns();
+        if !due(&i.attr, now) {
+            return Ok(()); // another reader did it meanwhile
+        }
+        let mut na = i.attr;
         na.atime_ns = now;
         let mut tx = Tx::new();
         self.set_attr(&mut tx, &mut i, na);

@@ -135,13 +135,26 @@ impl Volume {
                 return Err(e);
             }
         };
+        let (ps, at) = self.place_at_end(&i, pieces)?;
+        let now = now_ns();
+        let mut a = i.attr;
+        let off = a.size;
+        a.size = at;
+        a.mtime_ns = now;
+        a.ctime_ns = now;
+        self.splice_range(&mut i, off, at, ps, a)?;
+        Ok(at)
+    }
+
+    /// Give `pieces` the file offsets that put them, in order, at the end
+    /// of regular file `i`; returns them and the new size. On error the
+    /// pieces' references are dropped.
+    fn place_at_end(&self, i: &Inode, pieces: Vec<RxPiece>) -> Result<(Vec<Piece>, u64)> {
         if i.attr.kind != FileType::Regular {
-            drop(i);
             self.rx_abort(pieces);
             return Err(FsError::Invalid("not a regular file"));
         }
-        let off = i.attr.size;
-        let mut at = off;
+        let mut at = i.attr.size;
         let ps: Vec<Piece> = pieces
             .into_iter()
             .map(|p| {
@@ -155,13 +168,7 @@ impl Volume {
             self.release_payload(&ps.iter().map(|p| p.slice).collect::<Vec<_>>());
             return Err(FsError::TooBig);
         }
-        let now = now_ns();
-        let mut a = i.attr;
-        a.size = at;
-        a.mtime_ns = now;
-        a.ctime_ns = now;
-        self.splice_range(&mut i, off, at, ps, a)?;
-        Ok(at)
+        Ok((ps, at))
     }
 
     /// A regular file no directory names (like O_TMPFILE). It lives while
@@ -203,8 +210,45 @@ impl Volume {
     /// existing non-directory of that name when `replace` (the old file's
     /// space is freed after the commit). Drops the tmpfile's creation pin.
     pub fn link_tmpfile(&self, ino: u64, dir: u64, name: &[u8], replace: bool) -> Result<()> {
+        self.rx_link(ino, Vec::new(), dir, name, replace)
+    }
+
+    /// [`Self::rx_commit`] of `tail` and [`Self::link_tmpfile`] as **one**
+    /// commit: the unnamed file `ino` gets `tail` appended and appears as
+    /// `dir/name` together, durable on return. A small upload is then one
+    /// journalled commit instead of two. On error nothing is visible, the
+    /// tail's references are dropped and the caller still holds its pin.
+    pub fn rx_link(
+        &self,
+        ino: u64,
+        tail: Vec<RxPiece>,
+        dir: u64,
+        name: &[u8],
+        replace: bool,
+    ) -> Result<()> {
+        let mut tail = Some(tail);
+        let r = self.rx_link_inner(ino, &mut tail, dir, name, replace);
+        // Pieces the commit did not take (an error before the splice).
+        if let Some(t) = tail.take() {
+            self.rx_abort(t);
+        }
+        r
+    }
+
+    /// The body of [`Self::rx_link`]; takes `tail` only once nothing can
+    /// fail but the splice's own record allocation (which drops the
+    /// pieces' references itself).
+    fn rx_link_inner(
+        &self,
+        ino: u64,
+        tail: &mut Option<Vec<RxPiece>>,
+        dir: u64,
+        name: &[u8],
+        replace: bool,
+    ) -> Result<()> {
         self.check_writable()?;
         check_name(name)?;
+        // Lock order: the namespace lock, then inode locks by number.
         let _ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
         let victim = {
             let d = self.inode(dir)?;
@@ -224,15 +268,18 @@ impl Volume {
                 return Err(FsError::IsDir);
             }
             if v as u64 == ino {
-                return Ok(());
+                // Already linked under this name (a repeated call).
+                return match tail.as_ref().is_some_and(|t| !t.is_empty()) {
+                    false => Ok(()),
+                    true => Err(FsError::Invalid("not an unnamed file")),
+                };
             }
         }
         let mut inos = vec![dir as u32, ino as u32];
         inos.extend(victim.map(|v| v.0));
-        let mut sorted = inos.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let arcs: Vec<_> = sorted
+        inos.sort_unstable();
+        inos.dedup();
+        let arcs: Vec<_> = inos
             .iter()
             .map(|&n| self.inode(n as u64).map(|a| (n, a)))
             .collect::<Result<_>>()?;
@@ -240,18 +287,57 @@ impl Volume {
             .iter()
             .map(|(n, a)| Ok((*n, super::wlock(a)?)))
             .collect::<Result<Vec<_>>>()?;
-        let order: Vec<u32> = guards.iter().map(|(n, _)| *n).collect();
-        let idx = |n: u32| order.iter().position(|m| *m == n).expect("locked");
-        let now = now_ns();
-        let mut tx = Tx::new();
+        let idx = |n: u32| inos.iter().position(|m| *m == n).expect("locked");
         let (ti, di) = (idx(ino as u32), idx(dir as u32));
         if guards[ti].1.attr.nlink != 0 || guards[ti].1.attr.kind != FileType::Regular {
             return Err(FsError::Invalid("not an unnamed file"));
         }
+        let now = now_ns();
+        // Everything fallible first, before the transaction or any DRAM
+        // state changes: the dirent's record (written, still unreachable).
         let id = self.alloc_records(1)?[0];
-        match victim {
-            Some((v, _)) => {
-                let cookie = guards[di].1.names[name];
+        let cookie = match victim {
+            Some(_) => guards[di].1.names[name],
+            None => guards[di].1.next_seq.max(FIRST_COOKIE),
+        };
+        let fresh = match victim {
+            Some(_) => None,
+            None => match self.new_dirent_pub(id, name, ino as u32, FileType::Regular, cookie) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    self.free_records_now(&[id]);
+                    return Err(e);
+                }
+            },
+        };
+        let mut tx = Tx::new();
+        // The file: its tail pieces and its new attributes (named, sized).
+        let t = &mut guards[ti].1;
+        let mut ta = t.attr;
+        ta.nlink = 1;
+        ta.ctime_ns = now;
+        let pieces = tail.take().unwrap_or_default();
+        if pieces.is_empty() {
+            self.set_attr(&mut tx, t, ta);
+        } else {
+            let off = ta.size;
+            let (ps, at) = match self.place_at_end(t, pieces) {
+                Ok(x) => x,
+                Err(e) => {
+                    self.free_records_now(&[id]);
+                    return Err(e);
+                }
+            };
+            ta.size = at;
+            ta.mtime_ns = now;
+            if let Err(e) = self.splice_range_tx(&mut tx, t, off, at, ps, ta) {
+                self.free_records_now(&[id]);
+                return Err(e);
+            }
+        }
+        // The name.
+        match (victim, fresh) {
+            (Some((v, _)), _) => {
                 self.replace_dirent_pub(
                     &mut tx,
                     &mut guards[di].1,
@@ -260,8 +346,7 @@ impl Volume {
                     ino as u32,
                     FileType::Regular,
                 );
-                let vi = idx(v);
-                let g = &mut guards[vi].1;
+                let g = &mut guards[idx(v)].1;
                 let mut va = g.attr;
                 va.nlink -= 1;
                 va.ctime_ns = now;
@@ -271,17 +356,9 @@ impl Volume {
                     g.attr = va;
                 }
             }
-            None => {
+            (None, rec) => {
+                let rec = rec.expect("a new dirent when nothing is replaced");
                 let d = &mut guards[di].1;
-                let cookie = d.next_seq.max(FIRST_COOKIE);
-                let rec = match self.new_dirent_pub(id, name, ino as u32, FileType::Regular, cookie)
-                {
-                    Ok(r) => r,
-                    Err(e) => {
-                        self.free_records_now(&[id]);
-                        return Err(e);
-                    }
-                };
                 tx.store(
                     self.data_link_before(d, cookie),
                     id.0,
@@ -297,12 +374,8 @@ impl Volume {
         da.mtime_ns = now;
         da.ctime_ns = now;
         self.set_attr(&mut tx, d, da);
-        let t = &mut guards[ti].1;
-        let mut ta = t.attr;
-        ta.nlink = 1;
-        ta.ctime_ns = now;
-        self.set_attr(&mut tx, t, ta);
         tx.commit(self);
+        let t = &mut guards[ti].1;
         t.pins = t.pins.saturating_sub(1);
         if let Some((v, _)) = victim {
             let g = &mut guards[idx(v)].1;

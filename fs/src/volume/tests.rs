@@ -529,3 +529,83 @@ fn transmit_hold_keeps_space_until_released() {
     v.tx_release(h);
     ok(&v);
 }
+
+/// Received pieces of `data`, as the receive path makes them.
+fn rx_pieces(v: &Volume, data: &[u8], piece_len: usize) -> Vec<crate::RxPiece> {
+    let mut out = Vec::new();
+    for (k, chunk) in data.chunks(piece_len).enumerate() {
+        let buf = v.rx_reserve(chunk.len() as u32).unwrap();
+        v.pm().write(buf.image_off, chunk);
+        out.push(v.rx_piece(&buf, 0, chunk.len() as u32, 7, k as u64));
+        v.rx_release(buf);
+    }
+    out
+}
+
+#[test]
+fn rx_link_commits_tail_and_name_together() {
+    let v = fresh(8 << 20);
+    let r = v.root();
+    let before = v.statfs();
+    // A body committed partly by rx_commit, the rest with the name.
+    let body: Vec<u8> = (0..30_000u32).map(|i| (i * 7 + 1) as u8).collect();
+    let t = v.create_tmpfile(0o644, 0, 0).unwrap();
+    v.rx_commit(t.ino, rx_pieces(&v, &body[..10_000], 4096))
+        .unwrap();
+    v.rx_link(
+        t.ino,
+        rx_pieces(&v, &body[10_000..], 4096),
+        r,
+        b"obj",
+        false,
+    )
+    .unwrap();
+    let a = v.lookup(r, b"obj").unwrap();
+    assert_eq!(a.ino, t.ino);
+    assert_eq!(a.size, body.len() as u64);
+    assert_eq!(a.nlink, 1);
+    assert_eq!(v.read(t.ino, 0, 1 << 20).unwrap(), body);
+    assert_eq!(v.chain(t.ino).unwrap().len(), 8);
+    ok(&v);
+
+    // Refusals drop the tail and leave the unnamed file to its owner.
+    let used_after_obj = v.statfs();
+    let t2 = v.create_tmpfile(0o644, 0, 0).unwrap();
+    let e = v
+        .rx_link(t2.ino, rx_pieces(&v, &[5u8; 9000], 4096), r, b"obj", false)
+        .unwrap_err();
+    assert!(matches!(e, FsError::Exists), "{e:?}");
+    v.mkdir(r, b"d", 0o755, 0, 0).unwrap();
+    let e = v
+        .rx_link(t2.ino, rx_pieces(&v, &[5u8; 9000], 4096), r, b"d", true)
+        .unwrap_err();
+    assert!(matches!(e, FsError::IsDir), "{e:?}");
+    let e = v
+        .rx_link(t2.ino, rx_pieces(&v, &[5u8; 100], 100), t.ino, b"x", true)
+        .unwrap_err();
+    assert!(matches!(e, FsError::NotDir), "{e:?}");
+    assert_eq!(v.getattr(t2.ino).unwrap().size, 0, "nothing committed");
+    v.unpin(t2.ino, 1);
+    v.rmdir(r, b"d").unwrap();
+    let s = v.statfs();
+    assert_eq!(s.blocks_free, used_after_obj.blocks_free, "tails freed");
+    assert_eq!(s.files_free, used_after_obj.files_free);
+    assert_eq!(s.records_free, used_after_obj.records_free);
+    ok(&v);
+
+    // Replacing: the old file's space comes back after the commit.
+    let t3 = v.create_tmpfile(0o644, 0, 0).unwrap();
+    v.rx_link(t3.ino, rx_pieces(&v, b"new", 3), r, b"obj", true)
+        .unwrap();
+    assert_eq!(v.read(t3.ino, 0, 100).unwrap(), b"new");
+    assert!(v.getattr(t.ino).is_err(), "replaced file freed");
+    ok(&v);
+    let v = reopen(v);
+    ok(&v);
+    let a = v.lookup(r, b"obj").unwrap();
+    assert_eq!(v.read(a.ino, 0, 100).unwrap(), b"new");
+    v.unlink(r, b"obj").unwrap();
+    let s = v.statfs();
+    assert_eq!(s.blocks_free, before.blocks_free);
+    assert_eq!(s.files_free, before.files_free);
+}
