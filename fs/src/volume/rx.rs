@@ -310,15 +310,17 @@ impl Volume {
                 }
             },
         };
-        let mut tx = Tx::new();
         // The file: its tail pieces and its new attributes (named, sized).
+        // Nothing reaches it until the name below is published, so its
+        // changes are written in place rather than journalled.
+        let mut ttx = Tx::new();
         let t = &mut guards[ti].1;
         let mut ta = t.attr;
         ta.nlink = 1;
         ta.ctime_ns = now;
         let pieces = tail.take().unwrap_or_default();
         if pieces.is_empty() {
-            self.set_attr(&mut tx, t, ta);
+            self.set_attr(&mut ttx, t, ta);
         } else {
             let off = ta.size;
             let (ps, at) = match self.place_at_end(t, pieces) {
@@ -330,11 +332,13 @@ impl Volume {
             };
             ta.size = at;
             ta.mtime_ns = now;
-            if let Err(e) = self.splice_range_tx(&mut tx, t, off, at, ps, ta) {
+            if let Err(e) = self.splice_range_tx(&mut ttx, t, off, at, ps, ta) {
                 self.free_records_now(&[id]);
                 return Err(e);
             }
         }
+        let mut tx = Tx::new();
+        tx.absorb_unreachable(ttx);
         // The name.
         match (victim, fresh) {
             (Some((v, _)), _) => {

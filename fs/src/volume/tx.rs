@@ -6,6 +6,10 @@
 //! - attribute changes, written into each inode's idle slot at commit;
 //! - the link-word stores (`addr := value`) that make the new state reachable.
 //!
+//! (Changes to an object nothing reaches yet, such as an unnamed file the
+//! commit names, may be absorbed with [`Tx::absorb_unreachable`]: they are
+//! written in place with the payload instead of journalled.)
+//!
 //! `commit` then follows the idiom (NOVA's `nova_update_tail`, extended to
 //! several links):
 //! 1. write the idle attribute slots; **one fence** makes payload, records and
@@ -79,6 +83,11 @@ pub struct Tx {
     reaches: Vec<(u64, u64)>,
     freed_records: Vec<RecordId>,
     freed_slices: Vec<Slice>,
+    /// Stores and slot switches of objects nothing on the media reaches
+    /// yet (an unnamed file about to be named by this commit): written in
+    /// place in step 1, durable with the payload, never journalled.
+    early_stores: Vec<(u64, u64)>,
+    early_slots: Vec<SlotSwitch>,
 }
 
 /// What a committed slot switch left behind, for the DRAM inode.
@@ -132,6 +141,23 @@ impl Tx {
         st
     }
 
+    /// Take over `other`, whose every change concerns objects no published
+    /// link reaches yet (an unnamed file that this commit's own stores will
+    /// name). Those changes are written in place before fence 1, with the
+    /// payload, instead of going through the journal: a crash before the
+    /// commit point leaves them unreachable (recovery frees them), and
+    /// after it they are durable. Fewer journal entries and fewer lines to
+    /// write back after the commit point.
+    pub fn absorb_unreachable(&mut self, other: Tx) {
+        self.early_stores.extend(other.stores);
+        self.early_slots.extend(other.slots);
+        self.early_stores.extend(other.early_stores);
+        self.early_slots.extend(other.early_slots);
+        self.reaches.extend(other.reaches);
+        self.freed_records.extend(other.freed_records);
+        self.freed_slices.extend(other.freed_slices);
+    }
+
     /// Return this record to the allocator once the commit is durable.
     pub fn free_record(&mut self, id: RecordId, slice: Slice) {
         self.freed_records.push(id);
@@ -139,12 +165,32 @@ impl Tx {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.stores.is_empty() && self.slots.is_empty() && self.freed_slices.is_empty()
+        self.stores.is_empty()
+            && self.slots.is_empty()
+            && self.freed_slices.is_empty()
+            && self.early_stores.is_empty()
+            && self.early_slots.is_empty()
     }
 
     pub fn commit(mut self, vol: &Volume) {
         let pm = &vol.pm;
         let g = &vol.geo;
+        // Step 1a: changes to objects nothing reaches yet, in place: their
+        // slots, then their selectors and links (same epoch as the payload:
+        // the publish below is what makes them reachable).
+        for s in &self.early_slots {
+            let pos = g.inode_pos(s.ino).0 + SLOTS_OFF + s.idle as u64 * SLOT_SIZE;
+            pm.write(pos, &s.attr.to_bytes(s.new_gen));
+            pm.flush(pos, SLOT_SIZE);
+            self.early_stores.push((
+                g.inode_pos(s.ino).0 + SELECTOR_OFF,
+                InodeHeader::selector(s.new_gen, s.idle),
+            ));
+        }
+        for &(addr, value) in &self.early_stores {
+            pm.store_u64(addr, value);
+            pm.flush(addr, 8);
+        }
         // Step 1: idle slots (invisible until their selector is published).
         for s in &self.slots {
             let pos = g.inode_pos(s.ino).0 + SLOTS_OFF + s.idle as u64 * SLOT_SIZE;
