@@ -1149,25 +1149,22 @@ impl Conn<'_> {
             }
         };
         let name = self.path.name().expect("non-empty path").to_vec();
-        let existed = match self.vol.lookup(parent, &name) {
-            Ok(a) if a.kind == FileType::Directory => {
+        // One call, under the directory's lock: whether a file was replaced
+        // comes back from it (no separate lookup that would queue behind
+        // other uploads into the same directory).
+        let tail = std::mem::take(&mut self.pieces);
+        let existed = match self.vol.rx_link(tmp, tail, parent, &name, true) {
+            Ok(replaced) => replaced,
+            Err(e) => {
                 self.drop_tmp(tmp);
-                self.error(409, "a directory has that name", keep);
+                let (code, msg) = match e {
+                    FsError::IsDir => (409, "a directory has that name".to_string()),
+                    e => (status_of(&e), format!("{}: {e}", self.path.display())),
+                };
+                self.error(code, &msg, keep);
                 return keep;
             }
-            Ok(_) => true,
-            Err(_) => false,
         };
-        let tail = std::mem::take(&mut self.pieces);
-        if let Err(e) = self.vol.rx_link(tmp, tail, parent, &name, true) {
-            self.drop_tmp(tmp);
-            self.error(
-                status_of(&e),
-                &format!("{}: {e}", self.path.display()),
-                keep,
-            );
-            return keep;
-        }
         self.sh
             .counters
             .files_stored

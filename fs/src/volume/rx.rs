@@ -210,14 +210,15 @@ impl Volume {
     /// existing non-directory of that name when `replace` (the old file's
     /// space is freed after the commit). Drops the tmpfile's creation pin.
     pub fn link_tmpfile(&self, ino: u64, dir: u64, name: &[u8], replace: bool) -> Result<()> {
-        self.rx_link(ino, Vec::new(), dir, name, replace)
+        self.rx_link(ino, Vec::new(), dir, name, replace).map(|_| ())
     }
 
     /// [`Self::rx_commit`] of `tail` and [`Self::link_tmpfile`] as **one**
     /// commit: the unnamed file `ino` gets `tail` appended and appears as
     /// `dir/name` together, durable on return. A small upload is then one
-    /// journalled commit instead of two. On error nothing is visible, the
-    /// tail's references are dropped and the caller still holds its pin.
+    /// journalled commit instead of two. Returns whether an existing file
+    /// was replaced. On error nothing is visible, the tail's references are
+    /// dropped and the caller still holds its pin.
     pub fn rx_link(
         &self,
         ino: u64,
@@ -225,7 +226,7 @@ impl Volume {
         dir: u64,
         name: &[u8],
         replace: bool,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let mut tail = Some(tail);
         let r = self.rx_link_inner(ino, &mut tail, dir, name, replace);
         // Pieces the commit did not take (an error before the splice).
@@ -245,7 +246,7 @@ impl Volume {
         dir: u64,
         name: &[u8],
         replace: bool,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         self.check_writable()?;
         check_name(name)?;
         // Lock order: the namespace lock, then inode locks by number.
@@ -270,7 +271,7 @@ impl Volume {
             if v as u64 == ino {
                 // Already linked under this name (a repeated call).
                 return match tail.as_ref().is_some_and(|t| !t.is_empty()) {
-                    false => Ok(()),
+                    false => Ok(true),
                     true => Err(FsError::Invalid("not an unnamed file")),
                 };
             }
@@ -387,7 +388,7 @@ impl Volume {
                 self.free_inode_storage(g);
             }
         }
-        Ok(())
+        Ok(victim.is_some())
     }
 }
 

@@ -38,15 +38,27 @@ use super::Volume;
 /// slots touch disjoint words and replay order does not matter.
 #[derive(Debug)]
 pub struct JournalSlots {
-    free: Mutex<Vec<u32>>,
+    free: Mutex<FreeSlots>,
     cv: Condvar,
     seq: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Debug)]
+struct FreeSlots {
+    slots: Vec<u32>,
+    /// Threads waiting in `take`. `give` wakes one only when this is
+    /// non-zero: std's `Condvar::notify_one` is a futex syscall even with
+    /// nobody waiting, which was one syscall per commit.
+    waiters: u32,
 }
 
 impl JournalSlots {
     pub fn new(n: u32) -> JournalSlots {
         JournalSlots {
-            free: Mutex::new((0..n).collect()),
+            free: Mutex::new(FreeSlots {
+                slots: (0..n).collect(),
+                waiters: 0,
+            }),
             cv: Condvar::new(),
             seq: 0.into(),
         }
@@ -54,15 +66,22 @@ impl JournalSlots {
     fn take(&self) -> u32 {
         let mut g = self.free.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            if let Some(s) = g.pop() {
+            if let Some(s) = g.slots.pop() {
                 return s;
             }
+            g.waiters += 1;
             g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            g.waiters -= 1;
         }
     }
     fn give(&self, s: u32) {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).push(s);
-        self.cv.notify_one();
+        let mut g = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        g.slots.push(s);
+        let wake = g.waiters > 0;
+        drop(g);
+        if wake {
+            self.cv.notify_one();
+        }
     }
 }
 
