@@ -13,10 +13,8 @@
 //! `PKTFS_PAIR_STRIDE=k` runs one pair in k. Run with `--nocapture` to see
 //! the number of crash states checked.
 
-use pktfs::media::Pm;
-use pktfs::Volume;
 use pktfs_tests::model::ace::{ace_ops, seeded};
-use pktfs_tests::model::crash::{for_each_point, full_mode, record, Explore, Explorer, Stats};
+use pktfs_tests::model::crash::{full_mode, record, Explore, Explorer, Stats};
 use pktfs_tests::model::Op;
 
 fn p(s: &str) -> String {
@@ -36,74 +34,6 @@ fn report(what: &str, s: &Stats) {
     }
 }
 
-/// The enumerator's instants after each fence are the recording backend's.
-#[test]
-fn enumerator_matches_the_recording_backend() {
-    let (base, model) = seeded();
-    let ops = vec![
-        Op::Write {
-            path: p("/A/foo"),
-            off: 100,
-            len: 9000,
-            seed: 5,
-        },
-        Op::Rename {
-            src: p("/A/bar"),
-            dst: p("/B/bar"),
-            noreplace: false,
-            exchange: false,
-        },
-    ];
-    let v = Volume::open_pm(Pm::recording(base.to_vec()), false).unwrap();
-    let mut m = model.clone();
-    for op in &ops {
-        assert_eq!(pktfs_tests::model::apply_vol(&v, op), m.apply(op));
-    }
-    let log = v.pm().crash_log().unwrap();
-    drop(v);
-    let mut lib = Vec::new();
-    log.for_each_point(|p| {
-        lib.push((
-            p.fence,
-            p.durable.to_vec(),
-            p.inflight.clone(),
-            p.torn_image(),
-            p.image_with(&[]),
-        ))
-    });
-    let mut ours = Vec::new();
-    let mut pre = 0;
-    for_each_point(base, &log.events, |p| {
-        if p.pre {
-            pre += 1;
-            assert!(p
-                .inflight
-                .iter()
-                .all(|(l, _)| (*l as usize) < p.durable.len() / 64));
-        } else {
-            let torn: Vec<usize> = (0..p.inflight.len()).filter(|i| i % 2 == 0).collect();
-            ours.push((
-                p.fence,
-                p.durable.to_vec(),
-                p.inflight.clone(),
-                p.image(&torn),
-                p.image(&[]),
-            ));
-        }
-        true
-    });
-    assert_eq!(lib.len(), ours.len());
-    for (a, b) in lib.iter().zip(&ours) {
-        assert!(
-            a == b,
-            "post-fence point {} differs from CrashLog::for_each_point",
-            a.0
-        );
-    }
-    assert_eq!(pre, log.fence_count());
-}
-
-/// Every single operation from the seeded tree, every crash state.
 #[test]
 fn crash_every_single_op() {
     let (base, model) = seeded();

@@ -404,7 +404,7 @@ fn journal_pending_is_replayed_and_invalid_is_discarded() {
     .unwrap();
     let mut pending = None;
     for_each_point(&w.base, &w.events, |p| {
-        let img = p.image(&[]);
+        let img = p.image_with(&[]);
         let r = pktfs_fsck::check(&Pm::from_bytes(img.clone()), &Options::check());
         if r.counts.journal_slots_pending > 0 {
             pending = Some(img);

@@ -112,7 +112,7 @@ fn images() -> &'static Vec<Arc<Vec<u8>>> {
         .unwrap();
         let mut pending = None;
         for_each_point(&w.base, &w.events, |pt| {
-            let img = pt.image(&[]);
+            let img = pt.image_with(&[]);
             let r = pktfs_fsck::check(&Pm::from_bytes(img.clone()), &Options::check());
             if r.counts.journal_slots_pending > 0 && r.errors_beyond_recovery().is_empty() {
                 pending = Some(img);

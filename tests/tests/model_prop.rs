@@ -197,8 +197,8 @@ impl Harness {
                 let subs = subsets(p, boff, 16);
                 let chosen = &subs[subset as usize % subs.len()];
                 found = Some((
-                    p.image(chosen),
-                    p.mark,
+                    p.image_with(chosen),
+                    p.last_mark,
                     p.pre,
                     p.fence,
                     chosen.len(),

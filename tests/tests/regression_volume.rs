@@ -35,7 +35,7 @@ fn journal_header_never_reaches_the_media_before_what_it_commits() {
     let mut tried = 0;
     let mut failures = Vec::new();
     for_each_point(&w.base, &w.events, |p| {
-        if p.pre && p.mark == Some(0) {
+        if p.pre && p.last_mark == Some(0) {
             // Crash just before a fence with only the journal's lines on the media.
             let j: Vec<usize> = (0..p.inflight.len())
                 .filter(|&i| (j0..j1).contains(&(p.inflight[i].0 * 64)))
@@ -43,7 +43,7 @@ fn journal_header_never_reaches_the_media_before_what_it_commits() {
             if !j.is_empty() {
                 tried += 1;
                 let allowed = [(0, &w.trees[0]), (1, &w.trees[1])];
-                if let Err(e) = check_image(p.image(&j), &allowed, false) {
+                if let Err(e) = check_image(p.image_with(&j), &allowed, false) {
                     failures.push(format!("before fence {}: {e}", p.fence + 1));
                 }
             }
@@ -102,7 +102,7 @@ fn two_crashes_during_mount_leave_a_valid_superblock() {
     for_each_point(&base, &log.events, |p| {
         if p.pre && p.fence == 1 {
             for i in 0..p.inflight.len() {
-                first.push(p.image(&[i]));
+                first.push(p.image_with(&[i]));
             }
         }
         true
@@ -118,7 +118,7 @@ fn two_crashes_during_mount_leave_a_valid_superblock() {
         for_each_point(&img1, &log.events, |p| {
             if p.pre && p.fence == 0 {
                 for i in 0..p.inflight.len() {
-                    if let Err(e) = Volume::open_pm(Pm::from_bytes(p.image(&[i])), false) {
+                    if let Err(e) = Volume::open_pm(Pm::from_bytes(p.image_with(&[i])), false) {
                         bad.push(e.to_string());
                     }
                 }

@@ -210,7 +210,8 @@ impl Volume {
     /// existing non-directory of that name when `replace` (the old file's
     /// space is freed after the commit). Drops the tmpfile's creation pin.
     pub fn link_tmpfile(&self, ino: u64, dir: u64, name: &[u8], replace: bool) -> Result<()> {
-        self.rx_link(ino, Vec::new(), dir, name, replace).map(|_| ())
+        self.rx_link(ino, Vec::new(), dir, name, replace)
+            .map(|_| ())
     }
 
     /// [`Self::rx_commit`] of `tail` and [`Self::link_tmpfile`] as **one**

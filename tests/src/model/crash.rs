@@ -8,9 +8,10 @@
 //! the media on its own), but the crash instants are Chipmunk's: **just
 //! before every fence** (any subset of the lines written since the last
 //! fence may be on the media: nothing orders them yet) and just after it
-//! (the lines written and never flushed). `CrashLog::for_each_point` visits
-//! only the instants after each fence; the instants before a fence are
-//! where a missing fence between a commit record and what it commits shows.
+//! (the lines written and never flushed). The walk over those instants is
+//! the recording backend's (`pktfs::media::recording::walk`); the instants
+//! before a fence are where a missing fence between a commit record and
+//! what it commits shows.
 //!
 //! For each crash instant we build: the durable lines only; plus every
 //! subset of at most 2 in-flight lines (when there are few), or every
@@ -27,9 +28,7 @@
 //! write, rename, delete and mkdir/rmdir in every directory) succeeds; and
 //! fsck reports the image clean afterwards.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::hash::{Hash, Hasher};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,159 +40,11 @@ use super::{apply_vol, dump, show_result, Model, Op, OpResult, Tree};
 
 const LINE: u64 = 64;
 
-/// One crash instant.
-#[derive(Debug)]
-pub struct Point<'a> {
-    /// Fences completed before this instant.
-    pub fence: usize,
-    /// Just before fence `fence + 1` (true) or just after fence `fence`.
-    pub pre: bool,
-    /// The last mark logged before this instant.
-    pub mark: Option<u64>,
-    pub durable: &'a [u8],
-    /// Lines that may or may not have reached the media, latest contents.
-    pub inflight: Vec<(u64, [u8; 64])>,
-    base: &'a [u8],
-    /// Durable lines that differ from `base`.
-    diff: &'a BTreeMap<u64, [u8; 64]>,
-}
-
-impl Point<'_> {
-    /// The image with the durable state plus the chosen in-flight lines.
-    pub fn image(&self, chosen: &[usize]) -> Vec<u8> {
-        let mut img = self.durable.to_vec();
-        for &i in chosen {
-            let (l, b) = &self.inflight[i];
-            let s = (*l * LINE) as usize;
-            img[s..s + 64].copy_from_slice(b);
-        }
-        img
-    }
-
-    /// A hash of the image (lines differing from the starting image), equal
-    /// for equal images of workloads that share that starting image.
-    pub fn key(&self, chosen: &[usize]) -> u64 {
-        let mut lines: BTreeMap<u64, &[u8; 64]> = self.diff.iter().map(|(l, b)| (*l, b)).collect();
-        for &i in chosen {
-            let (l, b) = &self.inflight[i];
-            lines.insert(*l, b);
-        }
-        let mut h = DefaultHasher::new();
-        for (l, b) in lines {
-            let s = (l * LINE) as usize;
-            if &self.base[s..s + 64] != b.as_slice() {
-                l.hash(&mut h);
-                b.hash(&mut h);
-            }
-        }
-        h.finish()
-    }
-}
-
-/// Visit every crash instant of a log that started from `base`: after fence
-/// 0 (the start), then before and after every fence. `visit` returns false
-/// to stop.
-pub fn for_each_point(base: &[u8], events: &[Event], mut visit: impl FnMut(&Point<'_>) -> bool) {
-    let mut cache = base.to_vec();
-    let mut durable = base.to_vec();
-    let mut scheduled: BTreeMap<u64, [u8; 64]> = BTreeMap::new();
-    let mut dirty: BTreeSet<u64> = BTreeSet::new();
-    let mut diff: BTreeMap<u64, [u8; 64]> = BTreeMap::new();
-    let mut mark = None;
-    let mut fence = 0usize;
-    let line_of = |img: &[u8], l: u64| -> [u8; 64] {
-        let s = (l * LINE) as usize;
-        let mut b = [0u8; 64];
-        b.copy_from_slice(&img[s..s + 64]);
-        b
-    };
-    let inflight = |lines: &mut dyn Iterator<Item = u64>,
-                    cache: &[u8],
-                    durable: &[u8]|
-     -> Vec<(u64, [u8; 64])> {
-        let mut v: Vec<(u64, [u8; 64])> = lines
-            .filter_map(|l| {
-                let c = line_of(cache, l);
-                (c != line_of(durable, l)).then_some((l, c))
-            })
-            .collect();
-        v.sort_by_key(|x| x.0);
-        v.dedup_by_key(|x| x.0);
-        v
-    };
-    let p = Point {
-        fence,
-        pre: false,
-        mark,
-        durable: &durable,
-        inflight: Vec::new(),
-        base,
-        diff: &diff,
-    };
-    if !visit(&p) {
-        return;
-    }
-    for e in events {
-        match e {
-            Event::Store { off, data } => {
-                let (s, n) = (*off as usize, data.len());
-                cache[s..s + n].copy_from_slice(data);
-                let mut l = *off / LINE;
-                while l * LINE < off + n as u64 {
-                    dirty.insert(l);
-                    l += 1;
-                }
-            }
-            Event::Flush { line } => {
-                scheduled.insert(*line, line_of(&cache, *line));
-            }
-            Event::Fence => {
-                let pre = inflight(
-                    &mut dirty.iter().copied().chain(scheduled.keys().copied()),
-                    &cache,
-                    &durable,
-                );
-                let p = Point {
-                    fence,
-                    pre: true,
-                    mark,
-                    durable: &durable,
-                    inflight: pre,
-                    base,
-                    diff: &diff,
-                };
-                if !visit(&p) {
-                    return;
-                }
-                for (l, b) in std::mem::take(&mut scheduled) {
-                    let s = (l * LINE) as usize;
-                    durable[s..s + 64].copy_from_slice(&b);
-                    if base[s..s + 64] == b {
-                        diff.remove(&l);
-                    } else {
-                        diff.insert(l, b);
-                    }
-                }
-                dirty.retain(|&l| line_of(&cache, l) != line_of(&durable, l));
-                fence += 1;
-                let post = inflight(&mut dirty.iter().copied(), &cache, &durable);
-                let p = Point {
-                    fence,
-                    pre: false,
-                    mark,
-                    durable: &durable,
-                    inflight: post,
-                    base,
-                    diff: &diff,
-                };
-                if !visit(&p) {
-                    return;
-                }
-            }
-            Event::Mark(t) => mark = Some(*t),
-        }
-    }
-}
+/// One crash instant, and the walk over every instant of a log (the start,
+/// just before and just after every fence): the recording backend's own
+/// (`pktfs::media::recording`), so the harness and the netpath tests see
+/// the same crash points.
+pub use pktfs::media::recording::{walk as for_each_point, CrashPoint as Point};
 
 /// Which in-flight subsets to build at a point.
 pub fn subsets(p: &Point<'_>, buffer_offset: u64, small: usize) -> Vec<Vec<usize>> {
@@ -448,7 +299,7 @@ impl Explorer {
         let mut stats = std::mem::take(&mut self.stats);
         let seen = &mut self.seen;
         for_each_point(&w.base, &w.events, |p| {
-            let k = p.mark.map(|m| m.min(n));
+            let k = p.last_mark.map(|m| m.min(n));
             if k.unwrap_or(0) < cfg.from_op {
                 return true;
             }
@@ -468,7 +319,7 @@ impl Explorer {
                     continue;
                 }
                 stats.images_checked += 1;
-                let img = p.image(&chosen);
+                let img = p.image_with(&chosen);
                 match check_image(img, &allowed, cfg.usability) {
                     Ok(which) => {
                         if allowed.len() == 2
