@@ -50,6 +50,10 @@ pub const RECORD_CRC_END: usize = 60;
 
 /// Record flags.
 pub const FLAG_RX: u8 = 1 << 0; // payload came from the network path
+/// Dirent: published without a switch of its directory's attribute slot.
+/// Its `timestamp_ns` is then the directory's mtime and ctime, when it is
+/// later than the ctime in the directory's live slot (see FORMAT.md).
+pub const FLAG_DIR_TIME: u8 = 1 << 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

@@ -104,6 +104,24 @@ pub(crate) struct Inode {
     pub data_bytes: u64,
 }
 
+/// A directory's mtime/ctime as the image defines them (FORMAT.md): the
+/// live slot's, unless a dirent flagged `FLAG_DIR_TIME` is later than the
+/// slot's ctime; then the latest such dirent's timestamp is both.
+pub(crate) fn fold_dir_times(attr: &mut AttrSlot, data: &BTreeMap<u64, Rec>) {
+    if attr.kind != FileType::Directory {
+        return;
+    }
+    let latest = data
+        .values()
+        .filter(|r| r.r.flags & layout::record::FLAG_DIR_TIME != 0)
+        .filter_map(|r| i64::try_from(r.r.timestamp_ns).ok())
+        .max();
+    if let Some(t) = latest.filter(|&t| t > attr.ctime_ns) {
+        attr.mtime_ns = t;
+        attr.ctime_ns = t;
+    }
+}
+
 /// Lock an inode for reading; a freed inode is "not found".
 pub(crate) fn rlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockReadGuard<'_, Inode>> {
     let g = a.read().unwrap_or_else(|e| e.into_inner());

@@ -206,6 +206,7 @@ impl Volume {
         kind: FileType,
         cookie: u64,
         next: RecordId,
+        dir_time: Option<i64>,
     ) -> Result<Rec> {
         let (s, crc) = match name_slice {
             Some(x) => x,
@@ -215,16 +216,22 @@ impl Volume {
                 (s[0], crc)
             }
         };
+        // With `dir_time`, the dirent also carries its directory's new
+        // mtime/ctime (FLAG_DIR_TIME, FORMAT.md): no slot switch needed.
+        let (flags, ts) = match dir_time {
+            Some(t) => (layout::record::FLAG_DIR_TIME, t),
+            None => (0, now_ns()),
+        };
         let r = Record {
             kind: RecordKind::Dirent,
-            flags: 0,
+            flags,
             buffer: s.buffer,
             buf_off: s.buf_off,
             len: s.len,
             payload_crc: crc,
             file_off: 0,
             seq: cookie,
-            timestamp_ns: now_ns() as u64,
+            timestamp_ns: ts as u64,
             aux: Record::dirent_aux(ino, kind.dtype()),
         };
         self.write_record(id, &r, next);
@@ -349,7 +356,8 @@ impl Volume {
         let head = target_recs.first().map(|r| r.id).unwrap_or(RecordId::NONE);
         let slot = write_new_inode(&self.pm, &self.geo, ino, &attr, head);
         let cookie = p.next_seq.max(FIRST_COOKIE);
-        let dirent = match self.new_dirent(did, name, None, ino, kind, cookie, RecordId::NONE) {
+        let dirent = match self.new_dirent(did, name, None, ino, kind, cookie, RecordId::NONE, None)
+        {
             Ok(d) => d,
             Err(e) => {
                 self.free_records_now(&[did]);
@@ -388,6 +396,8 @@ impl Volume {
         Ok(a)
     }
 
+    /// A new dirent record (unlinked), for the receive path; `dir_time`
+    /// as in `new_dirent`.
     pub(crate) fn new_dirent_pub(
         &self,
         id: RecordId,
@@ -395,10 +405,12 @@ impl Volume {
         ino: u32,
         kind: FileType,
         cookie: u64,
+        dir_time: Option<i64>,
     ) -> Result<Rec> {
-        self.new_dirent(id, name, None, ino, kind, cookie, RecordId::NONE)
+        self.new_dirent(id, name, None, ino, kind, cookie, RecordId::NONE, dir_time)
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn replace_dirent_pub(
         &self,
         tx: &mut Tx,
@@ -407,8 +419,9 @@ impl Volume {
         new_id: RecordId,
         ino: u32,
         kind: FileType,
+        dir_time: Option<i64>,
     ) {
-        self.replace_dirent(tx, d, cookie, new_id, ino, kind);
+        self.replace_dirent(tx, d, cookie, new_id, ino, kind, dir_time);
     }
 
     /// Remove the dirent with `cookie` from directory `d` (DRAM and tx).
@@ -430,6 +443,7 @@ impl Volume {
 
     /// Replace the dirent at `cookie` in place with one naming `ino`,
     /// reusing the old name bytes. Returns the old record.
+    #[allow(clippy::too_many_arguments)]
     fn replace_dirent(
         &self,
         tx: &mut Tx,
@@ -438,6 +452,7 @@ impl Volume {
         new_id: RecordId,
         ino: u32,
         kind: FileType,
+        dir_time: Option<i64>,
     ) -> Rec {
         let old = d.data[&cookie];
         let link = self.data_link_before(d, cookie);
@@ -462,6 +477,7 @@ impl Volume {
                 kind,
                 cookie,
                 succ,
+                dir_time,
             )
             .expect("reusing a name allocates nothing");
         tx.store(link, new_id.0, Some((self.geo.record_pos(new_id).0, 64)));
@@ -575,6 +591,7 @@ impl Volume {
             ckind,
             cookie,
             RecordId::NONE,
+            None,
         ) {
             Ok(d) => d,
             Err(e) => {
@@ -688,13 +705,14 @@ impl Volume {
                 let cookie = l.get(dp).next_seq.max(FIRST_COOKIE);
                 // Write the new dirent first (it may fail for space), then
                 // unlink the old one and link the new one at dp's tail.
-                let rec = match self.new_dirent(id, dn, None, s, skind, cookie, RecordId::NONE) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        self.free_records_now(&[id]);
-                        return Err(e);
-                    }
-                };
+                let rec =
+                    match self.new_dirent(id, dn, None, s, skind, cookie, RecordId::NONE, None) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            self.free_records_now(&[id]);
+                            return Err(e);
+                        }
+                    };
                 self.unlink_dirent(&mut tx, l.get(sp), scookie);
                 let d = l.get(dp);
                 tx.store(
@@ -710,7 +728,7 @@ impl Volume {
                 let id = self.alloc_records(1)?[0];
                 let dcookie = l.get(dp).names[dn];
                 self.unlink_dirent(&mut tx, l.get(sp), scookie);
-                self.replace_dirent(&mut tx, l.get(dp), dcookie, id, s, skind);
+                self.replace_dirent(&mut tx, l.get(dp), dcookie, id, s, skind, None);
                 let victim = l.get(d);
                 let mut va = victim.attr;
                 va.ctime_ns = now;
@@ -735,8 +753,8 @@ impl Volume {
             (Some((d, dkind)), true) => {
                 let ids = self.alloc_records(2)?;
                 let dcookie = l.get(dp).names[dn];
-                self.replace_dirent(&mut tx, l.get(sp), scookie, ids[0], d, dkind);
-                self.replace_dirent(&mut tx, l.get(dp), dcookie, ids[1], s, skind);
+                self.replace_dirent(&mut tx, l.get(sp), scookie, ids[0], d, dkind, None);
+                self.replace_dirent(&mut tx, l.get(dp), dcookie, ids[1], s, skind, None);
                 if sp != dp {
                     let dmoves = dkind == FileType::Directory;
                     if dmoves {

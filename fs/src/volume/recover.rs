@@ -111,6 +111,7 @@ impl Walk<'_> {
         );
         self.walk_chain(&mut i, RecordId(h.data_head), false)?;
         self.walk_chain(&mut i, RecordId(h.xattr_head), true)?;
+        super::fold_dir_times(&mut i.attr, &i.data);
         Ok(i)
     }
 
@@ -445,8 +446,9 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
             ));
         }
         let so = pos.0 + SLOTS_OFF + h.live_slot as u64 * SLOT_SIZE;
-        let a = AttrSlot::from_bytes(pm.slice(so, 64), PmOffset(so), h.generation)
+        let mut a = AttrSlot::from_bytes(pm.slice(so, 64), PmOffset(so), h.generation)
             .map_err(|e| e.to_string())?;
+        super::fold_dir_times(&mut a, &i.data);
         if a != i.attr {
             return Err(format!(
                 "inode {ino}: attributes on media {a:?} differ from DRAM {:?}",

@@ -298,6 +298,12 @@ impl Volume {
             return Err(FsError::Invalid("not an unnamed file"));
         }
         let now = now_ns();
+        // The directory's new mtime/ctime ride on the new dirent
+        // (FLAG_DIR_TIME, FORMAT.md) instead of a switch of its attribute
+        // slot: naming the file is then one 8-byte publish, not a journalled
+        // commit. Only when the clock is past the slot's ctime (it always
+        // is, unless the clock went back): otherwise the slot switches.
+        let dir_time = (now > guards[di].1.attr.ctime_ns).then_some(now);
         // Everything fallible first, before the transaction or any DRAM
         // state changes: the dirent's record (written, still unreachable).
         let id = self.alloc_records(1)?[0];
@@ -307,13 +313,16 @@ impl Volume {
         };
         let fresh = match victim {
             Some(_) => None,
-            None => match self.new_dirent_pub(id, name, ino as u32, FileType::Regular, cookie) {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    self.free_records_now(&[id]);
-                    return Err(e);
+            None => {
+                match self.new_dirent_pub(id, name, ino as u32, FileType::Regular, cookie, dir_time)
+                {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        self.free_records_now(&[id]);
+                        return Err(e);
+                    }
                 }
-            },
+            }
         };
         // The file: its tail pieces and its new attributes (named, sized).
         // Nothing reaches it until the name below is published, so its
@@ -354,6 +363,7 @@ impl Volume {
                     id,
                     ino as u32,
                     FileType::Regular,
+                    dir_time,
                 );
                 let g = &mut guards[idx(v)].1;
                 let mut va = g.attr;
@@ -382,7 +392,11 @@ impl Volume {
         let mut da = d.attr;
         da.mtime_ns = now;
         da.ctime_ns = now;
-        self.set_attr(&mut tx, d, da);
+        if dir_time.is_some() {
+            d.attr = da; // carried by the dirent; the next slot switch keeps it
+        } else {
+            self.set_attr(&mut tx, d, da);
+        }
         tx.commit(self);
         let t = &mut guards[ti].1;
         t.pins = t.pins.saturating_sub(1);
