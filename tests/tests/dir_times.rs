@@ -1,6 +1,6 @@
-//! A directory's mtime/ctime when a file is named by `rx_link`: carried by
-//! the new dirent (FLAG_DIR_TIME) instead of a switch of the directory's
-//! attribute slot. Checked at every crash instant of the naming commit
+//! A directory's mtime/ctime when a file is named by `rx_link` or created:
+//! carried by the new dirent (FLAG_DIR_TIME) instead of a switch of the
+//! directory's attribute slot. Checked at every crash instant of the naming commit
 //! (name and times appear together or not at all), across remounts, and
 //! against the operations that do switch the slot afterwards.
 
@@ -37,12 +37,22 @@ fn naming_a_file_moves_the_directory_times_atomically() {
     let base = v.pm().slice(0, IMAGE as usize).to_vec();
     drop(v);
 
-    for replace in [false, true] {
+    // rx_link to a new name, rx_link replacing a file, and create.
+    for case in ["new name", "replacing", "create"] {
         let v = Volume::open_pm(Pm::recording(base.clone()), false).unwrap();
         let before = times(&v, d);
-        let name: &[u8] = if replace { b"a" } else { b"b" };
-        let (t, tail) = upload(&v, b"second");
-        v.rx_link(t, tail, d, name, true).unwrap();
+        let name: &[u8] = match case {
+            "new name" => b"b",
+            "replacing" => b"a",
+            _ => b"c",
+        };
+        if case == "create" {
+            let f = v.create(d, name, 0o644, 0, 0).unwrap().ino;
+            v.write(f, 0, b"second").unwrap();
+        } else {
+            let (t, tail) = upload(&v, b"second");
+            v.rx_link(t, tail, d, name, true).unwrap();
+        }
         let after = times(&v, d);
         assert!(after.0 > before.0 && after.1 > before.1);
         v.check_invariants().unwrap();
@@ -65,9 +75,11 @@ fn naming_a_file_moves_the_directory_times_atomically() {
                         continue;
                     }
                 };
+                // The create case's name exists from its first commit on
+                // (its data comes in a second one).
                 let named = v
                     .lookup(d, name)
-                    .map(|a| v.read(a.ino, 0, 100).unwrap() == b"second")
+                    .map(|a| case == "create" || v.read(a.ino, 0, 100).unwrap() == b"second")
                     .unwrap_or(false);
                 let got = times(&v, d);
                 match (named, got) {
@@ -84,8 +96,11 @@ fn naming_a_file_moves_the_directory_times_atomically() {
             }
             true
         });
-        assert!(bad.is_empty(), "replace {replace}: {}", bad.join("\n"));
-        assert!(old > 0 && new > 0, "both outcomes seen ({old} old, {new} new)");
+        assert!(bad.is_empty(), "{case}: {}", bad.join("\n"));
+        assert!(
+            old > 0 && new > 0,
+            "both outcomes seen ({old} old, {new} new)"
+        );
     }
 }
 
@@ -102,7 +117,11 @@ fn directory_times_survive_remounts_and_later_changes() {
         Volume::open_pm(Pm::from_bytes(img), false).unwrap()
     };
     let v = reopen(v);
-    assert_eq!(times(&v, d), named, "carried by the dirent across a remount");
+    assert_eq!(
+        times(&v, d),
+        named,
+        "carried by the dirent across a remount"
+    );
     v.check_invariants().unwrap();
 
     // An explicit older mtime wins over the dirent (its ctime is later).

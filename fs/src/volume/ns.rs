@@ -356,15 +356,19 @@ impl Volume {
         let head = target_recs.first().map(|r| r.id).unwrap_or(RecordId::NONE);
         let slot = write_new_inode(&self.pm, &self.geo, ino, &attr, head);
         let cookie = p.next_seq.max(FIRST_COOKIE);
-        let dirent = match self.new_dirent(did, name, None, ino, kind, cookie, RecordId::NONE, None)
-        {
-            Ok(d) => d,
-            Err(e) => {
-                self.free_records_now(&[did]);
-                undo_target(self, &target_recs);
-                return Err(e);
-            }
-        };
+        // A new non-directory leaves the parent's link count alone, so the
+        // parent's new mtime/ctime can ride on the dirent (FLAG_DIR_TIME)
+        // and the create is one publish instead of a journalled commit.
+        let dir_time = (kind != FileType::Directory && now > p.attr.ctime_ns).then_some(now);
+        let dirent =
+            match self.new_dirent(did, name, None, ino, kind, cookie, RecordId::NONE, dir_time) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.free_records_now(&[did]);
+                    undo_target(self, &target_recs);
+                    return Err(e);
+                }
+            };
         let mut tx = Tx::new();
         let link = self.data_link_before(&p, cookie);
         tx.store(link, did.0, Some((self.geo.record_pos(did).0, 64)));
@@ -375,7 +379,11 @@ impl Volume {
         if kind == FileType::Directory {
             pa.nlink += 1;
         }
-        self.set_attr(&mut tx, &mut p, pa);
+        if dir_time.is_some() {
+            p.attr = pa; // carried by the dirent; the next slot switch keeps it
+        } else {
+            self.set_attr(&mut tx, &mut p, pa);
+        }
         tx.commit(self);
         // DRAM follows the committed state.
         p.data.insert(cookie, dirent);
