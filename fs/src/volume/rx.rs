@@ -83,8 +83,12 @@ impl Volume {
         );
         let s = buf.slice.sub(skip, len, self.geo.buffer_size_bytes);
         let off = self.geo.buffer_pos(s.buffer, s.buf_off).0;
-        self.pm.flush(off, len as u64);
+        // Checksum first, while the received bytes are in the cache: a
+        // write-back may also evict the lines (clwb does on some CPUs, and
+        // clflushopt always does), and the CRC would then read them back
+        // from memory.
         let crc = layout::crc32c(self.slice_bytes(s));
+        self.pm.flush(off, len as u64);
         self.alloc
             .lock()
             .unwrap_or_else(|e| e.into_inner())
