@@ -113,6 +113,14 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
         report.finish(t0);
         return report;
     }
+    if let Some(bits) = unknown_ro_compat(pm) {
+        report.operational_error = Some(format!(
+            "the image uses features this build can only read (ro_compat bits {bits:#x}); \
+             cannot repair it (check with -n, or upgrade pktfs)"
+        ));
+        report.finish(t0);
+        return report;
+    }
     let safe_only = opts.mode == Mode::Preen;
     let mut passes = 0;
     loop {
@@ -165,6 +173,19 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
 }
 
 /// `check` or `repair`, by mode.
+/// Read-only-compatible feature bits of a valid superblock (the primary,
+/// else the backup) that this build does not know: repairing would write
+/// an image whose rules it does not fully know.
+fn unknown_ro_compat(pm: &Pm) -> Option<u32> {
+    use layout::superblock::{Superblock, BACKUP_OFFSET, PRIMARY_OFFSET, RO_COMPAT_SUPPORTED};
+    [PRIMARY_OFFSET, BACKUP_OFFSET]
+        .into_iter()
+        .filter(|&off| off + 256 <= pm.len())
+        .find_map(|off| Superblock::from_bytes(pm.slice(off, 256), off, pm.len()).ok())
+        .map(|sb| sb.ro_compat & !RO_COMPAT_SUPPORTED.bits())
+        .filter(|&bits| bits != 0)
+}
+
 pub fn run(pm: &Pm, opts: &Options) -> Report {
     match opts.mode {
         Mode::Check => check(pm, opts),

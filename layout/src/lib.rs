@@ -93,6 +93,10 @@ pub enum Corrupt {
         "image uses features this build does not know (incompat bits {bits:#x}); refusing to open it"
     )]
     UnknownIncompat { bits: u32 },
+    #[error(
+        "image uses features this build can only read (ro_compat bits {bits:#x}); open it read-only or upgrade pktfs"
+    )]
+    UnknownRoCompat { bits: u32 },
 }
 
 impl Corrupt {

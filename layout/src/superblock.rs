@@ -34,9 +34,16 @@ bitflags::bitflags! {
     /// Read-only-compatible features: an unknown one allows read-only opens.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct RoCompatFeatures: u32 {
-        const NONE_YET = 0;
+        /// Dirents may carry their directory's mtime/ctime (record flag
+        /// `FLAG_DIR_TIME`). A reader that ignores them shows older
+        /// directory times; a writer that ignored them could lose them on
+        /// its next slot switch, hence read-only for such a build.
+        const DIR_TIME_DIRENTS = 1 << 0;
     }
 }
+
+/// The ro_compat features this build writes (and understands).
+pub const RO_COMPAT_SUPPORTED: RoCompatFeatures = RoCompatFeatures::all();
 
 bitflags::bitflags! {
     /// Compatible features: informational; unknown ones are ignored.
@@ -105,7 +112,7 @@ impl Superblock {
         Superblock {
             geometry,
             incompat: INCOMPAT_SUPPORTED,
-            ro_compat: 0,
+            ro_compat: RO_COMPAT_SUPPORTED.bits(),
             compat: CompatFeatures::RX_TIMESTAMPS.bits(),
             uuid,
             created_ns,

@@ -96,6 +96,53 @@ fn newer_version_and_unknown_features() {
     }
     let e = open_err(&p);
     assert!(e.contains("features this build does not know"), "{e}");
+
+    // An unknown read-only-compatible feature: a writable open is refused
+    // without writing; a read-only open works and reads the data.
+    let p = image(d.path());
+    for off in [0, BACKUP_OFFSET] {
+        patch_sb(&p, off, |r| {
+            r.ro_compat = (r.ro_compat.get() | 1 << 20).into()
+        });
+    }
+    let e = open_err(&p);
+    assert!(
+        e.contains("can only read") && e.contains("read-only"),
+        "{e}"
+    );
+    let before = std::fs::read(&p).unwrap();
+    let ro = OpenOptions {
+        read_only: true,
+        ..Default::default()
+    };
+    let v = Volume::open(&p, &ro).unwrap();
+    let f = v.lookup(v.root(), b"keep").unwrap();
+    assert_eq!(v.read(f.ino, 0, 100).unwrap(), b"stored data");
+    drop(v);
+    assert_eq!(std::fs::read(&p).unwrap(), before, "read-only open wrote");
+}
+
+/// An image made before the dirent-carried directory times (ro_compat 0)
+/// opens as before, and its first writable open records the feature.
+#[test]
+fn older_image_gains_the_dir_time_feature() {
+    let d = tempfile::tempdir().unwrap();
+    let p = image(d.path());
+    for off in [0, BACKUP_OFFSET] {
+        patch_sb(&p, off, |r| r.ro_compat = 0.into());
+    }
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let f = v.lookup(v.root(), b"keep").unwrap();
+    assert_eq!(v.read(f.ino, 0, 100).unwrap(), b"stored data");
+    v.close().unwrap();
+    let b = std::fs::read(&p).unwrap();
+    for off in [0, BACKUP_OFFSET as usize] {
+        let raw = layout::superblock::raw_from_bytes(&b[off..off + 256]).unwrap();
+        assert_eq!(
+            raw.ro_compat.get(),
+            layout::superblock::RoCompatFeatures::DIR_TIME_DIRENTS.bits()
+        );
+    }
 }
 
 #[test]

@@ -492,3 +492,30 @@ fn reflinked_ranges_are_shared_not_errors() {
     assert!(r.clean(), "{}", r.to_text());
     assert!(r.counts.shared_ranges >= 2, "{:?}", r.counts);
 }
+
+/// An image with a read-only-compatible feature this build does not know:
+/// `-n` still checks it, `-y` refuses to write (operational error, exit 8)
+/// and leaves every byte as it was.
+#[test]
+fn unknown_ro_compat_feature_is_checked_but_not_repaired() {
+    use layout::superblock::{raw_bytes, raw_from_bytes, seal, BACKUP_OFFSET};
+    let mut img = base();
+    for off in [0usize, BACKUP_OFFSET as usize] {
+        let mut raw = raw_from_bytes(&img.b[off..off + 256]).unwrap();
+        raw.ro_compat = (raw.ro_compat.get() | 1 << 20).into();
+        seal(&mut raw);
+        img.b[off..off + 256].copy_from_slice(raw_bytes(&raw));
+    }
+    let check = pktfs_fsck::check(&Pm::from_bytes(img.b.clone()), &Options::check());
+    assert!(
+        check.operational_error.is_none(),
+        "{:?}",
+        check.operational_error
+    );
+    let pm = Pm::from_bytes(img.b.clone());
+    let r = pktfs_fsck::repair(&pm, &Options::yes());
+    let msg = r.operational_error.clone().expect("repair refused");
+    assert!(msg.contains("can only read") && msg.contains("-n"), "{msg}");
+    assert_eq!(r.exit_code, exit::OPERATIONAL);
+    assert_eq!(pm.slice(0, img.b.len()), &img.b[..], "repair wrote");
+}

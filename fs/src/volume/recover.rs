@@ -306,6 +306,12 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         ..Default::default()
     };
     let read_only = read_only || pm.is_read_only();
+    // A feature this build can only read: refuse to write, before anything
+    // (journal replay included) touches the image.
+    let unknown_ro = sb.ro_compat & !layout::superblock::RO_COMPAT_SUPPORTED.bits();
+    if unknown_ro != 0 && !read_only {
+        return Err(Corrupt::UnknownRoCompat { bits: unknown_ro }.into());
+    }
 
     // Journal: replay committed slots (or overlay them when read-only).
     let mut overlay = HashMap::new();
@@ -393,6 +399,9 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         if report.used_backup_superblock.is_some() {
             write_superblocks(&pm, &sb);
         }
+        // This build may write dirents that carry directory times: say so,
+        // so a build that does not know them opens the image read-only.
+        sb.ro_compat |= layout::superblock::RO_COMPAT_SUPPORTED.bits();
         mark_mounted(&pm, &mut sb);
     }
     let map: HashMap<u32, Arc<RwLock<Inode>>> = inodes
