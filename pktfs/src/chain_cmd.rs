@@ -52,17 +52,7 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
     let ino = resolve(&v, &a.path)?;
     let recs = v.chain(ino).map_err(|e| e.to_string())?;
     if a.json {
-        let rows: Vec<serde_json::Value> = recs
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "record": r.record, "file_offset": r.file_off, "length": r.len,
-                    "buffer": r.buffer, "buffer_offset": r.buf_off, "image_offset": r.image_off,
-                    "crc32c": format!("{:08x}", r.payload_crc), "timestamp_ns": r.timestamp_ns,
-                    "seq": r.seq, "from_network": r.from_network,
-                })
-            })
-            .collect();
+        let rows: Vec<serde_json::Value> = recs.iter().map(|r| r.to_json()).collect();
         println!(
             "{}",
             serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?

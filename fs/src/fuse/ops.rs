@@ -272,18 +272,7 @@ impl PktFuse {
     }
 
     fn chain_json(&self, ino: u64) -> Result<Vec<u8>, FsError> {
-        let recs = self.vol.chain(ino)?;
-        let rows: Vec<serde_json::Value> = recs
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "record": r.record, "file_offset": r.file_off, "length": r.len,
-                    "buffer": r.buffer, "buffer_offset": r.buf_off, "image_offset": r.image_off,
-                    "crc32c": format!("{:08x}", r.payload_crc), "timestamp_ns": r.timestamp_ns,
-                    "seq": r.seq, "from_network": r.from_network,
-                })
-            })
-            .collect();
+        let rows = self.vol.chain(ino)?.iter().map(|r| r.to_json()).collect();
         Ok(serde_json::Value::Array(rows).to_string().into_bytes())
     }
 }

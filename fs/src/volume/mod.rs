@@ -237,6 +237,19 @@ pub struct ChainEntry {
     pub from_network: bool,
 }
 
+impl ChainEntry {
+    /// The JSON form `pktfs chain --json` prints and the `user.pktfs.chain`
+    /// attribute holds (one object per record; the CRC in hex).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "record": self.record, "file_offset": self.file_off, "length": self.len,
+            "buffer": self.buffer, "buffer_offset": self.buf_off, "image_offset": self.image_off,
+            "crc32c": format!("{:08x}", self.payload_crc), "timestamp_ns": self.timestamp_ns,
+            "seq": self.seq, "from_network": self.from_network,
+        })
+    }
+}
+
 /// How to format.
 #[derive(Clone, Debug)]
 pub struct FormatOptions {
