@@ -109,6 +109,22 @@ pub struct Tx {
     early_slots: Vec<SlotSwitch>,
 }
 
+impl SlotSwitch {
+    /// Write the idle slot and schedule its write-back; returns its image
+    /// offset and the selector store `(addr, value)` that makes it live.
+    fn write_idle(&self, vol: &Volume) -> (u64, (u64, u64)) {
+        let inode = vol.geo.inode_pos(self.ino).0;
+        let pos = inode + SLOTS_OFF + self.idle as u64 * SLOT_SIZE;
+        vol.pm.write(pos, &self.attr.to_bytes(self.new_gen));
+        vol.pm.flush(pos, SLOT_SIZE);
+        let selector = (
+            inode + SELECTOR_OFF,
+            InodeHeader::selector(self.new_gen, self.idle),
+        );
+        (pos, selector)
+    }
+}
+
 /// What a committed slot switch left behind, for the DRAM inode.
 #[derive(Debug, Clone, Copy)]
 pub struct SlotState {
@@ -198,13 +214,8 @@ impl Tx {
         // slots, then their selectors and links (same epoch as the payload:
         // the publish below is what makes them reachable).
         for s in &self.early_slots {
-            let pos = g.inode_pos(s.ino).0 + SLOTS_OFF + s.idle as u64 * SLOT_SIZE;
-            pm.write(pos, &s.attr.to_bytes(s.new_gen));
-            pm.flush(pos, SLOT_SIZE);
-            self.early_stores.push((
-                g.inode_pos(s.ino).0 + SELECTOR_OFF,
-                InodeHeader::selector(s.new_gen, s.idle),
-            ));
+            let (_, selector) = s.write_idle(vol);
+            self.early_stores.push(selector);
         }
         for &(addr, value) in &self.early_stores {
             pm.store_u64(addr, value);
@@ -212,14 +223,9 @@ impl Tx {
         }
         // Step 1: idle slots (invisible until their selector is published).
         for s in &self.slots {
-            let pos = g.inode_pos(s.ino).0 + SLOTS_OFF + s.idle as u64 * SLOT_SIZE;
-            pm.write(pos, &s.attr.to_bytes(s.new_gen));
-            pm.flush(pos, SLOT_SIZE);
-            self.stores.push((
-                g.inode_pos(s.ino).0 + SELECTOR_OFF,
-                InodeHeader::selector(s.new_gen, s.idle),
-            ));
-            self.reaches.push((pos, SLOT_SIZE));
+            let (slot_pos, selector) = s.write_idle(vol);
+            self.stores.push(selector);
+            self.reaches.push((slot_pos, SLOT_SIZE));
         }
         match self.stores.len() {
             0 => pm.fence(),
