@@ -328,6 +328,14 @@ impl Volume {
                 }
             }
         };
+        // Undo of the above if the splice below fails: the record, and the
+        // name bytes a fresh dirent took.
+        let undo_name = |v: &Volume| {
+            v.free_records_now(&[id]);
+            if let Some(r) = &fresh {
+                v.release_payload(&[r.slice()]);
+            }
+        };
         // The file: its tail pieces and its new attributes (named, sized).
         // Nothing reaches it until the name below is published, so its
         // changes are written in place rather than journalled.
@@ -344,14 +352,14 @@ impl Volume {
             let (ps, at) = match self.place_at_end(t, pieces) {
                 Ok(x) => x,
                 Err(e) => {
-                    self.free_records_now(&[id]);
+                    undo_name(self);
                     return Err(e);
                 }
             };
             ta.size = at;
             ta.mtime_ns = now;
             if let Err(e) = self.splice_range_tx(&mut ttx, t, off, at, ps, ta) {
-                self.free_records_now(&[id]);
+                undo_name(self);
                 return Err(e);
             }
         }

@@ -609,3 +609,42 @@ fn rx_link_commits_tail_and_name_together() {
     assert_eq!(s.blocks_free, before.blocks_free);
     assert_eq!(s.files_free, before.files_free);
 }
+
+/// rx_link to a new name when the records run out between the dirent and
+/// the tail: NoSpace, and every record, buffer reference and name byte it
+/// took comes back (the dirent's name payload included).
+#[test]
+fn rx_link_out_of_records_leaves_nothing_behind() {
+    let v = fresh(8 << 20);
+    let r = v.root();
+    let one = v.create(r, b"one", 0o644, 0, 0).unwrap();
+    v.write(one.ino, 0, b"1").unwrap();
+    let big = v.create(r, b"big", 0o644, 0, 0).unwrap();
+    // One record per write: 1 byte every 8 KiB, until the records run out.
+    let mut k = 0u64;
+    loop {
+        match v.write(big.ino, k * 8192, b"x") {
+            Ok(_) => k += 1,
+            Err(FsError::NoSpace(_)) => break,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(v.statfs().records_free, 0, "{k} records written");
+    // Unlinking `one` frees exactly its data record and its dirent.
+    v.unlink(r, b"one").unwrap();
+    assert_eq!(v.statfs().records_free, 2);
+    let before = v.statfs();
+    let t = v.create_tmpfile(0o644, 0, 0).unwrap();
+    // The dirent takes one record; the three pieces need three more.
+    let e = v
+        .rx_link(t.ino, rx_pieces(&v, &[9u8; 3000], 1000), r, b"new", false)
+        .unwrap_err();
+    assert!(matches!(e, FsError::NoSpace(_)), "{e:?}");
+    assert!(v.lookup(r, b"new").is_err());
+    v.unpin(t.ino, 1);
+    let after = v.statfs();
+    assert_eq!(after.records_free, before.records_free);
+    assert_eq!(after.blocks_free, before.blocks_free);
+    assert_eq!(after.files_free, before.files_free);
+    ok(&v);
+}
