@@ -38,3 +38,4 @@ mod util;
 
 pub use config::{Change, Config, OnChange, Token};
 pub use server::{Services, Stats};
+pub use util::civil;

@@ -10,7 +10,7 @@ pub(crate) fn now_ns() -> u64 {
 }
 
 /// (year, month, day, hour, minute, second, weekday 0=Sunday) in UTC.
-pub(crate) fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32, u32) {
+pub fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32, u32) {
     let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
     // Civil-from-days (Howard Hinnant's algorithm).
     let z = days + 719_468;

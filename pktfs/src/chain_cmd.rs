@@ -83,24 +83,9 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
 
 /// UTC time with nanoseconds, without a date crate.
 pub fn fmt_ns(ns: u64) -> String {
-    let secs = (ns / 1_000_000_000) as i64;
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
+    let (y, m, d, hh, mm, ss, _) = netpath::civil((ns / 1_000_000_000) as i64);
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
+        "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{:09}Z",
         ns % 1_000_000_000
     )
 }
@@ -138,4 +123,20 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
     println!("records      {}, {} free", g.record_count, s.records_free);
     println!("mounts       {}", sb.mount_count);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fmt_ns_is_utc_with_nanoseconds() {
+        assert_eq!(
+            super::fmt_ns(784_111_777_123_456_789),
+            "1994-11-06T08:49:37.123456789Z"
+        );
+        assert_eq!(
+            super::fmt_ns(951_782_400_000_000_005),
+            "2000-02-29T00:00:00.000000005Z"
+        );
+        assert_eq!(super::fmt_ns(0), "1970-01-01T00:00:00.000000000Z");
+    }
 }
