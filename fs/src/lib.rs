@@ -12,6 +12,6 @@ pub mod volume;
 pub use error::{FsError, Result};
 pub use layout::FileType;
 pub use volume::{
-    Attr, ChainEntry, DirEntry, FallocMode, FormatOptions, OpenOptions, OpenReport, RenameFlags,
-    RxBuf, RxPiece, Seg, SetAttr, StatFs, TimeSet, TxHold, TxSeg, Volume, XattrFlags,
+    Attr, ChainEntry, DirEntry, FallocMode, FormatOptions, Linked, OpenOptions, OpenReport,
+    RenameFlags, RxBuf, RxPiece, Seg, SetAttr, StatFs, TimeSet, TxHold, TxSeg, Volume, XattrFlags,
 };

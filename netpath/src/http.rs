@@ -575,12 +575,13 @@ impl Conn<'_> {
     /// Start a response head in `self.out` (ends with the extra headers; the
     /// caller adds nothing but the blank line via `end_head`).
     fn begin(&mut self, code: u16, len: u64, keep: bool, extra: &str) {
-        let date = self.date().to_string();
+        self.date();
         self.out.clear();
         let _ = write!(
             self.out,
-            "HTTP/1.1 {code} {}\r\nServer: pktfs\r\nDate: {date}\r\nContent-Length: {len}\r\n{}{extra}\r\n",
+            "HTTP/1.1 {code} {}\r\nServer: pktfs\r\nDate: {}\r\nContent-Length: {len}\r\n{}{extra}\r\n",
             reason(code),
+            self.date.1,
             if keep { "" } else { "Connection: close\r\n" },
         );
     }
@@ -1153,8 +1154,10 @@ impl Conn<'_> {
         // comes back from it (no separate lookup that would queue behind
         // other uploads into the same directory).
         let tail = std::mem::take(&mut self.pieces);
-        let existed = match self.vol.rx_link(tmp, tail, parent, &name, true) {
-            Ok(replaced) => replaced,
+        // `linked` holds a replaced file until the answer is out: its space
+        // is freed after, off the client's wait (dropped at the end).
+        let linked = match self.vol.rx_link_deferred(tmp, tail, parent, &name, true) {
+            Ok(l) => l,
             Err(e) => {
                 self.drop_tmp(tmp);
                 let (code, msg) = match e {
@@ -1174,15 +1177,15 @@ impl Conn<'_> {
             name: &name,
             ino: tmp,
         });
-        let mut loc = String::from("Location: ");
-        for s in self.path.segments() {
-            loc.push('/');
-            encode_segment(s, &mut loc);
-        }
-        loc.push_str("\r\nContent-Type: text/plain; charset=utf-8\r\n");
-        if existed {
+        if linked.replaced() {
             self.head_only(204, keep, "") && keep
         } else {
+            let mut loc = String::from("Location: ");
+            for s in self.path.segments() {
+                loc.push('/');
+                encode_segment(s, &mut loc);
+            }
+            loc.push_str("\r\nContent-Type: text/plain; charset=utf-8\r\n");
             let body = format!("stored {bytes} bytes as {records} records\n");
             self.with_body(201, keep, &loc, body.as_bytes(), true) && keep
         }
@@ -1245,8 +1248,8 @@ impl Conn<'_> {
     fn parent_dir(&self, n: usize, notify: &dyn Fn(Change<'_>)) -> Result<u64, FsError> {
         let mut ino = self.vol.root();
         for s in self.path.segments().take(n) {
-            ino = match self.vol.lookup(ino, s) {
-                Ok(a) if a.kind == FileType::Directory => a.ino,
+            ino = match self.vol.lookup_kind(ino, s) {
+                Ok((child, FileType::Directory)) => child,
                 Ok(_) => return Err(FsError::NotDir),
                 Err(FsError::NotFound) => {
                     match self.vol.mkdir(ino, s, 0o755, self.sh.uid, self.sh.gid) {
@@ -1258,7 +1261,10 @@ impl Conn<'_> {
                             });
                             a.ino
                         }
-                        Err(FsError::Exists) => self.vol.lookup(ino, s)?.ino,
+                        Err(FsError::Exists) => match self.vol.lookup_kind(ino, s)? {
+                            (child, FileType::Directory) => child,
+                            _ => return Err(FsError::NotDir),
+                        },
                         Err(e) => return Err(e),
                     }
                 }

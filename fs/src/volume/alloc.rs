@@ -147,12 +147,14 @@ impl Alloc {
         self.free_inodes.len() as u64
     }
 
-    pub fn alloc_records(&mut self, n: usize) -> Option<Vec<u64>> {
+    /// `n` free records, in the order `split_off` of the free list's tail
+    /// would give them (inline for the few a small operation needs).
+    pub fn alloc_records(&mut self, n: usize) -> Option<smallvec::SmallVec<[u64; 4]>> {
         if self.free_records.len() < n {
             return None;
         }
         let at = self.free_records.len() - n;
-        Some(self.free_records.split_off(at))
+        Some(self.free_records.drain(at..).collect())
     }
     pub fn free_record(&mut self, r: u64) {
         self.free_records.push(r);

@@ -6,6 +6,7 @@
 //! publish (plus the attribute slot, through the journal) commits it.
 
 use layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
+use smallvec::SmallVec;
 
 use super::alloc::Slice;
 use super::tx::Tx;
@@ -131,14 +132,14 @@ impl Volume {
         let bs = self.geo.buffer_size_bytes;
         // Records overlapping the range: a straddler before `off`, then
         // everything keyed inside it.
-        let mut over: Vec<Rec> = Vec::new();
+        let mut over: SmallVec<[Rec; 4]> = SmallVec::new();
         if let Some((_, r)) = i.data.range(..off).next_back() {
             if r.r.file_end() > off {
                 over.push(*r);
             }
         }
         over.extend(i.data.range(off..end).map(|(_, r)| *r));
-        let mut remnants: Vec<Piece> = Vec::new();
+        let mut remnants: SmallVec<[Piece; 2]> = SmallVec::new();
         let mut left = None;
         let mut right = None;
         if let Some(f) = over.first() {
@@ -170,7 +171,7 @@ impl Volume {
             }
         }
         remnants.extend(left);
-        let new_list: Vec<Piece> = left
+        let new_list: SmallVec<[Piece; 4]> = left
             .into_iter()
             .chain(pieces.iter().copied())
             .chain(right)
@@ -197,7 +198,7 @@ impl Volume {
             .next()
             .map(|(_, r)| r.id)
             .unwrap_or(RecordId::NONE);
-        let mut recs = Vec::with_capacity(new_list.len());
+        let mut recs: SmallVec<[Rec; 4]> = SmallVec::with_capacity(new_list.len());
         for (k, p) in new_list.iter().enumerate() {
             let r = Record {
                 kind: RecordKind::Data,

@@ -31,6 +31,9 @@ mod tx;
 mod xattr;
 
 use std::collections::{BTreeMap, HashMap};
+
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -46,7 +49,7 @@ pub use alloc::Slice;
 pub use file::{FallocMode, Seg};
 pub use ns::RenameFlags;
 pub use recover::OpenReport;
-pub use rx::{RxBuf, RxPiece, TxHold, TxSeg};
+pub use rx::{Linked, RxBuf, RxPiece, TxHold, TxSeg};
 pub use xattr::XattrFlags;
 
 use crate::error::{FsError, Result};
@@ -295,7 +298,7 @@ pub(crate) fn check_name(name: &[u8]) -> Result<()> {
 #[derive(Debug, Default)]
 pub(crate) struct Namespace {
     /// Directory -> parent directory, for rename loop checks.
-    pub dir_parent: HashMap<u32, u32>,
+    pub dir_parent: FxHashMap<u32, u32>,
 }
 
 pub struct Volume {
@@ -305,7 +308,10 @@ pub struct Volume {
     pub(crate) alloc: Mutex<Alloc>,
     pub(crate) journal: JournalSlots,
     pub(crate) ns: Mutex<Namespace>,
-    inodes: RwLock<HashMap<u32, Arc<RwLock<Inode>>>>,
+    /// Inode number -> in-memory inode. Fx hashing: the keys are numbers
+    /// this volume's allocator hands out, not input an attacker chooses,
+    /// and the table is looked up several times per operation.
+    inodes: RwLock<FxHashMap<u32, Arc<RwLock<Inode>>>>,
     read_only: bool,
     report: OpenReport,
     closed: std::sync::atomic::AtomicBool,
@@ -689,7 +695,7 @@ impl Volume {
         self.link_before(&i.xattrs, key, i.ino, XATTR_HEAD_OFF)
     }
 
-    pub(crate) fn alloc_records(&self, n: usize) -> Result<Vec<RecordId>> {
+    pub(crate) fn alloc_records(&self, n: usize) -> Result<SmallVec<[RecordId; 4]>> {
         let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
         a.alloc_records(n)
             .map(|v| v.into_iter().map(RecordId).collect())
@@ -800,7 +806,7 @@ impl Volume {
         geo: Geometry,
         sb: Superblock,
         alloc: Alloc,
-        inodes: HashMap<u32, Arc<RwLock<Inode>>>,
+        inodes: FxHashMap<u32, Arc<RwLock<Inode>>>,
         ns: Namespace,
         read_only: bool,
         report: OpenReport,

@@ -84,6 +84,19 @@ impl Volume {
         }
     }
 
+    /// Find `name` in directory `parent` and say what it is, from the
+    /// dirent alone (no attributes: the child is not looked up). For path
+    /// walks that only need to know "a directory, and which".
+    pub fn lookup_kind(&self, parent: u64, name: &[u8]) -> Result<(u64, FileType)> {
+        if name.len() > layout::NAME_MAX {
+            return Err(FsError::NameTooLong);
+        }
+        match self.child_of(parent, name)? {
+            Some((ino, kind)) => Ok((ino as u64, kind)),
+            None => Err(FsError::NotFound),
+        }
+    }
+
     /// The parent of a directory (the root is its own parent).
     pub fn parent_of(&self, dir: u64) -> Result<u64> {
         let d = self.inode(dir)?;

@@ -10,6 +10,8 @@
 
 use layout::{AttrSlot, FileType, RecordId};
 
+use smallvec::SmallVec;
+
 use super::alloc::Slice;
 use super::file::{Cover, Piece};
 use super::ns::FIRST_COOKIE;
@@ -235,13 +237,35 @@ impl Volume {
         name: &[u8],
         replace: bool,
     ) -> Result<bool> {
+        self.rx_link_deferred(ino, tail, dir, name, replace)
+            .map(|l| l.replaced())
+    }
+
+    /// [`Self::rx_link`], but a file the name replaced keeps its space
+    /// until the returned [`Linked`] is dropped: a server answers the
+    /// client first and gives the old file's records and buffers back
+    /// after (that work is not needed for durability: the commit already
+    /// made the old file unreachable, and recovery frees what nothing
+    /// reaches).
+    pub fn rx_link_deferred(
+        &self,
+        ino: u64,
+        tail: Vec<RxPiece>,
+        dir: u64,
+        name: &[u8],
+        replace: bool,
+    ) -> Result<Linked<'_>> {
         let mut tail = Some(tail);
         let r = self.rx_link_inner(ino, &mut tail, dir, name, replace);
         // Pieces the commit did not take (an error before the splice).
         if let Some(t) = tail.take() {
             self.rx_abort(t);
         }
-        r
+        r.map(|(replaced, pinned)| Linked {
+            vol: self,
+            replaced,
+            pinned,
+        })
     }
 
     /// The body of [`Self::rx_link`]; takes `tail` only once nothing can
@@ -254,14 +278,14 @@ impl Volume {
         dir: u64,
         name: &[u8],
         replace: bool,
-    ) -> Result<bool> {
+    ) -> Result<(bool, Option<u64>)> {
         self.check_writable()?;
         check_name(name)?;
         // Lock order: the namespace lock, then inode locks by number.
         let _ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let darc = self.inode(dir)?;
         let victim = {
-            let d = self.inode(dir)?;
-            let d = super::rlock(&d)?;
+            let d = super::rlock(&darc)?;
             if d.attr.kind != FileType::Directory {
                 return Err(FsError::NotDir);
             }
@@ -279,23 +303,27 @@ impl Volume {
             if v as u64 == ino {
                 // Already linked under this name (a repeated call).
                 return match tail.as_ref().is_some_and(|t| !t.is_empty()) {
-                    false => Ok(true),
+                    false => Ok((true, None)),
                     true => Err(FsError::Invalid("not an unnamed file")),
                 };
             }
         }
-        let mut inos = vec![dir as u32, ino as u32];
+        let mut inos: SmallVec<[u32; 3]> = SmallVec::new();
+        inos.extend([dir as u32, ino as u32]);
         inos.extend(victim.map(|v| v.0));
         inos.sort_unstable();
         inos.dedup();
-        let arcs: Vec<_> = inos
+        let arcs: SmallVec<[_; 3]> = inos
             .iter()
-            .map(|&n| self.inode(n as u64).map(|a| (n, a)))
+            .map(|&n| match n as u64 == dir {
+                true => Ok((n, darc.clone())),
+                false => self.inode(n as u64).map(|a| (n, a)),
+            })
             .collect::<Result<_>>()?;
-        let mut guards: Vec<_> = arcs
+        let mut guards: SmallVec<[_; 3]> = arcs
             .iter()
             .map(|(n, a)| Ok((*n, super::wlock(a)?)))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<_>>()?;
         let idx = |n: u32| inos.iter().position(|m| *m == n).expect("locked");
         let (ti, di) = (idx(ino as u32), idx(dir as u32));
         if guards[ti].1.attr.nlink != 0 || guards[ti].1.attr.kind != FileType::Regular {
@@ -412,13 +440,43 @@ impl Volume {
         tx.commit(self);
         let t = &mut guards[ti].1;
         t.pins = t.pins.saturating_sub(1);
+        // A replaced file nothing holds any more: pinned for the caller,
+        // whose `Linked` frees it when dropped (`unpin`).
+        let mut pinned = None;
         if let Some((v, _)) = victim {
             let g = &mut guards[idx(v)].1;
             if g.attr.nlink == 0 && g.pins == 0 {
-                self.free_inode_storage(g);
+                g.pins = 1;
+                pinned = Some(v as u64);
             }
         }
-        Ok(victim.is_some())
+        Ok((victim.is_some(), pinned))
+    }
+}
+
+/// The result of [`Volume::rx_link_deferred`]: whether a file was
+/// replaced, and that file held (pinned) until this is dropped, when its
+/// space goes back to the allocators.
+#[derive(Debug)]
+#[must_use = "dropping it at once frees the replaced file's space; hold it to do that later"]
+pub struct Linked<'a> {
+    vol: &'a Volume,
+    replaced: bool,
+    pinned: Option<u64>,
+}
+
+impl Linked<'_> {
+    /// An existing file of that name was replaced.
+    pub fn replaced(&self) -> bool {
+        self.replaced
+    }
+}
+
+impl Drop for Linked<'_> {
+    fn drop(&mut self) {
+        if let Some(ino) = self.pinned.take() {
+            self.vol.unpin(ino, 1);
+        }
     }
 }
 

@@ -648,3 +648,89 @@ fn rx_link_out_of_records_leaves_nothing_behind() {
     assert_eq!(after.files_free, before.files_free);
     ok(&v);
 }
+
+/// `rx_link_deferred` replacing a file: the old file is unreachable at
+/// once, its space comes back only when the `Linked` is dropped, and an
+/// image taken in between (a crash before the drop) recovers with that
+/// space free and nothing else lost.
+#[test]
+fn rx_link_deferred_frees_the_replaced_file_on_drop() {
+    let v = fresh(8 << 20);
+    let r = v.root();
+    let start = v.statfs();
+    let t1 = v.create_tmpfile(0o644, 0, 0).unwrap();
+    v.rx_link(
+        t1.ino,
+        rx_pieces(&v, &[1u8; 20_000], 4096),
+        r,
+        b"obj",
+        false,
+    )
+    .unwrap();
+    let with_old = v.statfs();
+    let t2 = v.create_tmpfile(0o644, 0, 0).unwrap();
+    let linked = v
+        .rx_link_deferred(t2.ino, rx_pieces(&v, b"new", 3), r, b"obj", true)
+        .unwrap();
+    assert!(linked.replaced());
+    assert_eq!(v.lookup(r, b"obj").unwrap().ino, t2.ino);
+    assert_eq!(v.read(t2.ino, 0, 100).unwrap(), b"new");
+    // Held: the old file's inode and buffers are still taken.
+    let held = v.statfs();
+    assert_eq!(v.getattr(t1.ino).unwrap().nlink, 0);
+    assert!(held.blocks_free < with_old.blocks_free, "new file's buffer");
+    assert!(
+        held.files_free < with_old.files_free,
+        "old inode still held"
+    );
+    ok(&v);
+    // A crash now: recovery finds the old file unreachable and frees it.
+    let crashed = Volume::open_pm(Pm::from_bytes(v.pm.snapshot()), false).unwrap();
+    crashed.check_invariants().unwrap();
+    assert_eq!(crashed.read(t2.ino, 0, 100).unwrap(), b"new");
+    assert!(
+        crashed.getattr(t1.ino).is_err(),
+        "old file freed by recovery"
+    );
+    assert_eq!(crashed.statfs().files_free, start.files_free - 1);
+    drop(crashed);
+    // The drop gives the space back.
+    drop(linked);
+    assert!(v.getattr(t1.ino).is_err(), "replaced file freed");
+    let after = v.statfs();
+    assert_eq!(after.files_free, start.files_free - 1);
+    assert_eq!(
+        after.records_free,
+        start.records_free - 2,
+        "one data record, one dirent"
+    );
+    ok(&v);
+    // Replacing a file with another link frees nothing and holds nothing.
+    v.link(t2.ino, r, b"alias").unwrap();
+    let t3 = v.create_tmpfile(0o644, 0, 0).unwrap();
+    let linked = v
+        .rx_link_deferred(t3.ino, rx_pieces(&v, b"3", 1), r, b"obj", true)
+        .unwrap();
+    assert!(linked.replaced());
+    drop(linked);
+    assert_eq!(v.getattr(t2.ino).unwrap().nlink, 1);
+    assert_eq!(v.read(t2.ino, 0, 100).unwrap(), b"new");
+    ok(&v);
+}
+
+/// An unlinked file still held (open) is consistent: `check_invariants`
+/// accepts its stale, unreachable slot, and the last unpin frees it.
+#[test]
+fn unlinked_but_held_file_passes_invariants() {
+    let v = fresh(8 << 20);
+    let r = v.root();
+    let f = v.create(r, b"f", 0o644, 0, 0).unwrap();
+    v.write(f.ino, 0, b"still readable").unwrap();
+    v.pin(f.ino).unwrap();
+    v.unlink(r, b"f").unwrap();
+    ok(&v);
+    assert_eq!(v.read(f.ino, 0, 100).unwrap(), b"still readable");
+    v.unpin(f.ino, 1);
+    assert!(v.getattr(f.ino).is_err());
+    ok(&v);
+}

@@ -26,6 +26,7 @@ use layout::journal::{
     JournalEntryRaw, JournalHeaderRaw, JOURNAL_HEADER_BYTES, JOURNAL_MAX_ENTRIES,
 };
 use layout::{AttrSlot, InodeHeader, RecordId};
+use smallvec::SmallVec;
 use std::sync::{Condvar, Mutex};
 use zerocopy::IntoBytes;
 
@@ -94,19 +95,22 @@ struct SlotSwitch {
     idle: u8,
 }
 
+/// The lists are inline for the common sizes (a create, a rename, a small
+/// write's commit touch a handful of words): a commit on the small-request
+/// path then allocates nothing on the heap.
 #[derive(Debug, Default)]
 pub struct Tx {
-    stores: Vec<(u64, u64)>,
-    slots: Vec<SlotSwitch>,
+    stores: SmallVec<[(u64, u64); 4]>,
+    slots: SmallVec<[SlotSwitch; 2]>,
     /// Ranges a store makes reachable: asserted durable before publishing.
-    reaches: Vec<(u64, u64)>,
-    freed_records: Vec<RecordId>,
-    freed_slices: Vec<Slice>,
+    reaches: SmallVec<[(u64, u64); 4]>,
+    freed_records: SmallVec<[RecordId; 4]>,
+    freed_slices: SmallVec<[Slice; 4]>,
     /// Stores and slot switches of objects nothing on the media reaches
     /// yet (an unnamed file about to be named by this commit): written in
     /// place in step 1, durable with the payload, never journalled.
-    early_stores: Vec<(u64, u64)>,
-    early_slots: Vec<SlotSwitch>,
+    early_stores: SmallVec<[(u64, u64); 2]>,
+    early_slots: SmallVec<[SlotSwitch; 1]>,
 }
 
 impl SlotSwitch {

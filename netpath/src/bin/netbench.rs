@@ -21,6 +21,13 @@
 //! round trip on one connection and requests/s with 16 connections (`wrk`
 //! with a Lua script when installed, else a built-in closed-loop client),
 //! GET of the large file. Loopback only, bounded in count and time.
+//!
+//! For profiling one baseline on its own (e.g. `perf record -p` beside a
+//! `pktfs serve`, with the same client):
+//!
+//! ```text
+//! netbench --serve-baseline network-only|copy+clwb --port 18081
+//! ```
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -504,9 +511,14 @@ fn volume_costs(dir: &Path, results: &mut Vec<(String, String, f64, String)>) {
                 at += 1200;
                 let t2 = Instant::now();
                 let t3 = if one_commit {
-                    v.rx_link(tmp, vec![pc], d, name.as_bytes(), true)
+                    // As the server does: the replaced file is freed when
+                    // `Linked` drops, after the answer (t3..t4).
+                    let linked = v
+                        .rx_link_deferred(tmp, vec![pc], d, name.as_bytes(), true)
                         .expect("rx_link");
-                    t2
+                    let t3 = Instant::now();
+                    drop(linked);
+                    t3
                 } else {
                     v.rx_commit(tmp, vec![pc]).expect("commit");
                     let t3 = Instant::now();
@@ -521,9 +533,10 @@ fn volume_costs(dir: &Path, results: &mut Vec<(String, String, f64, String)>) {
             v.rx_release(buf);
             let calls: &[(usize, &str)] = if one_commit {
                 &[
-                    (0, "create_tmpfile"),
+                    (0, "create_tmpfile (after the previous answer)"),
                     (1, "rx_piece (1 KiB)"),
-                    (3, "rx_link (piece + name, replacing)"),
+                    (2, "rx_link_deferred (piece + name, replacing)"),
+                    (3, "freeing the replaced file (after the answer)"),
                 ]
             } else {
                 &[
@@ -536,6 +549,15 @@ fn volume_costs(dir: &Path, results: &mut Vec<(String, String, f64, String)>) {
                     format!("Volume call per 1 KiB PUT: {call}"),
                     format!("pktfs {mode}"),
                     t[*k] / n as f64 * 1e6,
+                    "us".into(),
+                ));
+            }
+            if one_commit {
+                results.push((
+                    "Volume calls per 1 KiB PUT: before the answer (rx_piece + rx_link_deferred)"
+                        .into(),
+                    format!("pktfs {mode}"),
+                    (t[1] + t[2]) / n as f64 * 1e6,
                     "us".into(),
                 ));
             }
@@ -576,8 +598,57 @@ fn arg(args: &[String], name: &str, default: f64) -> f64 {
         .unwrap_or(default)
 }
 
+/// `--serve-baseline KIND --port N`: run one baseline server until killed.
+fn serve_baseline(kind: &str, port: u16) {
+    let kind = match kind {
+        "network-only" => Base::NetOnly,
+        "copy+clwb" => Base::Copy,
+        other => {
+            eprintln!("netbench: unknown baseline {other:?} (network-only, copy+clwb)");
+            std::process::exit(2);
+        }
+    };
+    let dir = PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("shm dir");
+    let pm = (kind == Base::Copy).then(|| {
+        let f = dir.join("copy.dat");
+        std::fs::File::create(&f)
+            .and_then(|h| h.set_len(64 << 20))
+            .expect("copy file");
+        Arc::new(
+            Pm::open(
+                &f,
+                &MapOptions {
+                    persist: PersistChoice::Clwb,
+                    ..Default::default()
+                },
+            )
+            .expect("map copy file"),
+        )
+    });
+    let b = Arc::new(Baseline {
+        kind,
+        pm,
+        ext4_dir: dir.clone(),
+        copy_at: AtomicU64::new(0),
+        stop: Arc::new(AtomicBool::new(false)),
+    });
+    let l = TcpListener::bind(("127.0.0.1", port)).expect("bind");
+    println!("serving {kind:?} on {}", l.local_addr().expect("addr"));
+    for (id, s) in l.incoming().flatten().enumerate() {
+        let b = b.clone();
+        let _ = s.set_nodelay(true);
+        std::thread::spawn(move || baseline_conn(&b, s, id as u64 + 1));
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--serve-baseline") {
+        let kind = args.get(i + 1).map(String::as_str).unwrap_or("");
+        serve_baseline(kind, arg(&args, "--port", 18081.0) as u16);
+        return;
+    }
     let size = (arg(&args, "--size-mib", 256.0) as u64) << 20;
     let reps = arg(&args, "--reps", 5.0) as usize;
     let secs = arg(&args, "--secs", 6.0);
