@@ -184,7 +184,7 @@ impl Volume {
                 return Err(e);
             }
         };
-        {
+        if !remnants.is_empty() {
             let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
             for r in &remnants {
                 a.take_ref(r.slice);

@@ -22,6 +22,7 @@
 
 mod alloc;
 mod file;
+mod itable;
 mod ns;
 mod recover;
 mod rx;
@@ -308,10 +309,8 @@ pub struct Volume {
     pub(crate) alloc: Mutex<Alloc>,
     pub(crate) journal: JournalSlots,
     pub(crate) ns: Mutex<Namespace>,
-    /// Inode number -> in-memory inode. Fx hashing: the keys are numbers
-    /// this volume's allocator hands out, not input an attacker chooses,
-    /// and the table is looked up several times per operation.
-    inodes: RwLock<FxHashMap<u32, Arc<RwLock<Inode>>>>,
+    /// Inode number -> in-memory inode (sharded; see `itable`).
+    pub(crate) inodes: itable::InodeTable,
     read_only: bool,
     report: OpenReport,
     closed: std::sync::atomic::AtomicBool,
@@ -497,29 +496,18 @@ impl Volume {
         if ino == 0 || ino > u32::MAX as u64 {
             return Err(FsError::NotFound);
         }
-        self.inodes
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&(ino as u32))
-            .cloned()
-            .ok_or(FsError::NotFound)
+        self.inodes.get(ino as u32).ok_or(FsError::NotFound)
     }
 
     pub(crate) fn insert_inode(&self, ino: Inode) -> Arc<RwLock<Inode>> {
         let n = ino.ino;
         let a = Arc::new(RwLock::new(ino));
-        self.inodes
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(n, a.clone());
+        self.inodes.insert(n, a.clone());
         a
     }
 
     pub(crate) fn remove_inode(&self, ino: u32) {
-        self.inodes
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&ino);
+        self.inodes.remove(ino);
     }
 
     pub(crate) fn attr_of(&self, i: &Inode) -> Attr {
@@ -818,7 +806,7 @@ impl Volume {
             alloc: Mutex::new(alloc),
             journal: JournalSlots::new(geo.journal_slots),
             ns: Mutex::new(ns),
-            inodes: RwLock::new(inodes),
+            inodes: itable::InodeTable::new(inodes),
             read_only,
             report,
             closed: false.into(),

@@ -456,8 +456,7 @@ impl Volume {
             .unwrap_or(RecordId::NONE);
         tx.store(link, succ.0, None);
         let rec = d.data.remove(&cookie).expect("dirent present");
-        let name = self.slice_bytes(rec.slice()).to_vec();
-        d.names.remove(&name[..]);
+        d.names.remove(self.slice_bytes(rec.slice()));
         tx.free_record(rec.id, rec.slice());
         rec
     }
@@ -483,16 +482,14 @@ impl Volume {
             .next()
             .map(|(_, r)| r.id)
             .unwrap_or(RecordId::NONE);
+        // The new dirent takes over the old one's name bytes together with
+        // its reference on their buffer (the old record is freed below
+        // without dropping it): no copy, no reference taken and dropped.
         let s = old.slice();
-        self.alloc
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take_ref(s);
-        let name = self.slice_bytes(s).to_vec();
         let rec = self
             .new_dirent(
                 new_id,
-                &name,
+                self.slice_bytes(s),
                 Some((s, old.r.payload_crc)),
                 ino,
                 kind,
@@ -503,7 +500,7 @@ impl Volume {
             .expect("reusing a name allocates nothing");
         tx.store(link, new_id.0, Some((self.geo.record_pos(new_id).0, 64)));
         d.data.insert(cookie, rec);
-        tx.free_record(old.id, s);
+        tx.free_record_keep_payload(old.id);
         old
     }
 

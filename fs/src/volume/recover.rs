@@ -441,7 +441,7 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
 pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
     let g = &vol.geo;
     let pm = &vol.pm;
-    let map = vol.inodes.read().unwrap_or_else(|e| e.into_inner());
+    let map = vol.inodes.lock_all();
     let mut used_records = 0u64;
     let mut refs = vec![0u32; g.buffer_count as usize];
     for (&ino, i) in map.iter() {

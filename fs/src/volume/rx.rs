@@ -291,8 +291,11 @@ impl Volume {
             }
             d.names
                 .get(name)
-                .map(|c| (d.data[c].r.dirent_ino(), d.data[c].r.dirent_dtype()))
+                .map(|&c| (d.data[&c].r.dirent_ino(), d.data[&c].r.dirent_dtype(), c))
         };
+        // The namespace lock keeps this entry as it is until the commit.
+        let victim_cookie = victim.map(|v| v.2);
+        let victim = victim.map(|(v, dtype, _)| (v, dtype));
         if let Some((v, dtype)) = victim {
             if !replace {
                 return Err(FsError::Exists);
@@ -313,17 +316,18 @@ impl Volume {
         inos.extend(victim.map(|v| v.0));
         inos.sort_unstable();
         inos.dedup();
-        let arcs: SmallVec<[_; 3]> = inos
-            .iter()
-            .map(|&n| match n as u64 == dir {
-                true => Ok((n, darc.clone())),
-                false => self.inode(n as u64).map(|a| (n, a)),
-            })
-            .collect::<Result<_>>()?;
-        let mut guards: SmallVec<[_; 3]> = arcs
-            .iter()
-            .map(|(n, a)| Ok((*n, super::wlock(a)?)))
-            .collect::<Result<_>>()?;
+        let mut arcs: SmallVec<[_; 3]> = SmallVec::new();
+        for &n in &inos {
+            let a = match n as u64 == dir {
+                true => darc.clone(),
+                false => self.inode(n as u64)?,
+            };
+            arcs.push((n, a));
+        }
+        let mut guards: SmallVec<[_; 3]> = SmallVec::new();
+        for (n, a) in &arcs {
+            guards.push((*n, super::wlock(a)?));
+        }
         let idx = |n: u32| inos.iter().position(|m| *m == n).expect("locked");
         let (ti, di) = (idx(ino as u32), idx(dir as u32));
         if guards[ti].1.attr.nlink != 0 || guards[ti].1.attr.kind != FileType::Regular {
@@ -339,8 +343,8 @@ impl Volume {
         // Everything fallible first, before the transaction or any DRAM
         // state changes: the dirent's record (written, still unreachable).
         let id = self.alloc_records(1)?[0];
-        let cookie = match victim {
-            Some(_) => guards[di].1.names[name],
+        let cookie = match victim_cookie {
+            Some(c) => c,
             None => guards[di].1.next_seq.max(FIRST_COOKIE),
         };
         let fresh = match victim {
@@ -367,14 +371,14 @@ impl Volume {
         // The file: its tail pieces and its new attributes (named, sized).
         // Nothing reaches it until the name below is published, so its
         // changes are written in place rather than journalled.
-        let mut ttx = Tx::new();
+        let mut tx = Tx::new();
         let t = &mut guards[ti].1;
         let mut ta = t.attr;
         ta.nlink = 1;
         ta.ctime_ns = now;
         let pieces = tail.take().unwrap_or_default();
         if pieces.is_empty() {
-            self.set_attr(&mut ttx, t, ta);
+            self.set_attr(&mut tx, t, ta);
         } else {
             let off = ta.size;
             let (ps, at) = match self.place_at_end(t, pieces) {
@@ -386,13 +390,12 @@ impl Volume {
             };
             ta.size = at;
             ta.mtime_ns = now;
-            if let Err(e) = self.splice_range_tx(&mut ttx, t, off, at, ps, ta) {
+            if let Err(e) = self.splice_range_tx(&mut tx, t, off, at, ps, ta) {
                 undo_name(self);
                 return Err(e);
             }
         }
-        let mut tx = Tx::new();
-        tx.absorb_unreachable(ttx);
+        tx.make_unreachable();
         // The name.
         match (victim, fresh) {
             (Some((v, _)), _) => {

@@ -7,7 +7,7 @@
 //! - the link-word stores (`addr := value`) that make the new state reachable.
 //!
 //! (Changes to an object nothing reaches yet, such as an unnamed file the
-//! commit names, may be absorbed with [`Tx::absorb_unreachable`]: they are
+//! commit names, may be marked with [`Tx::make_unreachable`]: they are
 //! written in place with the payload instead of journalled.)
 //!
 //! `commit` then follows the idiom (NOVA's `nova_update_tail`, extended to
@@ -180,21 +180,17 @@ impl Tx {
         st
     }
 
-    /// Take over `other`, whose every change concerns objects no published
-    /// link reaches yet (an unnamed file that this commit's own stores will
-    /// name). Those changes are written in place before fence 1, with the
-    /// payload, instead of going through the journal: a crash before the
-    /// commit point leaves them unreachable (recovery frees them), and
-    /// after it they are durable. Fewer journal entries and fewer lines to
-    /// write back after the commit point.
-    pub fn absorb_unreachable(&mut self, other: Tx) {
-        self.early_stores.extend(other.stores);
-        self.early_slots.extend(other.slots);
-        self.early_stores.extend(other.early_stores);
-        self.early_slots.extend(other.early_slots);
-        self.reaches.extend(other.reaches);
-        self.freed_records.extend(other.freed_records);
-        self.freed_slices.extend(other.freed_slices);
+    /// Declare every store and slot switch collected so far a change to
+    /// objects no published link reaches yet (an unnamed file that the
+    /// stores added after this will name). Those changes are written in
+    /// place before fence 1, with the payload, instead of going through
+    /// the journal: a crash before the commit point leaves them
+    /// unreachable (recovery frees them), and after it they are durable.
+    /// Fewer journal entries and fewer lines to write back after the
+    /// commit point.
+    pub fn make_unreachable(&mut self) {
+        self.early_stores.extend(self.stores.drain(..));
+        self.early_slots.extend(self.slots.drain(..));
     }
 
     /// Return this record to the allocator once the commit is durable.
@@ -203,9 +199,16 @@ impl Tx {
         self.freed_slices.push(slice);
     }
 
+    /// Return this record once the commit is durable, but not its
+    /// payload reference: a new record took that over.
+    pub fn free_record_keep_payload(&mut self, id: RecordId) {
+        self.freed_records.push(id);
+    }
+
     pub fn is_empty(&self) -> bool {
         self.stores.is_empty()
             && self.slots.is_empty()
+            && self.freed_records.is_empty()
             && self.freed_slices.is_empty()
             && self.early_stores.is_empty()
             && self.early_slots.is_empty()
