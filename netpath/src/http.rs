@@ -27,7 +27,6 @@
 //! 503 over the connection cap; 507 body larger than the free space (and
 //! nothing is left behind).
 
-use std::io::Write as _;
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -387,6 +386,41 @@ struct Conn<'a> {
     /// An unnamed file made ahead of the next PUT (after a PUT's answer is
     /// sent, off the latency path); freed when the connection ends.
     spare: Option<u64>,
+    /// This connection's counts not yet added to the server's shared
+    /// counters: added every `TALLY_EVERY` requests and at the end, not
+    /// per request (shared atomics moved a cache line between the cores
+    /// serving different connections on every request).
+    tally: Tally,
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    requests: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+    files_stored: u64,
+}
+
+/// Requests between additions of a connection's tally to the shared
+/// counters ([`crate::Services::stats`] lags a busy connection by at most
+/// this many).
+const TALLY_EVERY: u64 = 32;
+
+impl Conn<'_> {
+    fn flush_tally(&mut self) {
+        let t = std::mem::take(&mut self.tally);
+        let c = &self.sh.counters;
+        for (n, a) in [
+            (t.requests, &c.requests),
+            (t.bytes_in, &c.bytes_in),
+            (t.bytes_out, &c.bytes_out),
+            (t.files_stored, &c.files_stored),
+        ] {
+            if n > 0 {
+                a.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 impl Drop for Conn<'_> {
@@ -394,6 +428,7 @@ impl Drop for Conn<'_> {
         if let Some(t) = self.spare.take() {
             self.vol.unpin(t, 1);
         }
+        self.flush_tally();
     }
 }
 
@@ -411,6 +446,7 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, _peer: SocketAddr) 
         pieces: Vec::new(),
         date: (0, String::new()),
         spare: None,
+        tally: Tally::default(),
     };
     c.run();
 }
@@ -439,7 +475,10 @@ impl Conn<'_> {
                     return;
                 }
             };
-            self.sh.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.tally.requests += 1;
+            if self.tally.requests >= TALLY_EVERY {
+                self.flush_tally();
+            }
             let was_put = matches!(h.method, Method::Put | Method::Post);
             if !self.handle(h) {
                 return;
@@ -461,7 +500,6 @@ impl Conn<'_> {
         loop {
             let w = self.rx.window();
             if !w.is_empty() {
-                started.get_or_insert_with(Instant::now);
                 let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                 let mut req = httparse::Request::new(&mut headers);
                 match req.parse(w) {
@@ -474,6 +512,9 @@ impl Conn<'_> {
                         return HeadResult::Req(h);
                     }
                     Ok(httparse::Status::Partial) => {
+                        // The head's clock starts at its first bytes (a
+                        // head that arrives whole needs no clock).
+                        started.get_or_insert_with(Instant::now);
                         if w.len() >= cfg.max_header_bytes {
                             return HeadResult::Fail(431, "request head too large");
                         }
@@ -497,10 +538,7 @@ impl Conn<'_> {
             match self.rx.fill(IDLE_RESERVATION, timeout) {
                 Ok(0) => return HeadResult::Done,
                 Ok(n) => {
-                    self.sh
-                        .counters
-                        .bytes_in
-                        .fetch_add(n as u64, Ordering::Relaxed);
+                    self.tally.bytes_in += n as u64;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::TimedOut && started.is_some() => {
                     return HeadResult::Fail(408, "request head too slow")
@@ -576,14 +614,25 @@ impl Conn<'_> {
     /// caller adds nothing but the blank line via `end_head`).
     fn begin(&mut self, code: u16, len: u64, keep: bool, extra: &str) {
         self.date();
-        self.out.clear();
-        let _ = write!(
-            self.out,
-            "HTTP/1.1 {code} {}\r\nServer: pktfs\r\nDate: {}\r\nContent-Length: {len}\r\n{}{extra}\r\n",
-            reason(code),
-            self.date.1,
-            if keep { "" } else { "Connection: close\r\n" },
-        );
+        // Appended piece by piece (no `fmt` machinery): this is on every
+        // answer's path, before the send.
+        let mut num = itoa::Buffer::new();
+        let o = &mut self.out;
+        o.clear();
+        o.extend_from_slice(b"HTTP/1.1 ");
+        o.extend_from_slice(num.format(code).as_bytes());
+        o.push(b' ');
+        o.extend_from_slice(reason(code).as_bytes());
+        o.extend_from_slice(b"\r\nServer: pktfs\r\nDate: ");
+        o.extend_from_slice(self.date.1.as_bytes());
+        o.extend_from_slice(b"\r\nContent-Length: ");
+        o.extend_from_slice(num.format(len).as_bytes());
+        o.extend_from_slice(b"\r\n");
+        if !keep {
+            o.extend_from_slice(b"Connection: close\r\n");
+        }
+        o.extend_from_slice(extra.as_bytes());
+        o.extend_from_slice(b"\r\n");
     }
 
     fn send_out(&mut self, more: bool) -> bool {
@@ -600,10 +649,7 @@ impl Conn<'_> {
                 Err(_) => return false,
             }
         }
-        self.sh
-            .counters
-            .bytes_out
-            .fetch_add(at as u64, Ordering::Relaxed);
+        self.tally.bytes_out += at as u64;
         true
     }
 
@@ -688,10 +734,7 @@ impl Conn<'_> {
         match self.rx.fill(want, self.sh.cfg.io_timeout) {
             Ok(0) => Err(BodyError::Gone),
             Ok(n) => {
-                self.sh
-                    .counters
-                    .bytes_in
-                    .fetch_add(n as u64, Ordering::Relaxed);
+                self.tally.bytes_in += n as u64;
                 Ok(())
             }
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(BodyError::Timeout),
@@ -1014,10 +1057,7 @@ impl Conn<'_> {
         if let Some(hold) = hold {
             match send_held(self.vol, self.sock, hold, self.sh.cfg.io_timeout) {
                 Ok(st) => {
-                    self.sh
-                        .counters
-                        .bytes_out
-                        .fetch_add(st.bytes, Ordering::Relaxed);
+                    self.tally.bytes_out += st.bytes;
                 }
                 Err(_) => {
                     // The head promised a length we cannot honour: cut the
@@ -1168,10 +1208,7 @@ impl Conn<'_> {
                 return keep;
             }
         };
-        self.sh
-            .counters
-            .files_stored
-            .fetch_add(1, Ordering::Relaxed);
+        self.tally.files_stored += 1;
         self.sh.notify(Change::Entry {
             parent,
             name: &name,

@@ -211,6 +211,9 @@ impl Services {
         self.raw_addr
     }
 
+    /// Counts so far. A connection adds its counts every few requests
+    /// and when it ends, so a busy one may be a few requests behind;
+    /// [`Services::shutdown`] returns the exact totals.
     pub fn stats(&self) -> Stats {
         let c = &self.shared.counters;
         Stats {
@@ -235,8 +238,10 @@ impl Services {
     /// Stop accepting, cut every connection (uploads in progress are
     /// abandoned: never visible), and wait for their threads (at most
     /// `io_timeout`).
-    pub fn shutdown(mut self) {
+    /// Returns the final counts (every connection has added its own).
+    pub fn shutdown(mut self) -> Stats {
         self.stop_all();
+        self.stats()
     }
 
     fn stop_all(&mut self) {

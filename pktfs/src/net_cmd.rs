@@ -211,8 +211,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     println!("Ctrl-C stops.");
     let _ = sig.recv();
     eprintln!("pktfs: stopping");
-    let st = svc.stats();
-    svc.shutdown();
+    let st = svc.shutdown();
     eprintln!(
         "pktfs: {} connections, {} requests, {} files stored",
         st.connections, st.requests, st.files_stored

@@ -66,3 +66,111 @@ fn a_new_unnamed_file_never_vanishes_while_others_are_freed() {
         "new inodes vanished while others were freed"
     );
 }
+
+/// Uploads (`rx_link_deferred`, holding the replaced file for a moment as
+/// the server does) racing unlinks and renames of the same names across
+/// two directories, 12 threads on whatever cores there are. `rx_link`
+/// releases the namespace lock once it holds its inode locks; nothing may
+/// be lost, freed twice or left inconsistent, and every name left must
+/// read back one writer's whole body, before and after a remount.
+#[test]
+fn uploads_race_unlinks_and_renames() {
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let p = dir.path().join("img");
+    Volume::format(
+        &p,
+        &FormatOptions {
+            params: layout::GeometryParams::for_size(64 << 20),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let v = Arc::new(Volume::open(&p, &OpenOptions::default()).unwrap());
+    let dirs = [
+        v.mkdir(v.root(), b"a", 0o755, 0, 0).unwrap().ino,
+        v.mkdir(v.root(), b"b", 0o755, 0, 0).unwrap().ino,
+    ];
+    let body = |t: u64, i: u64| -> Vec<u8> {
+        let mut b = format!("writer {t} upload {i};").into_bytes();
+        b.resize(1500 + (i % 7) as usize * 300, b'0' + (t % 10) as u8);
+        b
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut ts = Vec::new();
+    for t in 0..12u64 {
+        let (v, stop) = (v.clone(), stop.clone());
+        ts.push(std::thread::spawn(move || {
+            let mut i = 0u64;
+            let mut ops = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let d = dirs[(i % 2) as usize];
+                let name = format!("n{}", (t + i) % 5);
+                match t % 4 {
+                    0 | 1 => {
+                        let data = body(t, i);
+                        let f = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
+                        let buf = v.rx_reserve(data.len() as u32).unwrap();
+                        v.pm().write(buf.image_off, &data);
+                        let pc = v.rx_piece(&buf, 0, data.len() as u32, 1, 0);
+                        v.rx_release(buf);
+                        match v.rx_link_deferred(f, vec![pc], d, name.as_bytes(), true) {
+                            Ok(l) => {
+                                std::thread::yield_now();
+                                drop(l);
+                            }
+                            Err(e) => panic!("upload {t}/{i}: {e:?}"),
+                        }
+                    }
+                    2 => {
+                        let _ = v.unlink(d, name.as_bytes());
+                    }
+                    _ => {
+                        let to = dirs[((i + 1) % 2) as usize];
+                        let _ = v.rename(
+                            d,
+                            name.as_bytes(),
+                            to,
+                            format!("n{}", i % 5).as_bytes(),
+                            pktfs::RenameFlags::default(),
+                        );
+                    }
+                }
+                ops += 1;
+            }
+            ops
+        }));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    let ops: u64 = ts.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(ops > 1000, "only {ops} operations ran");
+    v.check_invariants().unwrap();
+    let check = |v: &Volume| {
+        let mut files = 0;
+        for d in dirs {
+            v.readdir(d, 0, |e| {
+                let a = v.lookup(d, &e.name).unwrap();
+                let got = v.read(a.ino, 0, 1 << 20).unwrap();
+                let head = String::from_utf8_lossy(&got[..got.len().min(40)]).to_string();
+                let (t, i) = head
+                    .strip_prefix("writer ")
+                    .and_then(|r| r.split_once(" upload "))
+                    .and_then(|(t, r)| Some((t.parse().ok()?, r.split(';').next()?.parse().ok()?)))
+                    .unwrap_or_else(|| panic!("{:?}: foreign bytes {head:?}", e.name));
+                assert_eq!(got, body(t, i), "{:?}: a torn or mixed body", e.name);
+                files += 1;
+                true
+            })
+            .unwrap();
+        }
+        files
+    };
+    let n = check(&v);
+    let v = Arc::into_inner(v).expect("threads joined");
+    v.close().unwrap();
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    v.check_invariants().unwrap();
+    assert_eq!(check(&v), n, "the same names after a remount");
+}

@@ -281,8 +281,13 @@ impl Volume {
     ) -> Result<(bool, Option<u64>)> {
         self.check_writable()?;
         check_name(name)?;
-        // Lock order: the namespace lock, then inode locks by number.
-        let _ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        // Lock order: the namespace lock, then inode locks by number. The
+        // namespace lock covers the lookup below until the inode locks are
+        // held (every namespace change looks up and locks under it, and
+        // changes a directory only under that directory's write lock);
+        // it is released before the commit, so uploads into different
+        // directories do not wait on each other's fences.
+        let ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
         let darc = self.inode(dir)?;
         let victim = {
             let d = super::rlock(&darc)?;
@@ -293,7 +298,8 @@ impl Volume {
                 .get(name)
                 .map(|&c| (d.data[&c].r.dirent_ino(), d.data[&c].r.dirent_dtype(), c))
         };
-        // The namespace lock keeps this entry as it is until the commit.
+        // The namespace lock keeps this entry as it is until the directory
+        // is write-locked below; from then on that lock does.
         let victim_cookie = victim.map(|v| v.2);
         let victim = victim.map(|(v, dtype, _)| (v, dtype));
         if let Some((v, dtype)) = victim {
@@ -328,6 +334,7 @@ impl Volume {
         for (n, a) in &arcs {
             guards.push((*n, super::wlock(a)?));
         }
+        drop(ns);
         let idx = |n: u32| inos.iter().position(|m| *m == n).expect("locked");
         let (ti, di) = (idx(ino as u32), idx(dir as u32));
         if guards[ti].1.attr.nlink != 0 || guards[ti].1.attr.kind != FileType::Regular {
