@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use pktfs::{FormatOptions, OpenOptions, Volume};
 
-#[test]
-fn a_new_unnamed_file_never_vanishes_while_others_are_freed() {
+/// A fresh 64 MiB image on /dev/shm, opened (the directory holds it).
+fn fresh() -> (tempfile::TempDir, std::path::PathBuf, Arc<Volume>) {
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let p = dir.path().join("img");
     Volume::format(
@@ -25,6 +25,12 @@ fn a_new_unnamed_file_never_vanishes_while_others_are_freed() {
     )
     .unwrap();
     let v = Arc::new(Volume::open(&p, &OpenOptions::default()).unwrap());
+    (dir, p, v)
+}
+
+#[test]
+fn a_new_unnamed_file_never_vanishes_while_others_are_freed() {
+    let (_dir, _, v) = fresh();
     let d = v.mkdir(v.root(), b"k", 0o755, 0, 0).unwrap().ino;
     let stop = Arc::new(AtomicBool::new(false));
     let lost = Arc::new(AtomicU64::new(0));
@@ -75,18 +81,7 @@ fn a_new_unnamed_file_never_vanishes_while_others_are_freed() {
 /// read back one writer's whole body, before and after a remount.
 #[test]
 fn uploads_race_unlinks_and_renames() {
-    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
-    let p = dir.path().join("img");
-    Volume::format(
-        &p,
-        &FormatOptions {
-            params: layout::GeometryParams::for_size(64 << 20),
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let v = Arc::new(Volume::open(&p, &OpenOptions::default()).unwrap());
+    let (_dir, p, v) = fresh();
     let dirs = [
         v.mkdir(v.root(), b"a", 0o755, 0, 0).unwrap().ino,
         v.mkdir(v.root(), b"b", 0o755, 0, 0).unwrap().ino,
