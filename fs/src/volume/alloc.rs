@@ -147,8 +147,8 @@ impl Alloc {
         self.free_inodes.len() as u64
     }
 
-    /// `n` free records, in the order `split_off` of the free list's tail
-    /// would give them (inline for the few a small operation needs).
+    /// `n` free records from the free list's tail, in list order (inline
+    /// for the few a small operation needs).
     pub fn alloc_records(&mut self, n: usize) -> Option<smallvec::SmallVec<[u64; 4]>> {
         if self.free_records.len() < n {
             return None;

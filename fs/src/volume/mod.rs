@@ -310,7 +310,7 @@ pub struct Volume {
     pub(crate) journal: JournalSlots,
     pub(crate) ns: Mutex<Namespace>,
     /// Inode number -> in-memory inode (sharded; see `itable`).
-    pub(crate) inodes: itable::InodeTable,
+    inodes: itable::InodeTable,
     read_only: bool,
     report: OpenReport,
     closed: std::sync::atomic::AtomicBool,
