@@ -54,6 +54,12 @@ pub const FLAG_RX: u8 = 1 << 0; // payload came from the network path
 /// Its `timestamp_ns` is then the directory's mtime and ctime, when it is
 /// later than the ctime in the directory's live slot (see FORMAT.md).
 pub const FLAG_DIR_TIME: u8 = 1 << 1;
+/// Data: the slice's bytes are known to be damaged (fsck -y found that they
+/// no longer match `payload_crc` and kept the file). Reads of the range fail
+/// with EIO whatever the payload CRC says; a remnant split off such a record
+/// keeps the flag, so the damage is never laundered into a fresh checksum.
+/// Guarded by the ro_compat feature `DAMAGE_FLAGS`.
+pub const FLAG_DAMAGED: u8 = 1 << 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

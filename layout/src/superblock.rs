@@ -39,6 +39,10 @@ bitflags::bitflags! {
         /// directory times; a writer that ignored them could lose them on
         /// its next slot switch, hence read-only for such a build.
         const DIR_TIME_DIRENTS = 1 << 0;
+        /// Data records may carry `FLAG_DAMAGED`. A reader that ignored it
+        /// would serve bytes known to be wrong; a writer that ignored it
+        /// could split such a record into remnants with fresh checksums.
+        const DAMAGE_FLAGS = 1 << 1;
     }
 }
 

@@ -140,7 +140,7 @@ fn older_image_gains_the_dir_time_feature() {
         let raw = layout::superblock::raw_from_bytes(&b[off..off + 256]).unwrap();
         assert_eq!(
             raw.ro_compat.get(),
-            layout::superblock::RoCompatFeatures::DIR_TIME_DIRENTS.bits()
+            layout::superblock::RO_COMPAT_SUPPORTED.bits()
         );
     }
 }
