@@ -40,6 +40,14 @@ pub enum FsError {
     ReadOnly,
     #[error("operation not supported: {0}")]
     NotSupported(&'static str),
+    #[error(
+        "inode {ino}: bytes [{start}, {end}) are damaged (they do not match the checksum \
+         stored with them); the rest of the file is readable"
+    )]
+    Damaged { ino: u64, start: u64, end: u64 },
+    #[error("the volume has stopped after a fault and serves nothing more ({0}); \
+             unmount it; the next open recovers the image")]
+    Failed(String),
     #[error("image is corrupt: {0}; run fsck.pktfs -y on it")]
     Corrupt(#[from] Corrupt),
     #[error(transparent)]
@@ -75,7 +83,7 @@ impl FsError {
             FsError::NotPermitted(_) => libc::EPERM,
             FsError::Nxio => libc::ENXIO,
             FsError::NotSupported(_) => libc::EOPNOTSUPP,
-            FsError::Corrupt(_) => libc::EIO,
+            FsError::Corrupt(_) | FsError::Damaged { .. } | FsError::Failed(_) => libc::EIO,
             FsError::Media(_) | FsError::Io { .. } | FsError::Refused { .. } => libc::EIO,
         }
     }

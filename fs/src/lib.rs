@@ -13,5 +13,6 @@ pub use error::{FsError, Result};
 pub use layout::FileType;
 pub use volume::{
     Attr, ChainEntry, DirEntry, FallocMode, FormatOptions, Linked, OpenOptions, OpenReport,
-    RenameFlags, RxBuf, RxPiece, Seg, SetAttr, StatFs, TimeSet, TxHold, TxSeg, Volume, XattrFlags,
+    RenameFlags, RxBuf, RxPiece, Seg, SetAttr, StatFs, TimeSet, TxHold, TxSeg, VerifyMode, Volume,
+    XattrFlags,
 };

@@ -994,6 +994,14 @@ impl Conn<'_> {
             let hold = if send_body && end > start {
                 match self.vol.tx_hold(a.ino, start, end - start) {
                     Ok(x) => Some(x),
+                    // Known before the head: say so rather than send a
+                    // body that fails its checksum (the Volume logged the
+                    // file and range).
+                    Err(e @ (FsError::Damaged { .. } | FsError::Failed(_))) => {
+                        self.error(500, &e.to_string(), keep);
+                        return keep;
+                    }
+                    // Anything else: the file changed under us; look again.
                     Err(_) => continue,
                 }
             } else {

@@ -340,9 +340,16 @@ fn admit(sh: &Arc<Shared>, s: TcpStream, peer: SocketAddr, kind: Kind) {
         .stack_size(STACK)
         .spawn(move || {
             let _g = guard;
-            match kind {
+            // A panic while serving may leave the Volume's DRAM state
+            // half-changed: stop the Volume (fail-stop; every later
+            // request fails) rather than let other connections go on.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kind {
                 Kind::Http => crate::http::serve_connection(&sh2, s, peer),
                 Kind::Raw => crate::raw::serve_connection(&sh2, s, peer),
+            }));
+            if let Err(p) = r {
+                sh2.vol
+                    .fail_after_panic(&format!("a connection from {peer}"), &*p);
             }
         });
     if r.is_err() {

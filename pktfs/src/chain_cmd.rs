@@ -60,12 +60,12 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
         return Ok(());
     }
     println!(
-        "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  src",
-        "record", "file_off", "len", "buffer", "boff", "crc32c", "timestamp", "seq"
+        "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  {:<5}  state",
+        "record", "file_off", "len", "buffer", "boff", "crc32c", "timestamp", "seq", "src"
     );
     for r in &recs {
         println!(
-            "{:>8} {:>12} {:>8} {:>9} {:>6} {:08x}  {:<30} {:>12}  {}",
+            "{:>8} {:>12} {:>8} {:>9} {:>6} {:08x}  {:<30} {:>12}  {:<5}  {}",
             r.record,
             r.file_off,
             r.len,
@@ -74,10 +74,16 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
             r.payload_crc,
             fmt_ns(r.timestamp_ns),
             r.seq,
-            if r.from_network { "net" } else { "write" }
+            if r.from_network { "net" } else { "write" },
+            if r.damaged { "DAMAGED" } else { "ok" }
         );
     }
-    println!("{} records", recs.len());
+    let bad = recs.iter().filter(|r| r.damaged).count();
+    if bad > 0 {
+        println!("{} records, {bad} damaged (reads of their ranges fail with EIO)", recs.len());
+    } else {
+        println!("{} records", recs.len());
+    }
     Ok(())
 }
 

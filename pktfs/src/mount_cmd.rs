@@ -33,7 +33,8 @@ pub struct MountArgs {
     /// allow_root, default_permissions (always on), fsname=NAME, subtype=NAME,
     /// dev/nodev, suid/nosuid, exec/noexec, atime/noatime, sync, dirsync,
     /// auto_unmount, threads=N, max_write=BYTES, attr_timeout=SECS,
-    /// entry_timeout=SECS, no_kernel_cache, persist=auto|clwb|msync|eadr.
+    /// entry_timeout=SECS, no_kernel_cache, persist=auto|clwb|msync|eadr,
+    /// verify=once|always|off (payload checksums on reads; default once).
     #[arg(short = 'o', value_name = "OPTIONS")]
     pub options: Vec<String>,
     /// Internal: run as the background daemon of a `pktfs mount`.
@@ -218,6 +219,7 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
             persist: opts.persist,
             read_only: opts.read_only,
             no_lock: false,
+            verify: opts.verify,
         },
     )
     .map_err(|e| e.to_string())?;

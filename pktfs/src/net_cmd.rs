@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pktfs::media::PersistChoice;
-use pktfs::{FileType, FormatOptions, OpenOptions, Volume};
+use pktfs::{FileType, FormatOptions, OpenOptions, VerifyMode, Volume};
 
 /// Network flags shared by `serve` and `mount` (flattened into both).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -132,6 +132,10 @@ pub struct ServeArgs {
     /// How writes are made durable: auto, clwb, msync, eadr.
     #[arg(long, default_value = "auto")]
     pub persist: PersistChoice,
+    /// When reads check payload checksums: once (each record once per
+    /// open, the default), always, or off.
+    #[arg(long, default_value = "once")]
+    pub verify: VerifyMode,
 }
 
 #[derive(clap::Args, Debug)]
@@ -171,12 +175,18 @@ pub struct UpArgs {
     pub no_mount: bool,
 }
 
-fn open_rw(image: &Path, persist: PersistChoice, read_only: bool) -> Result<Volume, String> {
+fn open_rw(
+    image: &Path,
+    persist: PersistChoice,
+    verify: VerifyMode,
+    read_only: bool,
+) -> Result<Volume, String> {
     Volume::open(
         image,
         &OpenOptions {
             persist,
             read_only,
+            verify,
             ..Default::default()
         },
     )
@@ -199,7 +209,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     if !net.wanted() {
         net.listen = Some(SocketAddr::from(([127, 0, 0, 1], 8080)));
     }
-    let vol = Arc::new(open_rw(&a.image, a.persist, net.read_only)?);
+    let vol = Arc::new(open_rw(&a.image, a.persist, a.verify, net.read_only)?);
     let sig = netpath::signal::shutdown_signal()?;
     let svc = start_services(vol.clone(), &net, None)?;
     println!(
@@ -343,7 +353,7 @@ fn ensure_image(path: &Path, size: Option<&str>) -> Result<bool, String> {
 pub fn up(a: UpArgs) -> Result<(), String> {
     let image = a.image.clone().unwrap_or_else(default_image);
     let created = ensure_image(&image, a.size.as_deref())?;
-    let vol = Arc::new(open_rw(&image, PersistChoice::Auto, false)?);
+    let vol = Arc::new(open_rw(&image, PersistChoice::Auto, VerifyMode::Once, false)?);
     let sig = netpath::signal::shutdown_signal()?;
     // The mount, when this build has it and it works here.
     let mp = a.mountpoint.clone().unwrap_or_else(default_mountpoint);

@@ -100,6 +100,9 @@ pub struct MountOptions {
     /// How the image is made durable (`persist=auto|clwb|msync|eadr`); for
     /// whoever opens the Volume.
     pub persist: PersistChoice,
+    /// When reads check payload checksums (`verify=once|always|off`); for
+    /// whoever opens the Volume.
+    pub verify: crate::VerifyMode,
 }
 
 impl Default for MountOptions {
@@ -124,6 +127,7 @@ impl Default for MountOptions {
             direct_io: true,
             atime: AtimeMode::Relative,
             persist: PersistChoice::Auto,
+            verify: crate::VerifyMode::Once,
         }
     }
 }
@@ -191,6 +195,11 @@ impl MountOptions {
                     self.persist = v
                         .parse()
                         .map_err(|e| format!("mount option persist={v}: {e}"))?
+                }
+                ("verify", Some(v)) => {
+                    self.verify = v
+                        .parse()
+                        .map_err(|e| format!("mount option verify={v}: {e}"))?
                 }
                 // For mount(8) and fstab, not for the file system.
                 (

@@ -33,11 +33,15 @@ const S_ISGID: u32 = 0o2000;
 /// Largest piece one fallocate is split into (see `PktFuse::allocate`).
 const FALLOC_CHUNK: u64 = 1 << 20;
 
-/// Run a handler so that a panic in it never takes a worker thread down:
-/// the reply it owned is dropped while unwinding, and fuser answers a
-/// dropped reply with EIO.
-fn shield(f: impl FnOnce()) {
-    let _ = catch_unwind(AssertUnwindSafe(f));
+/// Run a handler so that a panic in it never takes a worker thread down
+/// and never goes unnoticed: the reply it owned is dropped while unwinding
+/// (fuser answers a dropped reply with EIO) and the Volume stops serving
+/// (fail-stop: later requests fail with EIO rather than run on DRAM state
+/// the panic may have left half-changed).
+fn shield(vol: &Volume, f: impl FnOnce()) {
+    if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
+        vol.fail_after_panic("a FUSE request", &*p);
+    }
 }
 
 fn err(e: &FsError) -> Errno {
@@ -327,7 +331,7 @@ impl Filesystem for PktFuse {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        shield(|| {
+        shield(&self.vol, || {
             let name = name_bytes(name);
             // The pin keeps the inode from being freed; then make sure the
             // name still names it (an unlink and a create by another
@@ -356,11 +360,11 @@ impl Filesystem for PktFuse {
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        shield(|| self.unpin(ino.0, nlookup))
+        shield(&self.vol, || self.unpin(ino.0, nlookup))
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        shield(|| match self.vol.getattr(ino.0) {
+        shield(&self.vol, || match self.vol.getattr(ino.0) {
             Ok(a) => reply.attr(&self.tune.attr_ttl, &file_attr(&a)),
             Err(e) => reply.error(err(&e)),
         })
@@ -384,7 +388,7 @@ impl Filesystem for PktFuse {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             // Permission checks (chmod/chown/utimes by whom) and the
             // suid/sgid clearing on chown and truncate are the kernel's:
             // with default_permissions and without handle_killpriv it sends
@@ -406,7 +410,7 @@ impl Filesystem for PktFuse {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        shield(|| match self.vol.readlink(ino.0) {
+        shield(&self.vol, || match self.vol.readlink(ino.0) {
             Ok(t) => reply.data(&t),
             Err(e) => reply.error(err(&e)),
         })
@@ -422,7 +426,7 @@ impl Filesystem for PktFuse {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             let _gate = self.creating();
             let Some(k) = FileType::from_mode(mode) else {
                 return reply.error(Errno::from_i32(libc::EINVAL));
@@ -452,7 +456,7 @@ impl Filesystem for PktFuse {
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             let _gate = self.creating();
             let r =
                 self.new_owner(req, parent.0, mode & 0o7777, true)
@@ -467,14 +471,14 @@ impl Filesystem for PktFuse {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        shield(|| match self.vol.unlink(parent.0, name_bytes(name)) {
+        shield(&self.vol, || match self.vol.unlink(parent.0, name_bytes(name)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(&e)),
         })
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        shield(|| match self.vol.rmdir(parent.0, name_bytes(name)) {
+        shield(&self.vol, || match self.vol.rmdir(parent.0, name_bytes(name)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(&e)),
         })
@@ -488,7 +492,7 @@ impl Filesystem for PktFuse {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             let _gate = self.creating();
             let r = self
                 .new_owner(req, parent.0, 0o777, false)
@@ -518,7 +522,7 @@ impl Filesystem for PktFuse {
         flags: FuseRenameFlags,
         reply: ReplyEmpty,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             let known = FuseRenameFlags::RENAME_NOREPLACE | FuseRenameFlags::RENAME_EXCHANGE;
             if !known.contains(flags) {
                 // RENAME_WHITEOUT and anything newer.
@@ -549,7 +553,7 @@ impl Filesystem for PktFuse {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        shield(
+        shield(&self.vol,
             || match self.vol.link(ino.0, newparent.0, name_bytes(newname)) {
                 Ok(a) => self.entry(reply, &a),
                 Err(e) => reply.error(err(&e)),
@@ -558,7 +562,7 @@ impl Filesystem for PktFuse {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        shield(|| match self.vol.getattr(ino.0) {
+        shield(&self.vol, || match self.vol.getattr(ino.0) {
             Ok(a) if a.kind == FileType::Directory => reply.error(Errno::from_i32(libc::EISDIR)),
             Ok(_) => reply.opened(FileHandle(0), self.open_flags()),
             Err(e) => reply.error(err(&e)),
@@ -576,7 +580,7 @@ impl Filesystem for PktFuse {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             self.accessed(ino.0);
             let mut reply = Some(reply);
             let r = self.vol.read_with(ino.0, offset, size as u64, |segs| {
@@ -625,7 +629,7 @@ impl Filesystem for PktFuse {
     ) {
         // The kernel gives the offset, also for O_APPEND (it holds the inode
         // lock and knows the size), so the page cache it filled matches.
-        shield(|| match self.vol.write(ino.0, offset, data) {
+        shield(&self.vol, || match self.vol.write(ino.0, offset, data) {
             Ok(n) => reply.written(n as u32),
             Err(e) => reply.error(err(&e)),
         })
@@ -664,14 +668,14 @@ impl Filesystem for PktFuse {
         reply: ReplyEmpty,
     ) {
         // Every write is durable when it returns: nothing to flush.
-        shield(|| match self.vol.fsync(ino.0) {
+        shield(&self.vol, || match self.vol.fsync(ino.0) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(&e)),
         })
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        shield(|| match self.vol.getattr(ino.0) {
+        shield(&self.vol, || match self.vol.getattr(ino.0) {
             Ok(a) if a.kind == FileType::Directory => {
                 reply.opened(FileHandle(0), FopenFlags::empty())
             }
@@ -688,7 +692,7 @@ impl Filesystem for PktFuse {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             let dir = ino.0;
             if offset == 0 {
                 self.accessed(dir);
@@ -731,7 +735,7 @@ impl Filesystem for PktFuse {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             let dir = ino.0;
             let ttl = self.tune.entry_ttl;
             if offset == 0 {
@@ -815,14 +819,14 @@ impl Filesystem for PktFuse {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        shield(|| match self.vol.fsync(ino.0) {
+        shield(&self.vol, || match self.vol.fsync(ino.0) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(&e)),
         })
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        shield(|| {
+        shield(&self.vol, || {
             let s = self.vol.statfs();
             // A file needs an inode and at least one record; report the
             // tighter of the two as free inodes.
@@ -850,7 +854,7 @@ impl Filesystem for PktFuse {
         position: u32,
         reply: ReplyEmpty,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             if position != 0 {
                 return reply.error(Errno::from_i32(libc::EINVAL));
             }
@@ -873,7 +877,7 @@ impl Filesystem for PktFuse {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        shield(|| {
+        shield(&self.vol, || {
             let v = if name == CHAIN_XATTR {
                 self.chain_json(ino.0)
             } else {
@@ -889,7 +893,7 @@ impl Filesystem for PktFuse {
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
         // The virtual chain attribute is not listed, so copying tools
         // (cp -a, rsync -X) do not try to set it on their copies.
-        shield(|| match self.vol.listxattr(ino.0) {
+        shield(&self.vol, || match self.vol.listxattr(ino.0) {
             Ok(names) => {
                 let mut buf = Vec::new();
                 for n in names {
@@ -903,7 +907,7 @@ impl Filesystem for PktFuse {
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        shield(|| {
+        shield(&self.vol, || {
             if name == CHAIN_XATTR {
                 return reply.error(Errno::from_i32(libc::EPERM));
             }
@@ -917,7 +921,7 @@ impl Filesystem for PktFuse {
     fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         // Only called without default_permissions. The owner/group/other
         // check; supplementary groups are not in the request.
-        shield(|| {
+        shield(&self.vol, || {
             let a = match self.vol.getattr(ino.0) {
                 Ok(a) => a,
                 Err(e) => return reply.error(err(&e)),
@@ -956,7 +960,7 @@ impl Filesystem for PktFuse {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             let _gate = self.creating();
             let r = self
                 .new_owner(req, parent.0, mode & 0o7777, false)
@@ -991,7 +995,7 @@ impl Filesystem for PktFuse {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             let known = libc::FALLOC_FL_KEEP_SIZE | libc::FALLOC_FL_PUNCH_HOLE;
             if mode & !known != 0 {
                 return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
@@ -1021,7 +1025,7 @@ impl Filesystem for PktFuse {
         whence: i32,
         reply: ReplyLseek,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             let data = match whence {
                 libc::SEEK_DATA => true,
                 libc::SEEK_HOLE => false,
@@ -1050,7 +1054,7 @@ impl Filesystem for PktFuse {
         flags: CopyFileRangeFlags,
         reply: ReplyWrite,
     ) {
-        shield(|| {
+        shield(&self.vol, || {
             if !flags.is_empty() {
                 return reply.error(Errno::from_i32(libc::EINVAL));
             }

@@ -135,6 +135,12 @@ pub struct Pm {
     read_only: bool,
     /// Background pre-fault of the mapping; joined before the mapping goes.
     populate: Option<std::thread::JoinHandle<()>>,
+    /// Set when a persist failed (msync error): the device may have lost
+    /// writes, so nothing may be acknowledged any more (see the Volume's
+    /// fail-stop).
+    persist_failed: std::sync::OnceLock<String>,
+    /// Test hook: the next flush fails as a failed msync would.
+    inject_persist_failure: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: `Pm` is a handle on a shared memory region; its methods never hand
@@ -330,6 +336,8 @@ impl Pm {
             tracker: tracker::Tracker::default(),
             read_only: opts.read_only,
             populate,
+            persist_failed: Default::default(),
+            inject_persist_failure: Default::default(),
         })
     }
 
@@ -353,6 +361,8 @@ impl Pm {
             tracker: tracker::Tracker::default(),
             read_only: false,
             populate: None,
+            persist_failed: Default::default(),
+            inject_persist_failure: Default::default(),
         }
     }
 
@@ -544,17 +554,43 @@ impl Pm {
                     )
                 };
                 if rc != 0 {
-                    // A failed msync means the device lost writes; continuing
-                    // would acknowledge data that is not durable.
-                    panic!("msync failed: {}", std::io::Error::last_os_error());
+                    self.persist_failed(format!("msync: {}", std::io::Error::last_os_error()));
                 }
             }
             _ => {}
+        }
+        if self
+            .inject_persist_failure
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            self.persist_failed("injected persistence failure (test hook)".to_string());
         }
         self.tracker.flushed(off, len);
         if let Some(r) = &self.recorder {
             r.lock().unwrap_or_else(|e| e.into_inner()).flush(off, len);
         }
+    }
+
+    /// A persist failed: the device may have lost writes. Record it (the
+    /// Volume stops serving) and unwind the operation before it can reach
+    /// its commit point and acknowledge data that is not durable.
+    #[cold]
+    fn persist_failed(&self, why: String) -> ! {
+        let _ = self.persist_failed.set(why.clone());
+        panic!("persisting to the image failed: {why}");
+    }
+
+    /// Why persisting failed, once it has.
+    #[inline]
+    pub fn persist_failure(&self) -> Option<&str> {
+        self.persist_failed.get().map(String::as_str)
+    }
+
+    /// Test hook: make the next flush fail as a failed msync would.
+    #[doc(hidden)]
+    pub fn inject_persist_failure(&self) {
+        self.inject_persist_failure
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Order: everything flushed before is durable before anything after.

@@ -148,11 +148,11 @@ impl Volume {
                 let s = f.slice().sub(0, len, bs);
                 left = Some(Piece {
                     slice: s,
+                    flags: self.derived_flags(i, f),
                     crc: layout::crc32c(self.slice_bytes(s)),
                     file_off: f.r.file_off,
                     seq: f.r.seq,
                     timestamp_ns: f.r.timestamp_ns,
-                    flags: f.r.flags,
                 });
             }
         }
@@ -162,11 +162,11 @@ impl Volume {
                 let s = l.slice().sub(skip, l.r.len - skip, bs);
                 right = Some(Piece {
                     slice: s,
+                    flags: self.derived_flags(i, l),
                     crc: layout::crc32c(self.slice_bytes(s)),
                     file_off: end,
                     seq: l.r.seq,
                     timestamp_ns: l.r.timestamp_ns,
-                    flags: l.r.flags,
                 });
             }
         }
@@ -364,10 +364,14 @@ impl Volume {
         for c in cover(&i, off, end, bs) {
             match c {
                 Cover::Hole(n) => push(None, n),
-                Cover::Data(sl, _) => push(
-                    Some(self.geo.buffer_pos(sl.buffer, sl.buf_off).0),
-                    sl.len as u64,
-                ),
+                Cover::Data(sl, r) => {
+                    // No byte of a record leaves before its CRC matched.
+                    self.verify_rec(&i, &r)?;
+                    push(
+                        Some(self.geo.buffer_pos(sl.buffer, sl.buf_off).0),
+                        sl.len as u64,
+                    )
+                }
             }
         }
         let segs: Vec<Seg<'_>> = parts
@@ -589,7 +593,8 @@ impl Volume {
         }
     }
 
-    /// The file's records as packets.
+    /// The file's records as packets. Each record is checked as a read
+    /// would check it, so a damaged one shows as such.
     pub fn chain(&self, ino: u64) -> Result<Vec<ChainEntry>> {
         let arc = self.inode(ino)?;
         let i = super::rlock(&arc)?;
@@ -606,6 +611,7 @@ impl Volume {
                 timestamp_ns: r.r.timestamp_ns,
                 seq: r.r.seq,
                 from_network: r.r.flags & layout::record::FLAG_RX != 0,
+                damaged: self.verify_rec(&i, r).is_err(),
             })
             .collect())
     }
@@ -643,6 +649,9 @@ impl Volume {
                     }
                     Cover::Data(sl, r) => (sl, r),
                 };
+                // Verified before its CRC is reused or a part of it gets a
+                // fresh one: a damaged source makes a damaged copy.
+                let flags = self.derived_flags(&s, &r);
                 let crc = if sl == r.slice() {
                     r.r.payload_crc
                 } else {
@@ -655,7 +664,7 @@ impl Volume {
                     file_off: pos - soff + doff,
                     seq: r.r.seq,
                     timestamp_ns: r.r.timestamp_ns,
-                    flags: r.r.flags,
+                    flags,
                 });
                 pos += sl.len as u64;
             }

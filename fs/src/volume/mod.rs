@@ -21,6 +21,7 @@
 //! the map.
 
 mod alloc;
+mod failstop;
 mod file;
 mod itable;
 mod ns;
@@ -29,6 +30,7 @@ mod rx;
 #[cfg(test)]
 mod tests;
 mod tx;
+mod verify;
 mod xattr;
 
 use std::collections::{BTreeMap, HashMap};
@@ -51,6 +53,7 @@ pub use file::{FallocMode, Seg};
 pub use ns::RenameFlags;
 pub use recover::OpenReport;
 pub use rx::{Linked, RxBuf, RxPiece, TxHold, TxSeg};
+pub use verify::VerifyMode;
 pub use xattr::XattrFlags;
 
 use crate::error::{FsError, Result};
@@ -126,9 +129,17 @@ pub(crate) fn fold_dir_times(attr: &mut AttrSlot, data: &BTreeMap<u64, Rec>) {
     }
 }
 
+/// A poisoned inode lock: a panic interrupted a change to this inode, so
+/// its DRAM state may disagree with the media (see `failstop`).
+fn poisoned(ino: u32) -> FsError {
+    FsError::Failed(format!(
+        "an operation on inode {ino} panicked while changing it"
+    ))
+}
+
 /// Lock an inode for reading; a freed inode is "not found".
 pub(crate) fn rlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockReadGuard<'_, Inode>> {
-    let g = a.read().unwrap_or_else(|e| e.into_inner());
+    let g = a.read().map_err(|e| poisoned(e.into_inner().ino))?;
     if g.dead {
         return Err(FsError::NotFound);
     }
@@ -137,7 +148,7 @@ pub(crate) fn rlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockReadGuard
 
 /// Lock an inode for writing; a freed inode is "not found".
 pub(crate) fn wlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockWriteGuard<'_, Inode>> {
-    let g = a.write().unwrap_or_else(|e| e.into_inner());
+    let g = a.write().map_err(|e| poisoned(e.into_inner().ino))?;
     if g.dead {
         return Err(FsError::NotFound);
     }
@@ -239,6 +250,9 @@ pub struct ChainEntry {
     pub timestamp_ns: u64,
     pub seq: u64,
     pub from_network: bool,
+    /// Marked damaged, or its bytes do not match `payload_crc`: reads of
+    /// its range fail with EIO.
+    pub damaged: bool,
 }
 
 impl ChainEntry {
@@ -249,7 +263,7 @@ impl ChainEntry {
             "record": self.record, "file_offset": self.file_off, "length": self.len,
             "buffer": self.buffer, "buffer_offset": self.buf_off, "image_offset": self.image_off,
             "crc32c": format!("{:08x}", self.payload_crc), "timestamp_ns": self.timestamp_ns,
-            "seq": self.seq, "from_network": self.from_network,
+            "seq": self.seq, "from_network": self.from_network, "damaged": self.damaged,
         })
     }
 }
@@ -268,6 +282,8 @@ pub struct OpenOptions {
     pub read_only: bool,
     /// Don't take the image lock (checking a live image read-only).
     pub no_lock: bool,
+    /// When reads check payload checksums (see `verify`).
+    pub verify: VerifyMode,
 }
 
 pub(crate) fn now_ns() -> i64 {
@@ -314,6 +330,8 @@ pub struct Volume {
     read_only: bool,
     report: OpenReport,
     closed: std::sync::atomic::AtomicBool,
+    pub(crate) verify: verify::Verifier,
+    fail_state: failstop::FailState,
 }
 
 impl std::fmt::Debug for Volume {
@@ -435,7 +453,9 @@ impl Volume {
                 no_lock: opts.no_lock,
             },
         )?;
-        Self::open_pm(pm, opts.read_only)
+        let v = Self::open_pm(pm, opts.read_only)?;
+        v.set_verify_mode(opts.verify);
+        Ok(v)
     }
 
     /// Open a volume on an already-mapped region (tests, crash images).
@@ -474,6 +494,12 @@ impl Volume {
         if self.read_only || self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return Ok(());
         }
+        if let Some(why) = self.failure() {
+            // Stopped after a fault: write nothing more, and leave the
+            // image marked as in use so the next open treats it as after
+            // a crash.
+            return Err(FsError::Failed(why));
+        }
         let mut sb = self.sb.lock().unwrap_or_else(|e| e.into_inner());
         sb.state = STATE_CLEAN;
         write_superblocks(&self.pm, &sb);
@@ -485,6 +511,7 @@ impl Volume {
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
+        self.check_live()?;
         if self.read_only {
             Err(FsError::ReadOnly)
         } else {
@@ -493,6 +520,7 @@ impl Volume {
     }
 
     pub(crate) fn inode(&self, ino: u64) -> Result<Arc<RwLock<Inode>>> {
+        self.check_live()?;
         if ino == 0 || ino > u32::MAX as u64 {
             return Err(FsError::NotFound);
         }
@@ -653,6 +681,13 @@ impl Volume {
         let pos = self.geo.record_pos(id).0;
         self.pm.write(pos, &r.to_bytes(next));
         self.pm.flush(pos, 64);
+        // Its payload CRC was computed from the bytes as they were copied
+        // in, or over part of a record verified first (see `verify`).
+        if r.flags & layout::record::FLAG_DAMAGED == 0 {
+            self.verify.mark_checked(id);
+        } else {
+            self.verify.forget(id);
+        }
     }
 
     /// The bytes a slice names.
@@ -810,6 +845,8 @@ impl Volume {
             read_only,
             report,
             closed: false.into(),
+            verify: verify::Verifier::new(geo.record_count),
+            fail_state: Default::default(),
         }
     }
 }

@@ -531,7 +531,9 @@ impl Volume {
         for c in super::file::cover(&i, off, end, bs) {
             match c {
                 Cover::Hole(n) => segs.push(TxSeg::Zero { len: n }),
-                Cover::Data(sl, _) => {
+                Cover::Data(sl, r) => {
+                    // Nothing goes to a socket before its CRC matched.
+                    self.verify_rec(&i, &r)?;
                     segs.push(TxSeg::Image {
                         image_off: self.geo.buffer_pos(sl.buffer, sl.buf_off).0,
                         len: sl.len,
