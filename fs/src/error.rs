@@ -45,6 +45,8 @@ pub enum FsError {
          stored with them); the rest of the file is readable"
     )]
     Damaged { ino: u64, start: u64, end: u64 },
+    #[error("inode {ino} is damaged ({why}); run fsck.pktfs on the image")]
+    DamagedInode { ino: u64, why: String },
     #[error("the volume has stopped after a fault and serves nothing more ({0}); \
              unmount it; the next open recovers the image")]
     Failed(String),
@@ -83,7 +85,10 @@ impl FsError {
             FsError::NotPermitted(_) => libc::EPERM,
             FsError::Nxio => libc::ENXIO,
             FsError::NotSupported(_) => libc::EOPNOTSUPP,
-            FsError::Corrupt(_) | FsError::Damaged { .. } | FsError::Failed(_) => libc::EIO,
+            FsError::Corrupt(_)
+            | FsError::Damaged { .. }
+            | FsError::DamagedInode { .. }
+            | FsError::Failed(_) => libc::EIO,
             FsError::Media(_) | FsError::Io { .. } | FsError::Refused { .. } => libc::EIO,
         }
     }

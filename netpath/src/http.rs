@@ -997,7 +997,11 @@ impl Conn<'_> {
                     // Known before the head: say so rather than send a
                     // body that fails its checksum (the Volume logged the
                     // file and range).
-                    Err(e @ (FsError::Damaged { .. } | FsError::Failed(_))) => {
+                    Err(
+                        e @ (FsError::Damaged { .. }
+                        | FsError::DamagedInode { .. }
+                        | FsError::Failed(_)),
+                    ) => {
                         self.error(500, &e.to_string(), keep);
                         return keep;
                     }

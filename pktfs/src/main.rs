@@ -5,6 +5,7 @@
 //! dispatches, and maps errors to a message and an exit code.
 
 mod chain_cmd;
+mod logging;
 mod mount_cmd;
 mod net_cmd;
 
@@ -39,6 +40,7 @@ enum Cmd {
 
 fn main() {
     let cli = Cli::parse();
+    logging::init();
     let r = match cli.cmd {
         Cmd::Mount(a) => mount_cmd::run(a),
         Cmd::Serve(a) => net_cmd::serve(a),

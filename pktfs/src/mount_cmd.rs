@@ -223,6 +223,7 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
         },
     )
     .map_err(|e| e.to_string())?;
+    crate::net_cmd::warn_open_report(&vol, &image);
     if a.foreground {
         eprintln!(
             "pktfs: {} mounted on {} ({} persistence); Ctrl-C unmounts",

@@ -181,7 +181,7 @@ fn open_rw(
     verify: VerifyMode,
     read_only: bool,
 ) -> Result<Volume, String> {
-    Volume::open(
+    let v = Volume::open(
         image,
         &OpenOptions {
             persist,
@@ -190,7 +190,24 @@ fn open_rw(
             ..Default::default()
         },
     )
-    .map_err(|e| format!("{}: {e}", image.display()))
+    .map_err(|e| format!("{}: {e}", image.display()))?;
+    warn_open_report(&v, image);
+    Ok(v)
+}
+
+/// Say what opening found that the user must act on (the Volume logged
+/// the details): damaged inodes, a writable open turned read-only.
+pub fn warn_open_report(v: &Volume, image: &Path) {
+    let r = v.open_report();
+    if let Some(why) = &r.read_only_because {
+        eprintln!("pktfs: warning: {} opened read-only: {why}", image.display());
+    } else if !r.damaged_inodes.is_empty() {
+        eprintln!(
+            "pktfs: warning: {}: {} damaged inode(s) answer EIO; run fsck.pktfs on the image",
+            image.display(),
+            r.damaged_inodes.len()
+        );
+    }
 }
 
 /// Close the volume cleanly if nothing else holds it any more.

@@ -205,3 +205,108 @@ fn a_failed_persist_stops_the_volume_before_it_acknowledges() {
     );
     v.check_invariants().unwrap();
 }
+
+/// One damaged inode, one damaged record and one damaged dirent name, in
+/// different places: each makes only its own file (or directory) answer
+/// EIO; the image opens (read-only, saying why) and every other file reads
+/// back byte-identical.
+#[test]
+fn structural_damage_stays_local() {
+    let d = tempfile::tempdir().unwrap();
+    let p = fresh(d.path());
+    let v = open(&p);
+    let g = *v.geometry();
+    let root = v.root();
+    let mut want = Vec::new();
+    for k in 0..12u8 {
+        let name = format!("f{k}");
+        let f = v.create(root, name.as_bytes(), 0o644, 0, 0).unwrap();
+        let body = pattern(3000 + k as usize * 1000, k);
+        v.write(f.ino, 0, &body).unwrap();
+        want.push((name, f.ino, body));
+    }
+    let sub = v.mkdir(root, b"sub", 0o755, 0, 0).unwrap();
+    let inner = v.create(sub.ino, b"inner", 0o644, 0, 0).unwrap();
+    v.write(inner.ino, 0, b"inside a damaged directory").unwrap();
+    // Targets: f1's inode slot, f2's first data record, sub's dirent name.
+    let f1 = want[1].1;
+    let f2 = want[2].1;
+    let rec = v.chain(f2).unwrap()[0].record;
+    let name_at = v.chain(sub.ino).unwrap()[0].image_off;
+    v.close().unwrap();
+    // Inside both attribute slots (either may be the live one).
+    for slot in 0..2 {
+        let at = layout::inode::SLOTS_OFF + slot * layout::inode::SLOT_SIZE + 8;
+        flip(&p, g.inode_pos(f1 as u32).0 + at);
+    }
+    flip(&p, g.record_pos(layout::RecordId(rec)).0 + 20); // payload_crc field: record CRC fails
+    flip(&p, name_at); // "inner" no longer matches its name CRC
+    let before = std::fs::read(&p).unwrap();
+
+    let v = open(&p);
+    let rep = v.open_report();
+    let bad: Vec<u32> = rep.damaged_inodes.iter().map(|(i, _)| *i).collect();
+    assert_eq!(bad.len(), 3, "{:?}", rep.damaged_inodes);
+    assert!(bad.contains(&(f1 as u32)) && bad.contains(&(f2 as u32)) && bad.contains(&(sub.ino as u32)));
+    assert!(v.is_read_only(), "structural damage opens read-only");
+    assert!(rep.read_only_because.as_deref().unwrap().contains("fsck.pktfs"));
+    for (name, ino, body) in &want {
+        let r = v.lookup(root, name.as_bytes());
+        if *ino == f1 || *ino == f2 {
+            let e = r.expect_err("damaged inode");
+            assert!(matches!(e, FsError::DamagedInode { .. }), "{e:?}");
+            assert_eq!(e.errno(), libc::EIO);
+        } else {
+            let a = r.unwrap();
+            assert_eq!(&v.read(a.ino, 0, 1 << 20).unwrap(), body, "{name}");
+        }
+    }
+    // The damaged directory is listed in its parent but answers EIO.
+    let names: Vec<Vec<u8>> = v.list_dir(root).unwrap().into_iter().map(|e| e.name).collect();
+    assert!(names.contains(&b"sub".to_vec()));
+    assert_eq!(v.lookup(root, b"sub").unwrap_err().errno(), libc::EIO);
+    assert!(matches!(v.create(root, b"x", 0o644, 0, 0), Err(FsError::ReadOnly)));
+    drop(v);
+    assert_eq!(std::fs::read(&p).unwrap(), before, "a damaged open wrote nothing");
+}
+
+/// A fault on the mapping (here: the image file truncated under a live
+/// Volume) ends the process with SIGBUS, as it must (nothing can resume
+/// from it), but first names the image and the offset on stderr.
+#[test]
+fn sigbus_on_the_mapping_is_named_before_the_process_dies() {
+    use std::os::unix::process::ExitStatusExt;
+    const CHILD: &str = "PKTFS_TEST_SIGBUS_IMAGE";
+    if let Ok(p) = std::env::var(CHILD) {
+        let p = std::path::PathBuf::from(p);
+        let v = open(&p);
+        let f = v.lookup(v.root(), b"big").unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(8192)
+            .unwrap();
+        let _ = v.read(f.ino, 0, 1 << 20);
+        unreachable!("the read of a truncated mapping must fault");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let p = fresh(d.path());
+    let v = open(&p);
+    let f = v.create(v.root(), b"big", 0o644, 0, 0).unwrap();
+    v.write(f.ino, 0, &pattern(1 << 20, 3)).unwrap();
+    v.close().unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "sigbus_on_the_mapping_is_named_before_the_process_dies",
+            "--nocapture",
+        ])
+        .env(CHILD, &p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGBUS), "{:?}\n{err}", out.status);
+    let want = format!("fault (SIGBUS) on the mapping of {} at image offset", p.display());
+    assert!(err.contains(&want), "{err}");
+}

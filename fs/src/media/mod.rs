@@ -18,6 +18,7 @@
 
 mod arch;
 pub mod net;
+mod sigbus;
 pub mod recording;
 pub mod sys;
 mod tracker;
@@ -129,6 +130,9 @@ pub struct Pm {
     len: usize,
     mode: PersistMode,
     insn: FlushInsn,
+    /// Names the mapping for the SIGBUS handler; dropped before `backing`
+    /// unmaps it (fields drop in order).
+    _sigbus: Option<sigbus::Registration>,
     backing: Backing,
     recorder: Option<Mutex<Recorder>>,
     tracker: tracker::Tracker,
@@ -327,6 +331,7 @@ impl Pm {
             len: len as usize,
             mode,
             insn: arch::detect_flush(),
+            _sigbus: Some(sigbus::register(base, len as usize, &path.display().to_string())),
             backing: Backing::Mapped {
                 _map: map,
                 file,
@@ -356,6 +361,7 @@ impl Pm {
             len,
             mode: PersistMode::Eadr,
             insn: FlushInsn::None,
+            _sigbus: None,
             backing,
             recorder: None,
             tracker: tracker::Tracker::default(),

@@ -332,6 +332,8 @@ pub struct Volume {
     closed: std::sync::atomic::AtomicBool,
     pub(crate) verify: verify::Verifier,
     fail_state: failstop::FailState,
+    /// Inodes that failed their checks at open, and why: they answer EIO.
+    damaged_inodes: FxHashMap<u32, String>,
 }
 
 impl std::fmt::Debug for Volume {
@@ -524,7 +526,15 @@ impl Volume {
         if ino == 0 || ino > u32::MAX as u64 {
             return Err(FsError::NotFound);
         }
-        self.inodes.get(ino as u32).ok_or(FsError::NotFound)
+        self.inodes.get(ino as u32).ok_or_else(|| {
+            match self.damaged_inodes.get(&(ino as u32)) {
+                Some(why) => FsError::DamagedInode {
+                    ino,
+                    why: why.clone(),
+                },
+                None => FsError::NotFound,
+            }
+        })
     }
 
     pub(crate) fn insert_inode(&self, ino: Inode) -> Arc<RwLock<Inode>> {
@@ -847,6 +857,7 @@ impl Volume {
             closed: false.into(),
             verify: verify::Verifier::new(geo.record_count),
             fail_state: Default::default(),
+            damaged_inodes: Default::default(),
         }
     }
 }

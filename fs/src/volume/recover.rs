@@ -36,6 +36,14 @@ pub struct OpenReport {
     pub inodes: u64,
     pub records: u64,
     pub elapsed: Duration,
+    /// Inodes whose structure failed its checks (inode slot, a record of
+    /// one of its chains, a dirent's name): inode number and why. Each
+    /// answers EIO; everything else is served.
+    pub damaged_inodes: Vec<(u32, String)>,
+    /// Why a writable open was turned read-only (structural damage: the
+    /// allocator cannot know what a damaged chain still owns, so writing
+    /// could overwrite what fsck might still save).
+    pub read_only_because: Option<String>,
 }
 
 /// Link words read during the walk. For a read-only open with committed
@@ -90,6 +98,8 @@ struct Walk<'a> {
     subdirs: HashMap<u32, u32>,
     dir_parent: HashMap<u32, u32>,
     records: u64,
+    /// Inodes that failed their checks, with why (damage stays local).
+    broken: HashMap<u32, String>,
 }
 
 impl Walk<'_> {
@@ -276,16 +286,24 @@ impl Walk<'_> {
                     }
                     continue;
                 }
-                let c = self.load_inode(child)?;
-                if c.attr.kind.dtype() != dtype {
-                    return Err(Corrupt::at(
-                        "dirent",
-                        self.g.inode_pos(dir),
-                        format!("type of {child} disagrees with its inode"),
-                    )
-                    .into());
-                }
+                // Damage stays local: an inode that fails its checks is
+                // kept out of the tree (it answers EIO) and the walk goes
+                // on with its siblings. Only the root is essential.
                 self.inode_used[child as usize] = true;
+                let c = match self.load_inode(child) {
+                    Ok(c) if c.attr.kind.dtype() == dtype => c,
+                    Ok(_) => {
+                        self.broken.insert(
+                            child,
+                            format!("its type disagrees with the dirent in directory {dir}"),
+                        );
+                        continue;
+                    }
+                    Err(e) => {
+                        self.broken.insert(child, e.to_string());
+                        continue;
+                    }
+                };
                 if c.attr.kind == FileType::Directory {
                     *self.subdirs.entry(dir).or_default() += 1;
                     self.dir_parent.insert(child, dir);
@@ -347,12 +365,38 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         subdirs: HashMap::default(),
         dir_parent: HashMap::default(),
         records: 0,
+        broken: HashMap::default(),
     };
     w.record_used[0] = true;
     w.inode_used[0] = true;
     w.run()?;
     report.inodes = w.inodes.len() as u64;
     report.records = w.records;
+    let mut damaged: Vec<(u32, String)> = w.broken.drain().collect();
+    damaged.sort();
+    for (ino, why) in &damaged {
+        tracing::error!(
+            "inode {ino} is damaged ({why}); it answers EIO, everything else is served; \
+             run fsck.pktfs on the image"
+        );
+    }
+    // What a damaged chain still owns is unknown, so the allocator could
+    // hand it out again: writing could destroy what fsck might save.
+    let read_only = if !damaged.is_empty() && !read_only {
+        let why = format!(
+            "{} damaged inode(s) found at open (first: inode {}: {}); \
+             run fsck.pktfs -y, then mount read-write",
+            damaged.len(),
+            damaged[0].0,
+            damaged[0].1
+        );
+        tracing::error!("opened read-only: {why}");
+        report.read_only_because = Some(why);
+        true
+    } else {
+        read_only
+    };
+    report.damaged_inodes = damaged.clone();
 
     let alloc = Alloc::rebuild(
         g.buffer_size_bytes,
@@ -372,7 +416,9 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     // only come from damage, never from a crash (they commit together), so
     // it is reported; a writable open fixes it.
     let mut fixes: Vec<(u32, AttrSlot)> = Vec::new();
-    for (ino, i) in inodes.iter() {
+    // With damaged inodes the counts are not to be trusted (a damaged
+    // directory's children were never counted).
+    for (ino, i) in inodes.iter().filter(|_| damaged.is_empty()) {
         let mut want = i.attr;
         if i.attr.kind == FileType::Directory {
             want.nlink = 2 + subdirs.get(ino).copied().unwrap_or(0);
@@ -433,6 +479,7 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         }
     }
     let mut vol = vol;
+    vol.damaged_inodes = damaged.into_iter().collect();
     vol.report.elapsed = t0.elapsed();
     Ok(vol)
 }

@@ -10,6 +10,8 @@
 #[path = "../chain_cmd.rs"]
 #[allow(dead_code)]
 mod chain_cmd;
+#[path = "../logging.rs"]
+mod logging;
 #[path = "../mount_cmd.rs"]
 mod mount_cmd;
 #[path = "../net_cmd.rs"]
@@ -24,6 +26,7 @@ fn usage() -> ! {
 }
 
 fn main() {
+    logging::init();
     let mut pos: Vec<String> = Vec::new();
     let mut options: Vec<String> = Vec::new();
     let (mut fake, mut sloppy, mut daemon_child, mut foreground) = (false, false, false, false);
