@@ -108,3 +108,25 @@ impl Volume {
         }
     }
 }
+
+/// Taking a lock of the Volume whose holder panicked: the state it guards
+/// may be half-changed, so nothing may go on from it. The panic this
+/// raises is caught by [`Volume::guard`] (the FUSE adapter and the
+/// servers run every request through one), which stops the Volume.
+pub(crate) trait OrStop<G> {
+    fn or_stop(self) -> G;
+}
+
+impl<G> OrStop<G> for std::sync::LockResult<G> {
+    #[inline]
+    #[track_caller]
+    fn or_stop(self) -> G {
+        match self {
+            Ok(g) => g,
+            Err(_) => panic!(
+                "a lock of the volume was poisoned by an earlier panic: \
+                 its state may disagree with the media, so the volume stops"
+            ),
+        }
+    }
+}

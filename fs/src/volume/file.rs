@@ -5,6 +5,7 @@
 //! that point into the same buffer (like an sk_buff clone), and one link
 //! publish (plus the attribute slot, through the journal) commits it.
 
+use super::failstop::OrStop;
 use layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
 use smallvec::SmallVec;
 
@@ -185,7 +186,7 @@ impl Volume {
             }
         };
         if !remnants.is_empty() {
-            let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+            let mut a = self.alloc.lock().or_stop();
             for r in &remnants {
                 a.take_ref(r.slice);
             }
@@ -639,7 +640,7 @@ impl Volume {
             }
             let bs = self.geo.buffer_size_bytes;
             let mut pieces = Vec::new();
-            let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+            let mut a = self.alloc.lock().or_stop();
             let mut pos = soff;
             for c in cover(&s, soff, end, bs) {
                 let (sl, r) = match c {

@@ -1,5 +1,6 @@
 //! The in-memory inode table: inode number -> inode.
 
+use super::failstop::OrStop;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use rustc_hash::FxHashMap;
@@ -54,7 +55,7 @@ impl InodeTable {
     pub fn get(&self, ino: u32) -> Option<Arc<RwLock<Inode>>> {
         self.shard(ino)
             .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .or_stop()
             .get(&ino)
             .cloned()
     }
@@ -62,14 +63,14 @@ impl InodeTable {
     pub fn insert(&self, ino: u32, a: Arc<RwLock<Inode>>) {
         self.shard(ino)
             .write()
-            .unwrap_or_else(|e| e.into_inner())
+            .or_stop()
             .insert(ino, a);
     }
 
     pub fn remove(&self, ino: u32) {
         self.shard(ino)
             .write()
-            .unwrap_or_else(|e| e.into_inner())
+            .or_stop()
             .remove(&ino);
     }
 
@@ -80,7 +81,7 @@ impl InodeTable {
             guards: self
                 .shards
                 .iter()
-                .map(|s| s.0.read().unwrap_or_else(|e| e.into_inner()))
+                .map(|s| s.0.read().or_stop())
                 .collect(),
         }
     }

@@ -59,6 +59,7 @@ pub use xattr::XattrFlags;
 use crate::error::{FsError, Result};
 use crate::media::{MapOptions, PersistChoice, PersistMode, Pm};
 use alloc::Alloc;
+use failstop::OrStop;
 use tx::{JournalSlots, SlotState, Tx};
 
 /// Largest file size pktfs accepts (file offsets are signed 64-bit in POSIX).
@@ -480,7 +481,7 @@ impl Volume {
         &self.pm
     }
     pub fn superblock(&self) -> Superblock {
-        self.sb.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.sb.lock().or_stop().clone()
     }
     pub fn is_read_only(&self) -> bool {
         self.read_only
@@ -502,7 +503,10 @@ impl Volume {
             // a crash.
             return Err(FsError::Failed(why));
         }
-        let mut sb = self.sb.lock().unwrap_or_else(|e| e.into_inner());
+        // Not `or_stop`: this runs in Drop, where a panic could abort.
+        let Ok(mut sb) = self.sb.lock() else {
+            return Err(FsError::Failed("the superblock lock was poisoned".into()));
+        };
         sb.state = STATE_CLEAN;
         write_superblocks(&self.pm, &sb);
         self.pm.sync_all().map_err(|source| FsError::Io {
@@ -617,7 +621,7 @@ impl Volume {
     }
 
     pub fn statfs(&self) -> StatFs {
-        let a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let a = self.alloc.lock().or_stop();
         StatFs {
             block_size: self.geo.buffer_size_bytes,
             blocks: self.geo.buffer_count,
@@ -654,7 +658,7 @@ impl Volume {
         // create on another thread may take the number at once and insert
         // its new inode, which a later removal would then throw away.
         self.remove_inode(i.ino);
-        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = self.alloc.lock().or_stop();
         for r in i.data.values().chain(i.xattrs.values()) {
             a.free_record(r.id.0);
             a.drop_ref(r.slice());
@@ -729,14 +733,14 @@ impl Volume {
     }
 
     pub(crate) fn alloc_records(&self, n: usize) -> Result<SmallVec<[RecordId; 4]>> {
-        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = self.alloc.lock().or_stop();
         a.alloc_records(n)
             .map(|v| v.into_iter().map(RecordId).collect())
             .ok_or(FsError::NoSpace("no free records"))
     }
 
     pub(crate) fn free_records_now(&self, ids: &[RecordId]) {
-        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = self.alloc.lock().or_stop();
         for id in ids {
             a.free_record(id.0);
         }
@@ -745,14 +749,14 @@ impl Volume {
     pub(crate) fn release_payload(&self, s: &[Slice]) {
         self.alloc
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .or_stop()
             .release_payload(s);
     }
 
     pub(crate) fn alloc_payload(&self, len: u64) -> Result<Vec<Slice>> {
         self.alloc
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .or_stop()
             .alloc_payload(len)
             .ok_or(FsError::NoSpace("no free buffer space"))
     }

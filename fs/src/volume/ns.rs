@@ -2,6 +2,7 @@
 //! payload is the name; every change is one commit (a publish, or a journal
 //! of several) under the namespace lock.
 
+use super::failstop::OrStop;
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
 
 use layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
@@ -265,7 +266,7 @@ impl Volume {
     ) -> Result<Attr> {
         self.check_writable()?;
         check_name(name)?;
-        let mut ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ns = self.ns.lock().or_stop();
         let parc = self.inode(parent)?;
         let mut p = super::wlock(&parc)?;
         if p.attr.kind != FileType::Directory {
@@ -283,13 +284,13 @@ impl Volume {
         let ino = self
             .alloc
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .or_stop()
             .alloc_inode()
             .ok_or(FsError::NoSpace("no free inodes"))?;
         let give_back_ino = |v: &Volume| {
             v.alloc
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .or_stop()
                 .free_inode(ino)
         };
         // Symlink target: data records of the new inode, written before the
@@ -334,7 +335,7 @@ impl Volume {
             }
         }
         let undo_target = |v: &Volume, recs: &[Rec]| {
-            let mut a = v.alloc.lock().unwrap_or_else(|e| e.into_inner());
+            let mut a = v.alloc.lock().or_stop();
             for r in recs {
                 a.free_record(r.id.0);
                 a.drop_ref(r.slice());
@@ -523,7 +524,7 @@ impl Volume {
         if name.len() > layout::NAME_MAX {
             return Err(FsError::NameTooLong);
         }
-        let mut ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ns = self.ns.lock().or_stop();
         let (cino, ckind) = self.child_of(parent, name)?.ok_or(FsError::NotFound)?;
         if dir && ckind != FileType::Directory {
             return Err(FsError::NotDir);
@@ -572,7 +573,7 @@ impl Volume {
     pub fn link(&self, ino: u64, newparent: u64, newname: &[u8]) -> Result<Attr> {
         self.check_writable()?;
         check_name(newname)?;
-        let _ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let _ns = self.ns.lock().or_stop();
         let arcs = self.arcs(&[ino as u32, newparent as u32])?;
         if ino == newparent {
             return Err(FsError::NotPermitted("hard link to a directory"));
@@ -654,7 +655,7 @@ impl Volume {
         if flags.exchange && flags.noreplace {
             return Err(FsError::Invalid("RENAME_EXCHANGE with RENAME_NOREPLACE"));
         }
-        let mut ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ns = self.ns.lock().or_stop();
         let (s, skind) = self.child_of(sp, sn)?.ok_or(FsError::NotFound)?;
         let dst = self.child_of(dp, dn)?;
         let (sp, dp) = (sp as u32, dp as u32);

@@ -4,6 +4,7 @@
 //! passes its CRC and bounds checks, every chain is checked for cycles,
 //! order and double claims before anything is built on it.
 
+use super::failstop::OrStop;
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -470,7 +471,7 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         let mut tx = Tx::new();
         for (ino, want) in fixes {
             let i = vol.inode(ino as u64)?;
-            let mut gi = i.write().unwrap_or_else(|e| e.into_inner());
+            let mut gi = i.write().or_stop();
             vol.set_attr(&mut tx, &mut gi, want);
             drop(gi);
         }
@@ -492,7 +493,7 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
     let mut used_records = 0u64;
     let mut refs = vec![0u32; g.buffer_count as usize];
     for (&ino, i) in map.iter() {
-        let i = i.read().unwrap_or_else(|e| e.into_inner());
+        let i = i.read().or_stop();
         let pos = g.inode_pos(ino);
         let h = InodeHeader::from_bytes(pm.slice(pos.0, INODE_SIZE), pos, g.record_count)
             .map_err(|e| e.to_string())?;
@@ -566,7 +567,7 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
         }
         let _ = (DATA_HEAD_OFF, XATTR_HEAD_OFF);
     }
-    let a = vol.alloc.lock().unwrap_or_else(|e| e.into_inner());
+    let a = vol.alloc.lock().or_stop();
     if used_records + a.free_record_count() != g.record_count {
         return Err(format!(
             "records: {used_records} used + {} free != {} (leak or double free)",

@@ -8,6 +8,7 @@
 //! an upload that never completes is never visible and never replaces the
 //! file it was meant to replace.
 
+use super::failstop::OrStop;
 use layout::{AttrSlot, FileType, RecordId};
 
 use smallvec::SmallVec;
@@ -57,7 +58,7 @@ impl Volume {
         let s = self
             .alloc
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .or_stop()
             .alloc_run(want)
             .ok_or(FsError::NoSpace("no free buffer space"))?;
         Ok(RxBuf {
@@ -93,7 +94,7 @@ impl Volume {
         self.pm.flush(off, len as u64);
         self.alloc
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .or_stop()
             .take_ref(s);
         RxPiece {
             piece: Piece {
@@ -111,13 +112,13 @@ impl Volume {
     pub fn rx_release(&self, buf: RxBuf) {
         self.alloc
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .or_stop()
             .drop_ref(buf.slice);
     }
 
     /// Drop pieces that will not be committed.
     pub fn rx_abort(&self, pieces: Vec<RxPiece>) {
-        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = self.alloc.lock().or_stop();
         for p in pieces {
             a.drop_ref(p.piece.slice);
         }
@@ -186,7 +187,7 @@ impl Volume {
         let ino = self
             .alloc
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .or_stop()
             .alloc_inode()
             .ok_or(FsError::NoSpace("no free inodes"))?;
         let now = now_ns();
@@ -287,7 +288,7 @@ impl Volume {
         // changes a directory only under that directory's write lock);
         // it is released before the commit, so uploads into different
         // directories do not wait on each other's fences.
-        let ns = self.ns.lock().unwrap_or_else(|e| e.into_inner());
+        let ns = self.ns.lock().or_stop();
         let darc = self.inode(dir)?;
         let victim = {
             let d = super::rlock(&darc)?;
@@ -542,7 +543,7 @@ impl Volume {
                 }
             }
         }
-        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = self.alloc.lock().or_stop();
         for s in &slices {
             a.take_ref(*s);
         }
@@ -551,7 +552,7 @@ impl Volume {
 
     /// The kernel is done with a hold's bytes.
     pub fn tx_release(&self, h: TxHold) {
-        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = self.alloc.lock().or_stop();
         for s in h.slices {
             a.drop_ref(s);
         }

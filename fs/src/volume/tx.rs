@@ -21,6 +21,7 @@
 //!    store and persist; publish `commit = 0`.
 //! 3. only now return freed records and buffer space to the allocators.
 
+use super::failstop::OrStop;
 use layout::inode::{SELECTOR_OFF, SLOTS_OFF, SLOT_SIZE};
 use layout::journal::{
     JournalEntryRaw, JournalHeaderRaw, JOURNAL_HEADER_BYTES, JOURNAL_MAX_ENTRIES,
@@ -65,18 +66,18 @@ impl JournalSlots {
         }
     }
     fn take(&self) -> u32 {
-        let mut g = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = self.free.lock().or_stop();
         loop {
             if let Some(s) = g.slots.pop() {
                 return s;
             }
             g.waiters += 1;
-            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            g = self.cv.wait(g).or_stop();
             g.waiters -= 1;
         }
     }
     fn give(&self, s: u32) {
-        let mut g = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = self.free.lock().or_stop();
         g.slots.push(s);
         let wake = g.waiters > 0;
         drop(g);
@@ -289,7 +290,7 @@ impl Tx {
         }
         // Step 3: only now is the old space unreachable on the media.
         if !self.freed_records.is_empty() || !self.freed_slices.is_empty() {
-            let mut a = vol.alloc.lock().unwrap_or_else(|e| e.into_inner());
+            let mut a = vol.alloc.lock().or_stop();
             for r in self.freed_records.drain(..) {
                 a.free_record(r.0);
             }
