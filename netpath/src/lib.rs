@@ -26,6 +26,7 @@
 
 pub mod client;
 pub mod config;
+pub mod control;
 pub mod http;
 pub mod path;
 pub mod quickstart;

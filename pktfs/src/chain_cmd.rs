@@ -1,8 +1,10 @@
 //! `pktfs chain` and `pktfs stat`: read-only views of an image.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use netpath::control::{self, ControlError};
 use pktfs::{OpenOptions, Volume};
+use serde_json::Value;
 
 #[derive(clap::Args, Debug)]
 pub struct ChainArgs {
@@ -22,37 +24,48 @@ pub struct StatArgs {
     pub json: bool,
 }
 
-/// Resolve a slash-separated path from the root.
-pub fn resolve(v: &Volume, path: &str) -> Result<u64, String> {
-    let mut ino = v.root();
-    for part in path.split('/').filter(|p| !p.is_empty()) {
-        ino = v
-            .lookup(ino, part.as_bytes())
-            .map_err(|e| format!("{path}: {e}"))?
-            .ino;
-    }
-    Ok(ino)
-}
-
-fn open_ro(image: &std::path::Path) -> Result<Volume, String> {
-    // Read-only and without the lock: safe to run against a mounted image.
+/// Open an image that no process holds, read-only, under a shared lock
+/// (so a writer cannot start meanwhile and no read is ever torn).
+pub fn open_ro(image: &Path) -> Result<Volume, String> {
     Volume::open(
         image,
         &OpenOptions {
             read_only: true,
-            no_lock: true,
             ..Default::default()
         },
     )
-    .map_err(|e| format!("{}: {e}", image.display()))
+    .map_err(|e| match e {
+        pktfs::FsError::Media(pktfs::media::MediaError::Locked { .. }) => format!(
+            "{} is in use by a process that does not answer on its control socket \
+             (an fsck, or an older pktfs); try again when it is done",
+            image.display()
+        ),
+        e => format!("{}: {e}", image.display()),
+    })
+}
+
+/// Ask the process that holds `image` (a mount or a server) over its
+/// control socket; if none does, answer from a read-only open here.
+pub fn ask(
+    image: &Path,
+    req: &Value,
+    on_progress: &mut dyn FnMut(&Value),
+    local: impl FnOnce(&Volume) -> Result<Value, String>,
+) -> Result<Value, String> {
+    match control::request(image, req, on_progress) {
+        Ok(v) => Ok(v),
+        Err(ControlError::NotServed(_)) => local(&open_ro(image)?),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 pub fn chain(a: ChainArgs) -> Result<(), String> {
-    let v = open_ro(&a.image)?;
-    let ino = resolve(&v, &a.path)?;
-    let recs = v.chain(ino).map_err(|e| e.to_string())?;
+    let req = serde_json::json!({"op": "chain", "path": a.path});
+    let rows = ask(&a.image, &req, &mut |_| {}, |v| {
+        control::chain_json(v, &a.path)
+    })?;
+    let rows = rows.as_array().cloned().unwrap_or_default();
     if a.json {
-        let rows: Vec<serde_json::Value> = recs.iter().map(|r| r.to_json()).collect();
         println!(
             "{}",
             serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
@@ -63,26 +76,27 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
         "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  {:<5}  state",
         "record", "file_off", "len", "buffer", "boff", "crc32c", "timestamp", "seq", "src"
     );
-    for r in &recs {
+    let n = |r: &Value, k: &str| r[k].as_u64().unwrap_or(0);
+    for r in &rows {
         println!(
-            "{:>8} {:>12} {:>8} {:>9} {:>6} {:08x}  {:<30} {:>12}  {:<5}  {}",
-            r.record,
-            r.file_off,
-            r.len,
-            r.buffer,
-            r.buf_off,
-            r.payload_crc,
-            fmt_ns(r.timestamp_ns),
-            r.seq,
-            if r.from_network { "net" } else { "write" },
-            if r.damaged { "DAMAGED" } else { "ok" }
+            "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  {:<5}  {}",
+            n(r, "record"),
+            n(r, "file_offset"),
+            n(r, "length"),
+            n(r, "buffer"),
+            n(r, "buffer_offset"),
+            r["crc32c"].as_str().unwrap_or(""),
+            fmt_ns(n(r, "timestamp_ns")),
+            n(r, "seq"),
+            if r["from_network"].as_bool() == Some(true) { "net" } else { "write" },
+            if r["damaged"].as_bool() == Some(true) { "DAMAGED" } else { "ok" }
         );
     }
-    let bad = recs.iter().filter(|r| r.damaged).count();
+    let bad = rows.iter().filter(|r| r["damaged"].as_bool() == Some(true)).count();
     if bad > 0 {
-        println!("{} records, {bad} damaged (reads of their ranges fail with EIO)", recs.len());
+        println!("{} records, {bad} damaged (reads of their ranges fail with EIO)", rows.len());
     } else {
-        println!("{} records", recs.len());
+        println!("{} records", rows.len());
     }
     Ok(())
 }
@@ -97,37 +111,34 @@ pub fn fmt_ns(ns: u64) -> String {
 }
 
 pub fn stat(a: StatArgs) -> Result<(), String> {
-    let v = open_ro(&a.image)?;
-    let sb = v.superblock();
-    let g = v.geometry();
-    let s = v.statfs();
+    let req = serde_json::json!({"op": "stat"});
+    let j = ask(&a.image, &req, &mut |_| {}, |v| Ok(control::stat_json(v)))?;
     if a.json {
-        let j = serde_json::json!({
-            "image_bytes": g.image_len_bytes, "buffer_size": g.buffer_size_bytes,
-            "buffers": g.buffer_count, "buffers_free": s.blocks_free,
-            "inodes": g.inode_count, "inodes_free": s.files_free,
-            "records": g.record_count, "records_free": s.records_free,
-            "clean": sb.state == layout::superblock::STATE_CLEAN, "mount_count": sb.mount_count,
-        });
         println!("{j}");
         return Ok(());
     }
+    let n = |k: &str| j[k].as_u64().unwrap_or(0);
     println!(
         "image        {} bytes, {}",
-        g.image_len_bytes,
-        if sb.state == layout::superblock::STATE_CLEAN {
+        n("image_bytes"),
+        if j["clean"].as_bool() == Some(true) {
             "clean"
         } else {
-            "not cleanly closed"
+            "in use or not cleanly closed"
         }
     );
     println!(
         "buffers      {} x {} B, {} free",
-        g.buffer_count, g.buffer_size_bytes, s.blocks_free
+        n("buffers"),
+        n("buffer_size"),
+        n("buffers_free")
     );
-    println!("inodes       {}, {} free", g.inode_count, s.files_free);
-    println!("records      {}, {} free", g.record_count, s.records_free);
-    println!("mounts       {}", sb.mount_count);
+    println!("inodes       {}, {} free", n("inodes"), n("inodes_free"));
+    println!("records      {}, {} free", n("records"), n("records_free"));
+    println!("mounts       {}", n("mount_count"));
+    if let Some(f) = j["failed"].as_str() {
+        println!("STOPPED      {f}");
+    }
     Ok(())
 }
 

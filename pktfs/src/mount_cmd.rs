@@ -233,6 +233,7 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
         );
     }
     let vol = Arc::new(vol);
+    let control = crate::net_cmd::start_control(&vol, &image);
     let handle = fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
     let services = start_services(&vol, &handle, &a.net)?;
     if a.daemon_child {
@@ -259,6 +260,7 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     if let Some(s) = services {
         s.shutdown();
     }
+    drop(control);
     close(vol, &image)?;
     served.map_err(|e| format!("FUSE session: {e}"))
 }

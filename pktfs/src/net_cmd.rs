@@ -210,6 +210,22 @@ pub fn warn_open_report(v: &Volume, image: &Path) {
     }
 }
 
+/// Answer `pktfs chain`, `stat` and `scrub` about `image` from this
+/// process (see netpath::control). Without it those commands would refuse
+/// the image while it is held; a failure is reported and service goes on.
+pub fn start_control(vol: &Arc<Volume>, image: &Path) -> Option<netpath::control::Control> {
+    match netpath::control::Control::start(vol.clone(), image) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(
+                "{}: no control socket ({e}): pktfs chain/stat/scrub cannot reach this process",
+                image.display()
+            );
+            None
+        }
+    }
+}
+
 /// Close the volume cleanly if nothing else holds it any more.
 fn close(vol: Arc<Volume>) -> Result<(), String> {
     match Arc::try_unwrap(vol) {
@@ -227,6 +243,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         net.listen = Some(SocketAddr::from(([127, 0, 0, 1], 8080)));
     }
     let vol = Arc::new(open_rw(&a.image, a.persist, a.verify, net.read_only)?);
+    let control = start_control(&vol, &a.image);
     let sig = netpath::signal::shutdown_signal()?;
     let svc = start_services(vol.clone(), &net, None)?;
     println!(
@@ -243,6 +260,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         "pktfs: {} connections, {} requests, {} files stored",
         st.connections, st.requests, st.files_stored
     );
+    drop(control);
     close(vol)
 }
 
@@ -265,7 +283,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
             }
         )
     })?;
-    let ino = crate::chain_cmd::resolve(&vol, &a.path)?;
+    let ino = netpath::control::resolve(&vol, &a.path).map_err(|e| format!("{}: {e}", a.path))?;
     let at = vol.getattr(ino).map_err(|e| e.to_string())?;
     if at.kind != FileType::Regular {
         return Err(format!("{}: not a regular file", a.path));
@@ -371,6 +389,7 @@ pub fn up(a: UpArgs) -> Result<(), String> {
     let image = a.image.clone().unwrap_or_else(default_image);
     let created = ensure_image(&image, a.size.as_deref())?;
     let vol = Arc::new(open_rw(&image, PersistChoice::Auto, VerifyMode::Once, false)?);
+    let control = start_control(&vol, &image);
     let sig = netpath::signal::shutdown_signal()?;
     // The mount, when this build has it and it works here.
     let mp = a.mountpoint.clone().unwrap_or_else(default_mountpoint);
@@ -455,6 +474,7 @@ pub fn up(a: UpArgs) -> Result<(), String> {
     if let Some(m) = mount {
         m.stop();
     }
+    drop(control);
     close(vol)
 }
 

@@ -27,6 +27,7 @@ mod itable;
 mod ns;
 mod recover;
 mod rx;
+mod scrub;
 #[cfg(test)]
 mod tests;
 mod tx;
@@ -53,6 +54,7 @@ pub use file::{FallocMode, Seg};
 pub use ns::RenameFlags;
 pub use recover::OpenReport;
 pub use rx::{Linked, RxBuf, RxPiece, TxHold, TxSeg};
+pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;
 
