@@ -1,0 +1,187 @@
+//! Damaged payload through the real binaries and real sockets: a served
+//! image is damaged behind the server's back (as a media error or a stray
+//! writer would), and every way out refuses the damaged bytes: HTTP GET
+//! answers an error before its head, `pktfs send` fails, `pktfs chain`
+//! marks the record, and `pktfs scrub` (online, through the server's
+//! control socket, and offline) names the file and range with exit 4.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin(name: &str) -> PathBuf {
+    let p = PathBuf::from(match name {
+        "pktfs" => env!("CARGO_BIN_EXE_pktfs"),
+        _ => unreachable!(),
+    });
+    assert!(p.exists(), "{} is not built", p.display());
+    p
+}
+
+fn mkfs(img: &Path) {
+    // mkfs lives in another package; the library formats the same way.
+    pktfs::Volume::format(
+        img,
+        &pktfs::FormatOptions {
+            params: layout::GeometryParams::for_size(64 << 20),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+/// One HTTP/1.1 request with `Connection: close`; returns status and body.
+fn http(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp).unwrap();
+    let text = String::from_utf8_lossy(&resp);
+    let code: u16 = text[9..12].parse().unwrap();
+    let split = resp.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    (code, resp[split..].to_vec())
+}
+
+fn pktfs(args: &[&str]) -> Output {
+    Command::new(bin("pktfs")).args(args).output().unwrap()
+}
+
+fn serve(img: &Path, addr: SocketAddr, log: &Path) -> Child {
+    let mut c = Command::new(bin("pktfs"))
+        .args(["serve", img.to_str().unwrap(), "--listen", &addr.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    // The first line says it serves; the port then accepts.
+    let mut first = String::new();
+    BufReader::new(c.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("serving"), "{first}");
+    let t0 = Instant::now();
+    while TcpStream::connect(addr).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "server never listened");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c
+}
+
+fn stop(mut c: Child) {
+    let _ = Command::new("kill").arg("-INT").arg(c.id().to_string()).status();
+    let t0 = Instant::now();
+    while c.try_wait().unwrap().is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "server did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn chain_rows(img: &Path, path: &str) -> Vec<serde_json::Value> {
+    let o = pktfs(&["chain", img.to_str().unwrap(), path, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn damaged_payload_never_leaves_and_scrub_names_it() {
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("img");
+    mkfs(&img);
+    let addr = free_port();
+    let log = d.path().join("serve.log");
+    let server = serve(&img, addr, &log);
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 255) as u8).collect();
+    assert_eq!(http(addr, "PUT", "/f.bin", &body).0, 201);
+    assert_eq!(http(addr, "PUT", "/other", b"untouched").0, 201);
+    assert_eq!(http(addr, "GET", "/f.bin", b""), (200, body.clone()));
+
+    // chain and scrub of a held image go through the server.
+    let rows = chain_rows(&img, "/f.bin");
+    assert!(rows.len() >= 2, "{rows:?}");
+    assert!(rows.iter().all(|r| r["damaged"] == false));
+    let clean = pktfs(&["scrub", img.to_str().unwrap()]);
+    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stderr));
+    assert!(String::from_utf8_lossy(&clean.stdout).contains("no damage"));
+
+    // Damage the second record's bytes behind the server's back.
+    let victim = &rows[1];
+    let at = victim["image_offset"].as_u64().unwrap() + 10;
+    let (start, len) = (
+        victim["file_offset"].as_u64().unwrap(),
+        victim["length"].as_u64().unwrap(),
+    );
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&img)
+        .unwrap()
+        .write_all_at(b"XX", at)
+        .unwrap();
+
+    // Online scrub (ignores the verified-once state): exit 4, file + range.
+    let s = pktfs(&["scrub", img.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&s.stdout);
+    assert_eq!(s.status.code(), Some(4), "{out}");
+    let want = format!("/f.bin: bytes [{start}, {}) damaged", start + len);
+    assert!(out.contains(&want), "{out}");
+    let j = pktfs(&["scrub", img.to_str().unwrap(), "--json"]);
+    assert_eq!(j.status.code(), Some(4));
+    let rep: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert_eq!(rep["damage"][0]["path"], "/f.bin");
+    assert_eq!(rep["damage"][0]["start"], start);
+
+    // HTTP: the error is known before the head, so it is an error status,
+    // never a 200 with the wrong bytes. A range that avoids the damaged
+    // record still works; the other file too.
+    let (code, msg) = http(addr, "GET", "/f.bin", b"");
+    assert_eq!(code, 500, "{}", String::from_utf8_lossy(&msg));
+    assert!(String::from_utf8_lossy(&msg).contains("damaged"));
+    assert_eq!(http(addr, "GET", "/other", b""), (200, b"untouched".to_vec()));
+    let rows = chain_rows(&img, "/f.bin");
+    assert!(rows[1]["damaged"] == true && rows[0]["damaged"] == false);
+    stop(server);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("damaged") && logged.contains(&format!("[{start}")), "{logged}");
+
+    // Offline: scrub and chain open the image here; send refuses too.
+    let s = pktfs(&["scrub", img.to_str().unwrap()]);
+    assert_eq!(s.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&s.stdout).contains(&want));
+    let sink = TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = sink.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let (mut c, _) = sink.accept().unwrap();
+        let mut got = Vec::new();
+        let _ = c.read_to_end(&mut got);
+        got
+    });
+    let o = pktfs(&["send", img.to_str().unwrap(), "/f.bin", &to]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("damaged"), "{err}");
+    // Whatever reached the peer is not the whole (wrong) file.
+    if let Ok(got) = t.join() {
+        assert!(got.len() < body.len(), "send delivered a complete body");
+    }
+    // Bad input: an unknown unit is a clear error, not a panic.
+    let o = pktfs(&["scrub", img.to_str().unwrap(), "--rate", "12Q"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown size unit"));
+}
