@@ -116,7 +116,15 @@ fn serve_store_send_and_stop_cleanly() {
         let mut c = std::net::TcpStream::connect(raw).unwrap();
         c.write_all(b"raw bytes").unwrap();
     }
-    std::thread::sleep(Duration::from_millis(200));
+    // Stored (as the server itself lists and serves it) before the stop.
+    wait_until("the raw stream stored", Duration::from_secs(10), || {
+        let list = http_req(http, "GET", "/raw/", &[], b"");
+        let names = String::from_utf8_lossy(&list.body);
+        list.status == 200
+            && names.lines().any(|name| {
+                http_req(http, "GET", &format!("/raw/{name}"), &[], b"").body == b"raw bytes"
+            })
+    });
     let err = interrupt(child);
     assert!(err.contains("files stored"), "{err}");
     // The image is clean and holds both files.
