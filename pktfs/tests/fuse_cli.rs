@@ -189,7 +189,9 @@ fn umount_and_fusermount_end_the_daemon() {
     let (pktfs, _) = need_bins!();
     let s = Setup::new("cli-umount");
     for how in ["umount", "fusermount3"] {
-        if how == "fusermount3" && !prereq::met(&[prereq::tool("fusermount3")]) {
+        if how == "fusermount3"
+            && !prereq::part_met("fusermount3 -u", &[prereq::tool("fusermount3")])
+        {
             continue;
         }
         let st = Command::new(&pktfs)
@@ -346,13 +348,16 @@ fn mount_helper_and_remount() {
     assert!(image_is_clean(&s.image));
     // `mount -t pktfs`: mount(8) finds the helper only in /sbin, where
     // scripts/install.sh (run by .ci/run) puts it.
-    if prereq::met(&[
-        prereq::root(),
-        prereq::file(
-            Path::new("/sbin/mount.pktfs"),
-            "scripts/install.sh installs it",
-        ),
-    ]) {
+    if prereq::part_met(
+        "mount -t pktfs",
+        &[
+            prereq::root(),
+            prereq::file(
+                Path::new("/sbin/mount.pktfs"),
+                "scripts/install.sh installs it",
+            ),
+        ],
+    ) {
         let st = Command::new("mount")
             .arg("-t")
             .arg("pktfs")

@@ -287,10 +287,14 @@ fn readme_run_command_works_verbatim() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    wait_until("every process of the group exited", Duration::from_secs(30), || {
-        up.group_gone()
+    wait_until(
+        "every process of the group exited",
+        Duration::from_secs(30),
+        || up.group_gone(),
+    );
+    wait_until("the mount is gone", Duration::from_secs(10), || {
+        !mounted(&mp)
     });
-    wait_until("the mount is gone", Duration::from_secs(10), || !mounted(&mp));
     // sh does not exec the command, and dies of the SIGINT as in a
     // terminal; pktfs (under it) is judged by what it did: it stopped,
     // and it closed the image cleanly.

@@ -528,7 +528,8 @@ fn timeouts_for_idle_and_slow_clients() {
     // answer (a write into a closed connection draws a reset).
     let mut c = Conn::new(s.http);
     let t0 = Instant::now();
-    let head = b"GET /a HTTP/1.1\r\nHost: x\r\nX-Slow: yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy";
+    let head =
+        b"GET /a HTTP/1.1\r\nHost: x\r\nX-Slow: yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy";
     let answered = |c: &Conn| {
         c.s.set_nonblocking(true).unwrap();
         let r = c.s.peek(&mut [0u8; 1]);
@@ -559,9 +560,11 @@ fn timeouts_for_idle_and_slow_clients() {
     s2.write_all(&req_bytes("GET", "/big", &[], b"")).unwrap();
     // The server took the connection; with the client not reading, the
     // 8 MiB answer stalls and the io timeout must end the connection.
-    wait_until("the slow reader's connection accepted", Duration::from_secs(5), || {
-        s.stats().connections > accepted
-    });
+    wait_until(
+        "the slow reader's connection accepted",
+        Duration::from_secs(5),
+        || s.stats().connections > accepted,
+    );
     s.settle();
     // Cut off: less than the whole answer ever reached the client.
     s2.set_read_timeout(Some(Duration::from_secs(20))).unwrap();

@@ -97,7 +97,10 @@ fn network_changes_show_in_the_mount_at_once() {
     let n = rustix::fs::getxattr(m.join("d/e/f.bin"), "user.pktfs.chain", &mut buf[..])
         .expect("a received file has the user.pktfs.chain xattr");
     let chain = String::from_utf8_lossy(&buf[..n]);
-    assert!(chain.contains("\"crc32c\""), "the chain lists records: {chain}");
+    assert!(
+        chain.contains("\"crc32c\""),
+        "the chain lists records: {chain}"
+    );
     // A raw stream grows a file the mount sees growing. The waits below are
     // far shorter than the 60 s attribute lifetime, so a size seen changing
     // within them was told to the kernel, not timed out of its cache.
@@ -119,7 +122,9 @@ fn network_changes_show_in_the_mount_at_once() {
     });
     c.write_all(&data(70_000, 3)).unwrap();
     // The sender stays connected and quiet: the growth is still told.
-    wait_until("all 120,000 bytes in the mount", LIMIT, || size() == 120_000);
+    wait_until("all 120,000 bytes in the mount", LIMIT, || {
+        size() == 120_000
+    });
     drop(c);
 
     svc.shutdown();

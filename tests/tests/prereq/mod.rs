@@ -60,7 +60,9 @@ pub fn tool(cmd: &str) -> Check {
 
 /// A file a test runs (a binary installed elsewhere than PATH).
 pub fn file(p: &Path, how: &str) -> Check {
-    holds(p.is_file(), || format!("{} is missing ({how})", p.display()))
+    holds(p.is_file(), || {
+        format!("{} is missing ({how})", p.display())
+    })
 }
 
 /// The tests run as root (they mount, switch users).
@@ -110,6 +112,13 @@ pub fn user_id(name: &str) -> Option<u32> {
 /// a SKIPPED line past the output capture and return false.
 #[track_caller]
 pub fn met(checks: &[Check]) -> bool {
+    part_met("", checks)
+}
+
+/// [`met`] for one part of a test (`part` names it in the message): the
+/// caller leaves that part out when this returns false.
+#[track_caller]
+pub fn part_met(part: &str, checks: &[Check]) -> bool {
     let missing: Vec<&str> = checks
         .iter()
         .filter_map(|c| c.as_ref().err().map(String::as_str))
@@ -117,10 +126,13 @@ pub fn met(checks: &[Check]) -> bool {
     if missing.is_empty() {
         return true;
     }
-    let test = std::thread::current()
+    let mut test = std::thread::current()
         .name()
         .unwrap_or("<unnamed test>")
         .to_string();
+    if !part.is_empty() {
+        test = format!("{test} (the part: {part})");
+    }
     let why = missing.join("; ");
     if in_ci() {
         panic!("{test}: a prerequisite is missing under CI (a failure, not a skip): {why}");
