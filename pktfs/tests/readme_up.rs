@@ -3,6 +3,10 @@
 //! /dev/shm, a mount, a server on 127.0.0.1:8080) and used with curl as the
 //! banner says; the test line must be what `.ci/run` runs.
 
+#[path = "../../tests/tests/fuse_common/mod.rs"]
+mod fuse_common;
+#[path = "../../tests/tests/net_common/mod.rs"]
+mod net_common;
 #[path = "../../tests/tests/prereq/mod.rs"]
 mod prereq;
 
@@ -14,6 +18,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use fuse_common::is_mountpoint;
+use net_common::wait_until;
 use pktfs::{OpenOptions, Volume};
 use rustix::process::{kill_process_group, Pid, Signal};
 
@@ -106,20 +112,12 @@ impl Drop for Up {
             let _ = self.child.wait();
         }
         if let Some(mp) = &self.mount {
-            if mounted(mp) {
+            if is_mountpoint(mp) {
                 let _ = Command::new("umount").arg("-l").arg(mp).status();
             }
         }
         let _ = std::fs::remove_file(&self.image);
     }
-}
-
-fn mounted(mp: &Path) -> bool {
-    let mp = mp.canonicalize().unwrap_or_else(|_| mp.to_path_buf());
-    std::fs::read_to_string("/proc/self/mounts")
-        .unwrap()
-        .lines()
-        .any(|l| l.split(' ').nth(1) == mp.to_str())
 }
 
 fn curl(args: &[&str]) -> Vec<u8> {
@@ -134,15 +132,6 @@ fn curl(args: &[&str]) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
-}
-
-/// Poll `cond` until it holds, at most `limit`.
-fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(t0.elapsed() < limit, "waited {limit:?} for: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -245,7 +234,7 @@ fn readme_run_command_works_verbatim() {
     let mp = PathBuf::from(field("mount "));
     assert!(mp.is_absolute(), "mounted: {}", mp.display());
     up.mount = Some(mp.clone());
-    assert!(mounted(&mp), "{} is a mount", mp.display());
+    assert!(is_mountpoint(&mp), "{} is a mount", mp.display());
     assert_eq!(url, "http://127.0.0.1:8080/");
     let addr: SocketAddr = "127.0.0.1:8080".parse().unwrap();
     wait_until("the server accepts", Duration::from_secs(10), || {
@@ -293,7 +282,7 @@ fn readme_run_command_works_verbatim() {
         || up.group_gone(),
     );
     wait_until("the mount is gone", Duration::from_secs(10), || {
-        !mounted(&mp)
+        !is_mountpoint(&mp)
     });
     // sh does not exec the command, and dies of the SIGINT as in a
     // terminal; pktfs (under it) is judged by what it did: it stopped,
