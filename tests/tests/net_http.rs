@@ -554,7 +554,6 @@ fn timeouts_for_idle_and_slow_clients() {
         http(s.http, "PUT", "/big", &[], &data(8 << 20, 3)).status,
         201
     );
-    s.settle();
     let accepted = s.stats().connections;
     let mut s2 = std::net::TcpStream::connect(s.http).unwrap();
     s2.write_all(&req_bytes("GET", "/big", &[], b"")).unwrap();
