@@ -17,6 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[path = "../../tests/tests/prereq/mod.rs"]
+mod prereq;
+
 use layout::GeometryParams;
 use pktfs::media::{MapOptions, Pm};
 use pktfs::{FormatOptions, OpenOptions, Volume};
@@ -118,15 +121,6 @@ fn kill9(child: &mut Child) {
     child.wait().unwrap();
 }
 
-fn fuse_usable() -> bool {
-    Path::new("/dev/fuse").exists()
-        && std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/fuse")
-            .is_ok()
-}
-
 fn is_mounted(mp: &Path) -> bool {
     let mp = std::fs::canonicalize(mp).unwrap_or(mp.to_path_buf());
     std::fs::read_to_string("/proc/self/mounts")
@@ -161,10 +155,7 @@ fn lazy_unmount(mp: &Path) {
 
 #[test]
 fn sigkill_mount_daemon_during_writes() {
-    if !fuse_usable() {
-        eprintln!("skipped: /dev/fuse cannot be opened here");
-        return;
-    }
+    require!(prereq::fuse());
     let mut rng = Rng(seed());
     let rounds = 4;
     for round in 0..rounds {
@@ -340,9 +331,10 @@ fn sigkill_server_during_uploads_and_raw_streams() {
             let (sent, stop) = (sent.clone(), stop.clone());
             let mut r = Rng(rng.next() | 1);
             std::thread::spawn(move || {
-                let Ok(mut s) = TcpStream::connect(raw) else {
-                    return;
-                };
+                // The listener answered the probe and the kill is at least
+                // 150 ms away: a refused connection is a failure, not a
+                // round that quietly streams nothing.
+                let mut s = TcpStream::connect(raw).expect("connect to the raw listener");
                 let stream = pattern(r.next(), 64 << 20);
                 let mut at = 0;
                 while !stop.load(Ordering::Relaxed) && at < stream.len() {

@@ -7,6 +7,8 @@
 
 #[path = "../../tests/tests/fuse_common/mod.rs"]
 mod fuse_common;
+#[path = "../../tests/tests/prereq/mod.rs"]
+mod prereq;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,26 +19,15 @@ use pktfs::{OpenOptions, Volume};
 
 const MIB: u64 = 1 << 20;
 
-/// The binaries of this package: cargo builds them for its tests.
-fn bin(name: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(match name {
-        "pktfs" => env!("CARGO_BIN_EXE_pktfs"),
-        "mount-pktfs" => env!("CARGO_BIN_EXE_mount-pktfs"),
-        _ => return None,
-    });
-    p.exists().then_some(p)
-}
-
+/// FUSE must be usable (`prereq`); then the binaries of this package,
+/// which cargo builds for its tests.
 macro_rules! need_bins {
     () => {{
-        skip_without_fuse!();
-        match (bin("pktfs"), bin("mount-pktfs")) {
-            (Some(a), Some(b)) => (a, b),
-            _ => {
-                eprintln!("skipped: the pktfs binaries are not built (cargo build -p pktfs-cli)");
-                return;
-            }
-        }
+        require!(prereq::fuse());
+        (
+            PathBuf::from(env!("CARGO_BIN_EXE_pktfs")),
+            PathBuf::from(env!("CARGO_BIN_EXE_mount-pktfs")),
+        )
     }};
 }
 
@@ -198,8 +189,9 @@ fn umount_and_fusermount_end_the_daemon() {
     let (pktfs, _) = need_bins!();
     let s = Setup::new("cli-umount");
     for how in ["umount", "fusermount3"] {
-        if how == "fusermount3" && which("fusermount3").is_none() {
-            eprintln!("fusermount3 -u: skipped (not installed)");
+        if how == "fusermount3"
+            && !prereq::part_met("fusermount3 -u", &[prereq::tool("fusermount3")])
+        {
             continue;
         }
         let st = Command::new(&pktfs)
@@ -354,8 +346,18 @@ fn mount_helper_and_remount() {
     Command::new("umount").arg(s.mp()).status().unwrap();
     wait_until("daemon exits", || daemons(&s.image).is_empty());
     assert!(image_is_clean(&s.image));
-    // `mount -t pktfs` when the helper is installed (scripts/install.sh).
-    if Path::new("/sbin/mount.pktfs").exists() && rustix::process::geteuid().is_root() {
+    // `mount -t pktfs`: mount(8) finds the helper only in /sbin, where
+    // scripts/install.sh (run by .ci/run) puts it.
+    if prereq::part_met(
+        "mount -t pktfs",
+        &[
+            prereq::root(),
+            prereq::file(
+                Path::new("/sbin/mount.pktfs"),
+                "scripts/install.sh installs it",
+            ),
+        ],
+    ) {
         let st = Command::new("mount")
             .arg("-t")
             .arg("pktfs")
@@ -367,29 +369,19 @@ fn mount_helper_and_remount() {
         assert!(s.mp().join("g").exists());
         Command::new("umount").arg(s.mp()).status().unwrap();
         wait_until("daemon exits", || daemons(&s.image).is_empty());
-    } else {
-        eprintln!("mount -t pktfs: skipped (/sbin/mount.pktfs not installed)");
     }
 }
 
 #[test]
 fn ordinary_user_through_fusermount3() {
     let (pktfs, _) = need_bins!();
-    if !rustix::process::geteuid().is_root()
-        || which("runuser").is_none()
-        || which("fusermount3").is_none()
-    {
-        eprintln!("skipped: needs root (to become the user `tests`), runuser and fusermount3");
-        return;
-    }
-    let Some(uid) = std::fs::read_to_string("/etc/passwd").ok().and_then(|s| {
-        s.lines()
-            .find(|l| l.starts_with("tests:"))
-            .and_then(|l| l.split(':').nth(2)?.parse::<u32>().ok())
-    }) else {
-        eprintln!("skipped: no user `tests`");
-        return;
-    };
+    require!(
+        prereq::root(),
+        prereq::tool("runuser"),
+        prereq::tool("fusermount3"),
+        prereq::user("tests"),
+    );
+    let uid = prereq::user_id("tests").unwrap();
     let s = Setup::new("cli-user");
     let owner = Some(rustix::fs::Uid::from_raw(uid));
     rustix::fs::chown(&s.image, owner, None).unwrap();
@@ -401,10 +393,11 @@ fn ordinary_user_through_fusermount3() {
         .arg("--version")
         .output()
         .unwrap();
-    if !probe.status.success() {
-        eprintln!("skipped: user `tests` cannot run {}", pktfs.display());
-        return;
-    }
+    require!(prereq::holds(probe.status.success(), || format!(
+        "user `tests` cannot run {} (every directory above it must be \
+         searchable by others: chmod o+x)",
+        pktfs.display()
+    )));
     let out = Command::new("runuser")
         .args(["-u", "tests", "--"])
         .arg(&pktfs)
@@ -414,18 +407,14 @@ fn ordinary_user_through_fusermount3() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() && err.contains("fusermount3") && err.contains("/dev/fuse") {
-        // Containers often create /dev/fuse 0600, keeping it from ordinary
-        // users even through the setuid fusermount3 (Debian's udev makes it
-        // 0666). `.ci/run` gives it the standard mode, so in CI this is a
-        // failure, not a skip.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "in CI the ordinary-user mount must run: {err}"
-        );
-        eprintln!("skipped: fusermount3 cannot open /dev/fuse for an ordinary user here: {err}");
-        return;
-    }
+    // Containers often create /dev/fuse 0600, keeping it from ordinary
+    // users even through the setuid fusermount3 (Debian's udev makes it
+    // 0666). `.ci/run` gives it the standard mode.
+    let blocked = !out.status.success() && err.contains("fusermount3") && err.contains("/dev/fuse");
+    require!(prereq::holds(!blocked, || format!(
+        "fusermount3 cannot open /dev/fuse for an ordinary user \
+         (chmod 0666 /dev/fuse, as .ci/run does): {err}"
+    )));
     assert!(out.status.success(), "mount as an ordinary user: {err}");
     assert!(is_mountpoint(s.mp()));
     let st = Command::new("runuser")

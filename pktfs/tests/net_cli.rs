@@ -6,7 +6,6 @@ mod net_common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,22 +13,7 @@ use net_common::*;
 use pktfs::{OpenOptions, Volume};
 
 /// This package's binary: cargo builds it for its tests.
-fn bin() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_BIN_EXE_pktfs"));
-    p.exists().then_some(p)
-}
-
-macro_rules! need_bin {
-    () => {
-        match bin() {
-            Some(b) => b,
-            None => {
-                eprintln!("skipped: the pktfs binary is not built (cargo build -p pktfs-cli)");
-                return;
-            }
-        }
-    };
-}
+const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 
 fn free_port() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")
@@ -92,7 +76,6 @@ fn wait_listening(addr: SocketAddr) {
 
 #[test]
 fn serve_store_send_and_stop_cleanly() {
-    let pktfs = need_bin!();
     let (dir, vol) = image(32 << 20);
     let img = dir.path().join("img");
     drop(vol);
@@ -101,7 +84,7 @@ fn serve_store_send_and_stop_cleanly() {
     let token = dir.path().join("token");
     std::fs::write(&token, "t0k3n\n").unwrap();
     let (child, first) = start(
-        Command::new(&pktfs)
+        Command::new(PKTFS)
             .args(["serve"])
             .arg(&img)
             .args([
@@ -133,7 +116,15 @@ fn serve_store_send_and_stop_cleanly() {
         let mut c = std::net::TcpStream::connect(raw).unwrap();
         c.write_all(b"raw bytes").unwrap();
     }
-    std::thread::sleep(Duration::from_millis(200));
+    // Stored (as the server itself lists and serves it) before the stop.
+    wait_until("the raw stream stored", Duration::from_secs(10), || {
+        let list = http_req(http, "GET", "/raw/", &[], b"");
+        let names = String::from_utf8_lossy(&list.body);
+        list.status == 200
+            && names.lines().any(|name| {
+                http_req(http, "GET", &format!("/raw/{name}"), &[], b"").body == b"raw bytes"
+            })
+    });
     let err = interrupt(child);
     assert!(err.contains("files stored"), "{err}");
     // The image is clean and holds both files.
@@ -164,7 +155,7 @@ fn serve_store_send_and_stop_cleanly() {
         s.read_to_end(&mut v).unwrap();
         v
     });
-    let out = Command::new(&pktfs)
+    let out = Command::new(PKTFS)
         .arg("send")
         .arg(&img)
         .arg("/a/b")
@@ -182,12 +173,11 @@ fn serve_store_send_and_stop_cleanly() {
 
 #[test]
 fn up_creates_an_image_and_serves_it() {
-    let pktfs = need_bin!();
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let img = dir.path().join("sub/quick.img");
     let http = free_port();
     let (child, first) = start(
-        Command::new(&pktfs)
+        Command::new(PKTFS)
             .args(["up", "--no-mount", "--size", "64M", "--image"])
             .arg(&img)
             .args(["--listen", &http.to_string()]),
@@ -199,7 +189,7 @@ fn up_creates_an_image_and_serves_it() {
     interrupt(child);
     // Second run uses the existing image.
     let (child, first) = start(
-        Command::new(&pktfs)
+        Command::new(PKTFS)
             .args(["up", "--no-mount", "--image"])
             .arg(&img)
             .args(["--listen", &http.to_string()]),

@@ -3,45 +3,32 @@
 //! pass, then the tree must survive an unmount and remount unchanged.
 //! `.ci/run` installs pjdfstest; in CI its absence is a failure, not a skip.
 
+#[path = "../../tests/tests/prereq/mod.rs"]
+mod prereq;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use layout::GeometryParams;
 use pktfs::{FormatOptions, Volume};
 
+/// pjdfstest on PATH or where `cargo install` puts it.
 fn pjdfstest() -> Option<PathBuf> {
     let home = std::env::var("HOME")
         .map(|h| PathBuf::from(h).join(".cargo/bin/pjdfstest"))
         .ok();
-    std::env::var("PATH")
-        .ok()
-        .into_iter()
-        .flat_map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("pjdfstest"))
-                .collect::<Vec<_>>()
-        })
-        .chain(home)
-        .find(|p| p.is_file())
+    prereq::on_path("pjdfstest").or(home.filter(|p| p.is_file()))
 }
 
 #[test]
 fn pjdfstest_passes_on_a_mount() {
-    let in_ci = std::env::var_os("CI").is_some();
-    let missing = if pjdfstest().is_none() {
-        Some("pjdfstest is not installed (cargo install pjdfstest)")
-    } else if !Path::new("/dev/fuse").exists() {
-        Some("no /dev/fuse")
-    } else if !rustix::process::geteuid().is_root() {
-        Some("pjdfstest needs root (it switches users)")
-    } else {
-        None
-    };
-    if let Some(why) = missing {
-        assert!(!in_ci, "pjdfstest cannot run in CI: {why}");
-        eprintln!("skipped: {why}");
-        return;
-    }
+    require!(
+        prereq::holds(pjdfstest().is_some(), || {
+            "pjdfstest is not installed (cargo install --locked pjdfstest)".into()
+        }),
+        prereq::fuse(),
+        prereq::root(), // pjdfstest switches users (the script adds `tests`)
+    );
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let img = dir.path().join("pjd.img");
     Volume::format(

@@ -2,6 +2,7 @@
 //! issue, and the errno POSIX names for each misuse.
 
 mod fuse_common;
+mod prereq;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -15,7 +16,7 @@ const MIB: u64 = 1 << 20;
 
 #[test]
 fn files_read_write_append_truncate() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("files", 64 * MIB);
     let p = m.p("a.txt");
     fs::write(&p, b"hello world").unwrap();
@@ -101,7 +102,7 @@ fn files_read_write_append_truncate() {
 
 #[test]
 fn directories_and_errors() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("dirs", 32 * MIB);
     fs::create_dir(m.p("d")).unwrap();
     fs::create_dir(m.p("d/e")).unwrap();
@@ -139,7 +140,7 @@ fn directories_and_errors() {
 
 #[test]
 fn renames_all_forms() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("rename", 32 * MIB);
     fs::write(m.p("a"), b"A").unwrap();
     fs::write(m.p("b"), b"B").unwrap();
@@ -203,7 +204,7 @@ fn renames_all_forms() {
 
 #[test]
 fn links_symlinks_and_special_files() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("links", 32 * MIB);
     fs::write(m.p("t"), b"target").unwrap();
     fs::hard_link(m.p("t"), m.p("h")).unwrap();
@@ -286,7 +287,7 @@ fn links_symlinks_and_special_files() {
 
 #[test]
 fn readdir_while_the_directory_changes() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("readdir", 64 * MIB);
     let dir = m.p("d");
     fs::create_dir(&dir).unwrap();
@@ -342,7 +343,7 @@ fn readdir_while_the_directory_changes() {
 
 #[test]
 fn xattrs() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("xattr", 32 * MIB);
     let p = m.p("f");
     fs::write(&p, b"some data").unwrap();
@@ -385,7 +386,7 @@ fn xattrs() {
 
 #[test]
 fn fallocate_seek_data_hole_and_copy_file_range() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("falloc", 64 * MIB);
     let f = OpenOptions::new()
         .read(true)
@@ -471,7 +472,7 @@ fn fallocate_seek_data_hole_and_copy_file_range() {
 
 #[test]
 fn attributes_statfs_and_times() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("attrs", 64 * MIB);
     let p = m.p("f");
     fs::write(&p, b"abc").unwrap();
@@ -575,7 +576,7 @@ fn attributes_statfs_and_times() {
 
 #[test]
 fn setgid_directories_and_modes() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("setgid", 32 * MIB);
     let d = m.p("g");
     fs::create_dir(&d).unwrap();
@@ -618,7 +619,7 @@ fn umask() -> u32 {
 
 #[test]
 fn unlinked_open_files_stay_usable() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("unlinked", 32 * MIB);
     let free0 = rfs::statvfs(m.path()).unwrap().f_bfree;
     let mut f = OpenOptions::new()
@@ -658,7 +659,7 @@ fn unlinked_open_files_stay_usable() {
 
 #[test]
 fn many_threads_at_once() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("threads", 128 * MIB);
     let root = m.path().to_path_buf();
     let ts: Vec<_> = (0..8)
@@ -694,7 +695,7 @@ fn many_threads_at_once() {
 /// `noatime`; a directory listing counts as a read. ctime never moves.
 #[test]
 fn atime_policies() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     fn atime_ns(p: &std::path::Path) -> i128 {
         let md = fs::metadata(p).unwrap();
         md.atime() as i128 * 1_000_000_000 + md.atime_nsec() as i128

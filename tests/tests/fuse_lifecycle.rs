@@ -3,6 +3,7 @@
 //! over many operations: fuse_resources.rs, alone in its process.)
 
 mod fuse_common;
+mod prereq;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -13,7 +14,7 @@ const MIB: u64 = 1 << 20;
 
 #[test]
 fn full_image_gives_enospc_and_harms_nothing() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("enospc", 8 * MIB);
     // Some files that must survive.
     let mut keep = Vec::new();
@@ -102,7 +103,7 @@ fn full_image_gives_enospc_and_harms_nothing() {
 
 #[test]
 fn remount_gives_the_same_tree() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let mut m = Mounted::new("remount", 64 * MIB);
     fs::create_dir_all(m.p("a/b/c")).unwrap();
     for i in 0..50 {

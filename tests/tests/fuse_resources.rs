@@ -3,6 +3,7 @@
 //! the process to itself (its own file: no other test runs beside it).
 
 mod fuse_common;
+mod prereq;
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -14,7 +15,7 @@ const MIB: u64 = 1 << 20;
 
 #[test]
 fn descriptors_and_memory_stay_flat() {
-    skip_without_fuse!();
+    require!(prereq::fuse());
     let m = Mounted::new("fds", 64 * MIB);
     let pid = std::process::id();
     let round = |r: usize| {

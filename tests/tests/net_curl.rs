@@ -1,6 +1,7 @@
-//! curl as the client (skipped where curl is not installed).
+//! curl as the client (needs curl: `prereq` says what happens without it).
 
 mod net_common;
+mod prereq;
 
 use std::process::{Command, Stdio};
 
@@ -30,10 +31,7 @@ fn code(args: &[&str]) -> u16 {
 
 #[test]
 fn curl_upload_download_range_chunked_delete() {
-    if !have("curl") {
-        eprintln!("curl not installed: skipped");
-        return;
-    }
+    require!(prereq::tool("curl"));
     let s = server(128 * MIB, |c| {
         c.token = Some(netpath::Token::from_file_contents("tok").unwrap())
     });

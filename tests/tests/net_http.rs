@@ -2,7 +2,7 @@
 
 mod net_common;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -521,39 +521,58 @@ fn timeouts_for_idle_and_slow_clients() {
     let t0 = Instant::now();
     assert!(c.closed_by_server());
     assert!(t0.elapsed() >= Duration::from_millis(250) && t0.elapsed() < Duration::from_secs(5));
-    // Slowloris: a head trickling in gets 408.
+    // Slowloris: a head trickling in gets 408. The sleep is the attack
+    // itself (one byte every 50 ms, each well inside the 400 ms io timeout,
+    // the whole head not inside the 400 ms head timeout). The client stops
+    // as soon as the server has answered, so no later byte can race the
+    // answer (a write into a closed connection draws a reset).
     let mut c = Conn::new(s.http);
     let t0 = Instant::now();
-    let mut got = None;
-    for b in b"GET /a HTTP/1.1\r\nHost: x\r\nX-Slow: "
-        .iter()
-        .chain(b"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy".iter())
-    {
-        if c.s.write_all(&[*b]).is_err() {
-            break;
-        }
+    let head =
+        b"GET /a HTTP/1.1\r\nHost: x\r\nX-Slow: yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy";
+    let answered = |c: &Conn| {
+        c.s.set_nonblocking(true).unwrap();
+        let r = c.s.peek(&mut [0u8; 1]);
+        c.s.set_nonblocking(false).unwrap();
+        !matches!(r, Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    };
+    let mut sent = 0;
+    while sent < head.len() && !answered(&c) {
+        c.send(&head[sent..sent + 1]);
+        sent += 1;
         std::thread::sleep(Duration::from_millis(50));
-        if t0.elapsed() > Duration::from_secs(2) {
-            break;
-        }
     }
-    if let Some(r) = c.response(false) {
-        got = Some(r.status);
-    }
-    assert_eq!(got, Some(408));
+    assert!(
+        sent < head.len(),
+        "the server let a head trickle for {:?} without answering",
+        t0.elapsed()
+    );
+    assert_eq!(c.response(false).map(|r| r.status), Some(408));
     assert!(t0.elapsed() < Duration::from_secs(3));
     // A slow reader of a large response is cut off, and the server goes on.
     assert_eq!(
         http(s.http, "PUT", "/big", &[], &data(8 << 20, 3)).status,
         201
     );
-    let s2 = std::net::TcpStream::connect(s.http).unwrap();
-    s2.set_nonblocking(false).unwrap();
-    (&s2)
-        .write_all(&req_bytes("GET", "/big", &[], b""))
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let accepted = s.stats().connections;
+    let mut s2 = std::net::TcpStream::connect(s.http).unwrap();
+    s2.write_all(&req_bytes("GET", "/big", &[], b"")).unwrap();
+    // The server took the connection; with the client not reading, the
+    // 8 MiB answer stalls and the io timeout must end the connection.
+    wait_until(
+        "the slow reader's connection accepted",
+        Duration::from_secs(5),
+        || s.stats().connections > accepted,
+    );
     s.settle();
+    // Cut off: less than the whole answer ever reached the client.
+    s2.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut got = 0usize;
+    let mut b = vec![0u8; 1 << 16];
+    while let Ok(n @ 1..) = s2.read(&mut b) {
+        got += n;
+    }
+    assert!(got < 8 << 20, "the slow reader got all {got} bytes");
     drop(s2);
     assert_eq!(http(s.http, "GET", "/a", &[], b"").body, b"1");
 }
@@ -704,7 +723,9 @@ fn get_while_replaced_or_deleted_sends_one_whole_version() {
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     slow.send(&req_bytes("GET", "/v", &[], b""));
-    std::thread::sleep(Duration::from_millis(200));
+    // The answer has begun arriving (peek blocks, up to the read timeout),
+    // so the server chose the version it sends before the changes below.
+    slow.s.peek(&mut [0u8; 1]).expect("the answer starts");
     // Meanwhile the file is replaced, deleted, and its space reused.
     let new = data(16 << 20, 12);
     assert_eq!(http(s.http, "PUT", "/v", &[], &new).status, 204);

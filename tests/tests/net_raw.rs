@@ -3,6 +3,7 @@
 //! upload is all or nothing.
 
 mod net_common;
+mod prereq;
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -119,10 +120,7 @@ fn sixty_four_raw_streams_at_once() {
 
 #[test]
 fn netcat_is_a_client() {
-    if !have("nc") {
-        eprintln!("nc not installed: skipped");
-        return;
-    }
+    require!(prereq::tool("nc"));
     let s = raw_server(32 * MIB);
     let f = s.dir.path().join("payload");
     let body = data(1_500_000, 5);

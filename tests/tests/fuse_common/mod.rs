@@ -1,6 +1,7 @@
 //! Shared helpers of the fuse_* integration tests: a fresh image on
 //! /dev/shm mounted through FUSE in a temporary directory, served by this
-//! process (the library's background session), unmounted on drop.
+//! process (the library's background session), unmounted on drop. Tests
+//! using it first `require!(prereq::fuse())`.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -10,40 +11,6 @@ use std::sync::Arc;
 
 use pktfs::fuse::{MountHandle, MountOptions};
 use pktfs::{FormatOptions, OpenOptions, Volume};
-
-/// Why FUSE cannot be used here, if it cannot.
-pub fn fuse_unusable() -> Option<String> {
-    if let Err(e) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/fuse")
-    {
-        return Some(format!("/dev/fuse: {e}"));
-    }
-    if !rustix::process::geteuid().is_root() && which("fusermount3").is_none() {
-        return Some("not root and no fusermount3".into());
-    }
-    None
-}
-
-pub fn which(cmd: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(cmd))
-        .find(|p| p.exists())
-}
-
-/// Print the skip reason and return true if FUSE cannot be used.
-#[macro_export]
-macro_rules! skip_without_fuse {
-    () => {
-        if let Some(why) = fuse_common::fuse_unusable() {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
-}
 
 pub fn image_path(tag: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

@@ -30,13 +30,14 @@ impl Server {
     /// their cleanup).
     pub fn settle(&self) {
         let svc = self.svc.as_ref().expect("running");
-        for _ in 0..400 {
-            if svc.active() == 0 {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("connections did not finish");
+        wait_until("every connection finished", Duration::from_secs(4), || {
+            svc.active() == 0
+        });
+    }
+
+    /// The server's counters so far.
+    pub fn stats(&self) -> netpath::Stats {
+        self.svc.as_ref().expect("running").stats()
     }
 
     /// Let every connection finish, then check the Volume's invariants
@@ -293,11 +294,13 @@ pub fn http(
     Conn::new(addr).request(method, path, headers, body)
 }
 
-pub fn have(tool: &str) -> bool {
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+/// Poll `cond` every few milliseconds until it holds; panic naming `what`
+/// if it does not within `limit`.
+#[track_caller]
+pub fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < limit, "waited {limit:?} for: {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }

@@ -1,0 +1,158 @@
+//! What a test needs from the machine (a tool on PATH, a usable /dev/fuse,
+//! root, a user), and the one rule for when it is missing: under CI (the
+//! `CI` environment variable set, as `.ci/run` runs) the test FAILS, naming
+//! what is missing and how to install it; elsewhere it is skipped, loudly.
+//!
+//! libtest has no run-time "ignored", so a local skip still counts as
+//! passed in cargo's summary; the SKIPPED line is therefore written to the
+//! real stderr, past libtest's output capture, so it shows in the plain
+//! `cargo test` output next to the test's own "ok".
+//!
+//! Written once and included by each test crate (pktfs/tests through
+//! `#[path]`); it needs only std and rustix, which both crates have.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// A prerequisite: `Err` says what is missing and how to get it.
+pub type Check = Result<(), String>;
+
+/// True under CI: `CI` set to anything but "", "0" or "false".
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+}
+
+/// Where `cmd` is on PATH.
+pub fn on_path(cmd: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(cmd))
+        .find(|p| p.is_file())
+}
+
+/// How to install each tool the tests run (the packages `.ci/run` installs).
+fn install_hint(cmd: &str) -> &'static str {
+    match cmd {
+        "curl" => "apt-get install -y curl",
+        "nc" => "apt-get install -y netcat-openbsd",
+        "fusermount3" => "apt-get install -y fuse3",
+        "runuser" => "apt-get install -y util-linux",
+        _ => "install it (see .ci/run)",
+    }
+}
+
+/// A condition the test found out itself; `missing` says what is missing
+/// when it does not hold.
+pub fn holds(ok: bool, missing: impl FnOnce() -> String) -> Check {
+    if ok {
+        Ok(())
+    } else {
+        Err(missing())
+    }
+}
+
+/// `cmd` is on PATH.
+pub fn tool(cmd: &str) -> Check {
+    holds(on_path(cmd).is_some(), || {
+        format!("`{cmd}` is not on PATH ({})", install_hint(cmd))
+    })
+}
+
+/// A file a test runs (a binary installed elsewhere than PATH).
+pub fn file(p: &Path, how: &str) -> Check {
+    holds(p.is_file(), || {
+        format!("{} is missing ({how})", p.display())
+    })
+}
+
+/// The tests run as root (they mount, switch users).
+pub fn root() -> Check {
+    holds(rustix::process::geteuid().is_root(), || {
+        "not running as root (run the tests as root, as .ci/run does)".into()
+    })
+}
+
+/// A FUSE mount can be made by this process: /dev/fuse opens read-write,
+/// and an ordinary user has fusermount3.
+pub fn fuse() -> Check {
+    if let Err(e) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+    {
+        return Err(format!(
+            "/dev/fuse is not usable ({e}; `modprobe fuse`, apt-get install -y fuse3, \
+             and in a container pass the device through, e.g. --device /dev/fuse)"
+        ));
+    }
+    if !rustix::process::geteuid().is_root() {
+        tool("fusermount3")?;
+    }
+    Ok(())
+}
+
+/// The local user `name` exists.
+pub fn user(name: &str) -> Check {
+    holds(user_id(name).is_some(), || {
+        format!("no user `{name}` (useradd -M {name})")
+    })
+}
+
+/// The uid of the local user `name`, from /etc/passwd.
+pub fn user_id(name: &str) -> Option<u32> {
+    std::fs::read_to_string("/etc/passwd").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.split(':').next() == Some(name))
+            .and_then(|l| l.split(':').nth(2)?.parse().ok())
+    })
+}
+
+/// Apply the rule to `checks`: true if all are met. Otherwise, under CI,
+/// panic (the test fails) with every missing prerequisite; elsewhere print
+/// a SKIPPED line past the output capture and return false.
+#[track_caller]
+pub fn met(checks: &[Check]) -> bool {
+    part_met("", checks)
+}
+
+/// [`met`] for one part of a test (`part` names it in the message): the
+/// caller leaves that part out when this returns false.
+#[track_caller]
+pub fn part_met(part: &str, checks: &[Check]) -> bool {
+    let missing: Vec<&str> = checks
+        .iter()
+        .filter_map(|c| c.as_ref().err().map(String::as_str))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let mut test = std::thread::current()
+        .name()
+        .unwrap_or("<unnamed test>")
+        .to_string();
+    if !part.is_empty() {
+        test = format!("{test} (the part: {part})");
+    }
+    let why = missing.join("; ");
+    if in_ci() {
+        panic!("{test}: a prerequisite is missing under CI (a failure, not a skip): {why}");
+    }
+    // std::io::stderr() directly, not eprintln!: libtest captures the
+    // macros' output of a passing test, and this line must be seen.
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED {test}: {why} (with CI=true this is a failure)"
+    );
+    false
+}
+
+/// Return from the calling test unless every prerequisite is met
+/// ([`met`]: under CI a missing one fails the test instead).
+#[macro_export]
+macro_rules! require {
+    ($($check:expr),+ $(,)?) => {
+        if !$crate::prereq::met(&[$($check),+]) {
+            return;
+        }
+    };
+}
