@@ -200,9 +200,22 @@ impl Volume {
         if i.attr.kind != FileType::Symlink {
             return Err(FsError::Invalid("not a symlink"));
         }
+        // The size comes from the media: check it before trusting it with an
+        // allocation, and the target bytes before handing them out.
+        let damaged = |why: String| FsError::DamagedInode { ino, why };
+        if i.attr.size > 4095 {
+            return Err(damaged(format!("symlink size {} is over 4095 bytes", i.attr.size)));
+        }
         let mut out = Vec::with_capacity(i.attr.size as usize);
         for r in i.data.values() {
+            if r.r.file_off != out.len() as u64 {
+                return Err(damaged("a gap in the symlink target".into()));
+            }
+            self.verify_rec(&i, r)?;
             out.extend_from_slice(self.slice_bytes(r.slice()));
+        }
+        if out.len() as u64 != i.attr.size {
+            return Err(damaged("symlink target shorter than its size".into()));
         }
         Ok(out)
     }

@@ -334,24 +334,21 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         return Err(Corrupt::UnknownRoCompat { bits: unknown_ro }.into());
     }
 
-    // Journal: replay committed slots (or overlay them when read-only).
+    // Journal: every committed slot is parsed and validated, and the walk
+    // below reads through their stores as an overlay, before anything is
+    // written: an image refused for any reason (a bad slot, a damaged root)
+    // is left exactly as it was. A writable open applies the stores once
+    // the image is accepted.
     let mut overlay = HashMap::default();
+    let mut pending = Vec::new();
     for slot in 0..g.journal_slots {
         let pos = g.journal_slot_pos(slot);
         if let Some((_, stores)) =
             parse_slot(pm.slice(pos.0, g.journal_slot_bytes as usize), pos, &g)?
         {
             report.journal_slots_replayed += 1;
-            if read_only {
-                overlay.extend(stores.iter().copied());
-            } else {
-                for &(a, v) in &stores {
-                    pm.store_u64(a, v);
-                    pm.flush(a, 8);
-                }
-                pm.fence();
-                pm.publish_u64(pos.0, 0);
-            }
+            overlay.extend(stores.iter().copied());
+            pending.push((pos, stores));
         }
     }
 
@@ -398,6 +395,16 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         read_only
     };
     report.damaged_inodes = damaged.clone();
+    if !read_only {
+        for (pos, stores) in &pending {
+            for &(a, v) in stores {
+                pm.store_u64(a, v);
+                pm.flush(a, 8);
+            }
+            pm.fence();
+            pm.publish_u64(pos.0, 0);
+        }
+    }
 
     let alloc = Alloc::rebuild(
         g.buffer_size_bytes,
