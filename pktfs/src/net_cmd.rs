@@ -172,7 +172,7 @@ pub struct UpArgs {
 }
 
 fn open_rw(image: &Path, persist: PersistChoice, read_only: bool) -> Result<Volume, String> {
-    Volume::open(
+    let vol = Volume::open(
         image,
         &OpenOptions {
             persist,
@@ -180,7 +180,17 @@ fn open_rw(image: &Path, persist: PersistChoice, read_only: bool) -> Result<Volu
             ..Default::default()
         },
     )
-    .map_err(|e| format!("{}: {e}", image.display()))
+    .map_err(|e| {
+        if e.names_path() {
+            e.to_string()
+        } else {
+            format!("{}: {e}", image.display())
+        }
+    })?;
+    if let Some(note) = vol.open_report().completed_note(image) {
+        eprintln!("pktfs: {note}");
+    }
+    Ok(vol)
 }
 
 /// Close the volume cleanly if nothing else holds it any more.
@@ -336,7 +346,8 @@ fn ensure_image(path: &Path, size: Option<&str>) -> Result<bool, String> {
         },
         &mut |_, _| {},
     )
-    .map_err(|e| format!("creating {}: {e}", path.display()))?;
+    // The error names the path (and, when there is no room, how much there is).
+    .map_err(|e| e.to_string())?;
     Ok(true)
 }
 

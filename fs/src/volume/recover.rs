@@ -35,7 +35,24 @@ pub struct OpenReport {
     pub nlink_fixed: u32,
     pub inodes: u64,
     pub records: u64,
+    /// Bytes allocated because the image file was sparse (a writable open
+    /// completes it so no store can fault; 0 when it was complete).
+    pub completed_bytes: u64,
     pub elapsed: Duration,
+}
+
+impl OpenReport {
+    /// A line for the person opening the image, when the open allocated a
+    /// sparse image's holes.
+    pub fn completed_note(&self, path: &std::path::Path) -> Option<String> {
+        (self.completed_bytes > 0).then(|| {
+            format!(
+                "{}: the image file was sparse; allocated the missing {} so writes cannot fault",
+                path.display(),
+                crate::media::space::human_bytes(self.completed_bytes)
+            )
+        })
+    }
 }
 
 /// Link words read during the walk. For a read-only open with committed
@@ -305,6 +322,7 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     let mut report = OpenReport {
         used_backup_superblock: backup_note,
         was_clean: sb.state == STATE_CLEAN,
+        completed_bytes: pm.completed_bytes(),
         ..Default::default()
     };
     let read_only = read_only || pm.is_read_only();
