@@ -116,3 +116,23 @@ fn refuses_a_size_no_file_system_here_holds() {
     assert!(took < Duration::from_secs(5), "refusal took {took:?}");
     assert!(!img.exists());
 }
+
+/// Re-formatting an image another process has open is refused before the
+/// file is resized (shrinking it under a mount would fault the mount).
+#[test]
+fn refuses_an_image_in_use_without_resizing_it() {
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("a.img");
+    let (out, _) = mkfs(&img, &["--size", "16M"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+    let before = std::fs::read(&img).unwrap();
+    for size in ["8M", "32M"] {
+        let (out, _) = mkfs(&img, &["--size", size, "--force"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("in use by another pktfs process"), "{err}");
+        assert_eq!(std::fs::read(&img).unwrap(), before, "--size {size}");
+    }
+    v.close().unwrap();
+}
