@@ -346,8 +346,15 @@ fn ensure_image(path: &Path, size: Option<&str>) -> Result<bool, String> {
         },
         &mut |_, _| {},
     )
-    // The error names the path (and, when there is no room, how much there is).
-    .map_err(|e| e.to_string())?;
+    // The same message mkfs.pktfs gives (when there is no room: how much
+    // there is and the largest --size that fits), naming the path once.
+    .map_err(|e| {
+        if e.names_path() {
+            e.to_string()
+        } else {
+            format!("creating {}: {e}", path.display())
+        }
+    })?;
     Ok(true)
 }
 
