@@ -8,6 +8,7 @@
 //! Mounting needs root. Without it the test is skipped with a visible
 //! SKIPPED line on stderr, except in CI (`CI` set), where that is a failure.
 
+// Each including test crate uses its own part of it.
 #![allow(dead_code)]
 
 use std::path::Path;
