@@ -66,6 +66,15 @@ pub enum FsError {
 pub type Result<T, E = FsError> = std::result::Result<T, E>;
 
 impl FsError {
+    /// Does the message already name the image's path? (Callers that add
+    /// the path add it only when it does not.)
+    pub fn names_path(&self) -> bool {
+        matches!(
+            self,
+            FsError::Media(_) | FsError::Io { .. } | FsError::Refused { .. }
+        )
+    }
+
     /// The errno a POSIX caller should see.
     pub fn errno(&self) -> i32 {
         match self {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use layout::{Geometry, GeometryParams};
+use pktfs::media::space::human_bytes as human;
 use pktfs::{FormatOptions, Volume};
 
 #[derive(Parser, Debug)]
@@ -103,17 +104,6 @@ fn existing_contents(path: &Path) -> Result<Option<String>, String> {
         return Ok(Some(format!("{} bytes of other data", meta.len())));
     }
     Ok(None)
-}
-
-fn human(b: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    format!("{v:.1} {}", units[u])
 }
 
 fn print_geometry(g: &Geometry) {

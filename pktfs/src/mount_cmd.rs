@@ -76,6 +76,8 @@ fn net_args(n: &crate::net_cmd::NetArgs) -> Vec<std::ffi::OsString> {
 }
 
 const READY: &str = "ready";
+/// A line the daemon sends before "ready" for the user to see.
+const NOTE: &str = "note: ";
 
 pub fn run(a: MountArgs) -> Result<(), String> {
     let list = a.options.join(",");
@@ -135,8 +137,17 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
         .spawn()
         .map_err(|e| format!("cannot start the mount daemon: {e}"))?;
     let out = child.stdout.take().ok_or("no pipe to the mount daemon")?;
+    let mut out = BufReader::new(out);
     let mut line = String::new();
-    let _ = BufReader::new(out).read_line(&mut line);
+    // Notes (e.g. "the image was sparse") come before the verdict.
+    loop {
+        line.clear();
+        let _ = out.read_line(&mut line);
+        match line.trim_end().strip_prefix(NOTE) {
+            Some(note) => eprintln!("pktfs: {note}"),
+            None => break,
+        }
+    }
     let line = line.trim_end();
     if let Some(mode) = line.strip_prefix(READY) {
         // The daemon says which persist mode `auto` (or -o persist=) chose.
@@ -224,6 +235,13 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     crate::net_cmd::warn_open_report(&vol, &image);
+    if let Some(note) = vol.open_report().completed_note(&image) {
+        if a.daemon_child {
+            tell_parent(&format!("{NOTE}{note}"));
+        } else {
+            eprintln!("pktfs: {note}");
+        }
+    }
     if a.foreground {
         eprintln!(
             "pktfs: {} mounted on {} ({} persistence); Ctrl-C unmounts",

@@ -181,7 +181,7 @@ fn open_rw(
     verify: VerifyMode,
     read_only: bool,
 ) -> Result<Volume, String> {
-    let v = Volume::open(
+    let vol = Volume::open(
         image,
         &OpenOptions {
             persist,
@@ -190,9 +190,18 @@ fn open_rw(
             ..Default::default()
         },
     )
-    .map_err(|e| format!("{}: {e}", image.display()))?;
-    warn_open_report(&v, image);
-    Ok(v)
+    .map_err(|e| {
+        if e.names_path() {
+            e.to_string()
+        } else {
+            format!("{}: {e}", image.display())
+        }
+    })?;
+    if let Some(note) = vol.open_report().completed_note(image) {
+        eprintln!("pktfs: {note}");
+    }
+    warn_open_report(&vol, image);
+    Ok(vol)
 }
 
 /// Say what opening found that the user must act on (the Volume logged
@@ -381,7 +390,15 @@ fn ensure_image(path: &Path, size: Option<&str>) -> Result<bool, String> {
         },
         &mut |_, _| {},
     )
-    .map_err(|e| format!("creating {}: {e}", path.display()))?;
+    // The same message mkfs.pktfs gives (when there is no room: how much
+    // there is and the largest --size that fits), naming the path once.
+    .map_err(|e| {
+        if e.names_path() {
+            e.to_string()
+        } else {
+            format!("creating {}: {e}", path.display())
+        }
+    })?;
     Ok(true)
 }
 

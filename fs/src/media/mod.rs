@@ -20,6 +20,7 @@ mod arch;
 pub mod net;
 mod sigbus;
 pub mod recording;
+pub mod space;
 pub mod sys;
 mod tracker;
 
@@ -94,6 +95,53 @@ pub enum MediaError {
     Locked { path: PathBuf },
     #[error("{path} is {len} bytes: too small to be an image")]
     TooSmall { path: PathBuf, len: u64 },
+    /// Creating (or resizing) an image: the file system lacks the room.
+    #[error(
+        "{path}: {} asked for but the file system holding it has only {} free; {}",
+        space::human_bytes(*len_bytes),
+        space::human_bytes(*free_bytes),
+        size_advice(*max_len_bytes)
+    )]
+    NoRoom {
+        path: PathBuf,
+        len_bytes: u64,
+        free_bytes: u64,
+        /// The largest image that fits: what is free plus what the file
+        /// already has allocated.
+        max_len_bytes: u64,
+    },
+    /// A writable open of a sparse image the file system cannot complete.
+    #[error(
+        "{path} is sparse: {} of its {} are not allocated and the file system holding it has only {} free, so writes there would fault; free {} more there (or move the image), or open it read-only",
+        space::human_bytes(*missing_bytes),
+        space::human_bytes(*len_bytes),
+        space::human_bytes(*free_bytes),
+        space::human_bytes(missing_bytes.saturating_sub(*free_bytes))
+    )]
+    SparseNoRoom {
+        path: PathBuf,
+        len_bytes: u64,
+        missing_bytes: u64,
+        free_bytes: u64,
+    },
+    #[error(
+        "{path}: {} is more than the file system holding it allows in one file",
+        space::human_bytes(*len_bytes)
+    )]
+    TooLarge { path: PathBuf, len_bytes: u64 },
+}
+
+/// What to do about [`MediaError::NoRoom`]: the largest `--size` that fits
+/// (whole MiB, as mkfs.pktfs and `pktfs up` take it), if there is one.
+fn size_advice(max_len_bytes: u64) -> String {
+    if max_len_bytes >= 1 << 20 {
+        format!(
+            "choose --size at most {}M, or another place",
+            max_len_bytes >> 20
+        )
+    } else {
+        "free some space there or choose another place".to_string()
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> MediaError + '_ {
@@ -145,6 +193,8 @@ pub struct Pm {
     persist_failed: std::sync::OnceLock<String>,
     /// Test hook: the next flush fails as a failed msync would.
     inject_persist_failure: std::sync::atomic::AtomicBool,
+    /// Bytes a writable open allocated because the image was sparse.
+    completed_bytes: u64,
 }
 
 // SAFETY: `Pm` is a handle on a shared memory region; its methods never hand
@@ -251,8 +301,156 @@ fn dax_device_len(file: &File) -> Option<u64> {
         .ok()
 }
 
+fn lock(file: &File, path: &Path, shared: bool) -> Result<(), MediaError> {
+    let lock = if shared {
+        file.try_lock_shared()
+    } else {
+        file.try_lock()
+    };
+    match lock {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(MediaError::Locked {
+            path: path.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(MediaError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// An allocation that failed, as the error a person can act on.
+fn alloc_err(
+    path: &Path,
+    e: std::io::Error,
+    no_room: impl FnOnce() -> MediaError,
+    len_bytes: u64,
+) -> MediaError {
+    match e.raw_os_error() {
+        // tmpfs says ENOMEM when memory, not its size limit, runs out.
+        Some(libc::ENOSPC) | Some(libc::ENOMEM) => no_room(),
+        Some(libc::EFBIG) => MediaError::TooLarge {
+            path: path.to_path_buf(),
+            len_bytes,
+        },
+        _ => MediaError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        },
+    }
+}
+
+/// Make a new (or re-formatted) image file `len_bytes` long with every byte
+/// backed, or refuse without having changed it (see [`space`]). The space
+/// check comes first and costs one statvfs, so a request that cannot fit is
+/// refused at once.
+fn prepare_image(path: &Path, file: &File, len_bytes: u64) -> Result<(), MediaError> {
+    let meta = file.metadata().map_err(io_err(path))?;
+    if !space::is_allocatable(&meta) {
+        // /dev/dax: memory already, and its length is the device's.
+        return Ok(());
+    }
+    let have_bytes = space::allocated_bytes(&meta);
+    let no_room = |free_bytes: u64| MediaError::NoRoom {
+        path: path.to_path_buf(),
+        len_bytes,
+        free_bytes,
+        max_len_bytes: free_bytes.saturating_add(have_bytes),
+    };
+    if have_bytes < len_bytes {
+        if let Some(free_bytes) = space::free_bytes(file).map_err(io_err(path))? {
+            if free_bytes < len_bytes - have_bytes {
+                return Err(no_room(free_bytes));
+            }
+        }
+    }
+    // Even a file that has enough blocks may have them in the wrong place
+    // (past the new length), so always ask: fallocate skips what is backed.
+    space::allocate(file, len_bytes).map_err(|e| {
+        alloc_err(
+            path,
+            e,
+            || no_room(space::free_bytes(file).ok().flatten().unwrap_or(0)),
+            len_bytes,
+        )
+    })?;
+    if meta.len() != len_bytes {
+        file.set_len(len_bytes).map_err(|e| {
+            alloc_err(
+                path,
+                e,
+                || no_room(space::free_bytes(file).ok().flatten().unwrap_or(0)),
+                len_bytes,
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// A writable open of a sparse image: allocate the holes (no byte of the
+/// image changes) so no store into the mapping can fault for lack of
+/// backing, or refuse. Returns the bytes newly allocated.
+fn complete_sparse(
+    path: &Path,
+    file: &File,
+    meta: &std::fs::Metadata,
+    len_bytes: u64,
+) -> Result<u64, MediaError> {
+    if !space::is_allocatable(meta) {
+        return Ok(0);
+    }
+    let have_bytes = space::allocated_bytes(meta);
+    if have_bytes >= len_bytes {
+        return Ok(0);
+    }
+    let missing_bytes = len_bytes - have_bytes;
+    let refuse = |free_bytes: u64| MediaError::SparseNoRoom {
+        path: path.to_path_buf(),
+        len_bytes,
+        missing_bytes,
+        free_bytes,
+    };
+    // Ask first: on ext4 and xfs a fallocate that runs out of space keeps
+    // what it took, and would leave that file system full for nothing.
+    if let Some(free_bytes) = space::free_bytes(file).map_err(io_err(path))? {
+        if free_bytes < missing_bytes {
+            return Err(refuse(free_bytes));
+        }
+    }
+    let how = space::allocate(file, len_bytes).map_err(|e| {
+        alloc_err(
+            path,
+            e,
+            || refuse(space::free_bytes(file).ok().flatten().unwrap_or(0)),
+            len_bytes,
+        )
+    })?;
+    let now_bytes = space::allocated_bytes(&file.metadata().map_err(io_err(path))?);
+    let done_bytes = now_bytes.saturating_sub(have_bytes);
+    tracing::info!(
+        "{}: the image was sparse; allocated {} of its {} ({how:?}) so writes cannot fault",
+        path.display(),
+        space::human_bytes(done_bytes),
+        space::human_bytes(len_bytes),
+    );
+    if now_bytes < len_bytes {
+        // Compressing or deduplicating file systems may report fewer blocks
+        // than they promise; nothing more can be asked of them here.
+        tracing::warn!(
+            "{}: still {} of {} allocated after completing it",
+            path.display(),
+            space::human_bytes(now_bytes),
+            space::human_bytes(len_bytes),
+        );
+    }
+    Ok(done_bytes)
+}
+
 impl Pm {
-    /// Map an image file.
+    /// Map an image file. A writable open of a sparse regular file first
+    /// allocates its holes, or refuses if the file system lacks the room
+    /// ([`MediaError::SparseNoRoom`]); a read-only open maps it as it is
+    /// (reading a hole needs no backing).
     pub fn open(path: &Path, opts: &MapOptions) -> Result<Pm, MediaError> {
         let file = OpenOptions::new()
             .read(true)
@@ -260,24 +458,48 @@ impl Pm {
             .open(path)
             .map_err(io_err(path))?;
         if !opts.no_lock {
-            let lock = if opts.read_only {
-                file.try_lock_shared()
-            } else {
-                file.try_lock()
-            };
-            if let Err(e) = lock {
-                return match e {
-                    std::fs::TryLockError::WouldBlock => Err(MediaError::Locked {
-                        path: path.to_path_buf(),
-                    }),
-                    std::fs::TryLockError::Error(source) => Err(MediaError::Io {
-                        path: path.to_path_buf(),
-                        source,
-                    }),
-                };
-            }
+            lock(&file, path, opts.read_only)?;
         }
-        let mut len = file.metadata().map_err(io_err(path))?.len();
+        Self::map(path, file, opts)
+    }
+
+    /// Create the image file at `path` (or take the one there), make it
+    /// `len_bytes` long with every byte allocated, and map it writable for
+    /// formatting. Refuses before changing anything when the file system
+    /// lacks the room ([`MediaError::NoRoom`]) or another process holds the
+    /// image; on any error a file this call created is removed, and an
+    /// existing one keeps its length and contents. A character device
+    /// (/dev/dax) is mapped as it is.
+    pub fn create(path: &Path, len_bytes: u64) -> Result<Pm, MediaError> {
+        let (file, created) = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(path)
+                    .map_err(io_err(path))?,
+                false,
+            ),
+            Err(e) => return Err(io_err(path)(e)),
+        };
+        let r = lock(&file, path, false)
+            .and_then(|()| prepare_image(path, &file, len_bytes))
+            .and_then(|()| Self::map(path, file, &MapOptions::default()));
+        if r.is_err() && created {
+            let _ = std::fs::remove_file(path);
+        }
+        r
+    }
+
+    fn map(path: &Path, file: File, opts: &MapOptions) -> Result<Pm, MediaError> {
+        let meta = file.metadata().map_err(io_err(path))?;
+        let mut len = meta.len();
         if len == 0 {
             len = dax_device_len(&file).unwrap_or(0);
         }
@@ -287,6 +509,11 @@ impl Pm {
                 len,
             });
         }
+        let completed_bytes = if opts.read_only {
+            0
+        } else {
+            complete_sparse(path, &file, &meta, len)?
+        };
         let map = if opts.read_only {
             memmap2::MmapOptions::new()
                 .len(len as usize)
@@ -305,6 +532,8 @@ impl Pm {
         let populate = (!opts.read_only && !opts.no_populate).then(|| {
             // Pre-fault in the background so opening does not wait for it;
             // the handle is joined in Drop before the mapping is unmapped.
+            // The file is fully allocated by now (complete_sparse), so this
+            // only maps pages that exist: it cannot run a tmpfs out of room.
             let (addr, n) = (base as usize, len as usize);
             std::thread::spawn(move || {
                 const STEP: usize = 64 << 20;
@@ -343,6 +572,7 @@ impl Pm {
             populate,
             persist_failed: Default::default(),
             inject_persist_failure: Default::default(),
+            completed_bytes,
         })
     }
 
@@ -369,6 +599,7 @@ impl Pm {
             populate: None,
             persist_failed: Default::default(),
             inject_persist_failure: Default::default(),
+            completed_bytes: 0,
         }
     }
 
@@ -415,6 +646,11 @@ impl Pm {
     }
     pub fn is_read_only(&self) -> bool {
         self.read_only
+    }
+    /// Non-zero when opening found the image sparse and allocated its holes
+    /// (roughly how many bytes).
+    pub fn completed_bytes(&self) -> u64 {
+        self.completed_bytes
     }
     /// The image file, for `sendfile()` and friends (real backend only).
     pub fn file(&self) -> Option<&File> {

@@ -418,33 +418,34 @@ impl Volume {
         Ok(g)
     }
 
-    /// Create (or resize) the file at `path` and format it.
+    /// Create (or resize) the file at `path`, allocate all of it, and format
+    /// it. Refuses before touching the file when the geometry is impossible,
+    /// the file system holding it lacks the room, or another process has it
+    /// open ([`Pm::create`]); a file this call created is removed again if
+    /// formatting fails.
     pub fn format(
         path: &Path,
         opts: &FormatOptions,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Geometry> {
-        let io = |source| FsError::Io {
+        Geometry::compute(&opts.params).map_err(|msg| FsError::Refused {
             path: path.to_path_buf(),
-            source,
-        };
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io)?;
-        let meta = f.metadata().map_err(io)?;
-        use std::os::unix::fs::FileTypeExt;
-        if !meta.file_type().is_char_device() && meta.len() != opts.params.image_len_bytes {
-            f.set_len(opts.params.image_len_bytes).map_err(io)?;
+            msg,
+        })?;
+        let existed = std::fs::symlink_metadata(path).is_ok();
+        let pm = Pm::create(path, opts.params.image_len_bytes)?;
+        let r = Self::format_pm(&pm, opts, progress).and_then(|g| {
+            pm.sync_all().map_err(|source| FsError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            Ok(g)
+        });
+        drop(pm);
+        if r.is_err() && !existed {
+            let _ = std::fs::remove_file(path);
         }
-        drop(f);
-        let pm = Pm::open(path, &MapOptions::default())?;
-        let g = Self::format_pm(&pm, opts, progress)?;
-        pm.sync_all().map_err(io)?;
-        Ok(g)
+        r
     }
 
     /// Open an image file: validate, recover, and mark it mounted.

@@ -36,6 +36,9 @@ pub struct OpenReport {
     pub nlink_fixed: u32,
     pub inodes: u64,
     pub records: u64,
+    /// Bytes allocated because the image file was sparse (a writable open
+    /// completes it so no store can fault; 0 when it was complete).
+    pub completed_bytes: u64,
     pub elapsed: Duration,
     /// Inodes whose structure failed its checks (inode slot, a record of
     /// one of its chains, a dirent's name): inode number and why. Each
@@ -45,6 +48,20 @@ pub struct OpenReport {
     /// allocator cannot know what a damaged chain still owns, so writing
     /// could overwrite what fsck might still save).
     pub read_only_because: Option<String>,
+}
+
+impl OpenReport {
+    /// A line for the person opening the image, when the open allocated a
+    /// sparse image's holes.
+    pub fn completed_note(&self, path: &std::path::Path) -> Option<String> {
+        (self.completed_bytes > 0).then(|| {
+            format!(
+                "{}: the image file was sparse; allocated the missing {} so writes cannot fault",
+                path.display(),
+                crate::media::space::human_bytes(self.completed_bytes)
+            )
+        })
+    }
 }
 
 /// Link words read during the walk. For a read-only open with committed
@@ -324,6 +341,7 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     let mut report = OpenReport {
         used_backup_superblock: backup_note,
         was_clean: sb.state == STATE_CLEAN,
+        completed_bytes: pm.completed_bytes(),
         ..Default::default()
     };
     let read_only = read_only || pm.is_read_only();

@@ -1,0 +1,89 @@
+//! A small tmpfs of a chosen size, mounted for one test and always unmounted
+//! (the guard unmounts in Drop, so a failing assertion still cleans up).
+//!
+//! Shared by this crate (`pktfs_tests::tmpfs`) and by mkfs's CLI tests,
+//! which include this file by path so mkfs need not depend on this crate;
+//! hence std and tempfile only.
+//!
+//! Mounting needs root. Without it the test is skipped with a visible
+//! SKIPPED line on stderr, except in CI (`CI` set), where that is a failure.
+
+// Each including test crate uses its own part of it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+#[derive(Debug)]
+pub struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+/// The effective uid, from /proc (std has no geteuid).
+fn euid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Why `test` cannot run here: a failure in CI, a visible skip elsewhere.
+fn cannot_run(test: &str, why: &str) -> Option<Tmpfs> {
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: {why} (in CI this test must run: run it as root)");
+    }
+    // Straight to stderr: the test harness captures eprintln!, and a skip
+    // must be seen.
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    None
+}
+
+impl Tmpfs {
+    /// Mount a tmpfs of `size_bytes` on a fresh directory, or say why not
+    /// (see the module docs) and return `None`.
+    pub fn mount(test: &str, size_bytes: u64) -> Option<Tmpfs> {
+        if euid() != Some(0) {
+            return cannot_run(test, "mounting a tmpfs needs root");
+        }
+        let dir = tempfile::tempdir().expect("temporary directory for the mount point");
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o"])
+            .arg(format!("size={size_bytes},mode=0755"))
+            .arg("pktfs-test")
+            .arg(dir.path())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(Tmpfs { dir }),
+            Ok(o) => cannot_run(
+                test,
+                &format!(
+                    "mount -t tmpfs failed: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+            ),
+            Err(e) => cannot_run(test, &format!("cannot run mount: {e}")),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let p = self.dir.path();
+        let ok = Command::new("umount")
+            .arg(p)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            // Something still has a file open there (a failed test's
+            // leftovers): detach it so the mount does not outlive the test.
+            let lazy = Command::new("umount").arg("-l").arg(p).status();
+            if !lazy.is_ok_and(|s| s.success()) {
+                eprintln!("could not unmount the test tmpfs at {}", p.display());
+            }
+        }
+    }
+}
