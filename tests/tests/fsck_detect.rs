@@ -232,23 +232,157 @@ fn a_bad_record_truncates_its_chain() {
     assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
 }
 
+/// The records of `path` carrying FLAG_DAMAGED, as (file_off, len).
+fn marked(img: &Img, path: &str) -> Vec<(u64, u32)> {
+    img.chain(path)
+        .into_iter()
+        .map(|id| img.record(id).0)
+        .filter(|r| r.flags & layout::record::FLAG_DAMAGED != 0)
+        .map(|r| (r.file_off, r.len))
+        .collect()
+}
+
+fn damage_flags_feature(img: &Img) -> bool {
+    [0usize, 4096].iter().all(|&o| {
+        let sb = layout::Superblock::from_bytes(&img.b[o..o + 256], o as u64, img.b.len() as u64)
+            .unwrap();
+        sb.ro_compat & layout::superblock::RoCompatFeatures::DAMAGE_FLAGS.bits() != 0
+    })
+}
+
+/// Clear DAMAGE_FLAGS in both superblocks (an image no build with damage
+/// flags has opened), so that fsck has to set it.
+fn without_damage_flags(img: &mut Img) {
+    use layout::superblock::{raw_bytes, raw_from_bytes, seal, RoCompatFeatures};
+    for off in [0usize, 4096] {
+        let mut raw = raw_from_bytes(&img.b[off..off + 256]).unwrap();
+        raw.ro_compat = (raw.ro_compat.get() & !RoCompatFeatures::DAMAGE_FLAGS.bits()).into();
+        seal(&mut raw);
+        img.b[off..off + 256].copy_from_slice(raw_bytes(&raw));
+    }
+}
+
 #[test]
-fn a_bad_payload_becomes_a_hole() {
+fn a_bad_payload_is_kept_and_marked_damaged() {
+    for opts in [Options::yes(), Options::preen()] {
+        let mut img = three_records();
+        without_damage_flags(&mut img);
+        let ids = img.chain("/A/foo");
+        let o = img.payload_off(ids[1]);
+        img.b[o + 5] ^= 0x80;
+        let damaged = img.b.clone();
+        let file = img.ino("/A/foo");
+        // -n: the file, the byte range and both checksums.
+        let r = img.check();
+        let stored = img.record(ids[1]).0.payload_crc;
+        let line = format!("/A/foo: bytes [1000, 3000) damaged: payload checksum mismatch (stored {stored:#010x}, computed ");
+        assert!(r.to_text().contains(&line), "{}", r.to_text());
+        assert_eq!(r.damaged.len(), 1);
+        assert_eq!(
+            (r.damaged[0].start, r.damaged[0].end, r.damaged[0].state),
+            (1000, 3000, pktfs_fsck::DamageState::Found)
+        );
+        assert!(r.to_json().contains("\"damaged\""), "{}", r.to_json());
+        let fixed = detect_and_fix(&img, "data.payload_crc", Some(file), &opts);
+        // Kept: same chain shape, same bytes on the media, the record flagged.
+        assert_eq!(fixed.chain("/A/foo").len(), 3);
+        assert_eq!(marked(&fixed, "/A/foo"), vec![(1000, 2000)]);
+        let rec = fixed.record(fixed.chain("/A/foo")[1]).0;
+        assert_eq!(rec.payload_crc, stored, "the stored payload CRC is kept");
+        assert!(damage_flags_feature(&fixed), "DAMAGE_FLAGS set in both copies");
+        let (r, _) = img.repair(&opts);
+        assert_eq!(r.damaged[0].state, pktfs_fsck::DamageState::Marked);
+        assert!(r.to_text().contains("kept, marked damaged"), "{}", r.to_text());
+        let pb = fixed.payload_off(fixed.chain("/A/foo")[1]);
+        assert_eq!(pb, o, "the payload was not moved");
+        assert_eq!(fixed.b[o..o + 2000], damaged[o..o + 2000]);
+        // Marked damage is the image's state now: reported, not repaired again.
+        let r = fixed.check();
+        assert!(r.clean(), "{}", r.to_text());
+        assert!(
+            r.findings
+                .iter()
+                .any(|f| f.code == "data.damaged" && f.severity == Severity::Info),
+            "{}",
+            r.to_text()
+        );
+        assert_eq!(r.damaged[0].state, pktfs_fsck::DamageState::Marked);
+        let (r, again) = fixed.repair(&Options::yes());
+        assert_eq!(r.exit_code, exit::CLEAN, "{}", r.to_text());
+        assert!(again.b == fixed.b, "nothing rewritten");
+        // --drop-damaged turns the marked range into a hole.
+        let drop = Options {
+            drop_damaged: true,
+            ..Options::yes()
+        };
+        let (r, holed) = fixed.repair(&drop);
+        assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
+        assert!(holed.check().clean());
+        let got = read(&holed, "/A/foo");
+        assert!(got[1000..3000].iter().all(|&b| b == 0));
+        assert_eq!(got[..1000], read(&fixed, "/A/foo")[..1000]);
+        assert_eq!(r.damaged[0].state, pktfs_fsck::DamageState::Dropped);
+    }
+}
+
+#[test]
+fn drop_damaged_makes_a_hole_as_before() {
     let mut img = three_records();
     let want = read(&img, "/A/foo");
     let ids = img.chain("/A/foo");
     let o = img.payload_off(ids[1]);
     img.b[o + 5] ^= 0x80;
     let file = img.ino("/A/foo");
-    let fixed = detect_and_fix(&img, "data.payload_crc", Some(file), &Options::yes());
+    let drop = Options {
+        drop_damaged: true,
+        ..Options::yes()
+    };
+    let fixed = detect_and_fix(&img, "data.payload_crc", Some(file), &drop);
     let got = read(&fixed, "/A/foo");
     assert_eq!(got[..1000], want[..1000]);
     assert!(got[1000..3000].iter().all(|&b| b == 0));
+    assert_eq!(got[3000..], want[3000..], "the records after the bad one are kept");
+    // Preen never drops: it marks instead.
+    let (r, after) = img.repair(&Options {
+        drop_damaged: true,
+        ..Options::preen()
+    });
+    assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+    assert_eq!(after.chain("/A/foo").len(), 3);
+}
+
+/// Payloads of 64 KiB and more are checked in the parallel phase: the same
+/// keep-and-mark applies there, and to several damaged records in a row.
+#[test]
+fn large_and_adjacent_damaged_records_are_marked() {
+    let img = base();
+    let v = img.vol();
+    let file = img.ino("/A/foo");
+    for k in 0..4u64 {
+        v.write(file, (1 << 20) + k * 256 * 1024, &pattern(k as u8, 0, 256 * 1024))
+            .unwrap();
+    }
+    let mut img = Img {
+        b: v.pm().snapshot(),
+        g: img.g,
+    };
+    drop(v);
+    let ids = img.chain("/A/foo");
+    let big: Vec<u64> = ids[ids.len() - 4..].to_vec();
+    assert!(big.iter().all(|&id| img.record(id).0.len == 256 * 1024));
+    for &id in &big[1..3] {
+        let o = img.payload_off(id);
+        img.b[o + 77] ^= 1;
+    }
+    let r = img.check();
+    assert_eq!(r.damaged.len(), 2, "{}", r.to_text());
+    let fixed = detect_and_fix(&img, "data.payload_crc", Some(file), &Options::yes());
+    let recs: Vec<Record> = big[1..3].iter().map(|&id| img.record(id).0).collect();
     assert_eq!(
-        got[3000..],
-        want[3000..],
-        "the records after the bad one are kept"
+        marked(&fixed, "/A/foo"),
+        recs.iter().map(|r| (r.file_off, r.len)).collect::<Vec<_>>()
     );
+    assert_eq!(fixed.chain("/A/foo").len(), ids.len());
 }
 
 #[test]
@@ -463,17 +597,21 @@ fn journal_pending_is_replayed_and_invalid_is_discarded() {
 
 #[test]
 fn preen_leaves_what_would_drop_data() {
-    let mut img = three_records();
-    let ids = img.chain("/A/foo");
-    let o = img.payload_off(ids[1]);
-    img.b[o] ^= 1;
+    // A dirent whose name fails its CRC can only be dropped: preen reports
+    // it, writes nothing, and exits 4 ("run fsck manually").
+    let mut img = base();
+    let a = img.ino("/A");
+    let id = img.chain("/A")[0];
+    let o = img.payload_off(id);
+    img.b[o] ^= 0x20;
     let (r, after) = img.repair(&Options::preen());
     assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
     assert!(r
         .findings
         .iter()
-        .any(|f| f.code == "data.payload_crc" && !f.fixed));
-    assert_eq!(after.b, img.b, "nothing written");
+        .any(|f| f.code == "dirent.crc" && f.ino == Some(a as u32) && !f.fixed));
+    assert!(r.notes.iter().any(|n| n.contains("manually")), "{:?}", r.notes);
+    assert!(after.b == img.b, "nothing written");
 }
 
 #[test]

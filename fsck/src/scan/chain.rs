@@ -284,7 +284,22 @@ impl Scan<'_> {
                     if defer {
                         self.deferred.push((ino, c.nodes.len(), r));
                     }
-                    if !defer && !self.payload_ok(&r) {
+                    // A regular file's damaged range is kept and marked (or
+                    // dropped with --drop-damaged, see `damage`); a symlink
+                    // target cannot be "damaged but kept": it is cut.
+                    let flagged = r.flags & FLAG_DAMAGED != 0;
+                    let computed = if defer { None } else { self.payload_crc(&r) };
+                    let bad = !defer && (flagged || computed != Some(r.payload_crc));
+                    let keep = if !bad {
+                        true
+                    } else if kind == FileType::Regular {
+                        let (keep, f) = self.data_damage(ino, &path, cur, &r, computed);
+                        if !keep {
+                            c.findings.push(f);
+                            c.unsafe_reason = true;
+                        }
+                        keep
+                    } else {
                         let f = self.find(
                             Severity::Error,
                             "data.payload_crc",
@@ -299,6 +314,9 @@ impl Scan<'_> {
                         );
                         c.findings.push(f);
                         c.unsafe_reason = true;
+                        false
+                    };
+                    if !keep {
                         node.keep = false;
                     } else {
                         if kind == FileType::Regular && r.file_end() > i.attr.size && !i.rebuilt {
@@ -318,7 +336,11 @@ impl Scan<'_> {
                             let new_len = (i.attr.size - r.file_off) as u32;
                             self.plan(
                                 PlannedFix {
-                                    fix: Fix::TrimRecord { id: cur, new_len },
+                                    fix: Fix::TrimRecord {
+                                        head: head_addr,
+                                        id: cur,
+                                        new_len,
+                                    },
                                     safe: true,
                                     ino: Some(ino),
                                     path: Some(path.clone()),
@@ -472,6 +494,7 @@ impl Scan<'_> {
             {
                 return;
             }
+            self.tail_records.insert(cur);
             let at = self.g.record_pos(layout::RecordId(cur));
             let Some(bytes) = self.read::<64>(at.0) else {
                 return;
@@ -492,8 +515,8 @@ impl Scan<'_> {
         }
     }
 
-    /// Verify the deferred payload CRCs on every core; a bad one drops its
-    /// record from the chain (a hole), as in the walk.
+    /// Verify the deferred payload CRCs on every core; a bad one is damage,
+    /// as in the walk.
     pub(super) fn check_deferred(&mut self) {
         let jobs = std::mem::take(&mut self.deferred);
         if jobs.is_empty() {
@@ -520,18 +543,16 @@ impl Scan<'_> {
         }
         let this = &*self;
         let all = &jobs;
-        let bad: Vec<usize> = std::thread::scope(|sc| {
+        let bad: Vec<(usize, Option<u32>)> = std::thread::scope(|sc| {
             let handles: Vec<_> = parts
                 .iter()
                 .map(|&(a, b)| {
                     sc.spawn(move || {
                         let mut bad = Vec::new();
                         for (k, (_, _, r)) in all.iter().enumerate().take(b).skip(a) {
-                            if this
-                                .payload(r)
-                                .is_none_or(|p| layout::crc32c(p) != r.payload_crc)
-                            {
-                                bad.push(k);
+                            let computed = this.payload(r).map(layout::crc32c);
+                            if r.flags & FLAG_DAMAGED != 0 || computed != Some(r.payload_crc) {
+                                bad.push((k, computed));
                             }
                             if let Some(pb) = &this.progress {
                                 pb.inc(r.len as u64);
@@ -550,24 +571,19 @@ impl Scan<'_> {
                 .collect()
         });
         self.out.counts.payload_bytes_checked += total;
-        for k in bad {
+        for (k, computed) in bad {
             let (ino, node, r) = jobs[k];
             let Some(i) = self.inodes.get(&ino) else {
                 continue;
             };
             let (path, id) = (i.path.clone(), i.data.nodes.get(node).map(|n| n.id));
-            let f = self.find(
-                Severity::Error,
-                "data.payload_crc",
-                Some(ino),
-                Some(&path),
-                id,
-                format!(
-                    "payload checksum mismatch for bytes [{}, {})",
-                    r.file_off,
-                    r.file_end()
-                ),
-            );
+            let Some(id) = id else {
+                continue;
+            };
+            let (keep, f) = self.data_damage(ino, &path, id, &r, computed);
+            if keep {
+                continue;
+            }
             if let Some(i) = self.inodes.get_mut(&ino) {
                 if let Some(n) = i.data.nodes.get_mut(node) {
                     n.keep = false;
@@ -577,5 +593,4 @@ impl Scan<'_> {
             }
         }
     }
-
 }

@@ -13,6 +13,7 @@
 
 mod account;
 mod chain;
+mod damage;
 mod plan;
 mod superblock;
 
@@ -21,6 +22,7 @@ use std::io::IsTerminal;
 
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
 use layout::journal::parse_slot;
+use layout::record::FLAG_DAMAGED;
 use layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN, STATE_MOUNTED};
 use layout::{
     AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordKind, Superblock,
@@ -28,7 +30,7 @@ use layout::{
 };
 use pktfs::media::Pm;
 
-use crate::report::{Counts, Finding, Severity, SuperblockSummary};
+use crate::report::{Counts, DamagedRange, Finding, Severity, SuperblockSummary};
 
 /// Cookies 1 and 2 are "." and ".." in readdir; real entries start here.
 pub(crate) const FIRST_COOKIE: u64 = 3;
@@ -60,13 +62,21 @@ pub(crate) enum Fix {
     },
     /// Link-word stores, applied in order (the last store to a word wins).
     Links(Vec<(u64, u64)>),
-    /// Rewrite a record's fields (its link is kept).
+    /// Replace record `id` of the chain whose head word is `head` by a copy
+    /// with fields `rec` (its link is kept): a spare record, persisted, then
+    /// one publish of the link that reaches `id` (a record rewritten in
+    /// place could be torn by a crash).
     RewriteRecord {
+        head: u64,
         id: u64,
         rec: Record,
     },
-    /// Shorten a data record to `new_len` bytes (only if its payload CRC still verifies).
+    /// Shorten a data record to `new_len` bytes, by replacement as above.
+    /// Its new payload CRC is computed only if the old one still verifies;
+    /// a damaged record keeps its flag and stored CRC, anything else is
+    /// left alone.
     TrimRecord {
+        head: u64,
         id: u64,
         new_len: u32,
     },
@@ -115,7 +125,6 @@ pub(crate) struct Salvage {
     pub root_tail: u64,
     pub root_last_seq: u64,
     pub items: Vec<(u32, FileType)>,
-    pub free_records: Vec<u64>,
     pub free_inode: Option<u32>,
     pub free_buffers: Vec<u32>,
 }
@@ -128,6 +137,13 @@ pub(crate) struct ScanOut {
     pub counts: Counts,
     pub superblock: Option<SuperblockSummary>,
     pub geometry: Option<Geometry>,
+    /// The superblock in use (the primary, or the backup when it is bad).
+    pub sb: Option<Superblock>,
+    /// Damaged byte ranges of regular files.
+    pub damaged: Vec<DamagedRange>,
+    /// Records no chain claims, for the fixes that need new ones (record
+    /// replacements, lost+found dirents), taken in order by `apply`.
+    pub spare_records: Vec<u64>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -194,6 +210,13 @@ struct Scan<'a> {
     progress_pending: u64,
     /// Payload CRCs to check in parallel: (inode, node index in its data chain, record).
     deferred: Vec<(u32, usize, Record)>,
+    /// `--drop-damaged`: damaged ranges become holes instead of being marked.
+    drop_damaged: bool,
+    /// Damaged data records found, to mark (see `damage`).
+    damage: Vec<damage::Note>,
+    /// Records after a bad directory record (where orphans are looked for):
+    /// never reused as spares, so a later pass can still find them.
+    tail_records: HashSet<u64>,
 }
 
 /// Data payloads at least this large are checked in the parallel phase.
@@ -239,7 +262,8 @@ fn le64(b: &[u8]) -> u64 {
 }
 
 /// Run the scan. `overlay`: view committed journal slots as replayed.
-pub(crate) fn scan(pm: &Pm, overlay: bool, progress: bool) -> ScanOut {
+/// `drop_damaged`: plan damaged data ranges as holes instead of marking them.
+pub(crate) fn scan(pm: &Pm, overlay: bool, progress: bool, drop_damaged: bool) -> ScanOut {
     let mut out = ScanOut::default();
     let len = pm.len();
     if len < BACKUP_OFFSET + 256 {
@@ -280,14 +304,19 @@ pub(crate) fn scan(pm: &Pm, overlay: bool, progress: bool) -> ScanOut {
         }),
         progress_pending: 0,
         deferred: Vec::new(),
+        drop_damaged,
+        damage: Vec::new(),
+        tail_records: HashSet::new(),
     };
     s.journal(overlay);
     s.tree();
     s.check_deferred();
+    s.damage_fixes();
     s.attr_fixes();
     s.relink_fixes();
     s.salvage_fix();
     s.accounting();
+    s.reserve_spare_records();
     if let Some(pb) = s.progress.take() {
         pb.finish_and_clear();
     }
@@ -328,9 +357,13 @@ impl Scan<'_> {
     }
 
     fn payload_ok(&mut self, r: &Record) -> bool {
-        let ok = self
-            .payload(r)
-            .is_some_and(|p| layout::crc32c(p) == r.payload_crc);
+        self.payload_crc(r) == Some(r.payload_crc)
+    }
+
+    /// The CRC32C of a record's payload as it is now (None: unreadable),
+    /// counted as verified.
+    fn payload_crc(&mut self, r: &Record) -> Option<u32> {
+        let crc = self.payload(r).map(layout::crc32c);
         self.out.counts.payload_bytes_checked += r.len as u64;
         if let Some(pb) = &self.progress {
             self.progress_pending += r.len as u64;
@@ -339,7 +372,7 @@ impl Scan<'_> {
                 self.progress_pending = 0;
             }
         }
-        ok
+        crc
     }
 
     // ---- findings and fixes ---------------------------------------------
@@ -601,9 +634,14 @@ impl Scan<'_> {
             );
             let mut rec = e.rec;
             rec.aux = Record::dirent_aux(t, kind.dtype());
+            let head = self.inodes.get(&d).map_or(0, |i| i.data.head_addr);
             self.plan(
                 PlannedFix {
-                    fix: Fix::RewriteRecord { id: e.id, rec },
+                    fix: Fix::RewriteRecord {
+                        head,
+                        id: e.id,
+                        rec,
+                    },
                     safe: true,
                     ino: Some(d),
                     path: Some(dpath.to_string()),

@@ -220,10 +220,6 @@ impl Scan<'_> {
             }
         }
         let n = self.salvaged.len();
-        let free_records: Vec<u64> = (1..=self.g.record_count)
-            .filter(|&r| self.owner[r as usize] == 0)
-            .take(n + 1)
-            .collect();
         let free_inode = (2..=self.g.inode_count).find(|i| !self.inodes.contains_key(i));
         // Buffers no claimed record touches.
         let used = self.used_buffers(true);
@@ -258,7 +254,6 @@ impl Scan<'_> {
                     root_tail,
                     root_last_seq,
                     items,
-                    free_records,
                     free_inode,
                     free_buffers,
                 })),

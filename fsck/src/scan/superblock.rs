@@ -172,5 +172,7 @@ pub(super) fn superblocks(pm: &Pm, out: &mut ScanOut) -> Option<Geometry> {
         mount_count: sb.mount_count,
         label: show(&sb.label[..label_end]),
     });
-    Some(sb.geometry)
+    let g = sb.geometry;
+    out.sb = Some(sb);
+    Some(g)
 }
