@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
-use layout::journal::parse_slot;
+use layout::journal::{parse_slot, JOURNAL_MAX_ENTRIES};
 use layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN};
 use layout::{
     AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordId, RecordKind,
@@ -421,14 +421,19 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         report,
     );
     if !read_only {
-        let mut tx = Tx::new();
-        for (ino, want) in fixes {
-            let i = vol.inode(ino as u64)?;
-            let mut gi = i.write().unwrap_or_else(|e| e.into_inner());
-            vol.set_attr(&mut tx, &mut gi, want);
-            drop(gi);
-        }
-        if !tx.is_empty() {
+        // Each fix is one selector store and a journal slot holds
+        // JOURNAL_MAX_ENTRIES of them, so they are committed in chunks of
+        // that many. Every fix stands alone (a value computed from the
+        // tree), so a crash between chunks only leaves the rest to the
+        // next open.
+        for chunk in fixes.chunks(JOURNAL_MAX_ENTRIES) {
+            let mut tx = Tx::new();
+            for &(ino, want) in chunk {
+                let i = vol.inode(ino as u64)?;
+                let mut gi = i.write().unwrap_or_else(|e| e.into_inner());
+                vol.set_attr(&mut tx, &mut gi, want);
+                drop(gi);
+            }
             tx.commit(&vol);
         }
     }
