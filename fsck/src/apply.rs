@@ -15,6 +15,7 @@ use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE};
 use layout::record::FLAG_DAMAGED;
 use layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, RecordKind, ROOT_INO};
 use pktfs::media::Pm;
+use pktfs::volume::journal;
 
 use crate::report::Change;
 use crate::scan::{Fix, Salvage, ScanOut, FIRST_COOKIE};
@@ -83,19 +84,9 @@ pub(crate) fn apply(pm: &Pm, s: &ScanOut, chosen: &[usize]) -> Vec<Change> {
             }
             let done = match &pf.fix {
                 Fix::JournalReplay { slot, stores } => {
-                    let mut ok = true;
-                    for &(a, v) in stores {
-                        if w.is_link_word(a) && w.inside(a, 8) {
-                            pm.store_u64(a, v);
-                            pm.flush(a, 8);
-                        } else {
-                            ok = false;
-                        }
-                    }
-                    pm.fence();
-                    ok && w.publish(g.journal_slot_pos(*slot).0, 0)
+                    journal::replay_slot(pm, &g, *slot, stores).is_ok()
                 }
-                Fix::JournalDiscard { slot } => w.publish(g.journal_slot_pos(*slot).0, 0),
+                Fix::JournalDiscard { slot } => journal::clear_slot(pm, &g, *slot).is_ok(),
                 Fix::Superblock { offset, bytes } => {
                     let ok = w.write(*offset, &bytes[..]);
                     pm.fence();

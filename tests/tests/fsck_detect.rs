@@ -104,14 +104,6 @@ impl Img {
     }
 }
 
-fn codes(r: &Report) -> Vec<&'static str> {
-    r.findings
-        .iter()
-        .filter(|f| f.severity >= Severity::Warning)
-        .map(|f| f.code)
-        .collect()
-}
-
 /// `-n` finds `code` (on inode `ino` if given), exits 4; `opts` repair
 /// exits 1 and leaves a clean, mountable image.
 fn detect_and_fix(img: &Img, code: &str, ino: Option<u64>, opts: &Options) -> Img {
@@ -186,13 +178,7 @@ fn superblocks_are_restored_from_each_other() {
     let mut img = base();
     img.b[4096 + 40] ^= 1;
     detect_and_fix(&img, "superblock.backup", None, &Options::preen());
-    // Both gone: nothing to go on.
-    let mut img = base();
-    img.b[100] ^= 1;
-    img.b[4096 + 100] ^= 1;
-    let (r, _) = img.repair(&Options::yes());
-    assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
-    assert!(codes(&r).contains(&"superblock.none"));
+    // Both gone: see both_superblocks_lost_the_geometry_is_found.
     // Not pktfs at all: operational error.
     let r = pktfs_fsck::check(&Pm::from_bytes(vec![0u8; 1 << 20]), &Options::check());
     assert_eq!(r.exit_code, exit::OPERATIONAL);
@@ -656,4 +642,74 @@ fn unknown_ro_compat_feature_is_checked_but_not_repaired() {
     assert!(msg.contains("can only read") && msg.contains("-n"), "{msg}");
     assert_eq!(r.exit_code, exit::OPERATIONAL);
     assert_eq!(pm.slice(0, img.b.len()), &img.b[..], "repair wrote");
+}
+
+/// Garble 8 bytes of both superblock copies (the magic, or the middle).
+fn without_superblocks(img: &Img, at: usize) -> Img {
+    let mut b = img.b.clone();
+    for off in [0, 4096] {
+        for x in &mut b[off + at..off + at + 8] {
+            *x ^= 0x5a;
+        }
+    }
+    Img { b, g: img.g }
+}
+
+#[test]
+fn both_superblocks_lost_the_geometry_is_found() {
+    // The seeded image (64 inodes, not mkfs's default) with a file spread
+    // over several buffers, and its tree as the model dumps it.
+    let img = three_records();
+    let want = dump(&img.vol()).unwrap();
+    for at in [0, 40] {
+        let lost = without_superblocks(&img, at);
+        assert!(Volume::open_pm(Pm::from_bytes(lost.b.clone()), false).is_err());
+        let r = lost.check();
+        assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+        let f = r.findings.iter().find(|f| f.code == "superblock.none").unwrap();
+        assert!(f.repair.as_deref().unwrap().contains("geometry"), "{}", r.to_text());
+        assert!(r.counts.inodes >= 12, "the walk ran on the found geometry");
+        // Preen does not write an inferred geometry.
+        let (r, after) = lost.repair(&Options::preen());
+        assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+        assert!(after.b == lost.b);
+        let (r, fixed) = lost.repair(&Options::yes());
+        assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
+        assert!(fixed.check().clean(), "{}", fixed.check().to_text());
+        let v = fixed.vol();
+        v.check_invariants().unwrap();
+        assert_eq!(dump(&v).unwrap(), want, "every file byte-identical");
+        assert_eq!(read(&fixed, "/A/foo"), read(&img, "/A/foo"));
+    }
+}
+
+#[test]
+fn both_superblocks_lost_on_a_default_image_restores_its_exact_geometry() {
+    use pktfs::{FormatOptions, OpenOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("img");
+    let params = layout::GeometryParams {
+        buffer_size_bytes: 4096,
+        ..layout::GeometryParams::for_size(16 << 20)
+    };
+    let g = Volume::format(&p, &FormatOptions { params, label: None }, &mut |_, _| {}).unwrap();
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let d = v.mkdir(v.root(), b"logs", 0o755, 0, 0).unwrap();
+    let f = v.create(d.ino, b"a.bin", 0o644, 0, 0).unwrap();
+    v.write(f.ino, 0, &pattern(5, 0, 100_000)).unwrap();
+    v.close().unwrap();
+    let img = Img { b: std::fs::read(&p).unwrap(), g };
+    let lost = without_superblocks(&img, 0);
+    let (r, fixed) = lost.repair(&Options::yes());
+    assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
+    let sb = layout::Superblock::from_bytes(&fixed.b[..256], 0, fixed.b.len() as u64).unwrap();
+    assert_eq!(sb.geometry, g, "mkfs's own layout");
+    std::fs::write(&p, &fixed.b).unwrap();
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let d = v.lookup(v.root(), b"logs").unwrap();
+    let f = v.lookup(d.ino, b"a.bin").unwrap();
+    assert_eq!(v.read(f.ino, 0, 1 << 20).unwrap(), pattern(5, 0, 100_000));
+    // Not pktfs at all stays an operational error.
+    let r = pktfs_fsck::check(&Pm::from_bytes(vec![0u8; 1 << 20]), &Options::check());
+    assert_eq!(r.exit_code, exit::OPERATIONAL);
 }

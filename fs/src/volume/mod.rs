@@ -23,6 +23,7 @@
 mod alloc;
 mod file;
 mod itable;
+pub mod journal;
 mod ns;
 mod recover;
 mod rx;

@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
-use layout::journal::{parse_slot, JOURNAL_MAX_ENTRIES};
+use layout::journal::JOURNAL_MAX_ENTRIES;
 use layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN};
 use layout::{
     AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordId, RecordKind,
@@ -19,6 +19,7 @@ use layout::{
 };
 
 use super::alloc::{Alloc, Slice};
+use super::journal;
 use super::tx::{SlotState, Tx};
 use super::{mark_mounted, write_superblocks, Inode, Namespace, Volume};
 use crate::error::{FsError, Result};
@@ -316,23 +317,19 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     }
 
     // Journal: replay committed slots (or overlay them when read-only).
+    // A slot naming words that are not link words refuses the open before
+    // anything is replayed (fsck discards it).
+    let committed = journal::read_slots(&pm, &g)
+        .into_iter()
+        .filter_map(|v| v.state.transpose().map(|c| c.map(|(_, stores)| (v.slot, stores))))
+        .collect::<std::result::Result<Vec<_>, Corrupt>>()?;
     let mut overlay = HashMap::default();
-    for slot in 0..g.journal_slots {
-        let pos = g.journal_slot_pos(slot);
-        if let Some((_, stores)) =
-            parse_slot(pm.slice(pos.0, g.journal_slot_bytes as usize), pos, &g)?
-        {
-            report.journal_slots_replayed += 1;
-            if read_only {
-                overlay.extend(stores.iter().copied());
-            } else {
-                for &(a, v) in &stores {
-                    pm.store_u64(a, v);
-                    pm.flush(a, 8);
-                }
-                pm.fence();
-                pm.publish_u64(pos.0, 0);
-            }
+    for (slot, stores) in committed {
+        report.journal_slots_replayed += 1;
+        if read_only {
+            overlay.extend(stores.iter().copied());
+        } else {
+            journal::replay_slot(&pm, &g, slot, &stores)?;
         }
     }
 
@@ -434,7 +431,9 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
                 vol.set_attr(&mut tx, &mut gi, want);
                 drop(gi);
             }
-            tx.commit(&vol);
+            if !tx.is_empty() {
+                tx.commit(&vol);
+            }
         }
     }
     let mut vol = vol;

@@ -14,6 +14,7 @@
 mod account;
 mod chain;
 mod damage;
+mod find_sb;
 mod plan;
 mod superblock;
 
@@ -21,7 +22,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::io::IsTerminal;
 
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
-use layout::journal::parse_slot;
 use layout::record::FLAG_DAMAGED;
 use layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN, STATE_MOUNTED};
 use layout::{
@@ -273,9 +273,26 @@ pub(crate) fn scan(pm: &Pm, overlay: bool, progress: bool, drop_damaged: bool) -
         });
         return out;
     }
-    let Some(g) = superblock::superblocks(pm, &mut out) else {
-        return out;
+    let g = match superblock::superblocks(pm, &mut out) {
+        Some(g) => g,
+        None => match find_sb::recover(pm, &mut out, drop_damaged) {
+            Some(g) => g,
+            None => return out,
+        },
     };
+    walk(pm, g, out, overlay, progress, drop_damaged)
+}
+
+/// Everything after the superblocks, on geometry `g`.
+fn walk(
+    pm: &Pm,
+    g: Geometry,
+    out: ScanOut,
+    overlay: bool,
+    progress: bool,
+    drop_damaged: bool,
+) -> ScanOut {
+    let mut out = out;
     out.geometry = Some(g);
     let show_progress =
         progress && std::io::stderr().is_terminal() && g.buffer_region_bytes() >= (1 << 30);
@@ -409,13 +426,9 @@ impl Scan<'_> {
     // ---- journal --------------------------------------------------------
 
     fn journal(&mut self, overlay: bool) {
-        let g = self.g;
-        for slot in 0..g.journal_slots {
-            let pos = g.journal_slot_pos(slot);
-            let Some(bytes) = self.bytes(pos.0, g.journal_slot_bytes as usize) else {
-                continue;
-            };
-            match parse_slot(bytes, pos, &g) {
+        for v in pktfs::volume::journal::read_slots(self.pm, &self.g) {
+            let slot = v.slot;
+            match v.state {
                 Ok(None) => {}
                 Ok(Some((seq, stores))) => {
                     self.out.counts.journal_slots_pending += 1;
