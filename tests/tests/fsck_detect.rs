@@ -713,3 +713,23 @@ fn both_superblocks_lost_on_a_default_image_restores_its_exact_geometry() {
     let r = pktfs_fsck::check(&Pm::from_bytes(vec![0u8; 1 << 20]), &Options::check());
     assert_eq!(r.exit_code, exit::OPERATIONAL);
 }
+
+/// Both superblocks gone and the root inode's heads hostile: the geometry
+/// search gives up cleanly (no panic, no write in -n).
+#[test]
+fn geometry_search_survives_a_hostile_root() {
+    let img = base();
+    let lost = without_superblocks(&img, 0);
+    let root = lost.inode_off(1);
+    for head in [u64::MAX, u64::MAX / 64, 1 << 40, lost.g.record_count + 7] {
+        for word in [8usize, 16] {
+            let mut b = lost.b.clone();
+            b[root + word..root + word + 8].copy_from_slice(&head.to_le_bytes());
+            let r = pktfs_fsck::check(&Pm::from_bytes(b.clone()), &Options::check());
+            assert!(r.exit_code >= exit::UNCORRECTED, "{}", r.to_text());
+            let pm = Pm::from_bytes(b);
+            let r = pktfs_fsck::repair(&pm, &Options::yes());
+            assert!(r.exit_code != exit::CLEAN, "{}", r.to_text());
+        }
+    }
+}

@@ -196,6 +196,11 @@ fn candidates(pm: &Pm) -> Vec<Geometry> {
         .ok()
     };
     let r = h.data_head;
+    if r > len / RECORD_SIZE as u64 {
+        // No record table of this image holds it (and r * 64 must not
+        // overflow below).
+        return Vec::new();
+    }
     if r == 0 {
         // Nothing reachable to be wrong about: mkfs's default layout.
         return mkfs(2048, None).into_iter().collect();
