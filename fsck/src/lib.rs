@@ -147,7 +147,9 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
         // Pending journal slots are replayed (or discarded) before anything
         // else: the rest of the scan saw the image as it will be after that.
         let journal_only = s.fixes.iter().any(|f| f.fix.is_journal());
-        if safe_only && !journal_only && s.fixes.iter().any(|f| !f.safe) {
+        // An inferred geometry is not preen's to act on, not even to replay
+        // the journal with.
+        if safe_only && (s.geometry_inferred || !journal_only && s.fixes.iter().any(|f| !f.safe)) {
             // Preen stops at the first problem that needs something dropped
             // (as e2fsck -p): fixing the safe ones around it would act on a
             // tree that the manual repair is about to change (a link count

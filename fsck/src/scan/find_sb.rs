@@ -127,6 +127,7 @@ pub(super) fn recover(pm: &Pm, out: &mut ScanOut, drop_damaged: bool) -> Option<
     }
     out.fatal = None;
     out.sb = Some(sb);
+    out.geometry_inferred = true;
     Some(g)
 }
 

@@ -139,6 +139,8 @@ pub(crate) struct ScanOut {
     pub geometry: Option<Geometry>,
     /// The superblock in use (the primary, or the backup when it is bad).
     pub sb: Option<Superblock>,
+    /// Both copies were bad: `sb` was inferred from the image's structure.
+    pub geometry_inferred: bool,
     /// Damaged byte ranges of regular files.
     pub damaged: Vec<DamagedRange>,
     /// Records no chain claims, for the fixes that need new ones (record
