@@ -163,7 +163,7 @@ fn replace_record(
     if !w.g.record_in_range(id) {
         return false;
     }
-    let Some(link) = live_link(w, head, id) else {
+    let Some(link) = live_link(w, head, id).filter(|&l| w.is_link_word(l)) else {
         return false;
     };
     let Some(next) = w.u64_at(w.g.record_pos(RecordId(id)).0) else {
@@ -172,7 +172,10 @@ fn replace_record(
     let Some(new_id) = spare.next().filter(|&r| w.g.record_in_range(r)) else {
         return false;
     };
-    let ok = w.write(w.g.record_pos(RecordId(new_id)).0, &rec.to_bytes(RecordId(next)));
+    let ok = w.write(
+        w.g.record_pos(RecordId(new_id)).0,
+        &rec.to_bytes(RecordId(next)),
+    );
     w.pm.fence();
     ok && w.publish(link, new_id)
 }

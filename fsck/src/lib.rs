@@ -182,7 +182,12 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
         report.changes.extend(changes);
     }
     report.passes = passes;
-    if safe_only && report.unfixed(Severity::Error).iter().any(|f| f.repair.is_some()) {
+    if safe_only
+        && report
+            .unfixed(Severity::Error)
+            .iter()
+            .any(|f| f.repair.is_some())
+    {
         // e2fsck -p's "UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY".
         report.notes.push(
             "preen left what it cannot repair without dropping something: run fsck.pktfs manually (-n to see, -y to repair)".into(),

@@ -119,7 +119,10 @@ fn damaged_data_by_path_and_range() {
     let (code, out) = fsck(&["-n"], &img);
     assert_eq!(code, 4);
     assert!(
-        out.contains(&format!("/d/f: bytes [{off}, {}) damaged: payload checksum mismatch", off + len as u64)),
+        out.contains(&format!(
+            "/d/f: bytes [{off}, {}) damaged: payload checksum mismatch",
+            off + len as u64
+        )),
         "{out}"
     );
     let (code, out) = fsck(&["-y"], &img);

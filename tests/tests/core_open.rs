@@ -253,8 +253,7 @@ fn open_fixes_more_link_counts_than_a_journal_slot_holds() {
         let sel = u64::from_le_bytes(b[pos..pos + 8].try_into().unwrap());
         let (generation, live) = (sel >> 1, (sel & 1) as usize);
         let so = pos + SLOTS_OFF as usize + live * 64;
-        let mut a =
-            AttrSlot::from_bytes(&b[so..so + 64], PmOffset(so as u64), generation).unwrap();
+        let mut a = AttrSlot::from_bytes(&b[so..so + 64], PmOffset(so as u64), generation).unwrap();
         a.nlink = 7;
         b[so..so + 64].copy_from_slice(&a.to_bytes(generation));
     }
@@ -264,7 +263,10 @@ fn open_fixes_more_link_counts_than_a_journal_slot_holds() {
         &pktfs_fsck::Options::check(),
     );
     assert_eq!(
-        r.findings.iter().filter(|f| f.code == "inode.nlink").count(),
+        r.findings
+            .iter()
+            .filter(|f| f.code == "inode.nlink")
+            .count(),
         200
     );
     let v = Volume::open(&p, &OpenOptions::default()).unwrap();

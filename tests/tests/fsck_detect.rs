@@ -298,10 +298,17 @@ fn a_bad_payload_is_kept_and_marked_damaged() {
         assert_eq!(marked(&fixed, "/A/foo"), vec![(1000, 2000)]);
         let rec = fixed.record(fixed.chain("/A/foo")[1]).0;
         assert_eq!(rec.payload_crc, stored, "the stored payload CRC is kept");
-        assert!(damage_flags_feature(&fixed), "DAMAGE_FLAGS set in both copies");
+        assert!(
+            damage_flags_feature(&fixed),
+            "DAMAGE_FLAGS set in both copies"
+        );
         let (r, _) = img.repair(&opts);
         assert_eq!(r.damaged[0].state, pktfs_fsck::DamageState::Marked);
-        assert!(r.to_text().contains("kept, marked damaged"), "{}", r.to_text());
+        assert!(
+            r.to_text().contains("kept, marked damaged"),
+            "{}",
+            r.to_text()
+        );
         let pb = fixed.payload_off(fixed.chain("/A/foo")[1]);
         assert_eq!(pb, o, "the payload was not moved");
         assert_eq!(fixed.b[o..o + 2000], damaged[o..o + 2000]);
@@ -353,7 +360,11 @@ fn drop_damaged_makes_a_hole_as_before() {
     let got = read(&fixed, "/A/foo");
     assert_eq!(got[..1000], want[..1000]);
     assert!(got[1000..3000].iter().all(|&b| b == 0));
-    assert_eq!(got[3000..], want[3000..], "the records after the bad one are kept");
+    assert_eq!(
+        got[3000..],
+        want[3000..],
+        "the records after the bad one are kept"
+    );
     // Preen never drops: it marks instead.
     let (r, after) = img.repair(&Options {
         drop_damaged: true,
@@ -371,8 +382,12 @@ fn large_and_adjacent_damaged_records_are_marked() {
     let v = img.vol();
     let file = img.ino("/A/foo");
     for k in 0..4u64 {
-        v.write(file, (1 << 20) + k * 256 * 1024, &pattern(k as u8, 0, 256 * 1024))
-            .unwrap();
+        v.write(
+            file,
+            (1 << 20) + k * 256 * 1024,
+            &pattern(k as u8, 0, 256 * 1024),
+        )
+        .unwrap();
     }
     let mut img = Img {
         b: v.pm().snapshot(),
@@ -622,7 +637,11 @@ fn preen_leaves_what_would_drop_data() {
         .findings
         .iter()
         .any(|f| f.code == "dirent.crc" && f.ino == Some(a as u32) && !f.fixed));
-    assert!(r.notes.iter().any(|n| n.contains("manually")), "{:?}", r.notes);
+    assert!(
+        r.notes.iter().any(|n| n.contains("manually")),
+        "{:?}",
+        r.notes
+    );
     assert!(after.b == img.b, "nothing written");
 }
 
@@ -692,8 +711,16 @@ fn both_superblocks_lost_the_geometry_is_found() {
         assert!(Volume::open_pm(Pm::from_bytes(lost.b.clone()), false).is_err());
         let r = lost.check();
         assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
-        let f = r.findings.iter().find(|f| f.code == "superblock.none").unwrap();
-        assert!(f.repair.as_deref().unwrap().contains("geometry"), "{}", r.to_text());
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.code == "superblock.none")
+            .unwrap();
+        assert!(
+            f.repair.as_deref().unwrap().contains("geometry"),
+            "{}",
+            r.to_text()
+        );
         assert!(r.counts.inodes >= 12, "the walk ran on the found geometry");
         // Preen does not write an inferred geometry.
         let (r, after) = lost.repair(&Options::preen());
@@ -718,13 +745,24 @@ fn both_superblocks_lost_on_a_default_image_restores_its_exact_geometry() {
         buffer_size_bytes: 4096,
         ..layout::GeometryParams::for_size(16 << 20)
     };
-    let g = Volume::format(&p, &FormatOptions { params, label: None }, &mut |_, _| {}).unwrap();
+    let g = Volume::format(
+        &p,
+        &FormatOptions {
+            params,
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     let v = Volume::open(&p, &OpenOptions::default()).unwrap();
     let d = v.mkdir(v.root(), b"logs", 0o755, 0, 0).unwrap();
     let f = v.create(d.ino, b"a.bin", 0o644, 0, 0).unwrap();
     v.write(f.ino, 0, &pattern(5, 0, 100_000)).unwrap();
     v.close().unwrap();
-    let img = Img { b: std::fs::read(&p).unwrap(), g };
+    let img = Img {
+        b: std::fs::read(&p).unwrap(),
+        g,
+    };
     let lost = without_superblocks(&img, 0);
     let (r, fixed) = lost.repair(&Options::yes());
     assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());

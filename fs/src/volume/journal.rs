@@ -30,11 +30,27 @@ pub fn read_slots(pm: &Pm, g: &Geometry) -> Vec<SlotView> {
             let state = if at.0.checked_add(len).is_some_and(|e| e <= pm.len()) {
                 parse_slot(pm.slice(at.0, len as usize), at, g)
             } else {
-                Err(Corrupt::at("journal slot", at, "lies past the end of the image"))
+                Err(Corrupt::at(
+                    "journal slot",
+                    at,
+                    "lies past the end of the image",
+                ))
             };
             SlotView { slot, at, state }
         })
         .collect()
+}
+
+/// View `bytes`, read at image offset `off`, as if the committed stores
+/// `stored(addr)` had been replayed (read-only opens and fsck -n leave the
+/// journal alone and overlay it instead). `off` is 8-byte aligned, as every
+/// structure holding link words is.
+pub fn overlay(bytes: &mut [u8], off: u64, stored: impl Fn(u64) -> Option<u64>) {
+    for (w, word) in bytes.chunks_exact_mut(8).enumerate() {
+        if let Some(v) = stored(off + w as u64 * 8) {
+            word.copy_from_slice(&v.to_le_bytes());
+        }
+    }
 }
 
 /// Store each `(address, value)` and make the stores durable.
@@ -51,15 +67,13 @@ pub fn apply_stores(pm: &Pm, stores: &[(u64, u64)]) {
 /// only means it is replayed again. The stores are checked again against
 /// the geometry and the mapping; `Err` (nothing written) if one is not a
 /// link word inside the image.
-pub fn replay_slot(
-    pm: &Pm,
-    g: &Geometry,
-    slot: u32,
-    stores: &[(u64, u64)],
-) -> Result<(), Corrupt> {
+pub fn replay_slot(pm: &Pm, g: &Geometry, slot: u32, stores: &[(u64, u64)]) -> Result<(), Corrupt> {
     let at = g.journal_slot_pos(slot);
     let inside = |a: u64| a.checked_add(8).is_some_and(|e| e <= pm.len());
-    if let Some(&(a, _)) = stores.iter().find(|&&(a, _)| !is_link_word(a, g) || !inside(a)) {
+    if let Some(&(a, _)) = stores
+        .iter()
+        .find(|&&(a, _)| !is_link_word(a, g) || !inside(a))
+    {
         return Err(Corrupt::at(
             "journal entry",
             at,

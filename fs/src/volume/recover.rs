@@ -51,11 +51,7 @@ impl Reader<'_> {
         let mut b = [0u8; N];
         b.copy_from_slice(self.pm.slice(off, N));
         if !self.overlay.is_empty() {
-            for w in (0..N as u64).step_by(8) {
-                if let Some(v) = self.overlay.get(&(off + w)) {
-                    b[w as usize..w as usize + 8].copy_from_slice(&v.to_le_bytes());
-                }
-            }
+            journal::overlay(&mut b, off, |a| self.overlay.get(&a).copied());
         }
         b
     }
@@ -321,7 +317,11 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     // anything is replayed (fsck discards it).
     let committed = journal::read_slots(&pm, &g)
         .into_iter()
-        .filter_map(|v| v.state.transpose().map(|c| c.map(|(_, stores)| (v.slot, stores))))
+        .filter_map(|v| {
+            v.state
+                .transpose()
+                .map(|c| c.map(|(_, stores)| (v.slot, stores)))
+        })
         .collect::<std::result::Result<Vec<_>, Corrupt>>()?;
     let mut overlay = HashMap::default();
     for (slot, stores) in committed {

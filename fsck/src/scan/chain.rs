@@ -9,7 +9,12 @@ impl Scan<'_> {
     /// Load an inode: header, attributes (falling back to the other slot, or
     /// rebuilt from `want` when both are bad), then its chains. `None` if
     /// its attributes are unreadable and nothing says what it should be.
-    pub(super) fn load_inode(&mut self, ino: u32, want: Option<FileType>, path: String) -> Option<Ino> {
+    pub(super) fn load_inode(
+        &mut self,
+        ino: u32,
+        want: Option<FileType>,
+        path: String,
+    ) -> Option<Ino> {
         if !self.g.ino_in_range(ino as u64) {
             return None;
         }

@@ -121,8 +121,9 @@ impl Scan<'_> {
                             safe: true,
                             ino: None,
                             path: None,
-                            what: "set the DAMAGE_FLAGS feature (data records may be marked damaged)"
-                                .into(),
+                            what:
+                                "set the DAMAGE_FLAGS feature (data records may be marked damaged)"
+                                    .into(),
                         },
                         &[],
                     );

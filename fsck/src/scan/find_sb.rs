@@ -92,7 +92,11 @@ pub(super) fn recover(pm: &Pm, out: &mut ScanOut, drop_damaged: bool) -> Option<
     sb.uuid[4..8].copy_from_slice(&b);
     sb.uuid[8..16].copy_from_slice(&seed);
     let g = sb.geometry;
-    let f = match out.findings.iter().position(|f| f.code == "superblock.none") {
+    let f = match out
+        .findings
+        .iter()
+        .position(|f| f.code == "superblock.none")
+    {
         Some(f) => f,
         None => {
             out.findings.push(Finding::new(
@@ -123,7 +127,10 @@ pub(super) fn recover(pm: &Pm, out: &mut ScanOut, drop_damaged: bool) -> Option<
     if let Some(x) = out.findings.get_mut(f) {
         x.fix = Some(out.fixes.len() - 1);
         x.repair = Some(what);
-        x.message = format!("{}; the geometry was found from the image's structure", x.message);
+        x.message = format!(
+            "{}; the geometry was found from the image's structure",
+            x.message
+        );
     }
     out.fatal = None;
     out.sb = Some(sb);
@@ -152,18 +159,20 @@ fn dirent_like(bytes: &[u8]) -> Option<Record> {
     }
     let le32 = |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
     let len = le32(16);
-    (1..=layout::NAME_MAX as u32).contains(&len).then(|| Record {
-        kind: RecordKind::Dirent,
-        flags: bytes[57],
-        buffer: le32(8),
-        buf_off: le32(12),
-        len,
-        payload_crc: le32(20),
-        file_off: 0,
-        seq: 0,
-        timestamp_ns: 0,
-        aux: le64(&bytes[48..56]),
-    })
+    (1..=layout::NAME_MAX as u32)
+        .contains(&len)
+        .then(|| Record {
+            kind: RecordKind::Dirent,
+            flags: bytes[57],
+            buffer: le32(8),
+            buf_off: le32(12),
+            len,
+            payload_crc: le32(20),
+            file_off: 0,
+            seq: 0,
+            timestamp_ns: 0,
+            aux: le64(&bytes[48..56]),
+        })
 }
 
 /// Geometries consistent with the root directory and its first dirent,
@@ -207,13 +216,26 @@ fn candidates(pm: &Pm) -> Vec<Geometry> {
         return mkfs(2048, None).into_iter().collect();
     }
     let mut out = Vec::new();
-    // The record table starts after the root inode (at least 2 inodes).
-    let mut ro = (root + 2 * INODE_SIZE as u64).div_ceil(ALIGN) * ALIGN;
-    while ro.saturating_add((r + 1) * RECORD_SIZE as u64) <= len && out.len() < MAX_CANDIDATES {
-        let here = ro;
-        ro += ALIGN;
-        let Some(d) = bytes_at(pm, here + r * RECORD_SIZE as u64, RECORD_SIZE as u64)
-            .and_then(dirent_like)
+    // Record-table offsets to try: mkfs's default one first (the default
+    // inode count fixes it whatever the buffer size), then every one from
+    // the smallest inode table (2 inodes) up, so that a false match further on (the
+    // same chain position landing on another dirent) is rarely reached.
+    let first = (root + 2 * INODE_SIZE as u64).div_ceil(ALIGN) * ALIGN;
+    let default_ro = mkfs(2048, None).map(|g| g.record_offset);
+    let ros = default_ro.into_iter().chain(
+        (first..len)
+            .step_by(ALIGN as usize)
+            .filter(move |&x| Some(x) != default_ro),
+    );
+    for here in ros {
+        if out.len() >= MAX_CANDIDATES {
+            break;
+        }
+        if here.saturating_add((r + 1) * RECORD_SIZE as u64) > len {
+            continue;
+        }
+        let Some(d) =
+            bytes_at(pm, here + r * RECORD_SIZE as u64, RECORD_SIZE as u64).and_then(dirent_like)
         else {
             continue;
         };

@@ -357,11 +357,7 @@ impl Scan<'_> {
         let mut b = [0u8; N];
         b.copy_from_slice(self.bytes(off, N)?);
         if !self.overlay.is_empty() {
-            for w in (0..N as u64).step_by(8) {
-                if let Some(v) = self.overlay.get(&(off + w)) {
-                    b[w as usize..w as usize + 8].copy_from_slice(&v.to_le_bytes());
-                }
-            }
+            pktfs::volume::journal::overlay(&mut b, off, |a| self.overlay.get(&a).copied());
         }
         Some(b)
     }

@@ -289,5 +289,4 @@ impl Scan<'_> {
         }
         used
     }
-
 }
