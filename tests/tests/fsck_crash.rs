@@ -20,9 +20,9 @@ use pktfs_tests::model::{dump, pattern, Tree};
 fn base() -> (Vec<u8>, Geometry) {
     let (img, _) = seeded();
     let v = Volume::open_pm(Pm::from_bytes(img.to_vec()), false).unwrap();
-    let foo = path_ino(&v, "/A/foo");
-    v.write(foo, 1000, &pattern(11, 1000, 2000)).unwrap();
-    assert_eq!(v.chain(foo).unwrap().len(), 3);
+    let file = path_ino(&v, "/A/foo");
+    v.write(file, 1000, &pattern(11, 1000, 2000)).unwrap();
+    assert_eq!(v.chain(file).unwrap().len(), 3);
     let g = *v.geometry();
     let b = v.pm().snapshot();
     (b, g)
@@ -133,7 +133,7 @@ fn marking_damage_is_crash_safe() {
 fn rewriting_a_dirent_and_trimming_are_crash_safe() {
     let (mut b, g) = base();
     let c = ino_of(&b, "/C");
-    let foo = ino_of(&b, "/A/foo");
+    let file = ino_of(&b, "/A/foo");
     let v = Volume::open_pm(Pm::from_bytes(b.clone()), false).unwrap();
     let pos = v
         .list_dir(c)
@@ -146,7 +146,7 @@ fn rewriting_a_dirent_and_trimming_are_crash_safe() {
     edit_record(&mut b, &g, id, |r| {
         r.aux = Record::dirent_aux(r.dirent_ino(), 8);
     });
-    edit_attr(&mut b, &g, foo, |a| a.size = 2500);
+    edit_attr(&mut b, &g, file, |a| a.size = 2500);
     repair_is_crash_safe("dirent type + trim", b, g.buffer_offset);
 }
 
