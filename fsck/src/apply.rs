@@ -3,15 +3,19 @@
 //! journal slots, superblocks, free buffers), and is bounds-checked again
 //! before the write, so a repair never writes outside the image.
 //!
-//! Order within a pass: journal, superblocks, record rewrites, attributes,
-//! chain links, then orphans into lost+found (which appends to chains the
-//! link pass has just settled).
+//! Order within a pass: journal, superblocks, attributes, chain links,
+//! orphans into lost+found (which appends to chains the link pass has just
+//! settled), then record replacements. A replacement finds the link that
+//! reaches its record on the media as it is then, and copies the record's
+//! `next` as it is then, so whatever the earlier phases published stays.
 
 use std::collections::HashSet;
 
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE};
+use layout::record::FLAG_DAMAGED;
 use layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, RecordKind, ROOT_INO};
 use pktfs::media::Pm;
+use pktfs::volume::journal;
 
 use crate::report::Change;
 use crate::scan::{Fix, Salvage, ScanOut, FIRST_COOKIE};
@@ -20,10 +24,10 @@ fn phase(f: &Fix) -> u8 {
     match f {
         Fix::JournalReplay { .. } | Fix::JournalDiscard { .. } => 0,
         Fix::Superblock { .. } => 1,
-        Fix::RewriteRecord { .. } | Fix::TrimRecord { .. } => 2,
-        Fix::SelectSlot { .. } | Fix::WriteAttr { .. } => 3,
-        Fix::Links(_) => 4,
-        Fix::Salvage(_) => 5,
+        Fix::SelectSlot { .. } | Fix::WriteAttr { .. } => 2,
+        Fix::Links(_) => 3,
+        Fix::Salvage(_) => 4,
+        Fix::RewriteRecord { .. } | Fix::TrimRecord { .. } => 5,
     }
 }
 
@@ -70,6 +74,7 @@ pub(crate) fn apply(pm: &Pm, s: &ScanOut, chosen: &[usize]) -> Vec<Change> {
         return Vec::new();
     };
     let w = W { pm, g };
+    let mut spare = s.spare_records.iter().copied();
     let mut changes = Vec::new();
     for p in 0..=5u8 {
         for &i in chosen {
@@ -79,19 +84,9 @@ pub(crate) fn apply(pm: &Pm, s: &ScanOut, chosen: &[usize]) -> Vec<Change> {
             }
             let done = match &pf.fix {
                 Fix::JournalReplay { slot, stores } => {
-                    let mut ok = true;
-                    for &(a, v) in stores {
-                        if w.is_link_word(a) && w.inside(a, 8) {
-                            pm.store_u64(a, v);
-                            pm.flush(a, 8);
-                        } else {
-                            ok = false;
-                        }
-                    }
-                    pm.fence();
-                    ok && w.publish(g.journal_slot_pos(*slot).0, 0)
+                    journal::replay_slot(pm, &g, *slot, stores).is_ok()
                 }
-                Fix::JournalDiscard { slot } => w.publish(g.journal_slot_pos(*slot).0, 0),
+                Fix::JournalDiscard { slot } => journal::clear_slot(pm, &g, *slot).is_ok(),
                 Fix::Superblock { offset, bytes } => {
                     let ok = w.write(*offset, &bytes[..]);
                     pm.fence();
@@ -100,13 +95,17 @@ pub(crate) fn apply(pm: &Pm, s: &ScanOut, chosen: &[usize]) -> Vec<Change> {
                 Fix::Links(stores) => stores
                     .iter()
                     .all(|&(a, v)| w.is_link_word(a) && w.publish(a, v)),
-                Fix::RewriteRecord { id, rec } => rewrite_record(&w, *id, rec),
-                Fix::TrimRecord { id, new_len } => trim_record(&w, *id, *new_len),
+                Fix::RewriteRecord { head, id, rec } => {
+                    replace_record(&w, &mut spare, *head, *id, rec)
+                }
+                Fix::TrimRecord { head, id, new_len } => {
+                    trim_record(&w, &mut spare, *head, *id, *new_len)
+                }
                 Fix::SelectSlot { ino, selector } => {
                     g.ino_in_range(*ino as u64) && w.publish(g.inode_pos(*ino).0, *selector)
                 }
                 Fix::WriteAttr { ino, attr } => write_attr(&w, *ino, attr),
-                Fix::Salvage(sv) => match salvage(&w, sv) {
+                Fix::Salvage(sv) => match salvage(&w, &mut spare, sv) {
                     Ok(mut c) => {
                         changes.append(&mut c);
                         true
@@ -133,20 +132,61 @@ pub(crate) fn apply(pm: &Pm, s: &ScanOut, chosen: &[usize]) -> Vec<Change> {
     changes
 }
 
-fn rewrite_record(w: &W, id: u64, rec: &Record) -> bool {
+/// The link word that reaches record `id` from the chain head word `head`
+/// on the media now (at most one walk over the record table).
+fn live_link(w: &W, head: u64, id: u64) -> Option<u64> {
+    let mut at = head;
+    for _ in 0..=w.g.record_count {
+        let v = w.u64_at(at)?;
+        if v == id {
+            return Some(at);
+        }
+        if !w.g.record_in_range(v) {
+            return None;
+        }
+        at = w.g.record_pos(RecordId(v)).0;
+    }
+    None
+}
+
+/// Replace record `id` by a spare record holding `rec` and `id`'s current
+/// link: the copy is persisted before the one publish that swaps it in, so
+/// a crash leaves the old record or the new one, never a torn one. The old
+/// record is unreachable afterwards (free, since allocation is reachability).
+fn replace_record(
+    w: &W,
+    spare: &mut impl Iterator<Item = u64>,
+    head: u64,
+    id: u64,
+    rec: &Record,
+) -> bool {
     if !w.g.record_in_range(id) {
         return false;
     }
-    let pos = w.g.record_pos(RecordId(id)).0;
-    let Some(next) = w.u64_at(pos) else {
+    let Some(link) = live_link(w, head, id).filter(|&l| w.is_link_word(l)) else {
         return false;
     };
-    let ok = w.write(pos, &rec.to_bytes(RecordId(next)));
+    let Some(next) = w.u64_at(w.g.record_pos(RecordId(id)).0) else {
+        return false;
+    };
+    let Some(new_id) = spare.next().filter(|&r| w.g.record_in_range(r)) else {
+        return false;
+    };
+    let ok = w.write(
+        w.g.record_pos(RecordId(new_id)).0,
+        &rec.to_bytes(RecordId(next)),
+    );
     w.pm.fence();
-    ok
+    ok && w.publish(link, new_id)
 }
 
-fn trim_record(w: &W, id: u64, new_len: u32) -> bool {
+fn trim_record(
+    w: &W,
+    spare: &mut impl Iterator<Item = u64>,
+    head: u64,
+    id: u64,
+    new_len: u32,
+) -> bool {
     if !w.g.record_in_range(id) || new_len == 0 {
         return false;
     }
@@ -154,23 +194,28 @@ fn trim_record(w: &W, id: u64, new_len: u32) -> bool {
     if !w.inside(pos.0, 64) {
         return false;
     }
-    let Ok((mut r, next)) = Record::from_bytes(w.pm.slice(pos.0, 64), pos, &w.g) else {
+    let Ok((mut r, _)) = Record::from_bytes(w.pm.slice(pos.0, 64), pos, &w.g) else {
         return false;
     };
     if new_len >= r.len {
         return false;
     }
     let start = w.g.buffer_pos(r.buffer, r.buf_off).0;
-    if !w.inside(start, r.len as u64)
-        || layout::crc32c(w.pm.slice(start, r.len as usize)) != r.payload_crc
-    {
-        return false; // bad payload: the chain relink drops it instead
+    if !w.inside(start, r.len as u64) {
+        return false;
     }
-    r.payload_crc = layout::crc32c(w.pm.slice(start, new_len as usize));
+    if r.flags & FLAG_DAMAGED == 0 {
+        if layout::crc32c(w.pm.slice(start, r.len as usize)) != r.payload_crc {
+            // Damaged but not marked yet: marking it comes first (this
+            // pass); the next pass trims the marked record.
+            return false;
+        }
+        r.payload_crc = layout::crc32c(w.pm.slice(start, new_len as usize));
+    }
+    // A marked record keeps its stored CRC: the flag, not a fresh checksum
+    // of bytes known to be bad, says what the range is.
     r.len = new_len;
-    let ok = w.write(pos.0, &r.to_bytes(next));
-    w.pm.fence();
-    ok
+    replace_record(w, spare, head, id, &r)
 }
 
 fn write_attr(w: &W, ino: u32, attr: &AttrSlot) -> bool {
@@ -197,15 +242,20 @@ fn now_ns() -> i64 {
 }
 
 /// Link orphans into lost+found (creating it if needed).
-fn salvage(w: &W, sv: &Salvage) -> Result<Vec<Change>, String> {
+fn salvage(
+    w: &W,
+    spare: &mut impl Iterator<Item = u64>,
+    sv: &Salvage,
+) -> Result<Vec<Change>, String> {
     let g = w.g;
     let bs = g.buffer_size_bytes;
     let new_lf = sv.lf.is_none();
     let need_records = sv.items.len() + usize::from(new_lf);
-    if sv.free_records.len() < need_records {
+    let recs: Vec<u64> = spare.take(need_records).collect();
+    if recs.len() < need_records || !recs.iter().all(|&r| g.record_in_range(r)) {
         return Err("no free records".into());
     }
-    let mut recs = sv.free_records.iter().copied();
+    let mut recs = recs.into_iter();
     let mut bufs = sv.free_buffers.iter().copied();
     let mut cur: Option<(u32, u32)> = None;
     // Name bytes go into free buffers, packed.

@@ -11,9 +11,10 @@
 //!
 //! Repair (`-y`, or `-p` for the safe subset) replays or discards the
 //! journal, restores superblocks, truncates a chain at its first bad record,
-//! drops bad records and dirents, moves orphans to `/lost+found`, fixes link
-//! counts, parents and sizes, then checks again, until the image is clean or
-//! nothing more can be done. Free space is DRAM-only in pktfs: there is
+//! keeps damaged file data marked damaged (or drops it with
+//! `drop_damaged`), drops bad dirents and xattrs, moves orphans to
+//! `/lost+found`, fixes link counts, parents and sizes, then checks again,
+//! until the image is clean or nothing more can be done. Free space is DRAM-only in pktfs: there is
 //! nothing to rebuild on the media.
 //!
 //! Whatever bytes the image holds, fsck does not panic, terminates (every
@@ -29,7 +30,9 @@ use std::time::Instant;
 
 use pktfs::media::Pm;
 
-pub use report::{Change, Counts, Finding, Report, Severity, SuperblockSummary};
+pub use report::{
+    Change, Counts, DamageState, DamagedRange, Finding, Report, Severity, SuperblockSummary,
+};
 
 /// What to do about problems.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -37,7 +40,9 @@ pub use report::{Change, Counts, Finding, Report, Severity, SuperblockSummary};
 pub enum Mode {
     /// `-n`: check only; never write.
     Check,
-    /// `-p`: fix what is safe to fix without asking (nothing is dropped).
+    /// `-p`: fix what is safe to fix without asking: nothing is dropped.
+    /// What would need dropping is reported and left; the exit code is then
+    /// 4 (run fsck manually), as e2fsck -p.
     Preen,
     /// `-y`: fix everything fixable.
     Yes,
@@ -51,6 +56,9 @@ pub struct Options {
     pub progress: bool,
     /// Most repair passes before giving up (each pass rescans).
     pub max_passes: u32,
+    /// `--drop-damaged`: a damaged data range becomes a hole (the record is
+    /// unlinked) instead of being kept and marked damaged. Never in `-p`.
+    pub drop_damaged: bool,
 }
 
 impl Default for Options {
@@ -59,6 +67,7 @@ impl Default for Options {
             mode: Mode::Check,
             progress: false,
             max_passes: 8,
+            drop_damaged: false,
         }
     }
 }
@@ -94,7 +103,7 @@ pub mod exit {
 pub fn check(pm: &Pm, opts: &Options) -> Report {
     let t0 = Instant::now();
     let mut report = Report::new(Mode::Check);
-    let s = scan::scan(pm, true, opts.progress);
+    let s = scan::scan(pm, true, opts.progress, opts.drop_damaged);
     report.absorb_scan(&s, &[]);
     report.finish(t0);
     report
@@ -125,7 +134,7 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
     let mut passes = 0;
     loop {
         passes += 1;
-        let s = scan::scan(pm, true, opts.progress && passes == 1);
+        let s = scan::scan(pm, true, opts.progress && passes == 1, opts.drop_damaged);
         if s.fatal.is_some() || passes > opts.max_passes.max(1) {
             report.absorb_scan(&s, &[]);
             if passes > opts.max_passes.max(1) && s.fatal.is_none() && !s.fixes.is_empty() {
@@ -138,6 +147,16 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
         // Pending journal slots are replayed (or discarded) before anything
         // else: the rest of the scan saw the image as it will be after that.
         let journal_only = s.fixes.iter().any(|f| f.fix.is_journal());
+        // An inferred geometry is not preen's to act on, not even to replay
+        // the journal with.
+        if safe_only && (s.geometry_inferred || !journal_only && s.fixes.iter().any(|f| !f.safe)) {
+            // Preen stops at the first problem that needs something dropped
+            // (as e2fsck -p): fixing the safe ones around it would act on a
+            // tree that the manual repair is about to change (a link count
+            // that counts a dirent -y will drop, say).
+            report.absorb_scan(&s, &[]);
+            break;
+        }
         let chosen: Vec<usize> = s
             .fixes
             .iter()
@@ -163,6 +182,17 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
         report.changes.extend(changes);
     }
     report.passes = passes;
+    if safe_only
+        && report
+            .unfixed(Severity::Error)
+            .iter()
+            .any(|f| f.repair.is_some())
+    {
+        // e2fsck -p's "UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY".
+        report.notes.push(
+            "preen left what it cannot repair without dropping something: run fsck.pktfs manually (-n to see, -y to repair)".into(),
+        );
+    }
     if !report.changes.is_empty() {
         report.notes.push(
             "free space needs no rebuilding: it is DRAM-only in pktfs, rebuilt at mount from what is reachable".into(),

@@ -19,9 +19,14 @@ struct Args {
     /// Repair everything that can be repaired, without asking.
     #[arg(short = 'y', conflicts_with = "preen")]
     yes: bool,
-    /// Preen: repair only what is safe (nothing is dropped), as at boot.
+    /// Preen: repair only what loses nothing, as at boot; exit 4 (run fsck
+    /// manually) if something is left.
     #[arg(short = 'p', visible_short_alias = 'a')]
     preen: bool,
+    /// With -y: unlink damaged data ranges (they read back as holes) instead
+    /// of keeping them marked damaged (reads of them fail with EIO).
+    #[arg(long)]
+    drop_damaged: bool,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -50,6 +55,7 @@ fn main() {
         mode,
         progress: !a.quiet && !a.json && std::io::stderr().is_terminal(),
         max_passes: a.max_passes,
+        drop_damaged: a.drop_damaged,
     };
     let read_only = mode == Mode::Check;
     let map = MapOptions {

@@ -70,6 +70,62 @@ impl Finding {
     }
 }
 
+/// What became of a damaged range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DamageState {
+    /// Found, not marked on the media (yet).
+    Found,
+    /// The record carries `FLAG_DAMAGED`: kept, reads of it fail with EIO.
+    Marked,
+    /// Dropped (`--drop-damaged`): the range is a hole now.
+    Dropped,
+}
+
+/// A byte range of a regular file whose stored bytes no longer match
+/// their checksum.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DamagedRange {
+    pub ino: u32,
+    pub path: String,
+    pub record: u64,
+    /// Bytes `[start, end)` of the file.
+    pub start: u64,
+    pub end: u64,
+    pub stored_crc: u32,
+    /// The payload's CRC now (None: unreadable).
+    pub computed_crc: Option<u32>,
+    pub state: DamageState,
+    #[serde(skip)]
+    pub(crate) finding: usize,
+    /// The repair drops it rather than marks it.
+    #[serde(skip)]
+    pub(crate) drop: bool,
+}
+
+impl DamagedRange {
+    /// `/path: bytes [a, b) damaged: ...`, as the text report lists it.
+    pub fn line(&self) -> String {
+        let why = match self.computed_crc {
+            Some(c) if c != self.stored_crc => format!(
+                "payload checksum mismatch (stored {:#010x}, computed {c:#010x})",
+                self.stored_crc
+            ),
+            Some(_) => "marked damaged (its checksum matches now)".into(),
+            None => "payload unreadable".into(),
+        };
+        let state = match self.state {
+            DamageState::Found => "",
+            DamageState::Marked => "; kept, marked damaged (reads fail with EIO)",
+            DamageState::Dropped => "; dropped (a hole now)",
+        };
+        format!(
+            "{}: bytes [{}, {}) damaged: {why}{state}",
+            self.path, self.start, self.end
+        )
+    }
+}
+
 /// A change a repair made, per file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Change {
@@ -124,6 +180,8 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub superblock: Option<SuperblockSummary>,
     pub findings: Vec<Finding>,
+    /// Damaged byte ranges of regular files, per file and range.
+    pub damaged: Vec<DamagedRange>,
     pub changes: Vec<Change>,
     pub counts: Counts,
     pub passes: u32,
@@ -142,6 +200,7 @@ impl Report {
             image: None,
             superblock: None,
             findings: Vec::new(),
+            damaged: Vec::new(),
             changes: Vec::new(),
             counts: Counts::default(),
             passes: 1,
@@ -177,6 +236,31 @@ impl Report {
         for f in &s.findings {
             let fixed = f.fix.is_some_and(|i| applied.contains(&i));
             self.add(f.clone(), fixed);
+        }
+        for d in &s.damaged {
+            let mut d = d.clone();
+            let fixed = s
+                .findings
+                .get(d.finding)
+                .and_then(|f| f.fix)
+                .is_some_and(|i| applied.contains(&i));
+            if fixed {
+                d.state = if d.drop {
+                    DamageState::Dropped
+                } else {
+                    DamageState::Marked
+                };
+            }
+            // Seen in an earlier pass (marked since, or still found).
+            match self
+                .damaged
+                .iter_mut()
+                .find(|o| (o.ino, o.start, o.end) == (d.ino, d.start, d.end))
+            {
+                Some(o) if o.state == DamageState::Found => *o = d,
+                Some(_) => {}
+                None => self.damaged.push(d),
+            }
         }
         self.counts = s.counts.clone();
         if s.superblock.is_some() {
@@ -271,6 +355,12 @@ impl Report {
         let mut out = String::new();
         if let Some(e) = &self.operational_error {
             let _ = writeln!(out, "fsck.pktfs: {e}");
+        }
+        if !self.damaged.is_empty() {
+            let _ = writeln!(out, "damaged file data:");
+            for d in &self.damaged {
+                let _ = writeln!(out, "  {}", d.line());
+            }
         }
         for (ino, fs) in self.by_inode() {
             let head = match (ino, fs.iter().find_map(|f| f.path.clone())) {

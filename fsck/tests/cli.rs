@@ -92,3 +92,48 @@ fn exit_codes_and_json() {
     // -n and -y together is a usage error.
     assert_ne!(fsck(&["-n", "-y"], &img).0, 0);
 }
+
+/// A damaged payload: `-n --json` lists it by path and range, `-y` keeps it
+/// marked (exit 1, then 0), `-y --drop-damaged` turns it into a hole.
+#[test]
+fn damaged_data_by_path_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = make(dir.path());
+    let v = Volume::open(&img, &OpenOptions::default()).unwrap();
+    let d = v.lookup(v.root(), b"d").unwrap();
+    let f = v.lookup(d.ino, b"f").unwrap();
+    let chain = v.chain(f.ino).unwrap();
+    let (off, image_off, len) = (chain[0].file_off, chain[0].image_off, chain[0].len);
+    v.close().unwrap();
+    let mut b = std::fs::read(&img).unwrap();
+    b[image_off as usize + 3] ^= 0x10;
+    std::fs::write(&img, &b).unwrap();
+    let (code, out) = fsck(&["-n", "--json"], &img);
+    assert_eq!(code, 4, "{out}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let dmg = &j["damaged"][0];
+    assert_eq!(dmg["path"], "/d/f");
+    assert_eq!(dmg["start"], off);
+    assert_eq!(dmg["end"], off + len as u64);
+    assert_eq!(dmg["state"], "found");
+    let (code, out) = fsck(&["-n"], &img);
+    assert_eq!(code, 4);
+    assert!(
+        out.contains(&format!(
+            "/d/f: bytes [{off}, {}) damaged: payload checksum mismatch",
+            off + len as u64
+        )),
+        "{out}"
+    );
+    let (code, out) = fsck(&["-y"], &img);
+    assert_eq!(code, 1, "{out}");
+    let (code, out) = fsck(&["-n"], &img);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("marked damaged"), "{out}");
+    let (code, out) = fsck(&["-y", "--drop-damaged"], &img);
+    assert_eq!(code, 1, "{out}");
+    let (code, out) = fsck(&["-n", "--json"], &img);
+    assert_eq!(code, 0, "{out}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(j["damaged"].as_array().unwrap().is_empty(), "{out}");
+}

@@ -231,3 +231,60 @@ fn damaged_chain_opens_read_only_with_fsck_advice() {
     drop(v);
     assert_eq!(std::fs::read(&p).unwrap(), b, "a damaged open wrote into the image");
 }
+
+/// More wrong link counts than one journal slot has entries (60): open
+/// commits its fixes in chunks, fixes them all, and fsck is clean after.
+#[test]
+fn open_fixes_more_link_counts_than_a_journal_slot_holds() {
+    use layout::inode::SLOTS_OFF;
+    use layout::{AttrSlot, PmOffset};
+    let dir = tempfile::tempdir().unwrap();
+    let p = image(dir.path());
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let g = *v.geometry();
+    let inos: Vec<u64> = (0..200)
+        .map(|k| {
+            let f = v
+                .create(v.root(), format!("f{k}").as_bytes(), 0o644, 0, 0)
+                .unwrap();
+            v.write(f.ino, 0, &[k as u8; 10]).unwrap();
+            f.ino
+        })
+        .collect();
+    v.close().unwrap();
+    // Raw-edit each live attribute slot: nlink 7, CRC recomputed.
+    let mut b = std::fs::read(&p).unwrap();
+    for &ino in &inos {
+        let pos = g.inode_pos(ino as u32).0 as usize;
+        let sel = u64::from_le_bytes(b[pos..pos + 8].try_into().unwrap());
+        let (generation, live) = (sel >> 1, (sel & 1) as usize);
+        let so = pos + SLOTS_OFF as usize + live * 64;
+        let mut a = AttrSlot::from_bytes(&b[so..so + 64], PmOffset(so as u64), generation).unwrap();
+        a.nlink = 7;
+        b[so..so + 64].copy_from_slice(&a.to_bytes(generation));
+    }
+    std::fs::write(&p, &b).unwrap();
+    let r = pktfs_fsck::check(
+        &pktfs::media::Pm::from_bytes(b.clone()),
+        &pktfs_fsck::Options::check(),
+    );
+    assert_eq!(
+        r.findings
+            .iter()
+            .filter(|f| f.code == "inode.nlink")
+            .count(),
+        200
+    );
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    assert_eq!(v.open_report().nlink_fixed, 200);
+    for &ino in &inos {
+        assert_eq!(v.getattr(ino).unwrap().nlink, 1);
+    }
+    v.check_invariants().unwrap();
+    v.close().unwrap();
+    let pm = pktfs::media::Pm::from_bytes(std::fs::read(&p).unwrap());
+    let r = pktfs_fsck::check(&pm, &pktfs_fsck::Options::check());
+    assert!(r.clean(), "{}", r.to_text());
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    assert_eq!(v.open_report().nlink_fixed, 0, "the fixes were durable");
+}

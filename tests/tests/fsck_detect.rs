@@ -104,14 +104,6 @@ impl Img {
     }
 }
 
-fn codes(r: &Report) -> Vec<&'static str> {
-    r.findings
-        .iter()
-        .filter(|f| f.severity >= Severity::Warning)
-        .map(|f| f.code)
-        .collect()
-}
-
 /// `-n` finds `code` (on inode `ino` if given), exits 4; `opts` repair
 /// exits 1 and leaves a clean, mountable image.
 fn detect_and_fix(img: &Img, code: &str, ino: Option<u64>, opts: &Options) -> Img {
@@ -143,8 +135,30 @@ fn detect_and_fix(img: &Img, code: &str, ino: Option<u64>, opts: &Options) -> Im
     );
     let v = fixed.vol();
     v.check_invariants().unwrap();
-    dump(&v).unwrap();
+    dump_readable(&fixed);
     fixed
+}
+
+/// Dump the whole tree (reading every file). Reads of ranges marked
+/// damaged fail with EIO, so an image holding some is dumped from a copy
+/// with them dropped.
+fn dump_readable(img: &Img) {
+    if img.check().damaged.is_empty() {
+        dump(&img.vol()).unwrap();
+        return;
+    }
+    let (r, holed) = img.repair(&Options {
+        drop_damaged: true,
+        ..Options::yes()
+    });
+    assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
+    assert!(holed.check().damaged.is_empty());
+    dump(&holed.vol()).unwrap();
+}
+
+/// `len` bytes of `path` at `off` (a range that holds no damage).
+fn read_at(img: &Img, path: &str, off: u64, len: u64) -> Vec<u8> {
+    img.vol().read(img.ino(path), off, len).unwrap()
 }
 
 fn read(img: &Img, path: &str) -> Vec<u8> {
@@ -186,13 +200,7 @@ fn superblocks_are_restored_from_each_other() {
     let mut img = base();
     img.b[4096 + 40] ^= 1;
     detect_and_fix(&img, "superblock.backup", None, &Options::preen());
-    // Both gone: nothing to go on.
-    let mut img = base();
-    img.b[100] ^= 1;
-    img.b[4096 + 100] ^= 1;
-    let (r, _) = img.repair(&Options::yes());
-    assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
-    assert!(codes(&r).contains(&"superblock.none"));
+    // Both gone: see both_superblocks_lost_the_geometry_is_found.
     // Not pktfs at all: operational error.
     let r = pktfs_fsck::check(&Pm::from_bytes(vec![0u8; 1 << 20]), &Options::check());
     assert_eq!(r.exit_code, exit::OPERATIONAL);
@@ -232,15 +240,123 @@ fn a_bad_record_truncates_its_chain() {
     assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
 }
 
+/// The records of `path` carrying FLAG_DAMAGED, as (file_off, len).
+fn marked(img: &Img, path: &str) -> Vec<(u64, u32)> {
+    img.chain(path)
+        .into_iter()
+        .map(|id| img.record(id).0)
+        .filter(|r| r.flags & layout::record::FLAG_DAMAGED != 0)
+        .map(|r| (r.file_off, r.len))
+        .collect()
+}
+
+fn damage_flags_feature(img: &Img) -> bool {
+    [0usize, 4096].iter().all(|&o| {
+        let sb = layout::Superblock::from_bytes(&img.b[o..o + 256], o as u64, img.b.len() as u64)
+            .unwrap();
+        sb.ro_compat & layout::superblock::RoCompatFeatures::DAMAGE_FLAGS.bits() != 0
+    })
+}
+
+/// Clear DAMAGE_FLAGS in both superblocks (an image no build with damage
+/// flags has opened), so that fsck has to set it.
+fn without_damage_flags(img: &mut Img) {
+    use layout::superblock::{raw_bytes, raw_from_bytes, seal, RoCompatFeatures};
+    for off in [0usize, 4096] {
+        let mut raw = raw_from_bytes(&img.b[off..off + 256]).unwrap();
+        raw.ro_compat = (raw.ro_compat.get() & !RoCompatFeatures::DAMAGE_FLAGS.bits()).into();
+        seal(&mut raw);
+        img.b[off..off + 256].copy_from_slice(raw_bytes(&raw));
+    }
+}
+
 #[test]
-fn a_bad_payload_becomes_a_hole() {
+fn a_bad_payload_is_kept_and_marked_damaged() {
+    for opts in [Options::yes(), Options::preen()] {
+        let mut img = three_records();
+        let want = read(&img, "/A/foo");
+        without_damage_flags(&mut img);
+        let ids = img.chain("/A/foo");
+        let o = img.payload_off(ids[1]);
+        img.b[o + 5] ^= 0x80;
+        let damaged = img.b.clone();
+        let file = img.ino("/A/foo");
+        // -n: the file, the byte range and both checksums.
+        let r = img.check();
+        let stored = img.record(ids[1]).0.payload_crc;
+        let line = format!("/A/foo: bytes [1000, 3000) damaged: payload checksum mismatch (stored {stored:#010x}, computed ");
+        assert!(r.to_text().contains(&line), "{}", r.to_text());
+        assert_eq!(r.damaged.len(), 1);
+        assert_eq!(
+            (r.damaged[0].start, r.damaged[0].end, r.damaged[0].state),
+            (1000, 3000, pktfs_fsck::DamageState::Found)
+        );
+        assert!(r.to_json().contains("\"damaged\""), "{}", r.to_json());
+        let fixed = detect_and_fix(&img, "data.payload_crc", Some(file), &opts);
+        // Kept: same chain shape, same bytes on the media, the record flagged.
+        assert_eq!(fixed.chain("/A/foo").len(), 3);
+        assert_eq!(marked(&fixed, "/A/foo"), vec![(1000, 2000)]);
+        let rec = fixed.record(fixed.chain("/A/foo")[1]).0;
+        assert_eq!(rec.payload_crc, stored, "the stored payload CRC is kept");
+        assert!(
+            damage_flags_feature(&fixed),
+            "DAMAGE_FLAGS set in both copies"
+        );
+        let (r, _) = img.repair(&opts);
+        assert_eq!(r.damaged[0].state, pktfs_fsck::DamageState::Marked);
+        assert!(
+            r.to_text().contains("kept, marked damaged"),
+            "{}",
+            r.to_text()
+        );
+        let pb = fixed.payload_off(fixed.chain("/A/foo")[1]);
+        assert_eq!(pb, o, "the payload was not moved");
+        assert_eq!(fixed.b[o..o + 2000], damaged[o..o + 2000]);
+        // Marked damage is the image's state now: reported, not repaired again.
+        let r = fixed.check();
+        assert!(r.clean(), "{}", r.to_text());
+        assert!(
+            r.findings
+                .iter()
+                .any(|f| f.code == "data.damaged" && f.severity == Severity::Info),
+            "{}",
+            r.to_text()
+        );
+        assert_eq!(r.damaged[0].state, pktfs_fsck::DamageState::Marked);
+        let (r, again) = fixed.repair(&Options::yes());
+        assert_eq!(r.exit_code, exit::CLEAN, "{}", r.to_text());
+        assert!(again.b == fixed.b, "nothing rewritten");
+        // --drop-damaged turns the marked range into a hole.
+        let drop = Options {
+            drop_damaged: true,
+            ..Options::yes()
+        };
+        let (r, holed) = fixed.repair(&drop);
+        assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
+        assert!(holed.check().clean());
+        let got = read(&holed, "/A/foo");
+        assert!(got[1000..3000].iter().all(|&b| b == 0));
+        assert_eq!(got[..1000], read_at(&fixed, "/A/foo", 0, 1000));
+        assert_eq!(got[3000..], read_at(&fixed, "/A/foo", 3000, 3000));
+        assert_eq!(got[..1000], want[..1000]);
+        assert_eq!(got[3000..], want[3000..]);
+        assert_eq!(r.damaged[0].state, pktfs_fsck::DamageState::Dropped);
+    }
+}
+
+#[test]
+fn drop_damaged_makes_a_hole_as_before() {
     let mut img = three_records();
     let want = read(&img, "/A/foo");
     let ids = img.chain("/A/foo");
     let o = img.payload_off(ids[1]);
     img.b[o + 5] ^= 0x80;
     let file = img.ino("/A/foo");
-    let fixed = detect_and_fix(&img, "data.payload_crc", Some(file), &Options::yes());
+    let drop = Options {
+        drop_damaged: true,
+        ..Options::yes()
+    };
+    let fixed = detect_and_fix(&img, "data.payload_crc", Some(file), &drop);
     let got = read(&fixed, "/A/foo");
     assert_eq!(got[..1000], want[..1000]);
     assert!(got[1000..3000].iter().all(|&b| b == 0));
@@ -249,6 +365,51 @@ fn a_bad_payload_becomes_a_hole() {
         want[3000..],
         "the records after the bad one are kept"
     );
+    // Preen never drops: it marks instead.
+    let (r, after) = img.repair(&Options {
+        drop_damaged: true,
+        ..Options::preen()
+    });
+    assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+    assert_eq!(after.chain("/A/foo").len(), 3);
+}
+
+/// Payloads of 64 KiB and more are checked in the parallel phase: the same
+/// keep-and-mark applies there, and to several damaged records in a row.
+#[test]
+fn large_and_adjacent_damaged_records_are_marked() {
+    let img = base();
+    let v = img.vol();
+    let file = img.ino("/A/foo");
+    for k in 0..4u64 {
+        v.write(
+            file,
+            (1 << 20) + k * 256 * 1024,
+            &pattern(k as u8, 0, 256 * 1024),
+        )
+        .unwrap();
+    }
+    let mut img = Img {
+        b: v.pm().snapshot(),
+        g: img.g,
+    };
+    drop(v);
+    let ids = img.chain("/A/foo");
+    let big: Vec<u64> = ids[ids.len() - 4..].to_vec();
+    assert!(big.iter().all(|&id| img.record(id).0.len == 256 * 1024));
+    for &id in &big[1..3] {
+        let o = img.payload_off(id);
+        img.b[o + 77] ^= 1;
+    }
+    let r = img.check();
+    assert_eq!(r.damaged.len(), 2, "{}", r.to_text());
+    let fixed = detect_and_fix(&img, "data.payload_crc", Some(file), &Options::yes());
+    let recs: Vec<Record> = big[1..3].iter().map(|&id| img.record(id).0).collect();
+    assert_eq!(
+        marked(&fixed, "/A/foo"),
+        recs.iter().map(|r| (r.file_off, r.len)).collect::<Vec<_>>()
+    );
+    assert_eq!(fixed.chain("/A/foo").len(), ids.len());
 }
 
 #[test]
@@ -463,17 +624,25 @@ fn journal_pending_is_replayed_and_invalid_is_discarded() {
 
 #[test]
 fn preen_leaves_what_would_drop_data() {
-    let mut img = three_records();
-    let ids = img.chain("/A/foo");
-    let o = img.payload_off(ids[1]);
-    img.b[o] ^= 1;
+    // A dirent whose name fails its CRC can only be dropped: preen reports
+    // it, writes nothing, and exits 4 ("run fsck manually").
+    let mut img = base();
+    let a = img.ino("/A");
+    let id = img.chain("/A")[0];
+    let o = img.payload_off(id);
+    img.b[o] ^= 0x20;
     let (r, after) = img.repair(&Options::preen());
     assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
     assert!(r
         .findings
         .iter()
-        .any(|f| f.code == "data.payload_crc" && !f.fixed));
-    assert_eq!(after.b, img.b, "nothing written");
+        .any(|f| f.code == "dirent.crc" && f.ino == Some(a as u32) && !f.fixed));
+    assert!(
+        r.notes.iter().any(|n| n.contains("manually")),
+        "{:?}",
+        r.notes
+    );
+    assert!(after.b == img.b, "nothing written");
 }
 
 #[test]
@@ -518,4 +687,113 @@ fn unknown_ro_compat_feature_is_checked_but_not_repaired() {
     assert!(msg.contains("can only read") && msg.contains("-n"), "{msg}");
     assert_eq!(r.exit_code, exit::OPERATIONAL);
     assert_eq!(pm.slice(0, img.b.len()), &img.b[..], "repair wrote");
+}
+
+/// Garble 8 bytes of both superblock copies (the magic, or the middle).
+fn without_superblocks(img: &Img, at: usize) -> Img {
+    let mut b = img.b.clone();
+    for off in [0, 4096] {
+        for x in &mut b[off + at..off + at + 8] {
+            *x ^= 0x5a;
+        }
+    }
+    Img { b, g: img.g }
+}
+
+#[test]
+fn both_superblocks_lost_the_geometry_is_found() {
+    // The seeded image (64 inodes, not mkfs's default) with a file spread
+    // over several buffers, and its tree as the model dumps it.
+    let img = three_records();
+    let want = dump(&img.vol()).unwrap();
+    for at in [0, 40] {
+        let lost = without_superblocks(&img, at);
+        assert!(Volume::open_pm(Pm::from_bytes(lost.b.clone()), false).is_err());
+        let r = lost.check();
+        assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.code == "superblock.none")
+            .unwrap();
+        assert!(
+            f.repair.as_deref().unwrap().contains("geometry"),
+            "{}",
+            r.to_text()
+        );
+        assert!(r.counts.inodes >= 12, "the walk ran on the found geometry");
+        // Preen does not write an inferred geometry.
+        let (r, after) = lost.repair(&Options::preen());
+        assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+        assert!(after.b == lost.b);
+        let (r, fixed) = lost.repair(&Options::yes());
+        assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
+        assert!(fixed.check().clean(), "{}", fixed.check().to_text());
+        let v = fixed.vol();
+        v.check_invariants().unwrap();
+        assert_eq!(dump(&v).unwrap(), want, "every file byte-identical");
+        assert_eq!(read(&fixed, "/A/foo"), read(&img, "/A/foo"));
+    }
+}
+
+#[test]
+fn both_superblocks_lost_on_a_default_image_restores_its_exact_geometry() {
+    use pktfs::{FormatOptions, OpenOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("img");
+    let params = layout::GeometryParams {
+        buffer_size_bytes: 4096,
+        ..layout::GeometryParams::for_size(16 << 20)
+    };
+    let g = Volume::format(
+        &p,
+        &FormatOptions {
+            params,
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let d = v.mkdir(v.root(), b"logs", 0o755, 0, 0).unwrap();
+    let f = v.create(d.ino, b"a.bin", 0o644, 0, 0).unwrap();
+    v.write(f.ino, 0, &pattern(5, 0, 100_000)).unwrap();
+    v.close().unwrap();
+    let img = Img {
+        b: std::fs::read(&p).unwrap(),
+        g,
+    };
+    let lost = without_superblocks(&img, 0);
+    let (r, fixed) = lost.repair(&Options::yes());
+    assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
+    let sb = layout::Superblock::from_bytes(&fixed.b[..256], 0, fixed.b.len() as u64).unwrap();
+    assert_eq!(sb.geometry, g, "mkfs's own layout");
+    std::fs::write(&p, &fixed.b).unwrap();
+    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let d = v.lookup(v.root(), b"logs").unwrap();
+    let f = v.lookup(d.ino, b"a.bin").unwrap();
+    assert_eq!(v.read(f.ino, 0, 1 << 20).unwrap(), pattern(5, 0, 100_000));
+    // Not pktfs at all stays an operational error.
+    let r = pktfs_fsck::check(&Pm::from_bytes(vec![0u8; 1 << 20]), &Options::check());
+    assert_eq!(r.exit_code, exit::OPERATIONAL);
+}
+
+/// Both superblocks gone and the root inode's heads hostile: the geometry
+/// search gives up cleanly (no panic, no write in -n).
+#[test]
+fn geometry_search_survives_a_hostile_root() {
+    let img = base();
+    let lost = without_superblocks(&img, 0);
+    let root = lost.inode_off(1);
+    for head in [u64::MAX, u64::MAX / 64, 1 << 40, lost.g.record_count + 7] {
+        for word in [8usize, 16] {
+            let mut b = lost.b.clone();
+            b[root + word..root + word + 8].copy_from_slice(&head.to_le_bytes());
+            let r = pktfs_fsck::check(&Pm::from_bytes(b.clone()), &Options::check());
+            assert!(r.exit_code >= exit::UNCORRECTED, "{}", r.to_text());
+            let pm = Pm::from_bytes(b);
+            let r = pktfs_fsck::repair(&pm, &Options::yes());
+            assert!(r.exit_code != exit::CLEAN, "{}", r.to_text());
+        }
+    }
 }

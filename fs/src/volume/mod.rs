@@ -24,6 +24,7 @@ mod alloc;
 mod failstop;
 mod file;
 mod itable;
+pub mod journal;
 mod ns;
 mod recover;
 mod rx;

@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
-use layout::journal::parse_slot;
+use layout::journal::JOURNAL_MAX_ENTRIES;
 use layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN};
 use layout::{
     AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordId, RecordKind,
@@ -20,6 +20,7 @@ use layout::{
 };
 
 use super::alloc::{Alloc, Slice};
+use super::journal;
 use super::tx::{SlotState, Tx};
 use super::{mark_mounted, write_superblocks, Inode, Namespace, Volume};
 use crate::error::{FsError, Result};
@@ -76,11 +77,7 @@ impl Reader<'_> {
         let mut b = [0u8; N];
         b.copy_from_slice(self.pm.slice(off, N));
         if !self.overlay.is_empty() {
-            for w in (0..N as u64).step_by(8) {
-                if let Some(v) = self.overlay.get(&(off + w)) {
-                    b[w as usize..w as usize + 8].copy_from_slice(&v.to_le_bytes());
-                }
-            }
+            journal::overlay(&mut b, off, |a| self.overlay.get(&a).copied());
         }
         b
     }
@@ -355,19 +352,20 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     // Journal: every committed slot is parsed and validated, and the walk
     // below reads through their stores as an overlay, before anything is
     // written: an image refused for any reason (a bad slot, a damaged root)
-    // is left exactly as it was. A writable open applies the stores once
-    // the image is accepted.
+    // is left exactly as it was. A writable open replays the slots once the
+    // image is accepted.
+    let pending = journal::read_slots(&pm, &g)
+        .into_iter()
+        .filter_map(|v| {
+            v.state
+                .transpose()
+                .map(|c| c.map(|(_, stores)| (v.slot, stores)))
+        })
+        .collect::<std::result::Result<Vec<_>, Corrupt>>()?;
     let mut overlay = HashMap::default();
-    let mut pending = Vec::new();
-    for slot in 0..g.journal_slots {
-        let pos = g.journal_slot_pos(slot);
-        if let Some((_, stores)) =
-            parse_slot(pm.slice(pos.0, g.journal_slot_bytes as usize), pos, &g)?
-        {
-            report.journal_slots_replayed += 1;
-            overlay.extend(stores.iter().copied());
-            pending.push((pos, stores));
-        }
+    for (_, stores) in &pending {
+        report.journal_slots_replayed += 1;
+        overlay.extend(stores.iter().copied());
     }
 
     let mut w = Walk {
@@ -414,13 +412,8 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     };
     report.damaged_inodes = damaged.clone();
     if !read_only {
-        for (pos, stores) in &pending {
-            for &(a, v) in stores {
-                pm.store_u64(a, v);
-                pm.flush(a, 8);
-            }
-            pm.fence();
-            pm.publish_u64(pos.0, 0);
+        for (slot, stores) in &pending {
+            journal::replay_slot(&pm, &g, *slot, stores)?;
         }
     }
 
@@ -493,15 +486,22 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         report,
     );
     if !read_only {
-        let mut tx = Tx::new();
-        for (ino, want) in fixes {
-            let i = vol.inode(ino as u64)?;
-            let mut gi = i.write().or_stop();
-            vol.set_attr(&mut tx, &mut gi, want);
-            drop(gi);
-        }
-        if !tx.is_empty() {
-            tx.commit(&vol);
+        // Each fix is one selector store and a journal slot holds
+        // JOURNAL_MAX_ENTRIES of them, so they are committed in chunks of
+        // that many. Every fix stands alone (a value computed from the
+        // tree), so a crash between chunks only leaves the rest to the
+        // next open.
+        for chunk in fixes.chunks(JOURNAL_MAX_ENTRIES) {
+            let mut tx = Tx::new();
+            for &(ino, want) in chunk {
+                let i = vol.inode(ino as u64)?;
+                let mut gi = i.write().or_stop();
+                vol.set_attr(&mut tx, &mut gi, want);
+                drop(gi);
+            }
+            if !tx.is_empty() {
+                tx.commit(&vol);
+            }
         }
     }
     let mut vol = vol;

@@ -283,8 +283,11 @@ impl Tx {
                 // Fence 2: the commit point.
                 pm.write(base, header.as_bytes());
                 pm.persist(base, JOURNAL_HEADER_BYTES as u64);
-                apply_stores(vol, &self.stores);
-                pm.publish_u64(base, 0);
+                // Apply and clear: the same code recovery replays with. The
+                // stores came from this build's own link-word addresses.
+                if let Err(e) = super::journal::replay_slot(pm, g, slot, &self.stores) {
+                    unreachable!("a commit named a word that is not a link word: {e}");
+                }
                 vol.journal.give(slot);
             }
         }
@@ -299,13 +302,4 @@ impl Tx {
             }
         }
     }
-}
-
-/// Apply journalled stores (at commit, or at replay) and make them durable.
-pub fn apply_stores(vol: &Volume, stores: &[(u64, u64)]) {
-    for &(addr, value) in stores {
-        vol.pm.store_u64(addr, value);
-        vol.pm.flush(addr, 8);
-    }
-    vol.pm.fence();
 }
