@@ -301,11 +301,27 @@ fn dax_device_len(file: &File) -> Option<u64> {
         .ok()
 }
 
+/// How long an open waits for a lock held by someone else before it says
+/// the image is in use. A lock can outlive its holder briefly: a process
+/// that forks copies every descriptor (the image's included) into the
+/// child until the child execs, and an unmounted daemon lets go of the
+/// image only as it exits. A real holder still gets a clear error, later.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
+
 fn lock(file: &File, path: &Path, shared: bool) -> Result<(), MediaError> {
-    let lock = if shared {
-        file.try_lock_shared()
-    } else {
-        file.try_lock()
+    let t0 = std::time::Instant::now();
+    let lock = loop {
+        let r = if shared {
+            file.try_lock_shared()
+        } else {
+            file.try_lock()
+        };
+        match r {
+            Err(std::fs::TryLockError::WouldBlock) if t0.elapsed() < LOCK_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => break r,
+        }
     };
     match lock {
         Ok(()) => Ok(()),
