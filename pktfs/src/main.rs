@@ -40,6 +40,13 @@ enum Cmd {
     /// Check every payload checksum of an image, mounted or not, and name
     /// damaged files and ranges (exit 0 clean, 4 damage, 8 error).
     Scrub(scrub_cmd::ScrubArgs),
+    /// Show the CPU features and checksum/copy speeds that set pktfs's pace
+    /// (every benchmark prints this).
+    Machine {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() {
@@ -53,6 +60,15 @@ fn main() {
         Cmd::Stat(a) => chain_cmd::stat(a),
         Cmd::Up(a) => net_cmd::up(a),
         Cmd::Scrub(a) => std::process::exit(scrub_cmd::run(a)),
+        Cmd::Machine { json } => {
+            let m = pktfs::media::machine::Machine::measure();
+            if json {
+                println!("{}", m.to_json());
+            } else {
+                println!("machine: {m}");
+            }
+            Ok(())
+        }
     };
     if let Err(e) = r {
         eprintln!("pktfs: {e}");

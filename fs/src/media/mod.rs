@@ -17,6 +17,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod arch;
+pub mod machine;
 pub mod net;
 mod sigbus;
 pub mod recording;
@@ -186,7 +187,7 @@ pub struct Pm {
     tracker: tracker::Tracker,
     read_only: bool,
     /// Background pre-fault of the mapping; joined before the mapping goes.
-    populate: Option<std::thread::JoinHandle<()>>,
+    populate: Option<(std::thread::JoinHandle<()>, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
     /// Set when a persist failed (msync error): the device may have lost
     /// writes, so nothing may be acknowledged any more (see the Volume's
     /// fail-stop).
@@ -208,7 +209,8 @@ unsafe impl Sync for Pm {}
 
 impl Drop for Pm {
     fn drop(&mut self) {
-        if let Some(h) = self.populate.take() {
+        if let Some((h, stop)) = self.populate.take() {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = h.join();
         }
     }
@@ -545,31 +547,34 @@ impl Pm {
             PersistChoice::Eadr => PersistMode::Eadr,
         };
         let base = map.as_mut_ptr();
-        let populate = (!opts.read_only && !opts.no_populate).then(|| {
-            // Pre-fault in the background so opening does not wait for it;
-            // the handle is joined in Drop before the mapping is unmapped.
-            // The file is fully allocated by now (complete_sparse), so this
-            // only maps pages that exist: it cannot run a tmpfs out of room.
+        // Pre-fault in the background so opening does not wait for it and
+        // copies (or a scrub's reads) do not take a page fault per 4 KiB.
+        // The file is fully allocated by now (complete_sparse), so this only
+        // maps pages that exist: it cannot run a tmpfs out of room. Drop
+        // stops it at the next step and joins it before the mapping goes.
+        let populate = (!opts.no_populate).then(|| {
             let (addr, n) = (base as usize, len as usize);
-            std::thread::spawn(move || {
+            let advice = if opts.read_only {
+                libc::MADV_POPULATE_READ
+            } else {
+                libc::MADV_POPULATE_WRITE
+            };
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let stop2 = stop.clone();
+            let h = std::thread::spawn(move || {
                 const STEP: usize = 64 << 20;
                 let mut off = 0;
-                while off < n {
+                while off < n && !stop2.load(std::sync::atomic::Ordering::Relaxed) {
                     let k = STEP.min(n - off);
                     // SAFETY: addr+off..addr+off+k lies inside the mapping,
                     // which stays mapped until this thread is joined (Drop).
-                    // MADV_POPULATE_WRITE only faults pages in; it changes no
+                    // MADV_POPULATE_* only faults pages in; it changes no
                     // data (and fails harmlessly on kernels before 5.14).
-                    unsafe {
-                        libc::madvise(
-                            (addr + off) as *mut libc::c_void,
-                            k,
-                            libc::MADV_POPULATE_WRITE,
-                        )
-                    };
+                    unsafe { libc::madvise((addr + off) as *mut libc::c_void, k, advice) };
                     off += k;
                 }
-            })
+            });
+            (h, stop)
         });
         Ok(Pm {
             base,
