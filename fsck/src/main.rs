@@ -7,7 +7,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Parser;
-use pktfs::media::{MapOptions, Pm};
+use pktfs::media::{MapOptions, MediaError, Pm};
 use pktfs_fsck::{exit, Mode, Options, Report};
 
 #[derive(Parser, Debug)]
@@ -58,16 +58,27 @@ fn main() {
         drop_damaged: a.drop_damaged,
     };
     let read_only = mode == Mode::Check;
+    // -n takes the lock shared: a mount or server writing the image holds
+    // it exclusively, and reading a live image behind its back could
+    // report half-done changes as damage. `pktfs scrub` checks a live one.
     let map = MapOptions {
         read_only,
-        no_lock: read_only,
         no_populate: true,
         ..Default::default()
     };
     let mut report = match Pm::open(&a.image, &map) {
         Ok(pm) => pktfs_fsck::run(&pm, &opts),
         Err(e) => {
-            let mut r = Report::operational(mode, e.to_string());
+            let msg = match e {
+                MediaError::Locked { .. } => format!(
+                    "{} is in use by a mount or server; unmount it first, or check it \
+                     live with `pktfs scrub {}`",
+                    a.image.display(),
+                    a.image.display()
+                ),
+                e => e.to_string(),
+            };
+            let mut r = Report::operational(mode, msg);
             r.image = Some(a.image.display().to_string());
             r
         }

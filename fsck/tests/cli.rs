@@ -80,9 +80,13 @@ fn exit_codes_and_json() {
     let v = Volume::open(&img, &OpenOptions::default()).unwrap();
     let (code, out) = fsck(&["-y"], &img);
     assert_eq!(code, 8, "{out}");
-    let (code, _) = fsck(&["-n"], &img);
-    assert_eq!(code, 0);
+    // -n does not read a live image behind its holder's back either: it
+    // says so and points at the live check.
+    let (code, out) = fsck(&["-n"], &img);
+    assert_eq!(code, 8, "{out}");
+    assert!(out.contains("in use") && out.contains("pktfs scrub"), "{out}");
     drop(v);
+    assert_eq!(fsck(&["-n"], &img).0, 0, "free again once the holder is gone");
 
     // Not an image at all; a missing file.
     let junk = dir.path().join("junk");
