@@ -31,6 +31,7 @@ pub mod http;
 pub mod path;
 pub mod quickstart;
 pub mod raw;
+pub mod recv;
 pub mod rxstream;
 pub mod server;
 pub mod signal;

@@ -15,8 +15,9 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+
 use crate::config::Change;
-use crate::rxstream::{RxStream, IDLE_RESERVATION};
+use crate::recv::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
 use crate::server::Shared;
 use crate::util::{now_ns, raw_name};
 
@@ -53,70 +54,48 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
         name: name.as_bytes(),
         ino,
     });
-    let mut rx = RxStream::new(vol, &sock, sh.cfg.rx_chunk);
-    let mut pieces = Vec::new();
-    let mut size = 0u64;
-    let mut noted = (Instant::now(), 0u64);
-    // Reservation size follows the sender: doubles while recvs fill half of
-    // it, shrinks when they don't.
-    let mut want = IDLE_RESERVATION;
-    let mut failed = false;
-    let mut idle_until = Instant::now() + sh.cfg.raw_idle_timeout;
-    loop {
-        if sh.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        // While a growth is not yet told (throttled), wake up within
-        // 100 ms to tell it even if the sender goes quiet.
-        let left = idle_until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        let pending = noted.1 != size;
-        let wait = if pending { left.min(NOTE_EVERY) } else { left };
-        let n = match rx.fill(want, wait) {
-            Ok(0) => break,
-            Ok(n) => n as u32,
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut && pending => {
-                sh.notify(Change::Data { ino, size });
-                noted = (Instant::now(), size);
-                continue;
-            }
-            Err(_) => break,
-        };
-        idle_until = Instant::now() + sh.cfg.raw_idle_timeout;
-        want = if n >= want / 2 {
-            (want * 2).min(sh.cfg.rx_chunk)
-        } else {
-            (want / 2).max(IDLE_RESERVATION)
-        };
-        let avail = rx.available();
-        if rx.take_into(avail, &mut pieces).is_err() {
-            vol.rx_abort(std::mem::take(&mut pieces));
-            failed = true;
-            break;
-        }
-        match vol.rx_commit(ino, std::mem::take(&mut pieces)) {
-            Ok(s) => size = s,
-            Err(_) => {
-                failed = true;
-                break;
-            }
-        }
+    // Every receive is committed at once (the smallest loss window); the
+    // mount hears of the growth at most every NOTE_EVERY, and within that
+    // of the last commit even when the sender goes quiet.
+    let opts = RecvOptions {
+        mode: RecvMode::Append,
+        commit: CommitPolicy::EveryChunk,
+        chunk_bytes: sh.cfg.rx_chunk,
+        idle_timeout: sh.cfg.raw_idle_timeout,
+        ..Default::default()
+    };
+    let noted = std::cell::Cell::new((Instant::now(), 0u64, 0u64)); // (when, told, size)
+    let mut on_commit = |_ino: u64, size: u64| {
+        let (when, told, before) = noted.get();
         sh.counters
             .bytes_in
-            .fetch_add(avail as u64, Ordering::Relaxed);
-        if noted.0.elapsed() >= NOTE_EVERY {
+            .fetch_add(size.saturating_sub(before), Ordering::Relaxed);
+        noted.set((when, told, size));
+        if when.elapsed() >= NOTE_EVERY {
             sh.notify(Change::Data { ino, size });
-            noted = (Instant::now(), size);
+            noted.set((Instant::now(), size, size));
         }
-    }
-    if noted.1 != size {
+    };
+    let mut on_tick = || {
+        let (_, told, size) = noted.get();
+        if told != size {
+            sh.notify(Change::Data { ino, size });
+            noted.set((Instant::now(), size, size));
+        }
+    };
+    recv_into(
+        vol,
+        &sock,
+        ino,
+        &opts,
+        RecvHooks {
+            stop: Some(&sh.stop),
+            on_commit: Some(&mut on_commit),
+            tick: Some((NOTE_EVERY, &mut on_tick)),
+        },
+    );
+    let (_, told, size) = noted.get();
+    if told != size {
         sh.notify(Change::Data { ino, size });
-    }
-    drop(rx);
-    if failed {
-        // Tell the sender the stream was not stored to its end.
-        let _ = sock.shutdown(Shutdown::Both);
     }
 }

@@ -46,6 +46,10 @@ impl RxPiece {
     pub fn crc(&self) -> u32 {
         self.piece.crc
     }
+    /// Kernel receive time of the bytes, ns since the epoch.
+    pub fn timestamp_ns(&self) -> u64 {
+        self.piece.timestamp_ns
+    }
 }
 
 impl Volume {
