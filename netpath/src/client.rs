@@ -19,25 +19,60 @@ pub struct SendReport {
 }
 
 /// Connect to `addr` and send all of file `ino`, then close the sending
-/// side. `timeout`: connect timeout and longest wait for room to send.
+/// side. `timeout`: connect timeout and longest wait for room to send. The
+/// file is held (and every record's CRC checked) before connecting, so a
+/// damaged file fails without a connection.
 pub fn send_file(
     vol: &Volume,
     ino: u64,
     addr: &str,
     timeout: Duration,
 ) -> Result<SendReport, String> {
-    let target = addr
-        .to_socket_addrs()
-        .map_err(|e| format!("{addr}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{addr}: no address"))?;
-    let sock = TcpStream::connect_timeout(&target, timeout)
-        .map_err(|e| format!("connect {target}: {e}"))?;
     let hold = vol.tx_hold(ino, 0, u64::MAX).map_err(|e| e.to_string())?;
-    let t0 = Instant::now();
-    let r = send_held(vol, &sock, &hold, timeout);
+    let r = connect(addr, timeout).and_then(|s| send_hold(vol, &s, &hold, timeout));
     vol.tx_release(hold);
-    let st = r.map_err(|e| format!("send to {target}: {e}"))?;
+    r
+}
+
+/// Resolve `addr` (`HOST:PORT`, host names too) and connect to the first
+/// address that answers within `timeout`.
+pub fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, String> {
+    let mut last = format!("{addr}: no address");
+    for a in addr.to_socket_addrs().map_err(|e| format!("{addr}: {e}"))? {
+        match TcpStream::connect_timeout(&a, timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = format!("connect {a}: {e}"),
+        }
+    }
+    Err(last)
+}
+
+/// Send all of file `ino` on an already connected socket (a socket another
+/// process passed over the control socket), then close the sending side.
+pub fn send_on(
+    vol: &Volume,
+    ino: u64,
+    sock: &TcpStream,
+    timeout: Duration,
+) -> Result<SendReport, String> {
+    let hold = vol.tx_hold(ino, 0, u64::MAX).map_err(|e| e.to_string())?;
+    let r = send_hold(vol, sock, &hold, timeout);
+    vol.tx_release(hold);
+    r
+}
+
+fn send_hold(
+    vol: &Volume,
+    sock: &TcpStream,
+    hold: &pktfs::TxHold,
+    timeout: Duration,
+) -> Result<SendReport, String> {
+    let t0 = Instant::now();
+    let peer = sock
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "the peer".into());
+    let st = send_held(vol, sock, hold, timeout).map_err(|e| format!("send to {peer}: {e}"))?;
     let _ = sock.shutdown(Shutdown::Write);
     Ok(SendReport {
         bytes: st.bytes,

@@ -18,6 +18,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::fs::MetadataExt;
+use std::net::TcpStream;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -121,8 +122,8 @@ fn send(s: &mut UnixStream, v: &Value) -> bool {
 fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
     let _ = s.set_nonblocking(false);
     let Ok(mut out) = s.try_clone() else { return };
-    let uid = match rustix::net::sockopt::socket_peercred(&s) {
-        Ok(c) => c.uid.as_raw(),
+    let (uid, gid) = match rustix::net::sockopt::socket_peercred(&s) {
+        Ok(c) => (c.uid.as_raw(), c.gid.as_raw()),
         Err(_) => return,
     };
     if uid != 0 && uid != owner && uid != me {
@@ -134,11 +135,14 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
         );
         return;
     }
-    let mut line = String::new();
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    if BufReader::new(&s).read_line(&mut line).is_err() {
-        return;
-    }
+    let (line, passed) = match read_request(&s) {
+        Ok(x) => x,
+        Err(e) => {
+            send(&mut out, &json!({"ok": false, "error": format!("reading the request: {e}")}));
+            return;
+        }
+    };
     let req: Value = match serde_json::from_str(&line) {
         Ok(v) => v,
         Err(e) => {
@@ -172,6 +176,16 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
             .map(|r| r.to_json())
             .map_err(|e| e.to_string())
         }
+        Some("recv") => match (passed, req["path"].as_str()) {
+            (Some(sock), Some(p)) => recv_op(vol, &sock, p, &req, (uid, gid)),
+            (None, _) => Err("recv needs the connected socket passed with the request".into()),
+            (_, None) => Err("recv needs a \"path\"".into()),
+        },
+        Some("send") => match (passed, req["path"].as_str()) {
+            (Some(sock), Some(p)) => send_op(vol, &sock, p),
+            (None, _) => Err("send needs the connected socket passed with the request".into()),
+            (_, None) => Err("send needs a \"path\"".into()),
+        },
         _ => Err(format!("unknown op in {}", line.trim())),
     };
     let v = match r {
@@ -179,6 +193,99 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
         Err(e) => json!({"ok": false, "error": e}),
     };
     send(&mut out, &v);
+}
+
+/// Most bytes a request line may have.
+const MAX_REQUEST: usize = 64 << 10;
+
+/// Read one request line, and the TCP socket the client may have passed
+/// with it (SCM_RIGHTS on the first message).
+fn read_request(s: &UnixStream) -> std::io::Result<(String, Option<TcpStream>)> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    use std::mem::MaybeUninit;
+    let mut buf = Vec::new();
+    let mut passed: Option<TcpStream> = None;
+    let mut chunk = [0u8; 4096];
+    while !buf.contains(&b'\n') {
+        if buf.len() > MAX_REQUEST {
+            return Err(std::io::Error::other("request line too long"));
+        }
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+        let r = rustix::net::recvmsg(
+            s,
+            &mut [std::io::IoSliceMut::new(&mut chunk)],
+            &mut cmsg,
+            RecvFlags::CMSG_CLOEXEC,
+        )?;
+        for m in cmsg.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = m {
+                for fd in fds {
+                    // Only the first passed descriptor is used; more are
+                    // closed as they drop.
+                    if passed.is_none() {
+                        passed = Some(TcpStream::from(fd));
+                    }
+                }
+            }
+        }
+        if r.bytes == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..r.bytes]);
+    }
+    let line = String::from_utf8(buf)
+        .map_err(|_| std::io::Error::other("the request is not UTF-8"))?;
+    Ok((line, passed))
+}
+
+/// The holder receives a stream into one of its files.
+/// `peer`: the client's user and group (SO_PEERCRED); the file is theirs,
+/// whatever the request says, unless the client is root.
+fn recv_op(
+    vol: &Volume,
+    sock: &TcpStream,
+    path: &str,
+    req: &Value,
+    peer: (u32, u32),
+) -> Result<Value, String> {
+    let asked = |k: &str, own: u32| {
+        if peer.0 == 0 {
+            req[k].as_u64().map_or(own, |v| v as u32)
+        } else {
+            own
+        }
+    };
+    let opts = crate::recv::RecvOptions {
+        mode: match req["mode"].as_str().unwrap_or("create") {
+            "create" => crate::recv::RecvMode::CreateOnly,
+            "append" => crate::recv::RecvMode::Append,
+            "replace" => crate::recv::RecvMode::ReplaceAtEnd,
+            m => return Err(format!("unknown receive mode {m:?} (create, append, replace)")),
+        },
+        commit: match (req["commit"].as_str(), req["commit_bytes"].as_u64()) {
+            (Some("chunk"), _) => crate::recv::CommitPolicy::EveryChunk,
+            (Some("end"), _) => crate::recv::CommitPolicy::AtEnd,
+            (_, Some(n)) => crate::recv::CommitPolicy::EveryBytes(n.max(1)),
+            _ => crate::recv::CommitPolicy::default(),
+        },
+        uid: asked("uid", peer.0),
+        gid: asked("gid", peer.1),
+        ..Default::default()
+    };
+    let _ = sock.set_nonblocking(false);
+    crate::recv::recv_to_file(vol, sock, path, &opts)
+        .map(|r| r.to_json())
+        .map_err(|e| e.to_string())
+}
+
+/// The holder sends one of its files on a passed socket.
+fn send_op(vol: &Volume, sock: &TcpStream, path: &str) -> Result<Value, String> {
+    let ino = resolve(vol, path).map_err(|e| format!("{path}: {e}"))?;
+    let _ = sock.set_nonblocking(false);
+    let r = crate::client::send_on(vol, ino, sock, Duration::from_secs(30))?;
+    Ok(json!({"bytes": r.bytes, "segments": r.segments, "syscalls": r.syscalls,
+              "elapsed_s": r.elapsed.as_secs_f64()}))
 }
 
 /// `pktfs stat`'s facts, from a Volume.
@@ -225,6 +332,18 @@ pub fn request(
     req: &Value,
     on_progress: &mut dyn FnMut(&Value),
 ) -> Result<Value, ControlError> {
+    request_passing(image, req, None, on_progress)
+}
+
+/// [`request`], passing the connected TCP socket `pass` to the holder with
+/// the request (SCM_RIGHTS), so the process that owns the Volume moves the
+/// data itself: the data path stays one copy.
+pub fn request_passing(
+    image: &Path,
+    req: &Value,
+    pass: Option<&TcpStream>,
+    on_progress: &mut dyn FnMut(&Value),
+) -> Result<Value, ControlError> {
     let io = |source| ControlError::Io {
         path: image.to_path_buf(),
         source,
@@ -239,7 +358,25 @@ pub fn request(
     };
     let mut line = req.to_string();
     line.push('\n');
-    s.write_all(line.as_bytes()).map_err(io)?;
+    match pass {
+        None => s.write_all(line.as_bytes()).map_err(io)?,
+        Some(sock) => {
+            use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+            use std::os::fd::AsFd;
+            let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+            let mut cmsg = SendAncillaryBuffer::new(&mut space);
+            let fds = [sock.as_fd()];
+            cmsg.push(SendAncillaryMessage::ScmRights(&fds));
+            let n = rustix::net::sendmsg(
+                &s,
+                &[std::io::IoSlice::new(line.as_bytes())],
+                &mut cmsg,
+                SendFlags::empty(),
+            )
+            .map_err(|e| io(e.into()))?;
+            s.write_all(&line.as_bytes()[n..]).map_err(io)?;
+        }
+    }
     for l in BufReader::new(&s).lines() {
         let l = l.map_err(io)?;
         let v: Value = serde_json::from_str(&l)

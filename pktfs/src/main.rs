@@ -9,6 +9,7 @@ mod logging;
 mod mount_cmd;
 mod net_cmd;
 mod scrub_cmd;
+mod stream_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +38,9 @@ enum Cmd {
     Stat(chain_cmd::StatArgs),
     /// Quick start: create a default image if needed, mount it, serve it.
     Up(net_cmd::UpArgs),
+    /// Receive one TCP stream into one file (one copy, durable, every
+    /// record checksummed); exit 0 when the stream ended cleanly.
+    Recv(stream_cmd::RecvArgs),
     /// Check every payload checksum of an image, mounted or not, and name
     /// damaged files and ranges (exit 0 clean, 4 damage, 8 error).
     Scrub(scrub_cmd::ScrubArgs),
@@ -60,6 +64,10 @@ fn main() {
         Cmd::Stat(a) => chain_cmd::stat(a),
         Cmd::Up(a) => net_cmd::up(a),
         Cmd::Scrub(a) => std::process::exit(scrub_cmd::run(a)),
+        Cmd::Recv(a) => match stream_cmd::recv(a) {
+            Ok(code) => std::process::exit(code),
+            Err(e) => Err(e),
+        },
         Cmd::Machine { json } => {
             let m = pktfs::media::machine::Machine::measure();
             if json {

@@ -274,30 +274,30 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
 }
 
 pub fn send(a: SendArgs) -> Result<(), String> {
-    let vol = Volume::open(
-        &a.image,
-        &OpenOptions {
-            read_only: true,
-            ..Default::default()
+    let timeout = Duration::from_secs(a.timeout.max(1));
+    // A mounted or served image is sent by the process that holds it: the
+    // connected socket is passed to it (see netpath::control).
+    let sock = netpath::client::connect(&a.addr, timeout)?;
+    let req = serde_json::json!({"op": "send", "path": a.path});
+    let r = match netpath::control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
+        Ok(v) => netpath::client::SendReport {
+            bytes: v["bytes"].as_u64().unwrap_or(0),
+            segments: v["segments"].as_u64().unwrap_or(0),
+            syscalls: v["syscalls"].as_u64().unwrap_or(0),
+            elapsed: Duration::from_secs_f64(v["elapsed_s"].as_f64().unwrap_or(0.0)),
         },
-    )
-    .map_err(|e| {
-        format!(
-            "{}: {e}{}",
-            a.image.display(),
-            if e.to_string().contains("lock") {
-                " (a server has it open: fetch the file with GET instead)"
-            } else {
-                ""
+        Err(netpath::control::ControlError::NotServed(_)) => {
+            let vol = crate::chain_cmd::open_ro(&a.image)?;
+            let ino = netpath::control::resolve(&vol, &a.path)
+                .map_err(|e| format!("{}: {e}", a.path))?;
+            let at = vol.getattr(ino).map_err(|e| e.to_string())?;
+            if at.kind != FileType::Regular {
+                return Err(format!("{}: not a regular file", a.path));
             }
-        )
-    })?;
-    let ino = netpath::control::resolve(&vol, &a.path).map_err(|e| format!("{}: {e}", a.path))?;
-    let at = vol.getattr(ino).map_err(|e| e.to_string())?;
-    if at.kind != FileType::Regular {
-        return Err(format!("{}: not a regular file", a.path));
-    }
-    let r = netpath::client::send_file(&vol, ino, &a.addr, Duration::from_secs(a.timeout.max(1)))?;
+            netpath::client::send_on(&vol, ino, &sock, timeout)?
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let secs = r.elapsed.as_secs_f64().max(1e-9);
     eprintln!(
         "pktfs: sent {} bytes of {} to {} as {} segments in {} sendmsg calls, {:.3} s, {:.1} MB/s",

@@ -28,7 +28,7 @@ pub struct ScrubArgs {
 }
 
 /// `4096`, `512K`, `200M`, `1G`, `1GiB`: bytes (powers of 1024).
-fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
