@@ -1,0 +1,284 @@
+//! `pktfs recv` and `pktfs send` with real sockets: nc on the other end,
+//! an image nobody holds and one a server holds (the socket is passed to
+//! it), a SIGKILL mid-stream (an exact prefix survives), and a user who
+//! may not use the holder (refused).
+
+#[path = "../../tests/tests/prereq/mod.rs"]
+mod prereq;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn pktfs_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pktfs"))
+}
+
+fn pktfs(args: &[&str]) -> Output {
+    Command::new(pktfs_bin()).args(args).output().unwrap()
+}
+
+fn mkfs(img: &Path) {
+    pktfs::Volume::format(
+        img,
+        &pktfs::FormatOptions {
+            params: layout::GeometryParams::for_size(64 << 20),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+fn data(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32).map(|i| (i.wrapping_mul(2654435761) ^ seed) as u8 >> 1).collect()
+}
+
+/// Start `pktfs recv ... --listen ADDR`, wait until it listens.
+fn recv_listening(img: &Path, path: &str, addr: SocketAddr, extra: &[&str]) -> Child {
+    let mut c = Command::new(pktfs_bin())
+        .args(["recv", img.to_str().unwrap(), path, "--listen", &addr.to_string()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(c.stderr.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("waiting for one connection"), "{line}");
+    c
+}
+
+fn wait_out(mut c: Child) -> (i32, String) {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = c.try_wait().unwrap() {
+            let mut out = String::new();
+            c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+            return (st.code().unwrap_or(-1), out);
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "pktfs recv did not finish");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn read_file(img: &Path, path: &str) -> Vec<u8> {
+    let v = pktfs::Volume::open(img, &pktfs::OpenOptions { read_only: true, ..Default::default() }).unwrap();
+    let ino = netpath::control::resolve(&v, path).unwrap();
+    v.read(ino, 0, u64::MAX).unwrap()
+}
+
+fn chain(img: &Path, path: &str) -> Vec<serde_json::Value> {
+    let o = pktfs(&["chain", img.to_str().unwrap(), path, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap().as_array().unwrap().clone()
+}
+
+#[test]
+fn recv_from_nc_and_connect_and_send_back() {
+    require!(prereq::tool("nc"));
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("img");
+    mkfs(&img);
+    let body = data(3_000_000, 1);
+    let src = d.path().join("src");
+    std::fs::write(&src, &body).unwrap();
+
+    // --listen, nc sends.
+    let addr = free_port();
+    let r = recv_listening(&img, "/a.bin", addr, &["--json"]);
+    let st = Command::new("nc")
+        .args(["-N", "127.0.0.1", &addr.port().to_string()])
+        .stdin(std::fs::File::open(&src).unwrap())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (code, out) = wait_out(r);
+    assert_eq!(code, 0, "{out}");
+    let rep: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rep["bytes"], 3_000_000);
+    assert_eq!(rep["ended_cleanly"], true);
+    assert_eq!(read_file(&img, "/a.bin"), body);
+    // Every record is a received packet: network flag, kernel receive
+    // time, stream position as its sequence.
+    let rows = chain(&img, "/a.bin");
+    assert_eq!(rows.len() as u64, rep["records"].as_u64().unwrap());
+    for r in &rows {
+        assert_eq!(r["from_network"], true);
+        assert!(r["timestamp_ns"].as_u64().unwrap() >= rep["first_rx_ns"].as_u64().unwrap());
+        assert_eq!(r["seq"], r["file_offset"]);
+    }
+    // The stream CRC is the CRC of the bytes.
+    assert_eq!(rep["crc32c"], format!("{:08x}", layout::crc32c(&body)));
+
+    // create-only refuses an existing name, clearly, before any data.
+    let addr = free_port();
+    let r = recv_listening(&img, "/a.bin", addr, &[]);
+    let mut s = TcpStream::connect(addr).unwrap();
+    let _ = s.write_all(b"ignored");
+    drop(s);
+    let o = r.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("file exists"));
+
+    // --connect: pktfs connects to a sender (here: a listener in the test).
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = l.local_addr().unwrap();
+    let body2 = data(700_000, 2);
+    let b2 = body2.clone();
+    let t = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        c.write_all(&b2).unwrap();
+    });
+    let o = pktfs(&["recv", img.to_str().unwrap(), "/b.bin", "--connect", &at.to_string(), "--mode", "append"]);
+    t.join().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read_file(&img, "/b.bin"), body2);
+
+    // send it back out, one record per segment.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = l.local_addr().unwrap();
+    let t = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        let mut got = Vec::new();
+        c.read_to_end(&mut got).unwrap();
+        got
+    });
+    let o = pktfs(&["send", img.to_str().unwrap(), "/a.bin", &at.to_string()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(t.join().unwrap(), body);
+}
+
+fn serve(img: &Path, addr: SocketAddr) -> Child {
+    let mut c = Command::new(pktfs_bin())
+        .args(["serve", img.to_str().unwrap(), "--listen", &addr.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.contains("serving"), "{first}");
+    c
+}
+
+fn stop(mut c: Child) {
+    let _ = Command::new("kill").arg("-INT").arg(c.id().to_string()).status();
+    let _ = c.wait();
+}
+
+fn http_get(addr: SocketAddr, path: &str) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut r = Vec::new();
+    s.read_to_end(&mut r).unwrap();
+    let at = r.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert!(r.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&r[..at]));
+    r[at..].to_vec()
+}
+
+#[test]
+fn recv_into_a_served_image_passes_the_socket_to_the_server() {
+    require!(prereq::tool("nc"));
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("img");
+    mkfs(&img);
+    let http = free_port();
+    let server = serve(&img, http);
+    let body = data(2_000_000, 3);
+    let src = d.path().join("src");
+    std::fs::write(&src, &body).unwrap();
+    let addr = free_port();
+    let r = recv_listening(&img, "/in.bin", addr, &["--mode", "replace"]);
+    let st = Command::new("nc")
+        .args(["-N", "127.0.0.1", &addr.port().to_string()])
+        .stdin(std::fs::File::open(&src).unwrap())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (code, out) = wait_out(r);
+    assert_eq!(code, 0, "{out}");
+    // The server stored it: it serves it at once, while it holds the image.
+    assert_eq!(http_get(http, "/in.bin"), body);
+    // send through the server too.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = l.local_addr().unwrap();
+    let t = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        let mut got = Vec::new();
+        c.read_to_end(&mut got).unwrap();
+        got
+    });
+    let o = pktfs(&["send", img.to_str().unwrap(), "/in.bin", &at.to_string()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(t.join().unwrap(), body);
+    stop(server);
+}
+
+#[test]
+fn sigkill_during_recv_leaves_an_exact_prefix() {
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("img");
+    mkfs(&img);
+    let body = data(4_000_000, 4);
+    let addr = free_port();
+    let r = recv_listening(&img, "/p.bin", addr, &["--commit", "chunk"]);
+    let mut s = TcpStream::connect(addr).unwrap();
+    // Send part of the stream, wait until some of it is durable (the
+    // image file shows records), then kill the receiver mid-stream.
+    s.write_all(&body[..1_500_000]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = Command::new("kill").arg("-KILL").arg(r.id().to_string()).status();
+    let _ = s.write_all(&body[1_500_000..]);
+    let out = r.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let got = read_file(&img, "/p.bin");
+    assert!(!got.is_empty(), "nothing was durable after 300 ms of streaming");
+    assert!(got.len() <= 1_500_000 + 1);
+    assert_eq!(got, body[..got.len()], "not an exact prefix");
+    let f = pktfs(&["scrub", img.to_str().unwrap()]);
+    assert_eq!(f.status.code(), Some(0), "{}", String::from_utf8_lossy(&f.stdout));
+}
+
+#[test]
+fn a_user_who_may_not_use_the_holder_is_refused() {
+    require!(prereq::root(), prereq::tool("runuser"), prereq::user("nobody"));
+    // The image in a directory every user can reach, owned by root.
+    let d = tempfile::Builder::new().prefix("pktfs-recv-perm").tempdir_in("/dev/shm").unwrap();
+    std::fs::set_permissions(d.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let img = d.path().join("img");
+    mkfs(&img);
+    std::fs::set_permissions(&img, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let http = free_port();
+    let server = serve(&img, http);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = l.local_addr().unwrap();
+    let t = std::thread::spawn(move || {
+        if let Ok((mut c, _)) = l.accept() {
+            let _ = c.write_all(b"not for you");
+        }
+    });
+    let o = Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(pktfs_bin())
+        .args(["recv", img.to_str().unwrap(), "/x", "--connect", &at.to_string()])
+        .output()
+        .unwrap();
+    let _ = t.join();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("may not control this image"), "{err}");
+    stop(server);
+    // Nothing was stored.
+    assert!(netpath::control::resolve(
+        &pktfs::Volume::open(&img, &pktfs::OpenOptions { read_only: true, ..Default::default() }).unwrap(),
+        "/x"
+    )
+    .is_err());
+}
