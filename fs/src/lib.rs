@@ -3,6 +3,30 @@
 //!
 //! - [`media`]: the mapping and persistence primitives (all `unsafe` is there);
 //! - [`Volume`]: chains, allocators, journal, recovery; no FUSE types.
+//!
+//! # Embedding
+//! A program can own an image directly (docs/EMBEDDING.md has more):
+//!
+//! ```
+//! use pktfs::{FormatOptions, OpenOptions, Volume};
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let image = dir.path().join("demo.img");
+//! // Create an image (allocated in full) and open it.
+//! let params = layout::GeometryParams::for_size(16 << 20);
+//! Volume::format(&image, &FormatOptions { params, label: None }, &mut |_, _| {})?;
+//! let vol = Volume::open(&image, &OpenOptions::default())?;
+//! // Every call is durable when it returns.
+//! let dir = vol.mkdir(vol.root(), b"logs", 0o755, 0, 0)?;
+//! let f = vol.create(dir.ino, b"a.txt", 0o644, 0, 0)?;
+//! vol.write(f.ino, 0, b"hello, packets")?;
+//! // Reads are checked against the records' CRC32C.
+//! assert_eq!(vol.read(f.ino, 0, 100)?, b"hello, packets");
+//! // The file as its chain of packet-metadata records.
+//! let chain = vol.chain(f.ino)?;
+//! assert_eq!(chain[0].len, 14);
+//! vol.close()?;
+//! # Ok::<(), pktfs::FsError>(())
+//! ```
 
 pub mod error;
 pub mod fuse;
