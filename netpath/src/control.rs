@@ -126,6 +126,17 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
         Ok(c) => (c.uid.as_raw(), c.gid.as_raw()),
         Err(_) => return,
     };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let (line, passed) = match read_request(&s) {
+        Ok(x) => x,
+        Err(e) => {
+            send(&mut out, &json!({"ok": false, "error": format!("reading the request: {e}")}));
+            return;
+        }
+    };
+    // The request is read before a refusal is sent, so a refused client
+    // gets its answer instead of a broken pipe; a socket it passed is
+    // dropped unused.
     if uid != 0 && uid != owner && uid != me {
         send(
             &mut out,
@@ -135,14 +146,6 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
         );
         return;
     }
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    let (line, passed) = match read_request(&s) {
-        Ok(x) => x,
-        Err(e) => {
-            send(&mut out, &json!({"ok": false, "error": format!("reading the request: {e}")}));
-            return;
-        }
-    };
     let req: Value = match serde_json::from_str(&line) {
         Ok(v) => v,
         Err(e) => {

@@ -282,3 +282,33 @@ fn a_user_who_may_not_use_the_holder_is_refused() {
     )
     .is_err());
 }
+
+#[test]
+fn recv_into_a_mounted_image_appears_in_the_mount() {
+    require!(prereq::fuse(), prereq::tool("nc"));
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("img");
+    mkfs(&img);
+    let mnt = d.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    // `pktfs mount` returns once the daemon serves the mount.
+    let o = pktfs(&["mount", img.to_str().unwrap(), mnt.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let body = data(1_000_000, 5);
+    let src = d.path().join("src");
+    std::fs::write(&src, &body).unwrap();
+    let addr = free_port();
+    let r = recv_listening(&img, "/m.bin", addr, &[]);
+    let st = Command::new("nc")
+        .args(["-N", "127.0.0.1", &addr.port().to_string()])
+        .stdin(std::fs::File::open(&src).unwrap())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (code, out) = wait_out(r);
+    let got = std::fs::read(mnt.join("m.bin"));
+    let um = Command::new("umount").arg(&mnt).status().unwrap();
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(got.unwrap(), body, "the received file, read through the mount");
+    assert!(um.success());
+}
