@@ -128,6 +128,7 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
     let (line, passed) = match read_request(&s) {
+        Ok((l, _)) if l.is_empty() => return, // a probe (`is_held`)
         Ok(x) => x,
         Err(e) => {
             send(&mut out, &json!({"ok": false, "error": format!("reading the request: {e}")}));
@@ -326,6 +327,15 @@ pub fn chain_json(vol: &Volume, path: &str) -> Result<Value, String> {
     }
     let recs = vol.chain(ino).map_err(|e| format!("{path}: {e}"))?;
     Ok(Value::Array(recs.iter().map(|r| r.to_json()).collect()))
+}
+
+/// Does a process answer for `image` on its control socket? (A probe: the
+/// holder sees a connection without a request and drops it.)
+pub fn is_held(image: &Path) -> bool {
+    name_for(image)
+        .and_then(|n| SocketAddr::from_abstract_name(n))
+        .and_then(|a| UnixStream::connect_addr(&a))
+        .is_ok()
 }
 
 /// Ask the process holding `image`. `on_progress` sees each progress line.

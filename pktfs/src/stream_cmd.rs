@@ -57,6 +57,16 @@ fn commit_policy(s: &str) -> Result<CommitPolicy, String> {
 /// whole, 1 otherwise.
 pub fn recv(a: RecvArgs) -> Result<i32, String> {
     let commit = commit_policy(&a.commit)?;
+    // An image nobody holds is opened before the stream starts, so the
+    // sender does not wait for the open.
+    let local = if control::is_held(&a.image) {
+        None
+    } else {
+        Some(
+            Volume::open(&a.image, &OpenOptions::default())
+                .map_err(|e| format!("{}: {e}", a.image.display()))?,
+        )
+    };
     let t0;
     let sock = if let Some(l) = &a.listen {
         let listener = TcpListener::bind(
@@ -83,11 +93,18 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
         "commit": match commit { CommitPolicy::EveryChunk => "chunk", CommitPolicy::AtEnd => "end", _ => "bytes" },
         "commit_bytes": match commit { CommitPolicy::EveryBytes(n) => Some(n), _ => None },
         "uid": uid, "gid": gid});
-    let rep = match control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
+    let asked = match &local {
+        Some(_) => Err(ControlError::NotServed(a.image.clone())),
+        None => control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}),
+    };
+    let rep = match asked {
         Ok(v) => v,
         Err(ControlError::NotServed(_)) => {
-            let vol = Volume::open(&a.image, &OpenOptions::default())
-                .map_err(|e| format!("{}: {e}", a.image.display()))?;
+            let vol = match local {
+                Some(v) => v,
+                None => Volume::open(&a.image, &OpenOptions::default())
+                    .map_err(|e| format!("{}: {e}", a.image.display()))?,
+            };
             let opts = RecvOptions {
                 mode: match a.mode.as_str() {
                     "append" => RecvMode::Append,
