@@ -221,6 +221,28 @@ fn recv_into_a_served_image_passes_the_socket_to_the_server() {
     stop(server);
 }
 
+/// True when the established connection to `port` on 127.0.0.1 has
+/// nothing queued: the sender's bytes are acknowledged and the receiving
+/// process has read them all (/proc/net/tcp: tx_queue:rx_queue).
+fn drained(port: u16) -> bool {
+    let t = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let mut seen = false;
+    for l in t.lines().skip(1) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() < 5 || f[3] != "01" {
+            continue; // not ESTABLISHED
+        }
+        let port_of = |a: &str| a.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok());
+        if port_of(f[1]) == Some(port) || port_of(f[2]) == Some(port) {
+            seen = true;
+            if f[4] != "00000000:00000000" {
+                return false;
+            }
+        }
+    }
+    seen
+}
+
 #[test]
 fn sigkill_during_recv_leaves_an_exact_prefix() {
     let d = tempfile::tempdir().unwrap();
@@ -233,7 +255,14 @@ fn sigkill_during_recv_leaves_an_exact_prefix() {
     // Send part of the stream, wait until some of it is durable (the
     // image file shows records), then kill the receiver mid-stream.
     s.write_all(&body[..1_500_000]).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Wait until the receiver has read all of it (nothing queued on either
+    // side of the connection); it commits every receive as it reads.
+    let t0 = Instant::now();
+    while !drained(addr.port()) {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the receiver never read the stream");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50)); // the last read's commit
     let _ = Command::new("kill").arg("-KILL").arg(r.id().to_string()).status();
     let _ = s.write_all(&body[1_500_000..]);
     let out = r.wait_with_output().unwrap();
