@@ -835,7 +835,7 @@ pub(crate) fn write_superblocks(pm: &Pm, sb: &Superblock) {
 
 pub(crate) fn mark_mounted(pm: &Pm, sb: &mut Superblock) {
     sb.state = STATE_MOUNTED;
-    sb.mount_count += 1;
+    sb.mount_count = sb.mount_count.saturating_add(1); // a hostile count must not overflow
     sb.last_mount_ns = now_ns() as u64;
     write_superblocks(pm, sb);
 }
