@@ -162,12 +162,23 @@ enum Backing {
     Heap { ptr: *mut u8, len: usize },
 }
 
+/// Alignment of the heap backend's allocation: a page, like a mapping's
+/// base, so `read_u64`/`store_u64` may treat any 8-aligned offset as an
+/// aligned `AtomicU64` and cache-line arithmetic holds on both backends.
+const HEAP_ALIGN: usize = 4096;
+
+fn heap_layout(len: usize) -> std::alloc::Layout {
+    // A zero-sized allocation is not allowed; such a Pm has len 0 and
+    // every access is refused by `check`.
+    std::alloc::Layout::from_size_align(len.max(1), HEAP_ALIGN).expect("heap image layout")
+}
+
 impl Drop for Backing {
     fn drop(&mut self) {
         if let Backing::Heap { ptr, len } = *self {
-            // SAFETY: ptr/len came from Box::<[u8]>::into_raw in `heap()`, and
-            // this is the only place that frees them.
-            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+            // SAFETY: ptr came from `alloc_zeroed(heap_layout(len))` in
+            // `heap()`, and this is the only place that frees it.
+            unsafe { std::alloc::dealloc(ptr, heap_layout(len)) };
         }
     }
 }
@@ -576,9 +587,19 @@ impl Pm {
         })
     }
 
+    /// A page-aligned heap copy of `image` (a `Box<[u8]>` is only
+    /// byte-aligned).
     fn heap(image: Vec<u8>) -> (*mut u8, usize, Backing) {
         let len = image.len();
-        let ptr = Box::into_raw(image.into_boxed_slice()) as *mut u8;
+        let layout = heap_layout(len);
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: ptr is a fresh allocation of at least `len` bytes that
+        // nothing else references; `image` is a separate allocation.
+        unsafe { std::ptr::copy_nonoverlapping(image.as_ptr(), ptr, len) };
         (ptr, len, Backing::Heap { ptr, len })
     }
 
@@ -706,7 +727,7 @@ impl Pm {
         let o = self.check(off, 8);
         assert!(o.is_multiple_of(8), "unaligned link word at {off}");
         // SAFETY: o is 8-aligned and in bounds, and the region's base is page
-        // aligned, so the address is a valid, aligned AtomicU64 location for
+        // aligned (a mapping, or the heap backend's `HEAP_ALIGN` allocation), so the address is a valid, aligned AtomicU64 location for
         // the region's lifetime; all concurrent access to link words is atomic.
         let a = unsafe { &*(self.base.add(o) as *const AtomicU64) };
         u64::from_le(a.load(Ordering::Acquire))
@@ -1004,6 +1025,18 @@ mod tests {
         let pm = Pm::from_bytes(vec![0; 1 << 16]);
         pm.write(128, &[1; 64]);
         pm.debug_assert_persisted(128, 64);
+    }
+
+    #[test]
+    fn heap_backend_is_page_aligned() {
+        for len in [8192usize, 1 << 16, (1 << 20) + 64] {
+            let img: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let pm = Pm::from_bytes(img.clone());
+            assert_eq!(pm.base as usize % HEAP_ALIGN, 0, "heap image of {len} bytes");
+            assert_eq!(pm.snapshot(), img);
+            let rec = Pm::recording(img);
+            assert_eq!(rec.base as usize % HEAP_ALIGN, 0);
+        }
     }
 
     #[test]
