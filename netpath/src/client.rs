@@ -35,8 +35,8 @@ pub fn send_file(
         .map_err(|e| format!("connect {target}: {e}"))?;
     let hold = vol.tx_hold(ino, 0, u64::MAX).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
-    let r = send_held(vol, &sock, &hold, timeout);
-    vol.tx_release(hold);
+    let r = send_held(&sock, &hold, timeout);
+    drop(hold);
     let st = r.map_err(|e| format!("send to {target}: {e}"))?;
     let _ = sock.shutdown(Shutdown::Write);
     Ok(SendReport {

@@ -98,54 +98,45 @@ enum Framing {
 const SMALL_BODY: u64 = 64 << 10;
 
 /// Where body bytes go.
-enum Sink<'s> {
+enum Sink<'s, 'v> {
     /// Skipped (a body nobody stores).
     Discard,
     /// Pieces made and committed on the connection's thread.
     Inline { ino: u64, records: u64 },
     /// Handed to a persister thread.
     Persister {
-        tx: std::sync::mpsc::SyncSender<Work>,
+        tx: std::sync::mpsc::SyncSender<Work<'v>>,
         failed: &'s AtomicBool,
     },
 }
 
 /// What the persister thread is given, in stream order.
-enum Work {
-    Job(RxJob),
-    Piece(RxPiece),
-}
-
-impl Work {
-    fn abandon(self, vol: &Volume) {
-        match self {
-            Work::Job(j) => j.abandon(vol),
-            Work::Piece(p) => vol.rx_abort(vec![p]),
-        }
-    }
+enum Work<'v> {
+    Job(RxJob<'v>),
+    Piece(RxPiece<'v>),
 }
 
 /// The persister: make each piece, commit in batches of `batch` bytes.
 /// Returns the records committed. After a failure it only drains (and
 /// frees) what it is sent; `failed` tells the receiver to stop early.
-fn persister(
-    vol: &Volume,
+fn persister<'v>(
+    vol: &'v Volume,
     ino: u64,
-    rx: std::sync::mpsc::Receiver<Work>,
+    rx: std::sync::mpsc::Receiver<Work<'v>>,
     batch: u64,
     failed: &AtomicBool,
 ) -> Result<u64, FsError> {
-    let mut pieces: Vec<RxPiece> = Vec::new();
+    let mut pieces: Vec<RxPiece<'v>> = Vec::new();
     let mut bytes = 0u64;
     let mut records = 0u64;
     let mut err = None;
     for w in rx {
         if err.is_some() {
-            w.abandon(vol);
+            drop(w); // its reference goes back
             continue;
         }
         let p = match w {
-            Work::Job(j) => j.piece(vol),
+            Work::Job(j) => j.piece(),
             Work::Piece(p) => p,
         };
         bytes += p.len() as u64;
@@ -381,7 +372,7 @@ struct Conn<'a> {
     rx: RxStream<'a>,
     path: ReqPath,
     out: Vec<u8>,
-    pieces: Vec<RxPiece>,
+    pieces: Vec<RxPiece<'a>>,
     date: (i64, String),
     /// An unnamed file made ahead of the next PUT (after a PUT's answer is
     /// sent, off the latency path); freed when the connection ends.
@@ -459,7 +450,7 @@ enum HeadResult {
     Fail(u16, &'static str),
 }
 
-impl Conn<'_> {
+impl<'a> Conn<'a> {
     fn run(&mut self) {
         loop {
             if self.sh.stop.load(Ordering::Relaxed) {
@@ -703,7 +694,7 @@ impl Conn<'_> {
     // ----- bodies -----
 
     /// Receive a body into `sink`. Returns the body's byte count.
-    fn read_body(&mut self, framing: Framing, sink: &mut Sink<'_>) -> Result<u64, BodyError> {
+    fn read_body(&mut self, framing: Framing, sink: &mut Sink<'_, 'a>) -> Result<u64, BodyError> {
         let mut total = 0u64;
         let r = match framing {
             Framing::Length(n) => self.body_bytes(n, sink, &mut total),
@@ -718,7 +709,7 @@ impl Conn<'_> {
         r.map(|_| total)
     }
 
-    fn chunked_body(&mut self, sink: &mut Sink<'_>, total: &mut u64) -> Result<(), BodyError> {
+    fn chunked_body(&mut self, sink: &mut Sink<'_, 'a>, total: &mut u64) -> Result<(), BodyError> {
         loop {
             let size = self.chunk_line()?;
             if size == 0 {
@@ -758,7 +749,7 @@ impl Conn<'_> {
     fn body_bytes(
         &mut self,
         mut left: u64,
-        sink: &mut Sink<'_>,
+        sink: &mut Sink<'_, 'a>,
         total: &mut u64,
     ) -> Result<(), BodyError> {
         let mut batch: u64 = self.pieces.iter().map(|p| p.len() as u64).sum();
@@ -806,7 +797,7 @@ impl Conn<'_> {
                     };
                     for w in work {
                         if let Err(std::sync::mpsc::SendError(w)) = tx.send(w) {
-                            w.abandon(self.vol);
+                            drop(w); // its reference goes back
                             return Err(BodyError::Fs(FsError::NoSpace(
                                 "the upload could not be stored",
                             )));
@@ -1016,19 +1007,15 @@ impl Conn<'_> {
             // being received, is fine: the held bytes are what is sent).
             let after = self.resolve(self.path.len());
             let ok = after.as_ref().is_ok_and(|b| b.ino == a.ino)
-                && hold.as_ref().is_none_or(|x| x.size >= end);
+                && hold.as_ref().is_none_or(|x| x.size() >= end);
             if !ok {
-                if let Some(x) = hold {
-                    self.vol.tx_release(x);
-                }
+                drop(hold);
                 continue;
             }
             // Label the version only if it did not change meanwhile.
             let stable = after.is_ok_and(|b| (b.mtime_ns, b.size) == (a.mtime_ns, a.size));
             let r = self.send_file(&a, code, start, end, hold.as_ref(), keep, stable);
-            if let Some(x) = hold {
-                self.vol.tx_release(x);
-            }
+            drop(hold);
             return r;
         }
         self.error(503, "the file keeps changing; try again", keep);
@@ -1042,7 +1029,7 @@ impl Conn<'_> {
         code: u16,
         start: u64,
         end: u64,
-        hold: Option<&pktfs::TxHold>,
+        hold: Option<&pktfs::TxHold<'_>>,
         keep: bool,
         stable: bool,
     ) -> bool {
@@ -1067,7 +1054,7 @@ impl Conn<'_> {
             return false;
         }
         if let Some(hold) = hold {
-            match send_held(self.vol, self.sock, hold, self.sh.cfg.io_timeout) {
+            match send_held(self.sock, hold, self.sh.cfg.io_timeout) {
                 Ok(st) => {
                     self.tally.bytes_out += st.bytes;
                 }

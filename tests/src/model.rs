@@ -1183,13 +1183,13 @@ pub fn apply_vol(v: &Volume, op: &Op) -> OpResult {
 /// The receive half of [`Op::Upload`]: pieces committed two at a time; the
 /// last one or two (none for an empty body) are left in `pending`, for the caller to commit with the
 /// name (or to abort on error).
-fn upload(
-    v: &Volume,
+fn upload<'v>(
+    v: &'v Volume,
     ino: u64,
     total: u64,
     segs: u8,
     seed: u8,
-    pending: &mut Vec<pktfs::RxPiece>,
+    pending: &mut Vec<pktfs::RxPiece<'v>>,
 ) -> pktfs::Result<()> {
     const HEADER: &[u8] = b"PUT /upload HTTP/1.1\r\n\r\n";
     let seg = total.div_ceil(segs.max(1) as u64).max(1);
@@ -1198,15 +1198,14 @@ fn upload(
     while off < total {
         let want = seg.min(total - off);
         let skip = if first { HEADER.len() as u64 } else { 0 };
-        let buf = v.rx_reserve((want + skip) as u32)?;
-        let n = want.min(buf.cap as u64 - skip);
+        let mut buf = v.rx_reserve((want + skip) as u32)?;
+        let n = want.min(buf.cap() as u64 - skip);
         if first {
-            v.pm().write(buf.image_off, HEADER);
+            buf.append(HEADER); // stands in for the received request head
         }
-        v.pm()
-            .write(buf.image_off + skip, &pattern(seed, off, n as usize));
-        let piece = v.rx_piece(&buf, skip as u32, n as u32, 42, off);
-        v.rx_release(buf);
+        buf.append(&pattern(seed, off, n as usize));
+        let piece = buf.piece(skip as u32, n as u32, 42, off);
+        drop(buf);
         pending.push(piece);
         off += n;
         if pending.len() == 2 && off < total {

@@ -13,12 +13,12 @@ const IMAGE: u64 = 2 << 20;
 
 /// An unnamed file holding `data`, as the receive path makes it; returns
 /// its inode and the pieces still to commit with the name.
-fn upload(v: &Volume, data: &[u8]) -> (u64, Vec<pktfs::RxPiece>) {
+fn upload<'v>(v: &'v Volume, data: &[u8]) -> (u64, Vec<pktfs::RxPiece<'v>>) {
     let t = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
-    let buf = v.rx_reserve(data.len() as u32).unwrap();
-    v.pm().write(buf.image_off, data);
-    let p = v.rx_piece(&buf, 0, data.len() as u32, 5, 0);
-    v.rx_release(buf);
+    let mut buf = v.rx_reserve(data.len() as u32).unwrap();
+    buf.append(data);
+    let p = buf.piece(0, data.len() as u32, 5, 0);
+    drop(buf);
     (t, vec![p])
 }
 

@@ -65,7 +65,7 @@ fn sendfile_pages_stay_in_flight_after_the_call_but_sendmsg_copies() {
     let changed = got.iter().filter(|&&b| b == b'B').count();
     // sendmsg from the mapping, then change the bytes the same way.
     pm.write(0, &[b'A'; 65536]);
-    assert_eq!(pm.send_segments(fd, &[(0, 65536)], 0).unwrap(), 65536);
+    assert_eq!(pm.send_segments(fd, [(0, 65536)], 0).unwrap(), 65536);
     pm.write(0, &[b'B'; 65536]);
     client.read_exact(&mut got).unwrap();
     assert!(got.iter().all(|&b| b == b'A'), "sendmsg copied at the call");

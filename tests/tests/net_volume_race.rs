@@ -106,10 +106,10 @@ fn uploads_race_unlinks_and_renames() {
                     0 | 1 => {
                         let data = body(t, i);
                         let f = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
-                        let buf = v.rx_reserve(data.len() as u32).unwrap();
-                        v.pm().write(buf.image_off, &data);
-                        let pc = v.rx_piece(&buf, 0, data.len() as u32, 1, 0);
-                        v.rx_release(buf);
+                        let mut buf = v.rx_reserve(data.len() as u32).unwrap();
+                        buf.append(&data);
+                        let pc = buf.piece(0, data.len() as u32, 1, 0);
+                        drop(buf);
                         match v.rx_link_deferred(f, vec![pc], d, name.as_bytes(), true) {
                             Ok(l) => {
                                 std::thread::yield_now();

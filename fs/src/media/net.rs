@@ -90,12 +90,12 @@ impl Pm {
     pub fn send_segments(
         &self,
         fd: RawFd,
-        segs: &[(u64, usize)],
+        segs: impl IntoIterator<Item = (u64, usize)>,
         flags: i32,
     ) -> std::io::Result<usize> {
         let iovs: Vec<libc::iovec> = segs
-            .iter()
-            .map(|&(off, len)| {
+            .into_iter()
+            .map(|(off, len)| {
                 let o = self.check(off, len);
                 libc::iovec {
                     // SAFETY: in bounds (checked); the kernel only reads it.
