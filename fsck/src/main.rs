@@ -65,7 +65,7 @@ fn main() {
         ..Default::default()
     };
     let mut report = match Pm::open(&a.image, &map) {
-        Ok(pm) => pktfs_fsck::run(&pm, &opts),
+        Ok(mut pm) => pktfs_fsck::run(&mut pm, &opts),
         Err(e) => {
             let mut r = Report::operational(mode, e.to_string());
             r.image = Some(a.image.display().to_string());

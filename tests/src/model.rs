@@ -1331,11 +1331,11 @@ pub fn dump(v: &Volume) -> Result<Tree, String> {
 
 /// A freshly formatted image of `size` bytes (heap, no persistence).
 pub fn format_image(size: u64, inodes: Option<u32>) -> Vec<u8> {
-    let pm = Pm::from_bytes(vec![0u8; size as usize]);
+    let mut pm = Pm::from_bytes(vec![0u8; size as usize]);
     let mut params = GeometryParams::for_size(size);
     params.inode_count = inodes;
     Volume::format_pm(
-        &pm,
+        &mut pm,
         &FormatOptions {
             params,
             label: None,
@@ -1349,7 +1349,7 @@ pub fn format_image(size: u64, inodes: Option<u32>) -> Vec<u8> {
 /// Open `image`, apply `ops` (each must give the model's result), and
 /// return the image afterwards with the model.
 pub fn seed_image(image: Vec<u8>, ops: &[Op]) -> Result<(Vec<u8>, Model), String> {
-    let v = Volume::open_pm(Pm::from_bytes(image), false).map_err(|e| format!("open: {e}"))?;
+    let mut v = Volume::open_pm(Pm::from_bytes(image), false).map_err(|e| format!("open: {e}"))?;
     let mut m = Model::new();
     for op in ops {
         let want = m.apply(op);
@@ -1365,7 +1365,7 @@ pub fn seed_image(image: Vec<u8>, ops: &[Op]) -> Result<(Vec<u8>, Model), String
             t.diff(&m.tree(), 10)
         ));
     }
-    let img = v.pm().snapshot();
+    let img = v.snapshot();
     Ok((img, m))
 }
 

@@ -31,7 +31,7 @@ impl Pm {
     /// recvmsg(2) into `[off, off+len)` of the mapping. Returns the byte
     /// count and the kernel receive time in ns since the epoch, when the
     /// socket has SO_TIMESTAMPNS on and the kernel supplied one.
-    pub fn recv_timestamped(
+    pub(crate) fn recv_timestamped(
         &self,
         fd: RawFd,
         off: u64,
@@ -87,7 +87,7 @@ impl Pm {
 
     /// sendmsg(2) with one iovec per `(image offset, len)` segment. Returns
     /// the bytes the kernel took (may be fewer than asked, like any send).
-    pub fn send_segments(
+    pub(crate) fn send_segments(
         &self,
         fd: RawFd,
         segs: impl IntoIterator<Item = (u64, usize)>,

@@ -9,9 +9,9 @@ pub(crate) fn fresh(size: u64) -> Volume {
 }
 
 pub(crate) fn fresh_with(params: GeometryParams) -> Volume {
-    let pm = Pm::from_bytes(vec![0u8; params.image_len_bytes as usize]);
+    let mut pm = Pm::from_bytes(vec![0u8; params.image_len_bytes as usize]);
     Volume::format_pm(
-        &pm,
+        &mut pm,
         &FormatOptions {
             params,
             label: None,
@@ -24,7 +24,7 @@ pub(crate) fn fresh_with(params: GeometryParams) -> Volume {
 
 /// Reopen from the current bytes (what a clean restart sees).
 pub(crate) fn reopen(v: Volume) -> Volume {
-    let img = v.pm.snapshot();
+    let img = v.pm.slice(0, v.pm.len() as usize).to_vec();
     drop(v);
     Volume::open_pm(Pm::from_bytes(img), false).unwrap()
 }
@@ -724,7 +724,7 @@ fn rx_link_deferred_frees_the_replaced_file_on_drop() {
     );
     ok(&v);
     // A crash now: recovery finds the old file unreachable and frees it.
-    let crashed = Volume::open_pm(Pm::from_bytes(v.pm.snapshot()), false).unwrap();
+    let crashed = Volume::open_pm(Pm::from_bytes(v.pm.slice(0, v.pm.len() as usize).to_vec()), false).unwrap();
     crashed.check_invariants().unwrap();
     assert_eq!(crashed.read(t2.ino, 0, 100).unwrap(), b"new");
     assert!(
