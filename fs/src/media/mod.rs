@@ -9,10 +9,30 @@
 //!   logged, so tests can build the image a crash would leave at any fence
 //!   ([`recording::CrashLog`]).
 //!
-//! Concurrency contract: `Pm` is a shared byte region. It does not lock;
-//! callers (the Volume) guarantee that no two threads write the same bytes at
-//! once and that no thread reads bytes another is writing, except through
-//! [`Pm::read_u64`] / [`Pm::publish_u64`], which are atomic.
+//! # Soundness contract
+//! `Pm` is a byte region shared by many threads (`Sync`). It does not lock,
+//! so the methods that read or write arbitrary bytes through `&Pm`
+//! (`slice`, `read`, `read_u64`, `write`, `write_nt`, `zero`, `zero_nt`,
+//! `store_u64`, `publish_u64`, `recv_into`, `recv_timestamped`,
+//! `send_segments`, `file`) are `pub(crate)`: their only callers are the
+//! Volume and its typed handles, which guarantee that no two threads
+//! write the same bytes at once, that no thread reads (or holds a borrow
+//! of) bytes another is writing, and that words read while they may
+//! change are accessed only through the atomic `read_u64`/`store_u64`.
+//!
+//! Outside the crate, raw access needs exclusive access, proved by the
+//! borrow checker: [`Pm::exclusive`] takes `&mut Pm` and returns an
+//! [`ExclusivePm`] (reads through `&`, writes through `&mut`; `split_at`
+//! for disjoint windows on several threads). Receiving into and sending
+//! from the image goes through `RxBuf` and `TxHold` (fs/src/volume/rx.rs).
+//! What stays safe on `&Pm` changes no byte: length and mode, flush,
+//! fence, persist, msync, sendfile, the recording log.
+//!
+//! Both backends' base is page-aligned (a mapping; the heap backend's
+//! `alloc_zeroed` with a page `Layout`), which the `AtomicU64` casts rely
+//! on. Not covered: another process writing the image file while it is
+//! mapped (the image lock keeps pktfs processes out; `MapOptions::no_lock`
+//! gives that up for a read-only look).
 #![allow(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 

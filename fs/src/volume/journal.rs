@@ -94,13 +94,15 @@ pub(crate) fn clear_slot(pm: &Pm, g: &Geometry, slot: u32) -> Result<(), Corrupt
     replay_slot(pm, g, slot, &[])
 }
 
-/// [`read_slots`] for a holder of the whole image (fsck).
+/// Every slot of the journal, parsed (see `read_slots`), for a holder of
+/// the whole image (fsck).
 pub fn read_slots_excl(pm: &ExclusivePm<'_>, g: &Geometry) -> Vec<SlotView> {
     assert!(pm.is_whole(), "the journal needs the whole image");
     read_slots(pm.pm(), g)
 }
 
-/// [`replay_slot`] for a holder of the whole image (fsck).
+/// Replay a committed slot (see `replay_slot`: apply, persist, clear), for
+/// a holder of the whole image (fsck).
 pub fn replay_slot_excl(
     pm: &mut ExclusivePm<'_>,
     g: &Geometry,
@@ -111,7 +113,8 @@ pub fn replay_slot_excl(
     replay_slot(pm.pm(), g, slot, stores)
 }
 
-/// [`clear_slot`] for a holder of the whole image (fsck).
+/// Discard a slot without applying it (see `clear_slot`), for a holder of
+/// the whole image (fsck).
 pub fn clear_slot_excl(pm: &mut ExclusivePm<'_>, g: &Geometry, slot: u32) -> Result<(), Corrupt> {
     assert!(pm.is_whole(), "the journal needs the whole image");
     clear_slot(pm.pm(), g, slot)
