@@ -7,7 +7,7 @@
 //!
 //! # Storing
 //! `PUT`/`POST /path` receives the body into an unnamed file
-//! ([`Volume::create_tmpfile`]): body bytes become pieces where they landed
+//! ([`Volume::tmpfile`], freed when dropped unnamed): body bytes become pieces where they landed
 //! (after the head, between chunk framing) and are committed in batches of
 //! at most one reservation; the last batch is committed together with the
 //! file's name ([`Volume::rx_link`], one commit, replacing an existing file
@@ -376,7 +376,7 @@ struct Conn<'a> {
     date: (i64, String),
     /// An unnamed file made ahead of the next PUT (after a PUT's answer is
     /// sent, off the latency path); freed when the connection ends.
-    spare: Option<u64>,
+    spare: Option<pktfs::TmpFile<'a>>,
     /// This connection's counts not yet added to the server's shared
     /// counters: added every `TALLY_EVERY` requests and at the end, not
     /// per request (shared atomics moved a cache line between the cores
@@ -416,9 +416,7 @@ impl Conn<'_> {
 
 impl Drop for Conn<'_> {
     fn drop(&mut self) {
-        if let Some(t) = self.spare.take() {
-            self.vol.unpin(t, 1);
-        }
+        // `spare` (an unnamed file made ahead) frees itself when dropped.
         self.flush_tally();
     }
 }
@@ -475,11 +473,7 @@ impl<'a> Conn<'a> {
                 return;
             }
             if was_put && self.spare.is_none() && !self.sh.read_only() {
-                self.spare = self
-                    .vol
-                    .create_tmpfile(0o644, self.sh.uid, self.sh.gid)
-                    .ok()
-                    .map(|a| a.ino);
+                self.spare = self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid).ok();
             }
         }
     }
@@ -1130,10 +1124,10 @@ impl<'a> Conn<'a> {
                 Err(e) => return self.refuse(h, status_of(&e), &e.to_string()),
             }
         }
-        let tmp = match self.spare.take() {
+        let mut tmp = match self.spare.take() {
             Some(t) => t,
-            None => match self.vol.create_tmpfile(0o644, self.sh.uid, self.sh.gid) {
-                Ok(a) => a.ino,
+            None => match self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid) {
+                Ok(t) => t,
                 Err(e) => return self.refuse(h, status_of(&e), &e.to_string()),
             },
         };
@@ -1150,9 +1144,9 @@ impl<'a> Conn<'a> {
             Framing::Chunked => self.sh.cfg.persister_min != u64::MAX,
         };
         let r = if big {
-            self.receive_pipelined(framing, tmp)
+            self.receive_pipelined(framing, tmp.ino())
         } else {
-            self.receive_inline(framing, tmp)
+            self.receive_inline(framing, tmp.ino())
         };
         let (bytes, records) = match r {
             Ok(t) => t,
@@ -1170,7 +1164,7 @@ impl<'a> Conn<'a> {
                 atime: Some(pktfs::TimeSet::Now),
                 ..Default::default()
             };
-            let _ = self.vol.setattr(tmp, &now);
+            let _ = self.vol.setattr(tmp.ino(), &now);
         }
         // The body is durable in the unnamed file: give it its name.
         let keep = h.keep_alive;
@@ -1195,7 +1189,7 @@ impl<'a> Conn<'a> {
         let tail = std::mem::take(&mut self.pieces);
         // `linked` holds a replaced file until the answer is out: its space
         // is freed after, off the client's wait (dropped at the end).
-        let linked = match self.vol.rx_link_deferred(tmp, tail, parent, &name, true) {
+        let linked = match tmp.link(tail, parent, &name, true) {
             Ok(l) => l,
             Err(e) => {
                 self.drop_tmp(tmp);
@@ -1211,7 +1205,7 @@ impl<'a> Conn<'a> {
         self.sh.notify(Change::Entry {
             parent,
             name: &name,
-            ino: tmp,
+            ino: tmp.ino(),
         });
         if linked.replaced() {
             self.head_only(204, keep, "") && keep
@@ -1275,9 +1269,9 @@ impl<'a> Conn<'a> {
 
     /// Free an unnamed file that will not be linked.
     /// Give up an upload: its uncommitted tail and its unnamed file.
-    fn drop_tmp(&mut self, tmp: u64) {
+    fn drop_tmp(&mut self, tmp: pktfs::TmpFile<'a>) {
         self.vol.rx_abort(std::mem::take(&mut self.pieces));
-        self.vol.unpin(tmp, 1);
+        drop(tmp); // frees the unnamed file
     }
 
     /// The directory for the first `n` segments, created if missing.

@@ -54,7 +54,7 @@ pub use alloc::Slice;
 pub use file::{FallocMode, Seg};
 pub use ns::RenameFlags;
 pub use recover::OpenReport;
-pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TxHold, TxSeg};
+pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TmpFile, TxHold, TxSeg};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;

@@ -639,6 +639,78 @@ impl Volume {
     }
 }
 
+/// An unnamed file (like O_TMPFILE) owned through its creation pin:
+/// dropped while still unnamed, it is freed; [`TmpFile::link`] gives it a
+/// name, and the pin goes with it (so it is released exactly once,
+/// whichever way the upload ends).
+#[derive(Debug)]
+#[must_use = "dropping it at once frees the unnamed file"]
+pub struct TmpFile<'v> {
+    vol: &'v Volume,
+    attr: Attr,
+    /// Still holds the creation pin (not yet named).
+    pinned: bool,
+}
+
+impl<'v> TmpFile<'v> {
+    pub fn ino(&self) -> u64 {
+        self.attr.ino
+    }
+    /// The attributes it was created with.
+    pub fn attr(&self) -> &Attr {
+        &self.attr
+    }
+    /// Has [`Self::link`] named it?
+    pub fn is_linked(&self) -> bool {
+        !self.pinned
+    }
+    /// [`Volume::rx_commit`] into this file.
+    pub fn commit(&self, pieces: Vec<RxPiece<'_>>) -> Result<u64> {
+        self.vol.rx_commit(self.attr.ino, pieces)
+    }
+    /// [`Volume::rx_link_deferred`]: append `tail` and name the file
+    /// `dir/name` in one commit. On success the creation pin is spent and
+    /// dropping this does nothing more; on error the file is still unnamed
+    /// and still this handle's.
+    pub fn link(
+        &mut self,
+        tail: Vec<RxPiece<'v>>,
+        dir: u64,
+        name: &[u8],
+        replace: bool,
+    ) -> Result<Linked<'v>> {
+        assert!(self.pinned, "the file is already named");
+        let l = self
+            .vol
+            .rx_link_deferred(self.attr.ino, tail, dir, name, replace)?;
+        self.pinned = false;
+        Ok(l)
+    }
+}
+
+impl Drop for TmpFile<'_> {
+    fn drop(&mut self) {
+        // Not while unwinding (a second panic would abort): an unnamed
+        // file nothing frees is freed by the next open (nothing reaches it).
+        if self.pinned && !std::thread::panicking() {
+            self.vol.unpin(self.attr.ino, 1);
+        }
+    }
+}
+
+impl Volume {
+    /// [`Self::create_tmpfile`], owned: the returned [`TmpFile`] frees the
+    /// file when dropped unless it was named.
+    pub fn tmpfile(&self, perm: u32, uid: u32, gid: u32) -> Result<TmpFile<'_>> {
+        let attr = self.create_tmpfile(perm, uid, gid)?;
+        Ok(TmpFile {
+            vol: self,
+            attr,
+            pinned: true,
+        })
+    }
+}
+
 /// The result of [`Volume::rx_link_deferred`]: whether a file was
 /// replaced, and that file held (pinned) until this is dropped, when its
 /// space goes back to the allocators.

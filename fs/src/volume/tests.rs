@@ -773,3 +773,38 @@ fn unlinked_but_held_file_passes_invariants() {
     assert!(v.getattr(f.ino).is_err());
     ok(&v);
 }
+
+/// An unnamed file is owned through its pin: dropped unnamed (or after a
+/// failed link) it is freed; named, the pin went with the name.
+#[test]
+fn tmpfile_is_freed_by_drop_unless_named() {
+    let v = fresh(8 << 20);
+    let r = v.root();
+    let free = v.statfs();
+    {
+        let t = v.tmpfile(0o644, 0, 0).unwrap();
+        t.commit(rx_pieces(&v, &[3u8; 5000], 4096)).unwrap();
+        assert!(v.statfs().files_free < free.files_free);
+    }
+    assert_eq!(v.statfs().files_free, free.files_free);
+    assert_eq!(v.statfs().blocks_free, free.blocks_free);
+    v.create(r, b"taken", 0o644, 0, 0).unwrap();
+    let after_create = v.statfs();
+    {
+        let mut t = v.tmpfile(0o644, 0, 0).unwrap();
+        let e = t.link(rx_pieces(&v, b"tail", 4), r, b"taken", false);
+        assert!(matches!(e, Err(FsError::Exists)), "{e:?}");
+        assert!(!t.is_linked());
+    }
+    assert_eq!(v.statfs().files_free, after_create.files_free);
+    assert_eq!(v.statfs().blocks_free, after_create.blocks_free);
+    let ino = {
+        let mut t = v.tmpfile(0o644, 0, 0).unwrap();
+        let l = t.link(rx_pieces(&v, b"named", 5), r, b"new", false).unwrap();
+        assert!(!l.replaced());
+        t.ino()
+    };
+    assert_eq!(v.lookup(r, b"new").unwrap().ino, ino);
+    assert_eq!(v.read(ino, 0, 100).unwrap(), b"named");
+    ok(&v);
+}
