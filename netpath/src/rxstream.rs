@@ -40,9 +40,9 @@ const DRAM_FALLBACK: usize = 64 << 10;
 pub struct RxStream<'a> {
     vol: &'a Volume,
     sock: &'a TcpStream,
-    /// The current reservation. Jobs handed to a persister thread hold
-    /// their own references on the bytes they name ([`RxJob`]), so this
-    /// is given back when dropped, whichever finishes last.
+    /// The current reservation. Jobs handed to a persister thread share
+    /// its reference on its buffers ([`RxJob`]); the last of them and the
+    /// reservation to be dropped gives it back.
     res: Option<RxBuf<'a>>,
     dram: Vec<u8>,
     in_dram: bool,
@@ -187,8 +187,8 @@ impl<'a> RxStream<'a> {
                             b.append(&old.received()[p..e]);
                         }
                     }
-                    // The old reservation goes back (pieces and jobs hold
-                    // their own references).
+                    // The old reservation goes back once jobs still
+                    // sharing it are done (pieces hold their own).
                     self.res = Some(b);
                     self.in_dram = false;
                     self.reset(new_base, carry, carry_ts);
@@ -287,8 +287,8 @@ impl<'a> RxStream<'a> {
 }
 
 /// Received bytes to be made into a piece by another thread (see
-/// [`RxStream::take_job`]). Holds its own reference on the bytes: dropped
-/// unmade, it gives it back.
+/// [`RxStream::take_job`]). Shares the reservation's reference on its
+/// buffers: dropped unmade, it just lets go of that share.
 #[derive(Debug)]
 pub struct RxJob<'v> {
     pub held: RxHeld<'v>,

@@ -19,6 +19,7 @@ use super::ns::FIRST_COOKIE;
 use super::tx::Tx;
 use super::{check_name, now_ns, write_new_inode, Attr, Inode, Volume};
 use std::os::fd::{AsFd, AsRawFd};
+use std::sync::Arc;
 use crate::error::{FsError, Result};
 
 /// Reserved, unreachable buffer space to receive into: the only handle
@@ -33,7 +34,10 @@ use crate::error::{FsError, Result};
 #[derive(Debug)]
 pub struct RxBuf<'v> {
     vol: &'v Volume,
-    slice: Slice,
+    /// The reservation's reference on its buffers, shared with the
+    /// [`RxHeld`] ranges handed to other threads: the last owner's drop
+    /// gives it back (no allocator lock to hand a range over).
+    space: Arc<Space<'v>>,
     /// Image offset of the first byte and the capacity in bytes.
     image_off: u64,
     cap: u32,
@@ -121,10 +125,13 @@ impl<'v> RxBuf<'v> {
             "piece outside the received bytes of its reservation"
         );
         let s = self
+            .space
             .slice
             .sub(skip, len, self.vol.geo.buffer_size_bytes);
-        self.vol.alloc.lock().or_stop().take_ref(s);
-        RxHeld { vol: self.vol, slice: s }
+        RxHeld {
+            space: Arc::clone(&self.space),
+            slice: s,
+        }
     }
 
     /// Received bytes `[skip, skip+len)`, received at `timestamp_ns` with
@@ -134,17 +141,25 @@ impl<'v> RxBuf<'v> {
     }
 }
 
-impl Drop for RxBuf<'_> {
+/// A reservation's reference on its buffers, given back when the last of
+/// the reservation and its held ranges is dropped, on whatever thread.
+#[derive(Debug)]
+struct Space<'v> {
+    vol: &'v Volume,
+    slice: Slice,
+}
+
+impl Drop for Space<'_> {
     fn drop(&mut self) {
         self.vol.drop_ref_quiet(self.slice);
     }
 }
 
-/// Received bytes held (one reference on their buffers) until they become
-/// a piece; dropped, the reference goes back.
+/// Received bytes of a reservation, held (they keep the reservation's
+/// space alive) until they become a piece, maybe on another thread.
 #[derive(Debug)]
 pub struct RxHeld<'v> {
-    vol: &'v Volume,
+    space: Arc<Space<'v>>,
     slice: Slice,
 }
 
@@ -159,9 +174,8 @@ impl<'v> RxHeld<'v> {
     /// Make the piece: CRC32C computed and cache lines flushed now; the
     /// reference moves to the piece.
     pub fn piece(self, timestamp_ns: u64, seq: u64) -> RxPiece<'v> {
-        let vol = self.vol;
+        let vol = self.space.vol;
         let s = self.slice;
-        std::mem::forget(self);
         let off = vol.geo.buffer_pos(s.buffer, s.buf_off).0;
         // Checksum first, while the received bytes are in the cache: a
         // write-back may also evict the lines (clwb does on some CPUs, and
@@ -169,6 +183,10 @@ impl<'v> RxHeld<'v> {
         // from memory.
         let crc = layout::crc32c(vol.slice_bytes(s));
         vol.pm.flush(off, s.len as u64);
+        // The piece's own reference, taken while the reservation's share
+        // (dropped after this) still holds the buffers.
+        vol.alloc.lock().or_stop().take_ref(s);
+        drop(self);
         RxPiece {
             vol,
             piece: Piece {
@@ -180,12 +198,6 @@ impl<'v> RxHeld<'v> {
                 flags: layout::record::FLAG_RX,
             },
         }
-    }
-}
-
-impl Drop for RxHeld<'_> {
-    fn drop(&mut self) {
-        self.vol.drop_ref_quiet(self.slice);
     }
 }
 
@@ -242,7 +254,10 @@ impl Volume {
             .ok_or(FsError::NoSpace("no free buffer space"))?;
         Ok(RxBuf {
             vol: self,
-            slice: s,
+            space: Arc::new(Space {
+                vol: self,
+                slice: s,
+            }),
             image_off: self.geo.buffer_pos(s.buffer, s.buf_off).0,
             cap: s.len,
             filled: 0,
