@@ -1,4 +1,5 @@
-//! Socket I/O straight to and from the mapping, for the network path:
+//! Socket I/O straight to and from the mapping, for the network path (the
+//! Volume's `RxBuf` and `TxHold` are the public face of it):
 //! receive into packet buffers with the kernel's receive timestamp, and send
 //! records out by `sendfile` from the image file or `sendmsg` with one
 //! iovec per record (record = segment). The bytes are never staged.
@@ -31,6 +32,9 @@ impl Pm {
     /// recvmsg(2) into `[off, off+len)` of the mapping. Returns the byte
     /// count and the kernel receive time in ns since the epoch, when the
     /// socket has SO_TIMESTAMPNS on and the kernel supplied one.
+    /// Crate-internal: the caller owns those bytes (a reservation,
+    /// `RxBuf::recv_timestamped`), and nothing reads or writes them
+    /// meanwhile.
     pub(crate) fn recv_timestamped(
         &self,
         fd: RawFd,
@@ -87,6 +91,8 @@ impl Pm {
 
     /// sendmsg(2) with one iovec per `(image offset, len)` segment. Returns
     /// the bytes the kernel took (may be fewer than asked, like any send).
+    /// Crate-internal: the segments must stay allocated and unwritten for
+    /// the call (`TxHold::send` holds references on them).
     pub(crate) fn send_segments(
         &self,
         fd: RawFd,
