@@ -52,7 +52,7 @@ fn main() {
         &mut |_, _| {},
     )
     .unwrap();
-    let v = Volume::open(
+    let mut v = Volume::open(
         &img,
         &OpenOptions {
             persist,
@@ -95,7 +95,7 @@ fn main() {
             let t = Instant::now();
             let mut off = 0;
             while off < gib {
-                v.pm().write_nt(base + off, src(off));
+                v.pm_exclusive().write_nt(base + off, src(off));
                 v.pm().fence();
                 off += 1 << 20;
             }
@@ -141,7 +141,7 @@ fn main() {
         let t = Instant::now();
         for _ in 0..n_ops {
             let o = rng.next() % (file_len / 4096) * 4096;
-            v.pm().write_nt(base + o, &block);
+            v.pm_exclusive().write_nt(base + o, &block);
             v.pm().fence();
         }
         ref_iops.push(n_ops as f64 / secs(t.elapsed()));
@@ -234,7 +234,7 @@ fn main() {
     let mut recs = 0;
     for _ in 0..runs {
         let t = Instant::now();
-        let v = Volume::open(
+        let mut v = Volume::open(
             &img2,
             &OpenOptions {
                 persist,
@@ -249,8 +249,11 @@ fn main() {
         let g = *v.geometry();
         let t = Instant::now();
         let mut acc = 0u32;
-        for r in 1..=g.record_count {
-            acc ^= layout::crc32c(v.pm().slice(g.record_offset + r * 64 + 8, 52));
+        {
+            let img = v.pm_exclusive();
+            for r in 1..=g.record_count {
+                acc ^= layout::crc32c(img.slice(g.record_offset + r * 64 + 8, 52));
+            }
         }
         scan_s.push(secs(t.elapsed()));
         std::hint::black_box(acc);

@@ -37,6 +37,6 @@ pub use error::{FsError, Result};
 pub use layout::FileType;
 pub use volume::{
     Attr, ChainEntry, DirEntry, FallocMode, FormatOptions, Linked, OpenOptions, OpenReport,
-    RenameFlags, RxBuf, RxPiece, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg, SetAttr, StatFs, TimeSet, TxHold, TxSeg, VerifyMode, Volume,
+    RenameFlags, RxBuf, RxHeld, RxPiece, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxSeg, VerifyMode, Volume,
     XattrFlags,
 };

@@ -84,7 +84,7 @@ fn main() {
 
     let mut rates = Vec::new();
     for run in 1..=3 {
-        let pm = Pm::open(
+        let mut pm = Pm::open(
             &path,
             &MapOptions {
                 read_only: true,
@@ -95,7 +95,7 @@ fn main() {
         )
         .expect("map");
         let t = Instant::now();
-        let r = pktfs_fsck::check(&pm, &Options::check());
+        let r = pktfs_fsck::check(&mut pm, &Options::check());
         let dt = t.elapsed().as_secs_f64();
         assert!(r.clean(), "benchmark image is not clean:\n{}", r.to_text());
         let gbps = r.counts.payload_bytes_checked as f64 / dt / 1e9;
@@ -110,7 +110,7 @@ fn main() {
             // The same mapping again: its pages are faulted in now, so this
             // is the walk and the CRCs alone.
             let t = Instant::now();
-            let r = pktfs_fsck::check(&pm, &Options::check());
+            let r = pktfs_fsck::check(&mut pm, &Options::check());
             let dt = t.elapsed().as_secs_f64();
             eprintln!(
                 "warm mapping (no page faults): {:.3} s: {:.2} GB/s",

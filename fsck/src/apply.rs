@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE};
 use layout::record::FLAG_DAMAGED;
 use layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, RecordKind, ROOT_INO};
-use pktfs::media::Pm;
+use pktfs::media::ExclusivePm;
 use pktfs::volume::journal;
 
 use crate::report::Change;
@@ -31,17 +31,17 @@ fn phase(f: &Fix) -> u8 {
     }
 }
 
-struct W<'a> {
-    pm: &'a Pm,
+struct W<'a, 'p> {
+    pm: &'a mut ExclusivePm<'p>,
     g: Geometry,
 }
 
-impl W<'_> {
+impl W<'_, '_> {
     fn inside(&self, off: u64, len: u64) -> bool {
         off.checked_add(len)
             .is_some_and(|e| e <= self.pm.len() && e <= self.g.image_len_bytes)
     }
-    fn write(&self, off: u64, data: &[u8]) -> bool {
+    fn write(&mut self, off: u64, data: &[u8]) -> bool {
         if !self.inside(off, data.len() as u64) {
             return false;
         }
@@ -49,7 +49,7 @@ impl W<'_> {
         self.pm.flush(off, data.len() as u64);
         true
     }
-    fn publish(&self, off: u64, v: u64) -> bool {
+    fn publish(&mut self, off: u64, v: u64) -> bool {
         if !off.is_multiple_of(8) || !self.inside(off, 8) {
             return false;
         }
@@ -69,11 +69,11 @@ impl W<'_> {
 }
 
 /// Apply fixes `chosen` (indices into `s.fixes`); returns what changed.
-pub(crate) fn apply(pm: &Pm, s: &ScanOut, chosen: &[usize]) -> Vec<Change> {
+pub(crate) fn apply(pm: &mut ExclusivePm<'_>, s: &ScanOut, chosen: &[usize]) -> Vec<Change> {
     let Some(g) = s.geometry else {
         return Vec::new();
     };
-    let w = W { pm, g };
+    let mut w = W { pm, g };
     let mut spare = s.spare_records.iter().copied();
     let mut changes = Vec::new();
     for p in 0..=5u8 {
@@ -84,28 +84,28 @@ pub(crate) fn apply(pm: &Pm, s: &ScanOut, chosen: &[usize]) -> Vec<Change> {
             }
             let done = match &pf.fix {
                 Fix::JournalReplay { slot, stores } => {
-                    journal::replay_slot(pm, &g, *slot, stores).is_ok()
+                    journal::replay_slot_excl(w.pm, &g, *slot, stores).is_ok()
                 }
-                Fix::JournalDiscard { slot } => journal::clear_slot(pm, &g, *slot).is_ok(),
+                Fix::JournalDiscard { slot } => journal::clear_slot_excl(w.pm, &g, *slot).is_ok(),
                 Fix::Superblock { offset, bytes } => {
                     let ok = w.write(*offset, &bytes[..]);
-                    pm.fence();
+                    w.pm.fence();
                     ok
                 }
                 Fix::Links(stores) => stores
                     .iter()
                     .all(|&(a, v)| w.is_link_word(a) && w.publish(a, v)),
                 Fix::RewriteRecord { head, id, rec } => {
-                    replace_record(&w, &mut spare, *head, *id, rec)
+                    replace_record(&mut w, &mut spare, *head, *id, rec)
                 }
                 Fix::TrimRecord { head, id, new_len } => {
-                    trim_record(&w, &mut spare, *head, *id, *new_len)
+                    trim_record(&mut w, &mut spare, *head, *id, *new_len)
                 }
                 Fix::SelectSlot { ino, selector } => {
                     g.ino_in_range(*ino as u64) && w.publish(g.inode_pos(*ino).0, *selector)
                 }
-                Fix::WriteAttr { ino, attr } => write_attr(&w, *ino, attr),
-                Fix::Salvage(sv) => match salvage(&w, &mut spare, sv) {
+                Fix::WriteAttr { ino, attr } => write_attr(&mut w, *ino, attr),
+                Fix::Salvage(sv) => match salvage(&mut w, &mut spare, sv) {
                     Ok(mut c) => {
                         changes.append(&mut c);
                         true
@@ -154,7 +154,7 @@ fn live_link(w: &W, head: u64, id: u64) -> Option<u64> {
 /// a crash leaves the old record or the new one, never a torn one. The old
 /// record is unreachable afterwards (free, since allocation is reachability).
 fn replace_record(
-    w: &W,
+    w: &mut W,
     spare: &mut impl Iterator<Item = u64>,
     head: u64,
     id: u64,
@@ -181,7 +181,7 @@ fn replace_record(
 }
 
 fn trim_record(
-    w: &W,
+    w: &mut W,
     spare: &mut impl Iterator<Item = u64>,
     head: u64,
     id: u64,
@@ -218,7 +218,7 @@ fn trim_record(
     replace_record(w, spare, head, id, &r)
 }
 
-fn write_attr(w: &W, ino: u32, attr: &AttrSlot) -> bool {
+fn write_attr(w: &mut W, ino: u32, attr: &AttrSlot) -> bool {
     if !w.g.ino_in_range(ino as u64) {
         return false;
     }
@@ -243,7 +243,7 @@ fn now_ns() -> i64 {
 
 /// Link orphans into lost+found (creating it if needed).
 fn salvage(
-    w: &W,
+    w: &mut W,
     spare: &mut impl Iterator<Item = u64>,
     sv: &Salvage,
 ) -> Result<Vec<Change>, String> {
@@ -259,7 +259,7 @@ fn salvage(
     let mut bufs = sv.free_buffers.iter().copied();
     let mut cur: Option<(u32, u32)> = None;
     // Name bytes go into free buffers, packed.
-    let mut put_name = |name: &[u8]| -> Result<(u32, u32, u32), String> {
+    let mut put_name = |w: &mut W<'_, '_>, name: &[u8]| -> Result<(u32, u32, u32), String> {
         let n = name.len() as u32;
         let (b, used) = match cur {
             Some((b, u)) if u + n <= bs => (b, u),
@@ -316,7 +316,7 @@ fn salvage(
             n += 1;
         }
         names.insert(name.clone());
-        let at = put_name(&name)?;
+        let at = put_name(&mut *w, &name)?;
         let id = recs.next().ok_or("no free records")?;
         ids.push(id);
         planned.push((
@@ -335,7 +335,7 @@ fn salvage(
     }
     let mut root_rec = None;
     if new_lf {
-        let at = put_name(&sv.lf_name)?;
+        let at = put_name(&mut *w, &sv.lf_name)?;
         let id = recs.next().ok_or("no free records")?;
         let rec = dirent(
             at,

@@ -28,7 +28,7 @@ mod scan;
 
 use std::time::Instant;
 
-use pktfs::media::Pm;
+use pktfs::media::{ExclusivePm, Pm};
 
 pub use report::{
     Change, Counts, DamageState, DamagedRange, Finding, Report, Severity, SuperblockSummary,
@@ -100,20 +100,22 @@ pub mod exit {
 
 /// Check `pm` without writing to it (`-n`), whatever `opts.mode` says.
 /// Committed journal slots are overlaid as recovery would replay them.
-pub fn check(pm: &Pm, opts: &Options) -> Report {
+pub fn check(pm: &mut Pm, opts: &Options) -> Report {
+    let pm = pm.exclusive();
     let t0 = Instant::now();
     let mut report = Report::new(Mode::Check);
-    let s = scan::scan(pm, true, opts.progress, opts.drop_damaged);
+    let s = scan::scan(&pm, true, opts.progress, opts.drop_damaged);
     report.absorb_scan(&s, &[]);
     report.finish(t0);
     report
 }
 
 /// Check and repair `pm` as `opts.mode` allows (`Check` = [`check`]).
-pub fn repair(pm: &Pm, opts: &Options) -> Report {
+pub fn repair(pm: &mut Pm, opts: &Options) -> Report {
     if opts.mode == Mode::Check {
         return check(pm, opts);
     }
+    let mut pm = pm.exclusive();
     let t0 = Instant::now();
     let mut report = Report::new(opts.mode);
     if pm.is_read_only() {
@@ -122,7 +124,7 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
         report.finish(t0);
         return report;
     }
-    if let Some(bits) = unknown_ro_compat(pm) {
+    if let Some(bits) = unknown_ro_compat(&pm) {
         report.operational_error = Some(format!(
             "the image uses features this build can only read (ro_compat bits {bits:#x}); \
              cannot repair it (check with -n, or upgrade pktfs)"
@@ -134,7 +136,7 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
     let mut passes = 0;
     loop {
         passes += 1;
-        let s = scan::scan(pm, true, opts.progress && passes == 1, opts.drop_damaged);
+        let s = scan::scan(&pm, true, opts.progress && passes == 1, opts.drop_damaged);
         if s.fatal.is_some() || passes > opts.max_passes.max(1) {
             report.absorb_scan(&s, &[]);
             if passes > opts.max_passes.max(1) && s.fatal.is_none() && !s.fixes.is_empty() {
@@ -171,7 +173,7 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
             report.absorb_scan(&s, &[]);
             break;
         }
-        let changes = apply::apply(pm, &s, &chosen);
+        let changes = apply::apply(&mut pm, &s, &chosen);
         if journal_only {
             // Only the journal findings of this pass are settled; the rest
             // are found again (or not) on the replayed image.
@@ -206,7 +208,7 @@ pub fn repair(pm: &Pm, opts: &Options) -> Report {
 /// Read-only-compatible feature bits of a valid superblock (the primary,
 /// else the backup) that this build does not know: repairing would write
 /// an image whose rules it does not fully know.
-fn unknown_ro_compat(pm: &Pm) -> Option<u32> {
+fn unknown_ro_compat(pm: &ExclusivePm<'_>) -> Option<u32> {
     use layout::superblock::{Superblock, BACKUP_OFFSET, PRIMARY_OFFSET, RO_COMPAT_SUPPORTED};
     [PRIMARY_OFFSET, BACKUP_OFFSET]
         .into_iter()
@@ -216,7 +218,7 @@ fn unknown_ro_compat(pm: &Pm) -> Option<u32> {
         .filter(|&bits| bits != 0)
 }
 
-pub fn run(pm: &Pm, opts: &Options) -> Report {
+pub fn run(pm: &mut Pm, opts: &Options) -> Report {
     match opts.mode {
         Mode::Check => check(pm, opts),
         _ => repair(pm, opts),

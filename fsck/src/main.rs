@@ -67,7 +67,7 @@ fn main() {
         ..Default::default()
     };
     let mut report = match Pm::open(&a.image, &map) {
-        Ok(pm) => pktfs_fsck::run(&pm, &opts),
+        Ok(mut pm) => pktfs_fsck::run(&mut pm, &opts),
         Err(e) => {
             let msg = match e {
                 MediaError::Locked { .. } => format!(

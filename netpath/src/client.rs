@@ -29,8 +29,8 @@ pub fn send_file(
     timeout: Duration,
 ) -> Result<SendReport, String> {
     let hold = vol.tx_hold(ino, 0, u64::MAX).map_err(|e| e.to_string())?;
-    let r = connect(addr, timeout).and_then(|s| send_hold(vol, &s, &hold, timeout));
-    vol.tx_release(hold);
+    let r = connect(addr, timeout).and_then(|s| send_hold(&s, &hold, timeout));
+    drop(hold); // the kernel has copied what it took
     r
 }
 
@@ -56,15 +56,14 @@ pub fn send_on(
     timeout: Duration,
 ) -> Result<SendReport, String> {
     let hold = vol.tx_hold(ino, 0, u64::MAX).map_err(|e| e.to_string())?;
-    let r = send_hold(vol, sock, &hold, timeout);
-    vol.tx_release(hold);
+    let r = send_hold(sock, &hold, timeout);
+    drop(hold);
     r
 }
 
 fn send_hold(
-    vol: &Volume,
     sock: &TcpStream,
-    hold: &pktfs::TxHold,
+    hold: &pktfs::TxHold<'_>,
     timeout: Duration,
 ) -> Result<SendReport, String> {
     let t0 = Instant::now();
@@ -72,7 +71,7 @@ fn send_hold(
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "the peer".into());
-    let st = send_held(vol, sock, hold, timeout).map_err(|e| format!("send to {peer}: {e}"))?;
+    let st = send_held(sock, hold, timeout).map_err(|e| format!("send to {peer}: {e}"))?;
     let _ = sock.shutdown(Shutdown::Write);
     Ok(SendReport {
         bytes: st.bytes,

@@ -7,7 +7,7 @@
 //!
 //! # Storing
 //! `PUT`/`POST /path` receives the body into an unnamed file
-//! ([`Volume::create_tmpfile`]): body bytes become pieces where they landed
+//! ([`Volume::tmpfile`], freed when dropped unnamed): body bytes become pieces where they landed
 //! (after the head, between chunk framing) and are committed in batches of
 //! at most one reservation; the last batch is committed together with the
 //! file's name ([`Volume::rx_link`], one commit, replacing an existing file
@@ -98,54 +98,45 @@ enum Framing {
 const SMALL_BODY: u64 = 64 << 10;
 
 /// Where body bytes go.
-enum Sink<'s> {
+enum Sink<'s, 'v> {
     /// Skipped (a body nobody stores).
     Discard,
     /// Pieces made and committed on the connection's thread.
     Inline { ino: u64, records: u64 },
     /// Handed to a persister thread.
     Persister {
-        tx: std::sync::mpsc::SyncSender<Work>,
+        tx: std::sync::mpsc::SyncSender<Work<'v>>,
         failed: &'s AtomicBool,
     },
 }
 
 /// What the persister thread is given, in stream order.
-enum Work {
-    Job(RxJob),
-    Piece(RxPiece),
-}
-
-impl Work {
-    fn abandon(self, vol: &Volume) {
-        match self {
-            Work::Job(j) => j.abandon(vol),
-            Work::Piece(p) => vol.rx_abort(vec![p]),
-        }
-    }
+enum Work<'v> {
+    Job(RxJob<'v>),
+    Piece(RxPiece<'v>),
 }
 
 /// The persister: make each piece, commit in batches of `batch` bytes.
 /// Returns the records committed. After a failure it only drains (and
 /// frees) what it is sent; `failed` tells the receiver to stop early.
-fn persister(
-    vol: &Volume,
+fn persister<'v>(
+    vol: &'v Volume,
     ino: u64,
-    rx: std::sync::mpsc::Receiver<Work>,
+    rx: std::sync::mpsc::Receiver<Work<'v>>,
     batch: u64,
     failed: &AtomicBool,
 ) -> Result<u64, FsError> {
-    let mut pieces: Vec<RxPiece> = Vec::new();
+    let mut pieces: Vec<RxPiece<'v>> = Vec::new();
     let mut bytes = 0u64;
     let mut records = 0u64;
     let mut err = None;
     for w in rx {
         if err.is_some() {
-            w.abandon(vol);
+            drop(w); // its reference goes back
             continue;
         }
         let p = match w {
-            Work::Job(j) => j.piece(vol),
+            Work::Job(j) => j.piece(),
             Work::Piece(p) => p,
         };
         bytes += p.len() as u64;
@@ -381,11 +372,11 @@ struct Conn<'a> {
     rx: RxStream<'a>,
     path: ReqPath,
     out: Vec<u8>,
-    pieces: Vec<RxPiece>,
+    pieces: Vec<RxPiece<'a>>,
     date: (i64, String),
     /// An unnamed file made ahead of the next PUT (after a PUT's answer is
     /// sent, off the latency path); freed when the connection ends.
-    spare: Option<u64>,
+    spare: Option<pktfs::TmpFile<'a>>,
     /// This connection's counts not yet added to the server's shared
     /// counters: added every `TALLY_EVERY` requests and at the end, not
     /// per request (shared atomics moved a cache line between the cores
@@ -425,9 +416,7 @@ impl Conn<'_> {
 
 impl Drop for Conn<'_> {
     fn drop(&mut self) {
-        if let Some(t) = self.spare.take() {
-            self.vol.unpin(t, 1);
-        }
+        // `spare` (an unnamed file made ahead) frees itself when dropped.
         self.flush_tally();
     }
 }
@@ -459,7 +448,7 @@ enum HeadResult {
     Fail(u16, &'static str),
 }
 
-impl Conn<'_> {
+impl<'a> Conn<'a> {
     fn run(&mut self) {
         loop {
             if self.sh.stop.load(Ordering::Relaxed) {
@@ -484,11 +473,7 @@ impl Conn<'_> {
                 return;
             }
             if was_put && self.spare.is_none() && !self.sh.read_only() {
-                self.spare = self
-                    .vol
-                    .create_tmpfile(0o644, self.sh.uid, self.sh.gid)
-                    .ok()
-                    .map(|a| a.ino);
+                self.spare = self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid).ok();
             }
         }
     }
@@ -703,7 +688,7 @@ impl Conn<'_> {
     // ----- bodies -----
 
     /// Receive a body into `sink`. Returns the body's byte count.
-    fn read_body(&mut self, framing: Framing, sink: &mut Sink<'_>) -> Result<u64, BodyError> {
+    fn read_body(&mut self, framing: Framing, sink: &mut Sink<'_, 'a>) -> Result<u64, BodyError> {
         let mut total = 0u64;
         let r = match framing {
             Framing::Length(n) => self.body_bytes(n, sink, &mut total),
@@ -718,7 +703,7 @@ impl Conn<'_> {
         r.map(|_| total)
     }
 
-    fn chunked_body(&mut self, sink: &mut Sink<'_>, total: &mut u64) -> Result<(), BodyError> {
+    fn chunked_body(&mut self, sink: &mut Sink<'_, 'a>, total: &mut u64) -> Result<(), BodyError> {
         loop {
             let size = self.chunk_line()?;
             if size == 0 {
@@ -758,7 +743,7 @@ impl Conn<'_> {
     fn body_bytes(
         &mut self,
         mut left: u64,
-        sink: &mut Sink<'_>,
+        sink: &mut Sink<'_, 'a>,
         total: &mut u64,
     ) -> Result<(), BodyError> {
         let mut batch: u64 = self.pieces.iter().map(|p| p.len() as u64).sum();
@@ -806,7 +791,7 @@ impl Conn<'_> {
                     };
                     for w in work {
                         if let Err(std::sync::mpsc::SendError(w)) = tx.send(w) {
-                            w.abandon(self.vol);
+                            drop(w); // its reference goes back
                             return Err(BodyError::Fs(FsError::NoSpace(
                                 "the upload could not be stored",
                             )));
@@ -1016,19 +1001,15 @@ impl Conn<'_> {
             // being received, is fine: the held bytes are what is sent).
             let after = self.resolve(self.path.len());
             let ok = after.as_ref().is_ok_and(|b| b.ino == a.ino)
-                && hold.as_ref().is_none_or(|x| x.size >= end);
+                && hold.as_ref().is_none_or(|x| x.size() >= end);
             if !ok {
-                if let Some(x) = hold {
-                    self.vol.tx_release(x);
-                }
+                drop(hold);
                 continue;
             }
             // Label the version only if it did not change meanwhile.
             let stable = after.is_ok_and(|b| (b.mtime_ns, b.size) == (a.mtime_ns, a.size));
             let r = self.send_file(&a, code, start, end, hold.as_ref(), keep, stable);
-            if let Some(x) = hold {
-                self.vol.tx_release(x);
-            }
+            drop(hold);
             return r;
         }
         self.error(503, "the file keeps changing; try again", keep);
@@ -1042,7 +1023,7 @@ impl Conn<'_> {
         code: u16,
         start: u64,
         end: u64,
-        hold: Option<&pktfs::TxHold>,
+        hold: Option<&pktfs::TxHold<'_>>,
         keep: bool,
         stable: bool,
     ) -> bool {
@@ -1067,7 +1048,7 @@ impl Conn<'_> {
             return false;
         }
         if let Some(hold) = hold {
-            match send_held(self.vol, self.sock, hold, self.sh.cfg.io_timeout) {
+            match send_held(self.sock, hold, self.sh.cfg.io_timeout) {
                 Ok(st) => {
                     self.tally.bytes_out += st.bytes;
                 }
@@ -1143,10 +1124,10 @@ impl Conn<'_> {
                 Err(e) => return self.refuse(h, status_of(&e), &e.to_string()),
             }
         }
-        let tmp = match self.spare.take() {
+        let mut tmp = match self.spare.take() {
             Some(t) => t,
-            None => match self.vol.create_tmpfile(0o644, self.sh.uid, self.sh.gid) {
-                Ok(a) => a.ino,
+            None => match self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid) {
+                Ok(t) => t,
                 Err(e) => return self.refuse(h, status_of(&e), &e.to_string()),
             },
         };
@@ -1163,9 +1144,9 @@ impl Conn<'_> {
             Framing::Chunked => self.sh.cfg.persister_min != u64::MAX,
         };
         let r = if big {
-            self.receive_pipelined(framing, tmp)
+            self.receive_pipelined(framing, tmp.ino())
         } else {
-            self.receive_inline(framing, tmp)
+            self.receive_inline(framing, tmp.ino())
         };
         let (bytes, records) = match r {
             Ok(t) => t,
@@ -1183,7 +1164,7 @@ impl Conn<'_> {
                 atime: Some(pktfs::TimeSet::Now),
                 ..Default::default()
             };
-            let _ = self.vol.setattr(tmp, &now);
+            let _ = self.vol.setattr(tmp.ino(), &now);
         }
         // The body is durable in the unnamed file: give it its name.
         let keep = h.keep_alive;
@@ -1208,7 +1189,7 @@ impl Conn<'_> {
         let tail = std::mem::take(&mut self.pieces);
         // `linked` holds a replaced file until the answer is out: its space
         // is freed after, off the client's wait (dropped at the end).
-        let linked = match self.vol.rx_link_deferred(tmp, tail, parent, &name, true) {
+        let linked = match tmp.link(tail, parent, &name, true) {
             Ok(l) => l,
             Err(e) => {
                 self.drop_tmp(tmp);
@@ -1224,7 +1205,7 @@ impl Conn<'_> {
         self.sh.notify(Change::Entry {
             parent,
             name: &name,
-            ino: tmp,
+            ino: tmp.ino(),
         });
         if linked.replaced() {
             self.head_only(204, keep, "") && keep
@@ -1288,9 +1269,9 @@ impl Conn<'_> {
 
     /// Free an unnamed file that will not be linked.
     /// Give up an upload: its uncommitted tail and its unnamed file.
-    fn drop_tmp(&mut self, tmp: u64) {
+    fn drop_tmp(&mut self, tmp: pktfs::TmpFile<'a>) {
         self.vol.rx_abort(std::mem::take(&mut self.pieces));
-        self.vol.unpin(tmp, 1);
+        drop(tmp); // frees the unnamed file
     }
 
     /// The directory for the first `n` segments, created if missing.

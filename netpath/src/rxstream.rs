@@ -9,7 +9,8 @@
 //! whole buffers alive, like an sk_buff keeps its page).
 //!
 //! Space of a reservation is written once: the stream never recv()s into
-//! bytes it has already filled, because pieces may reference them. When the
+//! bytes it has already filled, because pieces may reference them (the
+//! [`RxBuf`] handle enforces it: it receives only past what it holds). When the
 //! tail is too short the stream moves on to a new reservation; an unparsed
 //! partial head (at most `max_header_bytes`) is copied over, never body
 //! bytes (callers take those before asking for more).
@@ -21,12 +22,10 @@
 
 use std::io::Read;
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use std::sync::Arc;
-
-use pktfs::{RxBuf, RxPiece, Volume};
+use pktfs::{RxBuf, RxHeld, RxPiece, Volume};
 
 use crate::util::now_ns;
 
@@ -41,10 +40,10 @@ const DRAM_FALLBACK: usize = 64 << 10;
 pub struct RxStream<'a> {
     vol: &'a Volume,
     sock: &'a TcpStream,
-    fd: RawFd,
-    /// Shared with a persister thread that may still be making pieces
-    /// from it ([`RxJob`]); released by whoever drops it last.
-    res: Option<Arc<RxBuf>>,
+    /// The current reservation. Jobs handed to a persister thread share
+    /// its reference on its buffers ([`RxJob`]); the last of them and the
+    /// reservation to be dropped gives it back.
+    res: Option<RxBuf<'a>>,
     dram: Vec<u8>,
     in_dram: bool,
     pos: u32,
@@ -61,12 +60,10 @@ pub struct RxStream<'a> {
 impl<'a> RxStream<'a> {
     /// `chunk`: largest reservation. Turns on SO_TIMESTAMPNS.
     pub fn new(vol: &'a Volume, sock: &'a TcpStream, chunk: u32) -> RxStream<'a> {
-        let fd = sock.as_raw_fd();
-        let _ = pktfs::media::net::enable_rx_timestamps(fd);
+        let _ = pktfs::media::net::enable_rx_timestamps(sock.as_raw_fd());
         RxStream {
             vol,
             sock,
-            fd,
             res: None,
             dram: Vec::new(),
             in_dram: false,
@@ -85,10 +82,7 @@ impl<'a> RxStream<'a> {
             &self.dram[self.pos as usize..self.end as usize]
         } else {
             match &self.res {
-                Some(b) => self.vol.pm().slice(
-                    b.image_off + self.pos as u64,
-                    (self.end - self.pos) as usize,
-                ),
+                Some(b) => &b.received()[self.pos as usize..self.end as usize],
                 None => &[],
             }
         }
@@ -114,7 +108,7 @@ impl<'a> RxStream<'a> {
         if self.in_dram {
             self.dram.len() as u32
         } else {
-            self.res.as_ref().map(|b| b.cap).unwrap_or(0)
+            self.res.as_ref().map(|b| b.cap()).unwrap_or(0)
         }
     }
 
@@ -141,13 +135,9 @@ impl<'a> RxStream<'a> {
                 let end = self.end as usize;
                 (&*self.sock).read(&mut self.dram[end..]).map(|n| (n, None))
             } else {
-                let b = self.res.as_ref().expect("storage after move");
-                self.vol.pm().recv_timestamped(
-                    self.fd,
-                    b.image_off + self.end as u64,
-                    (b.cap - self.end) as usize,
-                    0,
-                )
+                let b = self.res.as_mut().expect("storage after move");
+                debug_assert_eq!(b.filled(), self.end);
+                b.recv_timestamped(self.sock, 0)
             };
             match r {
                 Ok((n, ts)) => {
@@ -187,28 +177,24 @@ impl<'a> RxStream<'a> {
         let new_base = self.base_seq + self.pos as u64;
         let (p, e) = (self.pos as usize, self.end as usize);
         if !self.vol.is_read_only() {
-            if let Ok(b) = self.vol.rx_reserve(size) {
-                if b.cap > carry {
+            if let Ok(mut b) = self.vol.rx_reserve(size) {
+                if b.cap() > carry {
                     if carry > 0 {
-                        let pm = self.vol.pm();
                         if self.in_dram {
-                            pm.write(b.image_off, &self.dram[p..e]);
+                            b.append(&self.dram[p..e]);
                         } else {
                             let old = self.res.as_ref().expect("storage");
-                            pm.write(
-                                b.image_off,
-                                pm.slice(old.image_off + p as u64, carry as usize),
-                            );
+                            b.append(&old.received()[p..e]);
                         }
                     }
-                    if let Some(old) = self.res.replace(Arc::new(b)) {
-                        release(self.vol, old);
-                    }
+                    // The old reservation goes back once jobs still
+                    // sharing it are done (pieces hold their own).
+                    self.res = Some(b);
                     self.in_dram = false;
                     self.reset(new_base, carry, carry_ts);
                     return;
                 }
-                self.vol.rx_release(b);
+                drop(b);
             }
         }
         let need = DRAM_FALLBACK.max(carry as usize + MIN_RECV as usize);
@@ -218,13 +204,9 @@ impl<'a> RxStream<'a> {
         if self.in_dram {
             self.dram.copy_within(p..e, 0);
         } else if let Some(old) = &self.res {
-            self.vol
-                .pm()
-                .read(old.image_off + p as u64, &mut self.dram[..carry as usize]);
+            self.dram[..carry as usize].copy_from_slice(&old.received()[p..e]);
         }
-        if let Some(old) = self.res.take() {
-            release(self.vol, old);
-        }
+        self.res = None;
         self.in_dram = true;
         self.reset(new_base, carry, carry_ts);
     }
@@ -244,7 +226,7 @@ impl<'a> RxStream<'a> {
     /// flush now, timestamp of the recv that brought the first byte, seq =
     /// its stream position. On error the pieces already pushed are the
     /// caller's to abort.
-    pub fn take_into(&mut self, n: u32, out: &mut Vec<RxPiece>) -> pktfs::Result<()> {
+    pub fn take_into(&mut self, n: u32, out: &mut Vec<RxPiece<'a>>) -> pktfs::Result<()> {
         assert!(n <= self.available());
         if n == 0 {
             return Ok(());
@@ -253,18 +235,15 @@ impl<'a> RxStream<'a> {
         let ts = self.stamp_at(self.pos);
         if !self.in_dram {
             let b = self.res.as_ref().expect("storage");
-            out.push(self.vol.rx_piece(b, self.pos, n, ts, seq));
+            out.push(b.piece(self.pos, n, ts, seq));
         } else {
             let mut done = 0u32;
             while done < n {
-                let b = self.vol.rx_reserve(n - done)?;
-                let k = b.cap.min(n - done);
+                let mut b = self.vol.rx_reserve(n - done)?;
+                let k = b.cap().min(n - done);
                 let s = (self.pos + done) as usize;
-                self.vol
-                    .pm()
-                    .write(b.image_off, &self.dram[s..s + k as usize]);
-                out.push(self.vol.rx_piece(&b, 0, k, ts, seq + done as u64));
-                self.vol.rx_release(b);
+                b.append(&self.dram[s..s + k as usize]);
+                out.push(b.piece(0, k, ts, seq + done as u64));
                 done += k;
             }
         }
@@ -276,16 +255,14 @@ impl<'a> RxStream<'a> {
     /// another thread: the next `n` bytes are handed over as a job (the
     /// stream keeps receiving into the rest of the reservation meanwhile;
     /// the two never touch the same bytes). None in the DRAM fallback.
-    pub fn take_job(&mut self, n: u32) -> Option<RxJob> {
+    pub fn take_job(&mut self, n: u32) -> Option<RxJob<'a>> {
         assert!(n <= self.available());
         if self.in_dram || n == 0 {
             return None;
         }
-        let buf = self.res.as_ref()?.clone();
+        let held = self.res.as_ref()?.hold(self.pos, n);
         let job = RxJob {
-            buf,
-            skip: self.pos,
-            len: n,
+            held,
             timestamp_ns: self.stamp_at(self.pos),
             seq: self.seq(),
         };
@@ -302,50 +279,26 @@ impl<'a> RxStream<'a> {
         }
         if self.in_dram {
             self.reset(self.base_seq + self.end as u64, 0, 0);
-        } else if self.res.as_ref().is_some_and(|b| b.cap > IDLE_RESERVATION) {
-            let b = self.res.take().expect("checked");
-            release(self.vol, b);
+        } else if self.res.as_ref().is_some_and(|b| b.cap() > IDLE_RESERVATION) {
+            self.res = None;
             self.reset(self.base_seq + self.end as u64, 0, 0);
         }
     }
 }
 
-impl Drop for RxStream<'_> {
-    fn drop(&mut self) {
-        if let Some(b) = self.res.take() {
-            release(self.vol, b);
-        }
-    }
-}
-
-/// Drop a share of a reservation; the last one gives the space back.
-pub fn release(vol: &Volume, b: Arc<RxBuf>) {
-    if let Ok(b) = Arc::try_unwrap(b) {
-        vol.rx_release(b);
-    }
-}
-
 /// Received bytes to be made into a piece by another thread (see
-/// [`RxStream::take_job`]).
+/// [`RxStream::take_job`]). Shares the reservation's reference on its
+/// buffers: dropped unmade, it just lets go of that share.
 #[derive(Debug)]
-pub struct RxJob {
-    pub buf: Arc<RxBuf>,
-    pub skip: u32,
-    pub len: u32,
+pub struct RxJob<'v> {
+    pub held: RxHeld<'v>,
     pub timestamp_ns: u64,
     pub seq: u64,
 }
 
-impl RxJob {
-    /// Make the piece (CRC, flush) and drop this job's share of the
-    /// reservation.
-    pub fn piece(self, vol: &Volume) -> RxPiece {
-        let p = vol.rx_piece(&self.buf, self.skip, self.len, self.timestamp_ns, self.seq);
-        release(vol, self.buf);
-        p
-    }
-
-    pub fn abandon(self, vol: &Volume) {
-        release(vol, self.buf);
+impl<'v> RxJob<'v> {
+    /// Make the piece (CRC, flush); the job's reference moves to it.
+    pub fn piece(self) -> RxPiece<'v> {
+        self.held.piece(self.timestamp_ns, self.seq)
     }
 }

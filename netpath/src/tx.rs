@@ -2,13 +2,14 @@
 //!
 //! # Buffer space in flight is held, not locked
 //! A response first takes a [`TxHold`] on the byte range it sends
-//! ([`Volume::tx_hold`]): under the inode's read lock the Volume lists the
+//! ([`pktfs::Volume::tx_hold`]): under the inode's read lock the Volume lists the
 //! range as segments (record slices by image offset, and holes) and takes a
 //! reference on every buffer they name. From then on an overwrite, truncate
 //! or delete of the file cannot recycle that space, and the segments are
 //! one consistent version of the file, however long the client takes. No
 //! lock is held while sending, so a slow client never blocks writers. The
-//! hold is released when the last `sendmsg` has returned.
+//! hold is dropped (its references given back) when the last `sendmsg` has
+//! returned.
 //!
 //! # sendmsg, not sendfile
 //! Each batch of segments goes to `sendmsg(2)` with one iovec per record
@@ -26,10 +27,9 @@
 //! copies anyway.)
 
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use pktfs::{TxHold, TxSeg, Volume};
+use pktfs::{TxHold, TxSeg};
 
 /// Most iovecs per sendmsg (UIO_MAXIOV is 1024).
 const MAX_IOV: usize = 1024;
@@ -65,42 +65,29 @@ fn seg_len(s: &TxSeg) -> u64 {
 
 /// Send every segment of `hold`, in order, on `sock` (blocking; `timeout`
 /// is the longest wait for room in the socket buffer, set as SO_SNDTIMEO).
-/// The caller releases the hold afterwards, whatever the outcome: when this
+/// The caller drops the hold afterwards, whatever the outcome: when this
 /// returns the kernel has copied everything it took.
 pub fn send_held(
-    vol: &Volume,
     sock: &TcpStream,
-    hold: &TxHold,
+    hold: &TxHold<'_>,
     timeout: Duration,
 ) -> Result<TxStats, TxError> {
     sock.set_write_timeout(Some(timeout.max(Duration::from_millis(1))))?;
-    let fd = sock.as_raw_fd();
+    let segs = hold.segs();
     let mut st = TxStats::default();
-    let mut iov: Vec<(u64, usize)> = Vec::with_capacity(hold.segs.len().min(MAX_IOV));
     // Cursor: segment index and bytes of it already sent.
     let (mut i, mut done) = (0usize, 0u64);
-    while i < hold.segs.len() {
-        let r = match hold.segs[i] {
+    while i < segs.len() {
+        let r = match segs[i] {
             TxSeg::Zero { len } => {
                 let n = (len - done).min(ZEROS.len() as u64) as usize;
                 rustix::net::send(sock, &ZEROS[..n], rustix::net::SendFlags::NOSIGNAL)
                     .map_err(std::io::Error::from)
             }
-            TxSeg::Image { .. } => {
-                iov.clear();
-                for (k, s) in hold.segs[i..].iter().enumerate() {
-                    let TxSeg::Image { image_off, len } = *s else {
-                        break;
-                    };
-                    let skip = if k == 0 { done } else { 0 };
-                    iov.push((image_off + skip, (len as u64 - skip) as usize));
-                    if iov.len() == MAX_IOV {
-                        break;
-                    }
-                }
-                st.segments += iov.len() as u64;
-                vol.pm().send_segments(fd, &iov, 0)
-            }
+            TxSeg::Image { .. } => hold.send(sock, i, done, MAX_IOV, 0).map(|(n, offered)| {
+                st.segments += offered as u64;
+                n
+            }),
         };
         st.syscalls += 1;
         let mut n = match r {
@@ -112,7 +99,7 @@ pub fn send_held(
         st.bytes += n;
         // Advance the cursor by n bytes.
         while n > 0 {
-            let left = seg_len(&hold.segs[i]) - done;
+            let left = seg_len(&segs[i]) - done;
             if n >= left {
                 n -= left;
                 i += 1;
@@ -122,7 +109,7 @@ pub fn send_held(
                 n = 0;
             }
         }
-        while i < hold.segs.len() && seg_len(&hold.segs[i]) == 0 {
+        while i < segs.len() && seg_len(&segs[i]) == 0 {
             i += 1;
         }
     }

@@ -72,7 +72,7 @@ fn image(tag: &str, size: u64) -> (tempfile::TempDir, PathBuf) {
 /// fsck before recovery (nothing beyond what recovery fixes), recovery,
 /// fsck after it (clean); returns the recovered volume.
 fn recover(img: &Path) -> Volume {
-    let pm = Pm::open(
+    let mut pm = Pm::open(
         img,
         &MapOptions {
             read_only: true,
@@ -81,7 +81,7 @@ fn recover(img: &Path) -> Volume {
         },
     )
     .unwrap();
-    let before = pktfs_fsck::check(&pm, &pktfs_fsck::Options::check());
+    let before = pktfs_fsck::check(&mut pm, &pktfs_fsck::Options::check());
     drop(pm);
     assert!(
         before.errors_beyond_recovery().is_empty(),
@@ -92,7 +92,7 @@ fn recover(img: &Path) -> Volume {
         .unwrap_or_else(|e| panic!("recovery failed: {e}\nfsck said:\n{}", before.to_text()));
     v.check_invariants().unwrap();
     v.close().unwrap();
-    let pm = Pm::open(
+    let mut pm = Pm::open(
         img,
         &MapOptions {
             read_only: true,
@@ -101,7 +101,7 @@ fn recover(img: &Path) -> Volume {
         },
     )
     .unwrap();
-    let after = pktfs_fsck::check(&pm, &pktfs_fsck::Options::check());
+    let after = pktfs_fsck::check(&mut pm, &pktfs_fsck::Options::check());
     assert!(after.clean(), "fsck after recovery:\n{}", after.to_text());
     drop(pm);
     Volume::open(img, &OpenOptions::default()).unwrap()

@@ -1183,13 +1183,13 @@ pub fn apply_vol(v: &Volume, op: &Op) -> OpResult {
 /// The receive half of [`Op::Upload`]: pieces committed two at a time; the
 /// last one or two (none for an empty body) are left in `pending`, for the caller to commit with the
 /// name (or to abort on error).
-fn upload(
-    v: &Volume,
+fn upload<'v>(
+    v: &'v Volume,
     ino: u64,
     total: u64,
     segs: u8,
     seed: u8,
-    pending: &mut Vec<pktfs::RxPiece>,
+    pending: &mut Vec<pktfs::RxPiece<'v>>,
 ) -> pktfs::Result<()> {
     const HEADER: &[u8] = b"PUT /upload HTTP/1.1\r\n\r\n";
     let seg = total.div_ceil(segs.max(1) as u64).max(1);
@@ -1198,15 +1198,14 @@ fn upload(
     while off < total {
         let want = seg.min(total - off);
         let skip = if first { HEADER.len() as u64 } else { 0 };
-        let buf = v.rx_reserve((want + skip) as u32)?;
-        let n = want.min(buf.cap as u64 - skip);
+        let mut buf = v.rx_reserve((want + skip) as u32)?;
+        let n = want.min(buf.cap() as u64 - skip);
         if first {
-            v.pm().write(buf.image_off, HEADER);
+            buf.append(HEADER); // stands in for the received request head
         }
-        v.pm()
-            .write(buf.image_off + skip, &pattern(seed, off, n as usize));
-        let piece = v.rx_piece(&buf, skip as u32, n as u32, 42, off);
-        v.rx_release(buf);
+        buf.append(&pattern(seed, off, n as usize));
+        let piece = buf.piece(skip as u32, n as u32, 42, off);
+        drop(buf);
         pending.push(piece);
         off += n;
         if pending.len() == 2 && off < total {
@@ -1332,11 +1331,11 @@ pub fn dump(v: &Volume) -> Result<Tree, String> {
 
 /// A freshly formatted image of `size` bytes (heap, no persistence).
 pub fn format_image(size: u64, inodes: Option<u32>) -> Vec<u8> {
-    let pm = Pm::from_bytes(vec![0u8; size as usize]);
+    let mut pm = Pm::from_bytes(vec![0u8; size as usize]);
     let mut params = GeometryParams::for_size(size);
     params.inode_count = inodes;
     Volume::format_pm(
-        &pm,
+        &mut pm,
         &FormatOptions {
             params,
             label: None,
@@ -1350,7 +1349,7 @@ pub fn format_image(size: u64, inodes: Option<u32>) -> Vec<u8> {
 /// Open `image`, apply `ops` (each must give the model's result), and
 /// return the image afterwards with the model.
 pub fn seed_image(image: Vec<u8>, ops: &[Op]) -> Result<(Vec<u8>, Model), String> {
-    let v = Volume::open_pm(Pm::from_bytes(image), false).map_err(|e| format!("open: {e}"))?;
+    let mut v = Volume::open_pm(Pm::from_bytes(image), false).map_err(|e| format!("open: {e}"))?;
     let mut m = Model::new();
     for op in ops {
         let want = m.apply(op);
@@ -1366,7 +1365,7 @@ pub fn seed_image(image: Vec<u8>, ops: &[Op]) -> Result<(Vec<u8>, Model), String
             t.diff(&m.tree(), 10)
         ));
     }
-    let img = v.pm().snapshot();
+    let img = v.snapshot();
     Ok((img, m))
 }
 

@@ -265,7 +265,7 @@ fn open_fixes_more_link_counts_than_a_journal_slot_holds() {
     }
     std::fs::write(&p, &b).unwrap();
     let r = pktfs_fsck::check(
-        &pktfs::media::Pm::from_bytes(b.clone()),
+        &mut pktfs::media::Pm::from_bytes(b.clone()),
         &pktfs_fsck::Options::check(),
     );
     assert_eq!(
@@ -282,8 +282,8 @@ fn open_fixes_more_link_counts_than_a_journal_slot_holds() {
     }
     v.check_invariants().unwrap();
     v.close().unwrap();
-    let pm = pktfs::media::Pm::from_bytes(std::fs::read(&p).unwrap());
-    let r = pktfs_fsck::check(&pm, &pktfs_fsck::Options::check());
+    let mut pm = pktfs::media::Pm::from_bytes(std::fs::read(&p).unwrap());
+    let r = pktfs_fsck::check(&mut pm, &pktfs_fsck::Options::check());
     assert!(r.clean(), "{}", r.to_text());
     let v = Volume::open(&p, &OpenOptions::default()).unwrap();
     assert_eq!(v.open_report().nlink_fixed, 0, "the fixes were durable");

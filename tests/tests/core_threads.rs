@@ -11,9 +11,9 @@ use pktfs::{FormatOptions, RenameFlags, Volume};
 
 #[test]
 fn eight_threads() {
-    let pm = Pm::from_bytes(vec![0u8; 64 << 20]);
+    let mut pm = Pm::from_bytes(vec![0u8; 64 << 20]);
     Volume::format_pm(
-        &pm,
+        &mut pm,
         &FormatOptions {
             params: GeometryParams::for_size(64 << 20),
             label: None,
@@ -111,7 +111,8 @@ fn eight_threads() {
         );
     }
     assert_eq!(v.list_dir(shared).unwrap().len(), 8 * 50);
-    let img = v.pm().snapshot();
+    let mut v = Arc::try_unwrap(v).expect("every thread joined");
+    let img = v.snapshot();
     drop(v);
     let v2 = Volume::open_pm(Pm::from_bytes(img), false).unwrap();
     v2.check_invariants().unwrap();
@@ -128,13 +129,13 @@ fn eight_threads() {
 /// back); the fix is an ordering, documented at `free_inode_storage`.
 #[test]
 fn concurrent_free_and_create_reuse_numbers() {
-    let pm = Pm::from_bytes(vec![0u8; 16 << 20]);
+    let mut pm = Pm::from_bytes(vec![0u8; 16 << 20]);
     let params = GeometryParams {
         inode_count: Some(16),
         ..GeometryParams::for_size(16 << 20)
     };
     Volume::format_pm(
-        &pm,
+        &mut pm,
         &FormatOptions {
             params,
             label: None,

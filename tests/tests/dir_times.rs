@@ -13,12 +13,12 @@ const IMAGE: u64 = 2 << 20;
 
 /// An unnamed file holding `data`, as the receive path makes it; returns
 /// its inode and the pieces still to commit with the name.
-fn upload(v: &Volume, data: &[u8]) -> (u64, Vec<pktfs::RxPiece>) {
+fn upload<'v>(v: &'v Volume, data: &[u8]) -> (u64, Vec<pktfs::RxPiece<'v>>) {
     let t = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
-    let buf = v.rx_reserve(data.len() as u32).unwrap();
-    v.pm().write(buf.image_off, data);
-    let p = v.rx_piece(&buf, 0, data.len() as u32, 5, 0);
-    v.rx_release(buf);
+    let mut buf = v.rx_reserve(data.len() as u32).unwrap();
+    buf.append(data);
+    let p = buf.piece(0, data.len() as u32, 5, 0);
+    drop(buf);
     (t, vec![p])
 }
 
@@ -30,11 +30,11 @@ fn times(v: &Volume, ino: u64) -> (i64, i64) {
 #[test]
 fn naming_a_file_moves_the_directory_times_atomically() {
     // A directory with one file, on a clean image.
-    let v = Volume::open_pm(Pm::from_bytes(format_image(IMAGE, Some(64))), false).unwrap();
+    let mut v = Volume::open_pm(Pm::from_bytes(format_image(IMAGE, Some(64))), false).unwrap();
     let d = v.mkdir(v.root(), b"d", 0o755, 0, 0).unwrap().ino;
     let (t, tail) = upload(&v, b"first");
     v.rx_link(t, tail, d, b"a", false).unwrap();
-    let base = v.pm().slice(0, IMAGE as usize).to_vec();
+    let base = v.snapshot();
     drop(v);
 
     // rx_link to a new name, rx_link replacing a file, and create.
@@ -111,8 +111,8 @@ fn directory_times_survive_remounts_and_later_changes() {
     let (t, tail) = upload(&v, b"x");
     v.rx_link(t, tail, d, b"a", false).unwrap();
     let named = times(&v, d);
-    let reopen = |v: Volume| {
-        let img = v.pm().slice(0, IMAGE as usize).to_vec();
+    let reopen = |mut v: Volume| {
+        let img = v.snapshot();
         drop(v);
         Volume::open_pm(Pm::from_bytes(img), false).unwrap()
     };

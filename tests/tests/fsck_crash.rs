@@ -19,12 +19,12 @@ use pktfs_tests::model::{dump, pattern, Tree};
 /// The seeded image with /A/foo in three records, and its geometry.
 fn base() -> (Vec<u8>, Geometry) {
     let (img, _) = seeded();
-    let v = Volume::open_pm(Pm::from_bytes(img.to_vec()), false).unwrap();
+    let mut v = Volume::open_pm(Pm::from_bytes(img.to_vec()), false).unwrap();
     let file = path_ino(&v, "/A/foo");
     v.write(file, 1000, &pattern(11, 1000, 2000)).unwrap();
     assert_eq!(v.chain(file).unwrap().len(), 3);
     let g = *v.geometry();
-    let b = v.pm().snapshot();
+    let b = v.snapshot();
     (b, g)
 }
 
@@ -60,12 +60,12 @@ fn ino_of(b: &[u8], path: &str) -> u64 {
 /// Repair `img` with -y until settled, and return its tree (ranges marked
 /// damaged read back as holes: reads of them fail).
 fn settle(img: Vec<u8>) -> Result<Tree, String> {
-    let pm = Pm::from_bytes(img);
-    let r = pktfs_fsck::repair(&pm, &Options::yes());
+    let mut pm = Pm::from_bytes(img);
+    let r = pktfs_fsck::repair(&mut pm, &Options::yes());
     if ![exit::CLEAN, exit::CORRECTED].contains(&r.exit_code) {
         return Err(format!("-y: {}", r.to_text()));
     }
-    let r = pktfs_fsck::check(&pm, &Options::check());
+    let r = pktfs_fsck::check(&mut pm, &Options::check());
     if !r.clean() {
         return Err(format!("-n after -y: {}", r.to_text()));
     }
@@ -74,7 +74,7 @@ fn settle(img: Vec<u8>) -> Result<Tree, String> {
             drop_damaged: true,
             ..Options::yes()
         };
-        let r = pktfs_fsck::repair(&pm, &drop);
+        let r = pktfs_fsck::repair(&mut pm, &drop);
         if r.exit_code != exit::CORRECTED {
             return Err(format!("--drop-damaged: {}", r.to_text()));
         }
@@ -87,8 +87,8 @@ fn settle(img: Vec<u8>) -> Result<Tree, String> {
 /// Every crash state of `fsck -y` on `damaged` settles to the same tree.
 fn repair_is_crash_safe(name: &str, damaged: Vec<u8>, buffer_offset: u64) {
     let want = settle(damaged.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let pm = Pm::recording(damaged.clone());
-    let r = pktfs_fsck::repair(&pm, &Options::yes());
+    let mut pm = Pm::recording(damaged.clone());
+    let r = pktfs_fsck::repair(&mut pm, &Options::yes());
     assert_eq!(r.exit_code, exit::CORRECTED, "{name}: {}", r.to_text());
     let events = pm.crash_log().unwrap().events;
     let (mut points, mut images) = (0, 0);

@@ -89,12 +89,12 @@ fn images() -> &'static Vec<Arc<Vec<u8>>> {
                 perm: 0o600,
             },
         ];
-        let v = Volume::open_pm(Pm::from_bytes(base.to_vec()), false).unwrap();
+        let mut v = Volume::open_pm(Pm::from_bytes(base.to_vec()), false).unwrap();
         let mut m = model.clone();
         for op in &mix {
             assert_eq!(pktfs_tests::model::apply_vol(&v, op), m.apply(op), "{op}");
         }
-        let mixed = v.pm().snapshot();
+        let mixed = v.snapshot();
         drop(v);
         // A committed, unapplied journal slot: the instant after the commit
         // fence of a rename, before its stores are applied.
@@ -113,7 +113,7 @@ fn images() -> &'static Vec<Arc<Vec<u8>>> {
         let mut pending = None;
         for_each_point(&w.base, &w.events, |pt| {
             let img = pt.image_with(&[]);
-            let r = pktfs_fsck::check(&Pm::from_bytes(img.clone()), &Options::check());
+            let r = pktfs_fsck::check(&mut Pm::from_bytes(img.clone()), &Options::check());
             if r.counts.journal_slots_pending > 0 && r.errors_beyond_recovery().is_empty() {
                 pending = Some(img);
                 return false;
@@ -185,8 +185,8 @@ fn case(img_idx: usize, flips: &[(u8, u32, u8)], t0: Instant) -> Result<String, 
         }
         img[start + off as usize % len] ^= x;
     }
-    let pm = Pm::from_bytes(img.clone());
-    let r1 = pktfs_fsck::check(&pm, &Options::check());
+    let mut pm = Pm::from_bytes(img.clone());
+    let r1 = pktfs_fsck::check(&mut pm, &Options::check());
     if ![exit::CLEAN, exit::UNCORRECTED].contains(&r1.exit_code) {
         return Err(format!("-n exit code {}: {}", r1.exit_code, r1.to_text()));
     }
@@ -201,11 +201,11 @@ fn case(img_idx: usize, flips: &[(u8, u32, u8)], t0: Instant) -> Result<String, 
         v.check_invariants()
             .map_err(|e| format!("invariants after a -n-clean open: {e}"))?;
     }
-    let r2 = pktfs_fsck::repair(&pm, &Options::yes());
+    let r2 = pktfs_fsck::repair(&mut pm, &Options::yes());
     if ![exit::CLEAN, exit::CORRECTED, exit::UNCORRECTED].contains(&r2.exit_code) {
         return Err(format!("-y exit code {}: {}", r2.exit_code, r2.to_text()));
     }
-    let r3 = pktfs_fsck::check(&pm, &Options::check());
+    let r3 = pktfs_fsck::check(&mut pm, &Options::check());
     let left: Vec<_> = r3.unfixed(pktfs_fsck::Severity::Error);
     if let Some(f) = left.iter().find(|f| !UNCORRECTABLE.contains(&f.code)) {
         return Err(format!(
@@ -229,12 +229,12 @@ fn case(img_idx: usize, flips: &[(u8, u32, u8)], t0: Instant) -> Result<String, 
         // Reads of ranges marked damaged fail with EIO: the tree is read
         // back from a copy with them dropped.
         let readable = (!r3.damaged.is_empty()).then(|| {
-            let copy = Pm::from_bytes(pm.snapshot());
+            let mut copy = Pm::from_bytes(pm.snapshot());
             let drop = Options {
                 drop_damaged: true,
                 ..Options::yes()
             };
-            let r = pktfs_fsck::repair(&copy, &drop);
+            let r = pktfs_fsck::repair(&mut copy, &drop);
             (r, copy)
         });
         let v = Volume::open_pm(pm, false).map_err(|e| {

@@ -174,8 +174,8 @@ fn a_panic_inside_an_operation_stops_the_volume() {
     assert_eq!(v.read(f.ino, 0, 100).unwrap(), b"acknowledged");
     assert!(v.lookup(v.root(), b"new").is_err());
     v.close().unwrap();
-    let pm = pktfs::media::Pm::open(&p, &Default::default()).unwrap();
-    let rep = pktfs_fsck::check(&pm, &pktfs_fsck::Options::check());
+    let mut pm = pktfs::media::Pm::open(&p, &Default::default()).unwrap();
+    let rep = pktfs_fsck::check(&mut pm, &pktfs_fsck::Options::check());
     assert!(rep.clean(), "{rep:?}");
 }
 

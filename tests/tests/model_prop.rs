@@ -174,7 +174,7 @@ impl Harness {
     fn remount(&mut self) -> Result<(), String> {
         self.trace.push("remount".into());
         REMOUNTS.fetch_add(1, Relaxed);
-        let img = self.v().pm().snapshot();
+        let img = self.v.as_mut().expect("volume open").snapshot();
         self.v = None;
         self.reset_recording(img)
     }
@@ -271,7 +271,7 @@ impl Harness {
             .map_err(|e| format!("unlink big: {e}"))?;
         check(v, "after refilling and deleting")?;
         v.check_invariants()?;
-        let img = v.pm().snapshot();
+        let img = self.v.as_mut().expect("volume open").snapshot();
         self.v = None;
         let v =
             Volume::open_pm(Pm::from_bytes(img), false).map_err(|e| format!("final open: {e}"))?;

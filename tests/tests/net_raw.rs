@@ -159,9 +159,9 @@ fn raw_mode_is_refused_on_a_read_only_server() {
 
 /// A volume on the recording backend, freshly formatted.
 fn recording_volume(bytes: usize) -> Arc<Volume> {
-    let pm = Pm::from_bytes(vec![0; bytes]);
+    let mut pm = Pm::from_bytes(vec![0; bytes]);
     Volume::format_pm(
-        &pm,
+        &mut pm,
         &FormatOptions {
             params: layout::GeometryParams::for_size(bytes as u64),
             label: None,

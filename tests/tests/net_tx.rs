@@ -51,13 +51,14 @@ fn sendfile_pages_stay_in_flight_after_the_call_but_sendmsg_copies() {
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let p = dir.path().join("file");
     std::fs::write(&p, vec![b'A'; 65536]).unwrap();
-    let pm = Pm::open(&p, &MapOptions::default()).unwrap();
+    let mut pm = Pm::open(&p, &MapOptions::default()).unwrap();
+    let mut pm = pm.exclusive();
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (server, _) = l.accept().unwrap();
     let fd = std::os::fd::AsRawFd::as_raw_fd(&server);
     // sendfile, then change the bytes before the peer reads.
-    assert_eq!(pm.sendfile_to(fd, 0, 65536).unwrap(), 65536);
+    assert_eq!(pm.pm().sendfile_to(fd, 0, 65536).unwrap(), 65536);
     std::thread::sleep(Duration::from_millis(50));
     pm.write(0, &[b'B'; 65536]);
     let mut got = vec![0u8; 65536];
@@ -65,7 +66,7 @@ fn sendfile_pages_stay_in_flight_after_the_call_but_sendmsg_copies() {
     let changed = got.iter().filter(|&&b| b == b'B').count();
     // sendmsg from the mapping, then change the bytes the same way.
     pm.write(0, &[b'A'; 65536]);
-    assert_eq!(pm.send_segments(fd, &[(0, 65536)], 0).unwrap(), 65536);
+    assert_eq!(pm.send_segments(&server, [(0, 65536)], 0).unwrap(), 65536);
     pm.write(0, &[b'B'; 65536]);
     client.read_exact(&mut got).unwrap();
     assert!(got.iter().all(|&b| b == b'A'), "sendmsg copied at the call");

@@ -62,7 +62,7 @@ fn journal_header_never_reaches_the_media_before_what_it_commits() {
 #[test]
 
 fn fallocate_keep_size_past_eof_still_mounts() {
-    let v = Volume::open_pm(Pm::from_bytes(format_image(IMAGE, Some(64))), false).unwrap();
+    let mut v = Volume::open_pm(Pm::from_bytes(format_image(IMAGE, Some(64))), false).unwrap();
     let f = v.create(v.root(), b"f", 0o644, 0, 0).unwrap();
     v.write(f.ino, 0, &[7u8; 100]).unwrap();
     v.fallocate(
@@ -76,9 +76,9 @@ fn fallocate_keep_size_past_eof_still_mounts() {
     )
     .unwrap();
     assert_eq!(v.getattr(f.ino).unwrap().size, 100);
-    let img = v.pm().snapshot();
+    let img = v.snapshot();
     drop(v);
-    let rep = pktfs_fsck::check(&Pm::from_bytes(img.clone()), &pktfs_fsck::Options::check());
+    let rep = pktfs_fsck::check(&mut Pm::from_bytes(img.clone()), &pktfs_fsck::Options::check());
     let v = Volume::open_pm(Pm::from_bytes(img), false)
         .unwrap_or_else(|e| panic!("remount: {e}\nfsck: {}", rep.to_text()));
     assert_eq!(v.getattr(f.ino).unwrap().size, 100);

@@ -258,9 +258,9 @@ fn case(base: &[u8], g: &Geometry, seed: u64, k: u64, path: &std::path::Path) ->
         }
     };
     // fsck on the mutated bytes: -n then -y, no panic, a defined exit code.
-    let pm = Pm::from_bytes(img);
-    let r1 = no_panic("fsck -n", || pktfs_fsck::check(&pm, &Options::check())).map_err(ctx)?;
-    let r2 = no_panic("fsck -y", || pktfs_fsck::repair(&pm, &Options::yes())).map_err(ctx)?;
+    let mut pm = Pm::from_bytes(img);
+    let r1 = no_panic("fsck -n", || pktfs_fsck::check(&mut pm, &Options::check())).map_err(ctx)?;
+    let r2 = no_panic("fsck -y", || pktfs_fsck::repair(&mut pm, &Options::yes())).map_err(ctx)?;
     // 8 (operational error) is fsck refusing an image it must not touch: a
     // newer format version or unknown feature bits with a valid checksum.
     for (w, c) in [("-n", r1.exit_code), ("-y", r2.exit_code)] {

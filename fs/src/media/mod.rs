@@ -9,10 +9,30 @@
 //!   logged, so tests can build the image a crash would leave at any fence
 //!   ([`recording::CrashLog`]).
 //!
-//! Concurrency contract: `Pm` is a shared byte region. It does not lock;
-//! callers (the Volume) guarantee that no two threads write the same bytes at
-//! once and that no thread reads bytes another is writing, except through
-//! [`Pm::read_u64`] / [`Pm::publish_u64`], which are atomic.
+//! # Soundness contract
+//! `Pm` is a byte region shared by many threads (`Sync`). It does not lock,
+//! so the methods that read or write arbitrary bytes through `&Pm`
+//! (`slice`, `read`, `read_u64`, `write`, `write_nt`, `zero`, `zero_nt`,
+//! `store_u64`, `publish_u64`, `recv_into`, `recv_timestamped`,
+//! `send_segments`, `file`) are `pub(crate)`: their only callers are the
+//! Volume and its typed handles, which guarantee that no two threads
+//! write the same bytes at once, that no thread reads (or holds a borrow
+//! of) bytes another is writing, and that words read while they may
+//! change are accessed only through the atomic `read_u64`/`store_u64`.
+//!
+//! Outside the crate, raw access needs exclusive access, proved by the
+//! borrow checker: [`Pm::exclusive`] takes `&mut Pm` and returns an
+//! [`ExclusivePm`] (reads through `&`, writes through `&mut`; `split_at`
+//! for disjoint windows on several threads). Receiving into and sending
+//! from the image goes through `RxBuf` and `TxHold` (fs/src/volume/rx.rs).
+//! What stays safe on `&Pm` changes no byte: length and mode, flush,
+//! fence, persist, msync, sendfile, the recording log.
+//!
+//! Both backends' base is page-aligned (a mapping; the heap backend's
+//! `alloc_zeroed` with a page `Layout`), which the `AtomicU64` casts rely
+//! on. Not covered: another process writing the image file while it is
+//! mapped (the image lock keeps pktfs processes out; `MapOptions::no_lock`
+//! gives that up for a read-only look).
 #![allow(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -163,12 +183,23 @@ enum Backing {
     Heap { ptr: *mut u8, len: usize },
 }
 
+/// Alignment of the heap backend's allocation: a page, like a mapping's
+/// base, so `read_u64`/`store_u64` may treat any 8-aligned offset as an
+/// aligned `AtomicU64` and cache-line arithmetic holds on both backends.
+const HEAP_ALIGN: usize = 4096;
+
+fn heap_layout(len: usize) -> std::alloc::Layout {
+    // A zero-sized allocation is not allowed; such a Pm has len 0 and
+    // every access is refused by `check`.
+    std::alloc::Layout::from_size_align(len.max(1), HEAP_ALIGN).expect("heap image layout")
+}
+
 impl Drop for Backing {
     fn drop(&mut self) {
         if let Backing::Heap { ptr, len } = *self {
-            // SAFETY: ptr/len came from Box::<[u8]>::into_raw in `heap()`, and
-            // this is the only place that frees them.
-            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+            // SAFETY: ptr came from `alloc_zeroed(heap_layout(len))` in
+            // `heap()`, and this is the only place that frees it.
+            unsafe { std::alloc::dealloc(ptr, heap_layout(len)) };
         }
     }
 }
@@ -597,9 +628,19 @@ impl Pm {
         })
     }
 
+    /// A page-aligned heap copy of `image` (a `Box<[u8]>` is only
+    /// byte-aligned).
     fn heap(image: Vec<u8>) -> (*mut u8, usize, Backing) {
         let len = image.len();
-        let ptr = Box::into_raw(image.into_boxed_slice()) as *mut u8;
+        let layout = heap_layout(len);
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: ptr is a fresh allocation of at least `len` bytes that
+        // nothing else references; `image` is a separate allocation.
+        unsafe { std::ptr::copy_nonoverlapping(image.as_ptr(), ptr, len) };
         (ptr, len, Backing::Heap { ptr, len })
     }
 
@@ -648,9 +689,23 @@ impl Pm {
         }
     }
 
-    /// A copy of the whole region as it is now (cache view).
-    pub fn snapshot(&self) -> Vec<u8> {
-        self.slice(0, self.len).to_vec()
+    /// A copy of the whole region as it is now (cache view). `&mut self`:
+    /// nothing else can be writing it (see [`Pm::exclusive`]).
+    pub fn snapshot(&mut self) -> Vec<u8> {
+        self.exclusive().snapshot()
+    }
+
+    /// Exclusive access to the whole region, for a holder that owns the
+    /// `Pm` (fsck, tools, tests): plain reads and writes of any byte,
+    /// sound because nothing else can reach the region while the
+    /// `&mut Pm` borrow lives.
+    pub fn exclusive(&mut self) -> ExclusivePm<'_> {
+        ExclusivePm {
+            start: 0,
+            end: self.len(),
+            pm: self,
+            _excl: std::marker::PhantomData,
+        }
     }
 
     pub fn len(&self) -> u64 {
@@ -673,8 +728,10 @@ impl Pm {
     pub fn completed_bytes(&self) -> u64 {
         self.completed_bytes
     }
-    /// The image file, for `sendfile()` and friends (real backend only).
-    pub fn file(&self) -> Option<&File> {
+    /// The image file, for `sendfile()` (real backend only). Crate-internal:
+    /// a write through the file would change mapped bytes behind the
+    /// Volume's back.
+    pub(crate) fn file(&self) -> Option<&File> {
         match &self.backing {
             Backing::Mapped { file, .. } => Some(file),
             Backing::Heap { .. } => None,
@@ -706,9 +763,10 @@ impl Pm {
     }
 
     /// Borrow `len` bytes at `off`. The Volume's locks guarantee nobody
-    /// writes them while the borrow lives.
+    /// writes them while the borrow lives (crate-internal: outside the
+    /// crate, see [`ExclusivePm::slice`]).
     #[inline]
-    pub fn slice(&self, off: u64, len: usize) -> &[u8] {
+    pub(crate) fn slice(&self, off: u64, len: usize) -> &[u8] {
         let o = self.check(off, len);
         // SAFETY: o..o+len is inside the region (checked), which lives as long
         // as &self; by the module's concurrency contract no thread writes
@@ -717,24 +775,27 @@ impl Pm {
     }
 
     /// Copy bytes out.
-    pub fn read(&self, off: u64, out: &mut [u8]) {
+    pub(crate) fn read(&self, off: u64, out: &mut [u8]) {
         out.copy_from_slice(self.slice(off, out.len()));
     }
 
     /// Atomic aligned 8-byte load (link words may be published concurrently).
+    /// Crate-internal: sound only while every concurrent access to the word
+    /// is atomic, which the Volume keeps (a record's words are written
+    /// plainly only while nothing reaches it).
     #[inline]
-    pub fn read_u64(&self, off: u64) -> u64 {
+    pub(crate) fn read_u64(&self, off: u64) -> u64 {
         let o = self.check(off, 8);
         assert!(o.is_multiple_of(8), "unaligned link word at {off}");
         // SAFETY: o is 8-aligned and in bounds, and the region's base is page
-        // aligned, so the address is a valid, aligned AtomicU64 location for
+        // aligned (a mapping, or the heap backend's `HEAP_ALIGN` allocation), so the address is a valid, aligned AtomicU64 location for
         // the region's lifetime; all concurrent access to link words is atomic.
         let a = unsafe { &*(self.base.add(o) as *const AtomicU64) };
         u64::from_le(a.load(Ordering::Acquire))
     }
 
     /// Plain (cached) stores. Not durable until [`Pm::persist`].
-    pub fn write(&self, off: u64, data: &[u8]) {
+    pub(crate) fn write(&self, off: u64, data: &[u8]) {
         self.check_writable();
         let o = self.check(off, data.len());
         // SAFETY: in bounds (checked), writable (checked), and by the
@@ -749,7 +810,7 @@ impl Pm {
     /// Copy for large payloads: non-temporal stores (the lines need no
     /// write-back afterwards), falling back to `write` + flush where the mode
     /// or size makes streaming pointless. Durable after the next fence.
-    pub fn write_nt(&self, off: u64, data: &[u8]) {
+    pub(crate) fn write_nt(&self, off: u64, data: &[u8]) {
         const NT_MIN: usize = 4096;
         if data.len() < NT_MIN || self.mode != PersistMode::Clwb || self.recorder.is_some() {
             self.write(off, data);
@@ -767,7 +828,7 @@ impl Pm {
     }
 
     /// Fill with zeros (cached stores).
-    pub fn zero(&self, off: u64, len: u64) {
+    pub(crate) fn zero(&self, off: u64, len: u64) {
         const CHUNK: [u8; 4096] = [0; 4096];
         let mut done = 0;
         while done < len {
@@ -779,7 +840,7 @@ impl Pm {
 
     /// Zero a range with non-temporal stores (flushed; durable after the
     /// next fence) and return the CRC32C of the zeros.
-    pub fn zero_nt(&self, off: u64, len: u64) -> u32 {
+    pub(crate) fn zero_nt(&self, off: u64, len: u64) -> u32 {
         static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
         let mut done = 0;
         let mut crc = 0;
@@ -875,7 +936,7 @@ impl Pm {
 
     /// Atomic aligned 8-byte store of a link word, not yet durable: used to
     /// apply journalled stores, which are persisted together afterwards.
-    pub fn store_u64(&self, off: u64, value: u64) {
+    pub(crate) fn store_u64(&self, off: u64, value: u64) {
         self.check_writable();
         let o = self.check(off, 8);
         assert!(o.is_multiple_of(8), "unaligned store at {off}");
@@ -893,7 +954,7 @@ impl Pm {
     /// The only way a new record becomes reachable: one aligned 8-byte store
     /// of a link word, then persist. A crash leaves the old or the new value,
     /// never a mix.
-    pub fn publish_u64(&self, off: u64, value: u64) {
+    pub(crate) fn publish_u64(&self, off: u64, value: u64) {
         self.check_writable();
         let o = self.check(off, 8);
         assert!(o.is_multiple_of(8), "unaligned publish at {off}");
@@ -911,7 +972,7 @@ impl Pm {
 
     /// Receive from a socket straight into the region: the bytes move from
     /// the kernel into the image once. Returns what recv(2) returned.
-    pub fn recv_into(
+    pub(crate) fn recv_into(
         &self,
         fd: std::os::fd::RawFd,
         off: u64,
@@ -953,6 +1014,167 @@ impl Pm {
             }
         }
         Ok(())
+    }
+}
+
+/// Exclusive access to a [`Pm`]'s bytes, made from `&mut Pm`
+/// ([`Pm::exclusive`], or `Volume::pm_exclusive`): while it lives no Volume,
+/// handle or thread can reach the region, so the borrow rules are the
+/// whole proof of soundness: reads borrow `&self`, writes need
+/// `&mut self`, and a shared `&ExclusivePm` (even across threads) only
+/// reads.
+///
+/// What it cannot rule out is another *process* writing the image file:
+/// pktfs processes exclude each other with the image lock (a writable
+/// open is exclusive, a read-only one shared); [`MapOptions::no_lock`]
+/// gives that up for a read-only look at a mounted image, whose bytes may
+/// then change underneath (as with any shared mapping).
+///
+/// [`ExclusivePm::split_at`] cuts it into handles on disjoint windows,
+/// one per thread, each checked to stay inside its own.
+#[derive(Debug)]
+pub struct ExclusivePm<'a> {
+    pm: &'a Pm,
+    /// The window this handle owns: `[start, end)` (the whole region
+    /// unless split with [`ExclusivePm::split_at`]).
+    start: u64,
+    end: u64,
+    /// Stands for the `&'a mut Pm` (or the part of it) this was made from.
+    _excl: std::marker::PhantomData<&'a mut Pm>,
+}
+
+impl<'a> ExclusivePm<'a> {
+    #[track_caller]
+    fn inside(&self, off: u64, len: u64) {
+        assert!(
+            off >= self.start && off.checked_add(len).is_some_and(|e| e <= self.end),
+            "access {off}+{len} outside this handle's window {}..{}",
+            self.start,
+            self.end
+        );
+    }
+
+    /// Split into two handles owning `[start, at)` and `[at, end)`: each
+    /// may then go to its own thread (like `split_at_mut`).
+    pub fn split_at(self, at: u64) -> (ExclusivePm<'a>, ExclusivePm<'a>) {
+        assert!(
+            (self.start..=self.end).contains(&at),
+            "split at {at} outside {}..{}",
+            self.start,
+            self.end
+        );
+        (
+            ExclusivePm {
+                pm: self.pm,
+                start: self.start,
+                end: at,
+                _excl: std::marker::PhantomData,
+            },
+            ExclusivePm {
+                pm: self.pm,
+                start: at,
+                end: self.end,
+                _excl: std::marker::PhantomData,
+            },
+        )
+    }
+    /// The window `[start, end)` this handle owns (image offsets).
+    pub fn window(&self) -> std::ops::Range<u64> {
+        self.start..self.end
+    }
+    /// Does this handle own the whole region?
+    pub fn is_whole(&self) -> bool {
+        self.start == 0 && self.end == self.pm.len()
+    }
+    /// The region's shared API (length, mode, flush, fence, the crash log).
+    pub fn pm(&self) -> &Pm {
+        self.pm
+    }
+    /// The whole region's length (offsets are the region's, whatever the
+    /// window).
+    pub fn len(&self) -> u64 {
+        self.pm.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.pm.is_empty()
+    }
+    pub fn is_read_only(&self) -> bool {
+        self.pm.is_read_only()
+    }
+    /// Borrow `len` bytes at `off` (panics outside the window).
+    #[track_caller]
+    pub fn slice(&self, off: u64, len: usize) -> &[u8] {
+        self.inside(off, len as u64);
+        self.pm.slice(off, len)
+    }
+    /// Copy bytes out.
+    #[track_caller]
+    pub fn read(&self, off: u64, out: &mut [u8]) {
+        self.inside(off, out.len() as u64);
+        self.pm.read(off, out)
+    }
+    /// An aligned 8-byte little-endian word.
+    #[track_caller]
+    pub fn read_u64(&self, off: u64) -> u64 {
+        self.inside(off, 8);
+        self.pm.read_u64(off)
+    }
+    /// A copy of the window (cache view).
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.pm
+            .slice(self.start, (self.end - self.start) as usize)
+            .to_vec()
+    }
+    /// Plain stores; durable after [`Self::persist`] (or flush + fence).
+    #[track_caller]
+    pub fn write(&mut self, off: u64, data: &[u8]) {
+        self.inside(off, data.len() as u64);
+        self.pm.write(off, data)
+    }
+    /// Non-temporal copy, flushed; durable after the next fence.
+    #[track_caller]
+    pub fn write_nt(&mut self, off: u64, data: &[u8]) {
+        self.inside(off, data.len() as u64);
+        self.pm.write_nt(off, data)
+    }
+    /// Fill with zeros (cached stores).
+    #[track_caller]
+    pub fn zero(&mut self, off: u64, len: u64) {
+        self.inside(off, len);
+        self.pm.zero(off, len)
+    }
+    /// Aligned 8-byte store, not yet durable.
+    #[track_caller]
+    pub fn store_u64(&mut self, off: u64, value: u64) {
+        self.inside(off, 8);
+        self.pm.store_u64(off, value)
+    }
+    /// Aligned 8-byte store, then persist.
+    #[track_caller]
+    pub fn publish_u64(&mut self, off: u64, value: u64) {
+        self.inside(off, 8);
+        self.pm.publish_u64(off, value)
+    }
+    pub fn flush(&self, off: u64, len: u64) {
+        self.pm.flush(off, len)
+    }
+    pub fn fence(&self) {
+        self.pm.fence()
+    }
+    pub fn persist(&self, off: u64, len: u64) {
+        self.pm.persist(off, len)
+    }
+    /// sendmsg(2) of `(offset, len)` segments of the window (the kernel
+    /// reads them during the call).
+    pub fn send_segments(
+        &self,
+        fd: impl std::os::fd::AsFd,
+        segs: impl IntoIterator<Item = (u64, usize)>,
+        flags: i32,
+    ) -> std::io::Result<usize> {
+        let segs = segs.into_iter().inspect(|&(off, len)| self.inside(off, len as u64));
+        self.pm
+            .send_segments(std::os::fd::AsFd::as_fd(&fd).as_raw_fd(), segs, flags)
     }
 }
 
@@ -1025,6 +1247,18 @@ mod tests {
         let pm = Pm::from_bytes(vec![0; 1 << 16]);
         pm.write(128, &[1; 64]);
         pm.debug_assert_persisted(128, 64);
+    }
+
+    #[test]
+    fn heap_backend_is_page_aligned() {
+        for len in [8192usize, 1 << 16, (1 << 20) + 64] {
+            let img: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let mut pm = Pm::from_bytes(img.clone());
+            assert_eq!(pm.base as usize % HEAP_ALIGN, 0, "heap image of {len} bytes");
+            assert_eq!(pm.snapshot(), img);
+            let rec = Pm::recording(img);
+            assert_eq!(rec.base as usize % HEAP_ALIGN, 0);
+        }
     }
 
     #[test]

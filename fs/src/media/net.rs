@@ -1,4 +1,5 @@
-//! Socket I/O straight to and from the mapping, for the network path:
+//! Socket I/O straight to and from the mapping, for the network path (the
+//! Volume's `RxBuf` and `TxHold` are the public face of it):
 //! receive into packet buffers with the kernel's receive timestamp, and send
 //! records out by `sendfile` from the image file or `sendmsg` with one
 //! iovec per record (record = segment). The bytes are never staged.
@@ -31,7 +32,10 @@ impl Pm {
     /// recvmsg(2) into `[off, off+len)` of the mapping. Returns the byte
     /// count and the kernel receive time in ns since the epoch, when the
     /// socket has SO_TIMESTAMPNS on and the kernel supplied one.
-    pub fn recv_timestamped(
+    /// Crate-internal: the caller owns those bytes (a reservation,
+    /// `RxBuf::recv_timestamped`), and nothing reads or writes them
+    /// meanwhile.
+    pub(crate) fn recv_timestamped(
         &self,
         fd: RawFd,
         off: u64,
@@ -87,15 +91,17 @@ impl Pm {
 
     /// sendmsg(2) with one iovec per `(image offset, len)` segment. Returns
     /// the bytes the kernel took (may be fewer than asked, like any send).
-    pub fn send_segments(
+    /// Crate-internal: the segments must stay allocated and unwritten for
+    /// the call (`TxHold::send` holds references on them).
+    pub(crate) fn send_segments(
         &self,
         fd: RawFd,
-        segs: &[(u64, usize)],
+        segs: impl IntoIterator<Item = (u64, usize)>,
         flags: i32,
     ) -> std::io::Result<usize> {
         let iovs: Vec<libc::iovec> = segs
-            .iter()
-            .map(|&(off, len)| {
+            .into_iter()
+            .map(|(off, len)| {
                 let o = self.check(off, len);
                 libc::iovec {
                     // SAFETY: in bounds (checked); the kernel only reads it.

@@ -6,7 +6,7 @@
 use layout::journal::{is_link_word, parse_slot, Committed};
 use layout::{Corrupt, Geometry, PmOffset};
 
-use crate::media::Pm;
+use crate::media::{ExclusivePm, Pm};
 
 /// What one journal slot holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct SlotView {
 
 /// Every slot of the journal, parsed. `g` is a validated geometry, so every
 /// slot lies inside `pm` when `pm` is at least the image length.
-pub fn read_slots(pm: &Pm, g: &Geometry) -> Vec<SlotView> {
+pub(crate) fn read_slots(pm: &Pm, g: &Geometry) -> Vec<SlotView> {
     (0..g.journal_slots)
         .map(|slot| {
             let at = g.journal_slot_pos(slot);
@@ -54,7 +54,7 @@ pub fn overlay(bytes: &mut [u8], off: u64, stored: impl Fn(u64) -> Option<u64>) 
 }
 
 /// Store each `(address, value)` and make the stores durable.
-pub fn apply_stores(pm: &Pm, stores: &[(u64, u64)]) {
+pub(crate) fn apply_stores(pm: &Pm, stores: &[(u64, u64)]) {
     for &(addr, value) in stores {
         pm.store_u64(addr, value);
         pm.flush(addr, 8);
@@ -67,7 +67,7 @@ pub fn apply_stores(pm: &Pm, stores: &[(u64, u64)]) {
 /// only means it is replayed again. The stores are checked again against
 /// the geometry and the mapping; `Err` (nothing written) if one is not a
 /// link word inside the image.
-pub fn replay_slot(pm: &Pm, g: &Geometry, slot: u32, stores: &[(u64, u64)]) -> Result<(), Corrupt> {
+pub(crate) fn replay_slot(pm: &Pm, g: &Geometry, slot: u32, stores: &[(u64, u64)]) -> Result<(), Corrupt> {
     let at = g.journal_slot_pos(slot);
     let inside = |a: u64| a.checked_add(8).is_some_and(|e| e <= pm.len());
     if let Some(&(a, _)) = stores
@@ -90,8 +90,34 @@ pub fn replay_slot(pm: &Pm, g: &Geometry, slot: u32, stores: &[(u64, u64)]) -> R
 
 /// Discard a slot: publish `commit = 0` without applying anything (fsck,
 /// for a committed slot that names words that are not link words).
-pub fn clear_slot(pm: &Pm, g: &Geometry, slot: u32) -> Result<(), Corrupt> {
+pub(crate) fn clear_slot(pm: &Pm, g: &Geometry, slot: u32) -> Result<(), Corrupt> {
     replay_slot(pm, g, slot, &[])
+}
+
+/// Every slot of the journal, parsed (see `read_slots`), for a holder of
+/// the whole image (fsck).
+pub fn read_slots_excl(pm: &ExclusivePm<'_>, g: &Geometry) -> Vec<SlotView> {
+    assert!(pm.is_whole(), "the journal needs the whole image");
+    read_slots(pm.pm(), g)
+}
+
+/// Replay a committed slot (see `replay_slot`: apply, persist, clear), for
+/// a holder of the whole image (fsck).
+pub fn replay_slot_excl(
+    pm: &mut ExclusivePm<'_>,
+    g: &Geometry,
+    slot: u32,
+    stores: &[(u64, u64)],
+) -> Result<(), Corrupt> {
+    assert!(pm.is_whole(), "the journal needs the whole image");
+    replay_slot(pm.pm(), g, slot, stores)
+}
+
+/// Discard a slot without applying it (see `clear_slot`), for a holder of
+/// the whole image (fsck).
+pub fn clear_slot_excl(pm: &mut ExclusivePm<'_>, g: &Geometry, slot: u32) -> Result<(), Corrupt> {
+    assert!(pm.is_whole(), "the journal needs the whole image");
+    clear_slot(pm.pm(), g, slot)
 }
 
 #[cfg(test)]
@@ -102,7 +128,7 @@ mod tests {
     #[test]
     fn replay_applies_clears_and_refuses_words_that_are_not_links() {
         let g = Geometry::compute(&GeometryParams::for_size(2 << 20)).unwrap();
-        let pm = Pm::from_bytes(vec![0u8; g.image_len_bytes as usize]);
+        let mut pm = Pm::from_bytes(vec![0u8; g.image_len_bytes as usize]);
         let before = pm.snapshot();
         assert!(replay_slot(&pm, &g, 0, &[(g.buffer_offset, 1)]).is_err());
         assert!(pm.snapshot() == before, "a refused replay wrote");

@@ -54,13 +54,13 @@ pub use alloc::Slice;
 pub use file::{FallocMode, Seg};
 pub use ns::RenameFlags;
 pub use recover::OpenReport;
-pub use rx::{Linked, RxBuf, RxPiece, TxHold, TxSeg};
+pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TmpFile, TxHold, TxSeg};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;
 
 use crate::error::{FsError, Result};
-use crate::media::{MapOptions, PersistChoice, PersistMode, Pm};
+use crate::media::{ExclusivePm, MapOptions, PersistChoice, PersistMode, Pm};
 use alloc::Alloc;
 use failstop::OrStop;
 use tx::{JournalSlots, SlotState, Tx};
@@ -363,7 +363,7 @@ impl Volume {
     /// the "refuse to format an existing image" policy belongs to mkfs.
     /// `progress` is called with (done, total) bytes while zeroing tables.
     pub fn format_pm(
-        pm: &Pm,
+        pm: &mut Pm,
         opts: &FormatOptions,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Geometry> {
@@ -434,8 +434,8 @@ impl Volume {
             msg,
         })?;
         let existed = std::fs::symlink_metadata(path).is_ok();
-        let pm = Pm::create(path, opts.params.image_len_bytes)?;
-        let r = Self::format_pm(&pm, opts, progress).and_then(|g| {
+        let mut pm = Pm::create(path, opts.params.image_len_bytes)?;
+        let r = Self::format_pm(&mut pm, opts, progress).and_then(|g| {
             pm.sync_all().map_err(|source| FsError::Io {
                 path: path.to_path_buf(),
                 source,
@@ -481,8 +481,22 @@ impl Volume {
     pub fn persist_mode(&self) -> PersistMode {
         self.pm.mode()
     }
+    /// The region's shared API: length, persistence mode, flush/fence,
+    /// the crash log. Its bytes are reached only through the Volume, its
+    /// typed handles ([`RxBuf`], [`TxHold`]), or [`Self::pm_exclusive`].
     pub fn pm(&self) -> &Pm {
         &self.pm
+    }
+    /// The region's bytes, exclusively: `&mut self` proves no operation,
+    /// handle or other thread is using the Volume, so they may be read or
+    /// written raw ([`Pm::exclusive`]). Writing behind the Volume's back
+    /// leaves its DRAM state stale: for benchmarks and tests.
+    pub fn pm_exclusive(&mut self) -> ExclusivePm<'_> {
+        self.pm.exclusive()
+    }
+    /// A copy of the image as it is now (cache view).
+    pub fn snapshot(&mut self) -> Vec<u8> {
+        self.pm.snapshot()
     }
     pub fn superblock(&self) -> Superblock {
         self.sb.lock().or_stop().clone()

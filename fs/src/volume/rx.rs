@@ -18,25 +18,199 @@ use super::file::{Cover, Piece};
 use super::ns::FIRST_COOKIE;
 use super::tx::Tx;
 use super::{check_name, now_ns, write_new_inode, Attr, Inode, Volume};
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::Arc;
 use crate::error::{FsError, Result};
 
-/// Reserved, unreachable buffer space to receive into. Holds one reference
-/// on its buffers until [`Volume::rx_release`].
+/// Reserved, unreachable buffer space to receive into: the only handle
+/// through which its bytes are written. Owns one reference on its buffers,
+/// given back when it is dropped (pieces made from it hold their own).
+///
+/// Its bytes are written once, front to back: `[0, filled)` has been
+/// received (or appended) and is from then on only read (pieces, and the
+/// files they become, name it); `[filled, cap)` is where the next `recv`
+/// lands. Writing needs `&mut self`, reading the received bytes `&self`,
+/// so the borrow checker keeps the two apart.
 #[derive(Debug)]
-pub struct RxBuf {
-    slice: Slice,
+pub struct RxBuf<'v> {
+    vol: &'v Volume,
+    /// The reservation's reference on its buffers, shared with the
+    /// [`RxHeld`] ranges handed to other threads: the last owner's drop
+    /// gives it back (no allocator lock to hand a range over).
+    space: Arc<Space<'v>>,
     /// Image offset of the first byte and the capacity in bytes.
-    pub image_off: u64,
-    pub cap: u32,
+    image_off: u64,
+    cap: u32,
+    /// Bytes received so far (from the start).
+    filled: u32,
 }
 
-/// Received bytes ready to be linked into a file.
-#[derive(Debug, Clone, Copy)]
-pub struct RxPiece {
+impl<'v> RxBuf<'v> {
+    /// Image offset of the first byte.
+    pub fn image_off(&self) -> u64 {
+        self.image_off
+    }
+    /// Capacity in bytes.
+    pub fn cap(&self) -> u32 {
+        self.cap
+    }
+    /// Bytes received (or appended) so far.
+    pub fn filled(&self) -> u32 {
+        self.filled
+    }
+    /// Room left for receiving.
+    pub fn spare(&self) -> u32 {
+        self.cap - self.filled
+    }
+
+    /// The bytes received so far, where they landed in the image.
+    pub fn received(&self) -> &[u8] {
+        // `[image_off, image_off+filled)` is this reservation's, written
+        // only through `&mut self` and only past `filled`: nothing writes
+        // these bytes while the borrow of `self` lives.
+        self.vol.pm.slice(self.image_off, self.filled as usize)
+    }
+
+    /// recvmsg(2) from `fd` into the free tail, with the kernel's receive
+    /// timestamp (SO_TIMESTAMPNS). Returns what recvmsg returned; the
+    /// bytes count as received.
+    pub fn recv_timestamped(
+        &mut self,
+        fd: impl AsFd,
+        flags: i32,
+    ) -> std::io::Result<(usize, Option<u64>)> {
+        let (n, ts) = self.vol.pm.recv_timestamped(
+            fd.as_fd().as_raw_fd(),
+            self.image_off + self.filled as u64,
+            self.spare() as usize,
+            flags,
+        )?;
+        self.filled += n as u32;
+        Ok((n, ts))
+    }
+
+    /// recv(2) from `fd` into the free tail.
+    pub fn recv(&mut self, fd: impl AsFd, flags: i32) -> std::io::Result<usize> {
+        let n = self.vol.pm.recv_into(
+            fd.as_fd().as_raw_fd(),
+            self.image_off + self.filled as u64,
+            self.spare() as usize,
+            flags,
+        )?;
+        self.filled += n as u32;
+        Ok(n)
+    }
+
+    /// Copy `data` in after the bytes received so far (bytes carried over
+    /// from elsewhere, or a test standing in for `recv`). Panics when it
+    /// does not fit.
+    pub fn append(&mut self, data: &[u8]) {
+        assert!(
+            data.len() as u64 <= self.spare() as u64,
+            "{} bytes do not fit the {} left in the reservation",
+            data.len(),
+            self.spare()
+        );
+        self.vol
+            .pm
+            .write(self.image_off + self.filled as u64, data);
+        self.filled += data.len() as u32;
+    }
+
+    /// Take a reference on received bytes `[skip, skip+len)` to make a
+    /// piece of later, maybe on another thread ([`RxHeld::piece`]).
+    pub fn hold(&self, skip: u32, len: u32) -> RxHeld<'v> {
+        assert!(
+            len > 0 && skip.checked_add(len).is_some_and(|e| e <= self.filled),
+            "piece outside the received bytes of its reservation"
+        );
+        let s = self
+            .space
+            .slice
+            .sub(skip, len, self.vol.geo.buffer_size_bytes);
+        RxHeld {
+            space: Arc::clone(&self.space),
+            slice: s,
+        }
+    }
+
+    /// Received bytes `[skip, skip+len)`, received at `timestamp_ns` with
+    /// stream position `seq`, become a piece: see [`RxHeld::piece`].
+    pub fn piece(&self, skip: u32, len: u32, timestamp_ns: u64, seq: u64) -> RxPiece<'v> {
+        self.hold(skip, len).piece(timestamp_ns, seq)
+    }
+}
+
+/// A reservation's reference on its buffers, given back when the last of
+/// the reservation and its held ranges is dropped, on whatever thread.
+#[derive(Debug)]
+struct Space<'v> {
+    vol: &'v Volume,
+    slice: Slice,
+}
+
+impl Drop for Space<'_> {
+    fn drop(&mut self) {
+        self.vol.drop_ref_quiet(self.slice);
+    }
+}
+
+/// Received bytes of a reservation, held (they keep the reservation's
+/// space alive) until they become a piece, maybe on another thread.
+#[derive(Debug)]
+pub struct RxHeld<'v> {
+    space: Arc<Space<'v>>,
+    slice: Slice,
+}
+
+impl<'v> RxHeld<'v> {
+    pub fn len(&self) -> u32 {
+        self.slice.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.slice.len == 0
+    }
+
+    /// Make the piece: CRC32C computed and cache lines flushed now; the
+    /// reference moves to the piece.
+    pub fn piece(self, timestamp_ns: u64, seq: u64) -> RxPiece<'v> {
+        let vol = self.space.vol;
+        let s = self.slice;
+        let off = vol.geo.buffer_pos(s.buffer, s.buf_off).0;
+        // Checksum first, while the received bytes are in the cache: a
+        // write-back may also evict the lines (clwb does on some CPUs, and
+        // clflushopt always does), and the CRC would then read them back
+        // from memory.
+        let crc = layout::crc32c(vol.slice_bytes(s));
+        vol.pm.flush(off, s.len as u64);
+        // The piece's own reference, taken while the reservation's share
+        // (dropped after this) still holds the buffers.
+        vol.alloc.lock().or_stop().take_ref(s);
+        drop(self);
+        RxPiece {
+            vol,
+            piece: Piece {
+                slice: s,
+                crc,
+                file_off: 0,
+                seq,
+                timestamp_ns,
+                flags: layout::record::FLAG_RX,
+            },
+        }
+    }
+}
+
+/// Received bytes ready to be linked into a file. Owns one reference on
+/// its buffers: committing it hands the reference to the file's record,
+/// dropping it gives it back. Not `Copy`: one owner, one release.
+#[derive(Debug)]
+pub struct RxPiece<'v> {
+    vol: &'v Volume,
     piece: Piece,
 }
 
-impl RxPiece {
+impl RxPiece<'_> {
     pub fn len(&self) -> u32 {
         self.piece.slice.len
     }
@@ -50,12 +224,29 @@ impl RxPiece {
     pub fn timestamp_ns(&self) -> u64 {
         self.piece.timestamp_ns
     }
+
+    /// The piece and its reference, now the caller's (`vol`'s) to account.
+    fn take(self, vol: &Volume) -> Piece {
+        assert!(
+            std::ptr::eq(self.vol, vol),
+            "a piece of another volume's buffer space"
+        );
+        let p = self.piece;
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for RxPiece<'_> {
+    fn drop(&mut self) {
+        self.vol.drop_ref_quiet(self.piece.slice);
+    }
 }
 
 impl Volume {
     /// Reserve up to `len` bytes of contiguous buffer space (at least one
     /// buffer; less than asked when free space is fragmented).
-    pub fn rx_reserve(&self, len: u32) -> Result<RxBuf> {
+    pub fn rx_reserve(&self, len: u32) -> Result<RxBuf<'_>> {
         self.check_writable()?;
         let bs = self.geo.buffer_size_bytes;
         let want = len.div_ceil(bs).max(1);
@@ -66,72 +257,70 @@ impl Volume {
             .alloc_run(want)
             .ok_or(FsError::NoSpace("no free buffer space"))?;
         Ok(RxBuf {
-            slice: s,
+            vol: self,
+            space: Arc::new(Space {
+                vol: self,
+                slice: s,
+            }),
             image_off: self.geo.buffer_pos(s.buffer, s.buf_off).0,
             cap: s.len,
+            filled: 0,
         })
     }
 
     /// Bytes `[skip, skip+len)` of the reservation, received from the
     /// network at `timestamp_ns` with stream position `seq`, become a piece:
     /// its cache lines are flushed and its CRC computed now. The piece holds
-    /// its own reference on its buffers.
-    pub fn rx_piece(
-        &self,
-        buf: &RxBuf,
+    /// its own reference on its buffers. Same as [`RxBuf::piece`].
+    pub fn rx_piece<'v>(
+        &'v self,
+        buf: &RxBuf<'v>,
         skip: u32,
         len: u32,
         timestamp_ns: u64,
         seq: u64,
-    ) -> RxPiece {
-        assert!(
-            len > 0 && skip.checked_add(len).is_some_and(|e| e <= buf.cap),
-            "piece outside its reservation"
-        );
-        let s = buf.slice.sub(skip, len, self.geo.buffer_size_bytes);
-        let off = self.geo.buffer_pos(s.buffer, s.buf_off).0;
-        // Checksum first, while the received bytes are in the cache: a
-        // write-back may also evict the lines (clwb does on some CPUs, and
-        // clflushopt always does), and the CRC would then read them back
-        // from memory.
-        let crc = layout::crc32c(self.slice_bytes(s));
-        self.pm.flush(off, len as u64);
-        self.alloc
-            .lock()
-            .or_stop()
-            .take_ref(s);
-        RxPiece {
-            piece: Piece {
-                slice: s,
-                crc,
-                file_off: 0,
-                seq,
-                timestamp_ns,
-                flags: layout::record::FLAG_RX,
-            },
-        }
+    ) -> RxPiece<'v> {
+        assert!(std::ptr::eq(buf.vol, self), "another volume's reservation");
+        buf.piece(skip, len, timestamp_ns, seq)
     }
 
     /// Give back a reservation; space not held by pieces becomes free.
-    pub fn rx_release(&self, buf: RxBuf) {
-        self.alloc
-            .lock()
-            .or_stop()
-            .drop_ref(buf.slice);
+    /// (Dropping it does the same.)
+    pub fn rx_release(&self, buf: RxBuf<'_>) {
+        drop(buf);
     }
 
-    /// Drop pieces that will not be committed.
-    pub fn rx_abort(&self, pieces: Vec<RxPiece>) {
+    /// Give a reference back from a `Drop`: never panics (a poisoned
+    /// allocator means the volume has stopped; the reference no longer
+    /// matters, and a panic in a drop during unwinding would abort).
+    pub(crate) fn drop_ref_quiet(&self, s: Slice) {
+        match self.alloc.lock() {
+            Ok(mut a) => a.drop_ref(s),
+            Err(_) => {
+                if !std::thread::panicking() {
+                    self.fail("an allocator lock was poisoned; a buffer reference was not returned");
+                }
+            }
+        }
+    }
+
+    /// Drop pieces that will not be committed (one allocator lock for
+    /// all; dropping them one by one does the same).
+    pub fn rx_abort(&self, pieces: Vec<RxPiece<'_>>) {
+        if pieces.is_empty() {
+            return;
+        }
+        let ps: Vec<Piece> = pieces.into_iter().map(|p| p.take(self)).collect();
         let mut a = self.alloc.lock().or_stop();
-        for p in pieces {
-            a.drop_ref(p.piece.slice);
+        for p in ps {
+            a.drop_ref(p.slice);
         }
     }
 
     /// Link `pieces`, in order, at the end of file `ino`: one commit (the
     /// records of the batch are linked to each other first, then published
     /// together). Durable when it returns. Returns the new size.
-    pub fn rx_commit(&self, ino: u64, pieces: Vec<RxPiece>) -> Result<u64> {
+    pub fn rx_commit(&self, ino: u64, pieces: Vec<RxPiece<'_>>) -> Result<u64> {
         let arc = match self.inode(ino) {
             Ok(a) => a,
             Err(e) => {
@@ -160,7 +349,7 @@ impl Volume {
     /// Give `pieces` the file offsets that put them, in order, at the end
     /// of regular file `i`; returns them and the new size. On error the
     /// pieces' references are dropped.
-    fn place_at_end(&self, i: &Inode, pieces: Vec<RxPiece>) -> Result<(Vec<Piece>, u64)> {
+    fn place_at_end(&self, i: &Inode, pieces: Vec<RxPiece<'_>>) -> Result<(Vec<Piece>, u64)> {
         if i.attr.kind != FileType::Regular {
             self.rx_abort(pieces);
             return Err(FsError::Invalid("not a regular file"));
@@ -169,7 +358,7 @@ impl Volume {
         let ps: Vec<Piece> = pieces
             .into_iter()
             .map(|p| {
-                let mut q = p.piece;
+                let mut q = p.take(self);
                 q.file_off = at;
                 at += q.slice.len as u64;
                 q
@@ -237,7 +426,7 @@ impl Volume {
     pub fn rx_link(
         &self,
         ino: u64,
-        tail: Vec<RxPiece>,
+        tail: Vec<RxPiece<'_>>,
         dir: u64,
         name: &[u8],
         replace: bool,
@@ -255,7 +444,7 @@ impl Volume {
     pub fn rx_link_deferred(
         &self,
         ino: u64,
-        tail: Vec<RxPiece>,
+        tail: Vec<RxPiece<'_>>,
         dir: u64,
         name: &[u8],
         replace: bool,
@@ -279,7 +468,7 @@ impl Volume {
     fn rx_link_inner(
         &self,
         ino: u64,
-        tail: &mut Option<Vec<RxPiece>>,
+        tail: &mut Option<Vec<RxPiece<'_>>>,
         dir: u64,
         name: &[u8],
         replace: bool,
@@ -469,6 +658,78 @@ impl Volume {
     }
 }
 
+/// An unnamed file (like O_TMPFILE) owned through its creation pin:
+/// dropped while still unnamed, it is freed; [`TmpFile::link`] gives it a
+/// name, and the pin goes with it (so it is released exactly once,
+/// whichever way the upload ends).
+#[derive(Debug)]
+#[must_use = "dropping it at once frees the unnamed file"]
+pub struct TmpFile<'v> {
+    vol: &'v Volume,
+    attr: Attr,
+    /// Still holds the creation pin (not yet named).
+    pinned: bool,
+}
+
+impl<'v> TmpFile<'v> {
+    pub fn ino(&self) -> u64 {
+        self.attr.ino
+    }
+    /// The attributes it was created with.
+    pub fn attr(&self) -> &Attr {
+        &self.attr
+    }
+    /// Has [`Self::link`] named it?
+    pub fn is_linked(&self) -> bool {
+        !self.pinned
+    }
+    /// [`Volume::rx_commit`] into this file.
+    pub fn commit(&self, pieces: Vec<RxPiece<'_>>) -> Result<u64> {
+        self.vol.rx_commit(self.attr.ino, pieces)
+    }
+    /// [`Volume::rx_link_deferred`]: append `tail` and name the file
+    /// `dir/name` in one commit. On success the creation pin is spent and
+    /// dropping this does nothing more; on error the file is still unnamed
+    /// and still this handle's.
+    pub fn link(
+        &mut self,
+        tail: Vec<RxPiece<'v>>,
+        dir: u64,
+        name: &[u8],
+        replace: bool,
+    ) -> Result<Linked<'v>> {
+        assert!(self.pinned, "the file is already named");
+        let l = self
+            .vol
+            .rx_link_deferred(self.attr.ino, tail, dir, name, replace)?;
+        self.pinned = false;
+        Ok(l)
+    }
+}
+
+impl Drop for TmpFile<'_> {
+    fn drop(&mut self) {
+        // Not while unwinding (a second panic would abort): an unnamed
+        // file nothing frees is freed by the next open (nothing reaches it).
+        if self.pinned && !std::thread::panicking() {
+            self.vol.unpin(self.attr.ino, 1);
+        }
+    }
+}
+
+impl Volume {
+    /// [`Self::create_tmpfile`], owned: the returned [`TmpFile`] frees the
+    /// file when dropped unless it was named.
+    pub fn tmpfile(&self, perm: u32, uid: u32, gid: u32) -> Result<TmpFile<'_>> {
+        let attr = self.create_tmpfile(perm, uid, gid)?;
+        Ok(TmpFile {
+            vol: self,
+            attr,
+            pinned: true,
+        })
+    }
+}
+
 /// The result of [`Volume::rx_link_deferred`]: whether a file was
 /// replaced, and that file held (pinned) until this is dropped, when its
 /// space goes back to the allocators.
@@ -506,19 +767,91 @@ pub enum TxSeg {
 
 /// A range of a file held for transmission: the buffer space its segments
 /// name is referenced, so an overwrite or delete meanwhile cannot recycle it
-/// until [`Volume::tx_release`] (PASTE: a buffer is not reused until its
-/// owner says so). Safe to keep across MSG_ZEROCOPY completions.
+/// until the hold is dropped (PASTE: a buffer is not reused until its
+/// owner says so). The held bytes are only ever read; [`TxHold::send`]
+/// hands them to the kernel without a copy in user space.
 #[derive(Debug)]
-pub struct TxHold {
-    pub segs: Vec<TxSeg>,
+pub struct TxHold<'v> {
+    vol: &'v Volume,
+    segs: Vec<TxSeg>,
     slices: Vec<Slice>,
     /// The file size when the hold was taken.
-    pub size: u64,
+    size: u64,
+}
+
+impl TxHold<'_> {
+    /// The range as segments, in file order.
+    pub fn segs(&self) -> &[TxSeg] {
+        &self.segs
+    }
+    /// The file size when the hold was taken.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// sendmsg(2) on `fd`, one iovec per segment: the run of image
+    /// segments starting at segment `first` (its first `skip` bytes
+    /// already sent), up to `max_iov` of them, stopping before a hole.
+    /// Returns the bytes the kernel took (may be fewer than offered, like
+    /// any send) and the number of segments offered. A hole at `first`
+    /// offers nothing: holes are the caller's to send.
+    pub fn send(
+        &self,
+        fd: impl AsFd,
+        first: usize,
+        skip: u64,
+        max_iov: usize,
+        flags: i32,
+    ) -> std::io::Result<(usize, usize)> {
+        let mut offered = 0usize;
+        let iov = self.segs[first..]
+            .iter()
+            .map_while(|s| match *s {
+                TxSeg::Image { image_off, len } => Some((image_off, len)),
+                TxSeg::Zero { .. } => None,
+            })
+            .take(max_iov)
+            .enumerate()
+            .map(|(k, (off, len))| {
+                offered += 1;
+                let skip = if k == 0 { skip.min(len as u64) } else { 0 };
+                (off + skip, (len as u64 - skip) as usize)
+            });
+        // The segments name buffer space this hold references, whose bytes
+        // nothing writes while referenced (records are written once, before
+        // they are linked): the kernel only reads them.
+        let n = self
+            .vol
+            .pm
+            .send_segments(fd.as_fd().as_raw_fd(), iov, flags)?;
+        Ok((n, offered))
+    }
+}
+
+impl Drop for TxHold<'_> {
+    fn drop(&mut self) {
+        if self.slices.is_empty() {
+            return;
+        }
+        match self.vol.alloc.lock() {
+            Ok(mut a) => {
+                for s in self.slices.drain(..) {
+                    a.drop_ref(s);
+                }
+            }
+            Err(_) => {
+                if !std::thread::panicking() {
+                    self.vol
+                        .fail("an allocator lock was poisoned; a transmit hold was not returned");
+                }
+            }
+        }
+    }
 }
 
 impl Volume {
     /// Hold `[off, off+len)` of a file (clamped to its size) for sending.
-    pub fn tx_hold(&self, ino: u64, off: u64, len: u64) -> Result<TxHold> {
+    pub fn tx_hold(&self, ino: u64, off: u64, len: u64) -> Result<TxHold<'_>> {
         let arc = self.inode(ino)?;
         let i = super::rlock(&arc)?;
         if i.attr.kind != FileType::Regular {
@@ -551,14 +884,16 @@ impl Volume {
         for s in &slices {
             a.take_ref(*s);
         }
-        Ok(TxHold { segs, slices, size })
+        Ok(TxHold {
+            vol: self,
+            segs,
+            slices,
+            size,
+        })
     }
 
-    /// The kernel is done with a hold's bytes.
-    pub fn tx_release(&self, h: TxHold) {
-        let mut a = self.alloc.lock().or_stop();
-        for s in h.slices {
-            a.drop_ref(s);
-        }
+    /// The kernel is done with a hold's bytes. (Dropping it does the same.)
+    pub fn tx_release(&self, h: TxHold<'_>) {
+        drop(h);
     }
 }

@@ -9,9 +9,9 @@ pub(crate) fn fresh(size: u64) -> Volume {
 }
 
 pub(crate) fn fresh_with(params: GeometryParams) -> Volume {
-    let pm = Pm::from_bytes(vec![0u8; params.image_len_bytes as usize]);
+    let mut pm = Pm::from_bytes(vec![0u8; params.image_len_bytes as usize]);
     Volume::format_pm(
-        &pm,
+        &mut pm,
         &FormatOptions {
             params,
             label: None,
@@ -24,7 +24,7 @@ pub(crate) fn fresh_with(params: GeometryParams) -> Volume {
 
 /// Reopen from the current bytes (what a clean restart sees).
 pub(crate) fn reopen(v: Volume) -> Volume {
-    let img = v.pm.snapshot();
+    let img = v.pm.slice(0, v.pm.len() as usize).to_vec();
     drop(v);
     Volume::open_pm(Pm::from_bytes(img), false).unwrap()
 }
@@ -436,7 +436,6 @@ fn unlinked_open_file_lives_until_unpinned() {
 #[test]
 fn receive_into_buffers_and_publish_tmpfile_atomically() {
     use std::io::Write;
-    use std::os::fd::AsRawFd;
     let v = fresh(8 << 20);
     let r = v.root();
     let old = v.create(r, b"obj", 0o644, 0, 0).unwrap();
@@ -453,11 +452,8 @@ fn receive_into_buffers_and_publish_tmpfile_atomically() {
     let mut pieces = Vec::new();
     let mut seq = 0u64;
     while got < req.len() as u32 {
-        let buf = v.rx_reserve(4096).unwrap();
-        let (n, _ts) = v
-            .pm()
-            .recv_timestamped(b.as_raw_fd(), buf.image_off, buf.cap as usize, 0)
-            .unwrap();
+        let mut buf = v.rx_reserve(4096).unwrap();
+        let (n, _ts) = buf.recv_timestamped(&b, 0).unwrap();
         assert!(n > 0);
         // The request header that landed in the first buffer is skipped by
         // the record's offset.
@@ -483,8 +479,8 @@ fn receive_into_buffers_and_publish_tmpfile_atomically() {
     // An upload abandoned half way leaves nothing behind.
     let free = v.statfs();
     let t2 = v.create_tmpfile(0o644, 0, 0).unwrap();
-    let buf = v.rx_reserve(8192).unwrap();
-    v.pm().write(buf.image_off, &[1u8; 100]);
+    let mut buf = v.rx_reserve(8192).unwrap();
+    buf.append(&[1u8; 100]);
     let p = v.rx_piece(&buf, 0, 100, 1, 0);
     v.rx_release(buf);
     v.rx_commit(t2.ino, vec![p]).unwrap();
@@ -504,17 +500,17 @@ fn transmit_hold_keeps_space_until_released() {
     v.write(f.ino, 0, &[7u8; 5000]).unwrap();
     v.write(f.ino, 8000, &[8u8; 100]).unwrap();
     let h = v.tx_hold(f.ino, 10, 1 << 20).unwrap();
-    assert_eq!(h.size, 8100);
+    assert_eq!(h.size(), 8100);
     let kinds: Vec<u64> = h
-        .segs
+        .segs()
         .iter()
-        .map(|s| match s {
-            TxSeg::Image { len, .. } => *len as u64,
-            TxSeg::Zero { len } => *len,
+        .map(|s| match *s {
+            TxSeg::Image { len, .. } => len as u64,
+            TxSeg::Zero { len } => len,
         })
         .collect();
     assert_eq!(kinds, vec![4990, 3000, 100]);
-    let TxSeg::Image { image_off, len } = h.segs[0] else {
+    let TxSeg::Image { image_off, len } = h.segs()[0] else {
         panic!()
     };
     // Delete the file while the hold is out: its bytes must stay put.
@@ -526,16 +522,59 @@ fn transmit_hold_keeps_space_until_released() {
         .slice(image_off, len as usize)
         .iter()
         .all(|&b| b == 7));
+    // The hold sends its own segments: the first one, its first 90 bytes
+    // already sent; a hole stops the run.
+    let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let (n, offered) = h.send(&a, 0, 90, 1024, 0).unwrap();
+    assert_eq!((n, offered), (4900, 1));
+    drop(a);
+    let mut got = Vec::new();
+    std::io::Read::read_to_end(&mut b, &mut got).unwrap();
+    assert_eq!(got, vec![7u8; 4900]);
+    let free = v.statfs().blocks_free;
     v.tx_release(h);
+    assert!(v.statfs().blocks_free > free, "the hold's space came back");
+    ok(&v);
+}
+
+/// Ownership of buffer space is a value: a reservation, the references
+/// held for a persister and the pieces made from them are released by
+/// whichever drops last, on any thread, exactly once.
+#[test]
+fn receive_references_are_released_once_whoever_drops_last() {
+    let v = fresh(8 << 20);
+    let before = v.statfs();
+    let barrier = std::sync::Barrier::new(3);
+    for round in 0..300u32 {
+        let mut buf = v.rx_reserve(64 << 10).unwrap();
+        buf.append(&vec![round as u8; 40_000]);
+        let held = buf.hold(0, 20_000);
+        let piece = buf.piece(20_000, 20_000, 1, 20_000);
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                barrier.wait();
+                // A persister making its piece and dropping it.
+                drop(held.piece(1, 0));
+            });
+            sc.spawn(|| {
+                barrier.wait();
+                drop(piece);
+            });
+            barrier.wait();
+            drop(buf);
+        });
+    }
+    let after = v.statfs();
+    assert_eq!(after.blocks_free, before.blocks_free, "no reference leaked");
     ok(&v);
 }
 
 /// Received pieces of `data`, as the receive path makes them.
-fn rx_pieces(v: &Volume, data: &[u8], piece_len: usize) -> Vec<crate::RxPiece> {
+fn rx_pieces<'v>(v: &'v Volume, data: &[u8], piece_len: usize) -> Vec<crate::RxPiece<'v>> {
     let mut out = Vec::new();
     for (k, chunk) in data.chunks(piece_len).enumerate() {
-        let buf = v.rx_reserve(chunk.len() as u32).unwrap();
-        v.pm().write(buf.image_off, chunk);
+        let mut buf = v.rx_reserve(chunk.len() as u32).unwrap();
+        buf.append(chunk);
         out.push(v.rx_piece(&buf, 0, chunk.len() as u32, 7, k as u64));
         v.rx_release(buf);
     }
@@ -685,7 +724,7 @@ fn rx_link_deferred_frees_the_replaced_file_on_drop() {
     );
     ok(&v);
     // A crash now: recovery finds the old file unreachable and frees it.
-    let crashed = Volume::open_pm(Pm::from_bytes(v.pm.snapshot()), false).unwrap();
+    let crashed = Volume::open_pm(Pm::from_bytes(v.pm.slice(0, v.pm.len() as usize).to_vec()), false).unwrap();
     crashed.check_invariants().unwrap();
     assert_eq!(crashed.read(t2.ino, 0, 100).unwrap(), b"new");
     assert!(
@@ -732,5 +771,40 @@ fn unlinked_but_held_file_passes_invariants() {
     assert_eq!(v.read(f.ino, 0, 100).unwrap(), b"still readable");
     v.unpin(f.ino, 1);
     assert!(v.getattr(f.ino).is_err());
+    ok(&v);
+}
+
+/// An unnamed file is owned through its pin: dropped unnamed (or after a
+/// failed link) it is freed; named, the pin went with the name.
+#[test]
+fn tmpfile_is_freed_by_drop_unless_named() {
+    let v = fresh(8 << 20);
+    let r = v.root();
+    let free = v.statfs();
+    {
+        let t = v.tmpfile(0o644, 0, 0).unwrap();
+        t.commit(rx_pieces(&v, &[3u8; 5000], 4096)).unwrap();
+        assert!(v.statfs().files_free < free.files_free);
+    }
+    assert_eq!(v.statfs().files_free, free.files_free);
+    assert_eq!(v.statfs().blocks_free, free.blocks_free);
+    v.create(r, b"taken", 0o644, 0, 0).unwrap();
+    let after_create = v.statfs();
+    {
+        let mut t = v.tmpfile(0o644, 0, 0).unwrap();
+        let e = t.link(rx_pieces(&v, b"tail", 4), r, b"taken", false);
+        assert!(matches!(e, Err(FsError::Exists)), "{e:?}");
+        assert!(!t.is_linked());
+    }
+    assert_eq!(v.statfs().files_free, after_create.files_free);
+    assert_eq!(v.statfs().blocks_free, after_create.blocks_free);
+    let ino = {
+        let mut t = v.tmpfile(0o644, 0, 0).unwrap();
+        let l = t.link(rx_pieces(&v, b"named", 5), r, b"new", false).unwrap();
+        assert!(!l.replaced());
+        t.ino()
+    };
+    assert_eq!(v.lookup(r, b"new").unwrap().ino, ino);
+    assert_eq!(v.read(ino, 0, 100).unwrap(), b"named");
     ok(&v);
 }

@@ -37,7 +37,7 @@ const MAX_CANDIDATES: usize = 64;
 /// with it, the superblock finding gets a repair (rewrite both copies; not
 /// in preen: the geometry is inferred, so a person asks for it with -y)
 /// and `out.fatal` is cleared.
-pub(super) fn recover(pm: &Pm, out: &mut ScanOut, drop_damaged: bool) -> Option<Geometry> {
+pub(super) fn recover(pm: &ExclusivePm<'_>, out: &mut ScanOut, drop_damaged: bool) -> Option<Geometry> {
     let len = pm.len();
     // A newer format, an unknown incompatible feature or a truncated image
     // is not damage: leave them to the message superblocks() gave.
@@ -143,7 +143,7 @@ fn inode_offset() -> u64 {
     (8192 + JOURNAL_SLOTS as u64 * JOURNAL_SLOT_BYTES as u64).div_ceil(ALIGN) * ALIGN
 }
 
-fn bytes_at(pm: &Pm, off: u64, len: u64) -> Option<&[u8]> {
+fn bytes_at<'a>(pm: &'a ExclusivePm<'_>, off: u64, len: u64) -> Option<&'a [u8]> {
     let end = off.checked_add(len)?;
     (end <= pm.len()).then(|| pm.slice(off, len as usize))
 }
@@ -177,7 +177,7 @@ fn dirent_like(bytes: &[u8]) -> Option<Record> {
 
 /// Geometries consistent with the root directory and its first dirent,
 /// mkfs's own layout first where it agrees.
-fn candidates(pm: &Pm) -> Vec<Geometry> {
+fn candidates(pm: &ExclusivePm<'_>) -> Vec<Geometry> {
     let len = pm.len() / ALIGN * ALIGN;
     let io = inode_offset();
     let root = io + INODE_SIZE as u64;

@@ -28,7 +28,7 @@ use layout::{
     AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordKind, Superblock,
     ROOT_INO,
 };
-use pktfs::media::Pm;
+use pktfs::media::ExclusivePm;
 
 use crate::report::{Counts, DamagedRange, Finding, Severity, SuperblockSummary};
 
@@ -195,7 +195,7 @@ struct Ino {
 }
 
 struct Scan<'a> {
-    pm: &'a Pm,
+    pm: &'a ExclusivePm<'a>,
     g: Geometry,
     overlay: HashMap<u64, u64>,
     out: ScanOut,
@@ -265,7 +265,7 @@ fn le64(b: &[u8]) -> u64 {
 
 /// Run the scan. `overlay`: view committed journal slots as replayed.
 /// `drop_damaged`: plan damaged data ranges as holes instead of marking them.
-pub(crate) fn scan(pm: &Pm, overlay: bool, progress: bool, drop_damaged: bool) -> ScanOut {
+pub(crate) fn scan(pm: &ExclusivePm<'_>, overlay: bool, progress: bool, drop_damaged: bool) -> ScanOut {
     let mut out = ScanOut::default();
     let len = pm.len();
     if len < BACKUP_OFFSET + 256 {
@@ -287,7 +287,7 @@ pub(crate) fn scan(pm: &Pm, overlay: bool, progress: bool, drop_damaged: bool) -
 
 /// Everything after the superblocks, on geometry `g`.
 fn walk(
-    pm: &Pm,
+    pm: &ExclusivePm<'_>,
     g: Geometry,
     out: ScanOut,
     overlay: bool,
@@ -424,7 +424,7 @@ impl Scan<'_> {
     // ---- journal --------------------------------------------------------
 
     fn journal(&mut self, overlay: bool) {
-        for v in pktfs::volume::journal::read_slots(self.pm, &self.g) {
+        for v in pktfs::volume::journal::read_slots_excl(self.pm, &self.g) {
             let slot = v.slot;
             match v.state {
                 Ok(None) => {}

@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn superblocks(pm: &Pm, out: &mut ScanOut) -> Option<Geometry> {
+pub(super) fn superblocks(pm: &ExclusivePm<'_>, out: &mut ScanOut) -> Option<Geometry> {
     let len = pm.len();
     let p = Superblock::from_bytes(pm.slice(PRIMARY_OFFSET, 256), PRIMARY_OFFSET, len);
     let b = Superblock::from_bytes(pm.slice(BACKUP_OFFSET, 256), BACKUP_OFFSET, len);

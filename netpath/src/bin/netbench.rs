@@ -9,7 +9,7 @@
 //! its own 127.0.0.1 port, all running at once):
 //! - `network-only`: reads the body into a reused 1 MiB buffer, drops it;
 //! - `copy+clwb`: reads into that buffer, then memcpy's it into a mapped
-//!   /dev/shm file and persists it (`Pm::write` + `Pm::persist`: clwb each
+//!   /dev/shm file and persists it (`ExclusivePm::write` + `persist`: clwb each
 //!   line + sfence), PASTE's copy baseline;
 //! - `ext4+fdatasync`: `write()`s the body to a file on the root file system
 //!   (its type is printed) and `fdatasync()`s before answering;
@@ -32,11 +32,11 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pktfs::media::{MapOptions, PersistChoice, Pm};
+use pktfs::media::{ExclusivePm, MapOptions, PersistChoice, Pm};
 use pktfs::{FormatOptions, OpenOptions, Volume};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,11 +49,62 @@ enum Base {
 
 struct Baseline {
     kind: Base,
+    /// The sendfile baseline's file.
     pm: Option<Arc<Pm>>,
+    /// The copy baseline's file, cut into windows: a connection leases
+    /// one and copies into it (wrapping), so no two threads write the
+    /// same bytes and no lock is taken per copy.
+    copy: Option<Mutex<Vec<ExclusivePm<'static>>>>,
     ext4_dir: PathBuf,
-    /// Next write position in the copy file (wraps).
-    copy_at: AtomicU64,
     stop: Arc<AtomicBool>,
+}
+
+/// Windows of the copy baseline's file (the mapping lives as long as the
+/// process: the windows borrow it for `'static`).
+fn copy_windows(pm: Pm) -> Mutex<Vec<ExclusivePm<'static>>> {
+    const WINDOW: u64 = 2 << 20;
+    let mut rest = Box::leak(Box::new(pm)).exclusive();
+    let mut out = Vec::new();
+    while rest.window().end - rest.window().start >= WINDOW {
+        let at = rest.window().start + WINDOW;
+        let (w, r) = rest.split_at(at);
+        out.push(w);
+        rest = r;
+    }
+    Mutex::new(out)
+}
+
+/// A connection's window of the copy file, given back when it ends.
+struct Lease<'b> {
+    pool: &'b Mutex<Vec<ExclusivePm<'static>>>,
+    w: Option<ExclusivePm<'static>>,
+    /// Next write position in the window (wraps).
+    at: u64,
+}
+
+impl<'b> Lease<'b> {
+    fn take(pool: &'b Mutex<Vec<ExclusivePm<'static>>>) -> Lease<'b> {
+        loop {
+            if let Some(w) = pool.lock().expect("copy windows").pop() {
+                return Lease {
+                    pool,
+                    w: Some(w),
+                    at: 0,
+                };
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.w.take() {
+            if let Ok(mut p) = self.pool.lock() {
+                p.push(w);
+            }
+        }
+    }
 }
 
 fn start_baseline(b: Arc<Baseline>) -> SocketAddr {
@@ -83,6 +134,7 @@ fn baseline_conn(b: &Baseline, mut s: TcpStream, id: u64) {
     let mut hdr = vec![0u8; 64 << 10];
     let mut body = vec![0u8; 1 << 20];
     let (mut start, mut end) = (0usize, 0usize);
+    let mut copy = b.copy.as_ref().map(Lease::take);
     let mut ext4 = if b.kind == Base::Ext4 {
         Some(
             std::fs::OpenOptions::new()
@@ -133,7 +185,7 @@ fn baseline_conn(b: &Baseline, mut s: TcpStream, id: u64) {
         let mut pos = 0u64;
         let first = (end - start).min(left as usize);
         if first > 0 {
-            sink(b, &hdr[start..start + first], &mut ext4, pos);
+            sink(b, &hdr[start..start + first], &mut ext4, &mut copy, pos);
             pos += first as u64;
             left -= first as u64;
             start += first;
@@ -143,7 +195,7 @@ fn baseline_conn(b: &Baseline, mut s: TcpStream, id: u64) {
             match s.read(&mut body[..want]) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
-                    sink(b, &body[..n], &mut ext4, pos);
+                    sink(b, &body[..n], &mut ext4, &mut copy, pos);
                     pos += n as u64;
                     left -= n as u64;
                 }
@@ -181,19 +233,27 @@ fn baseline_conn(b: &Baseline, mut s: TcpStream, id: u64) {
     }
 }
 
-fn sink(b: &Baseline, data: &[u8], ext4: &mut Option<std::fs::File>, pos: u64) {
+fn sink(
+    b: &Baseline,
+    data: &[u8],
+    ext4: &mut Option<std::fs::File>,
+    copy: &mut Option<Lease<'_>>,
+    pos: u64,
+) {
     match b.kind {
         Base::NetOnly | Base::Sendfile => {}
         Base::Copy => {
-            let pm = b.pm.as_ref().expect("copy file");
+            let l = copy.as_mut().expect("copy window");
+            let w = l.w.as_mut().expect("leased");
             let n = data.len() as u64;
-            let cap = pm.len() - (1 << 20);
-            let mut at = b.copy_at.fetch_add(n, Ordering::Relaxed) % cap;
-            if at + n > pm.len() {
-                at = 0;
+            let win = w.window();
+            if l.at + n > win.end - win.start {
+                l.at = 0;
             }
-            pm.write(at, data);
-            pm.persist(at, n);
+            let at = win.start + l.at;
+            w.write(at, data);
+            w.persist(at, n);
+            l.at += n;
         }
         Base::Ext4 => {
             use std::os::unix::fs::FileExt;
@@ -497,12 +557,14 @@ fn volume_costs(dir: &Path, results: &mut Vec<(String, String, f64, String)>) {
             let mut buf = v.rx_reserve(64 << 10).expect("reserve");
             let mut at = 0u32;
             for i in 0..n {
-                if at + 1200 > buf.cap {
-                    v.rx_release(buf);
+                if at + 1200 > buf.cap() {
                     buf = v.rx_reserve(64 << 10).expect("reserve");
                     at = 0;
                 }
-                v.pm().write(buf.image_off + at as u64 + 150, &body); // stands in for recv
+                // Stands in for recv: a 150-byte head, the body, padding.
+                buf.append(&[b'h'; 150]);
+                buf.append(&body);
+                buf.append(&[0; 26]);
                 let name = format!("{}", i % 64);
                 let t0 = Instant::now();
                 let tmp = v.create_tmpfile(0o644, 0, 0).expect("tmpfile").ino;
@@ -530,7 +592,7 @@ fn volume_costs(dir: &Path, results: &mut Vec<(String, String, f64, String)>) {
                     t[k] += (*b - *a).as_secs_f64();
                 }
             }
-            v.rx_release(buf);
+            drop(buf);
             let calls: &[(usize, &str)] = if one_commit {
                 &[
                     (0, "create_tmpfile (after the previous answer)"),
@@ -615,7 +677,7 @@ fn serve_baseline(kind: &str, port: u16) {
         std::fs::File::create(&f)
             .and_then(|h| h.set_len(64 << 20))
             .expect("copy file");
-        Arc::new(
+        copy_windows(
             Pm::open(
                 &f,
                 &MapOptions {
@@ -628,9 +690,9 @@ fn serve_baseline(kind: &str, port: u16) {
     });
     let b = Arc::new(Baseline {
         kind,
-        pm,
+        pm: None,
+        copy: pm,
         ext4_dir: dir.clone(),
-        copy_at: AtomicU64::new(0),
         stop: Arc::new(AtomicBool::new(false)),
     });
     let l = TcpListener::bind(("127.0.0.1", port)).expect("bind");
@@ -670,7 +732,7 @@ fn main() {
     std::fs::File::create(&copy_file)
         .and_then(|f| f.set_len(size + (8 << 20)))
         .expect("copy file");
-    let copy_pm = Arc::new(
+    let copy_pm = copy_windows(
         Pm::open(
             &copy_file,
             &MapOptions {
@@ -698,19 +760,19 @@ fn main() {
         )
         .expect("map sendfile file"),
     );
-    let mk = |kind, pm| {
+    let mk = |kind, pm, copy| {
         Arc::new(Baseline {
             kind,
             pm,
+            copy,
             ext4_dir: ext4_base.clone(),
-            copy_at: AtomicU64::new(0),
             stop: stop.clone(),
         })
     };
-    let netonly = start_baseline(mk(Base::NetOnly, None));
-    let copy = start_baseline(mk(Base::Copy, Some(copy_pm)));
-    let ext4 = start_baseline(mk(Base::Ext4, None));
-    let sendfile = start_baseline(mk(Base::Sendfile, Some(sf_pm)));
+    let netonly = start_baseline(mk(Base::NetOnly, None, None));
+    let copy = start_baseline(mk(Base::Copy, None, Some(copy_pm)));
+    let ext4 = start_baseline(mk(Base::Ext4, None, None));
+    let sendfile = start_baseline(mk(Base::Sendfile, Some(sf_pm), None));
     let clwb = start_pktfs(&shm, "pktfs clwb", PersistChoice::Clwb, image_bytes, true);
     let eadr = start_pktfs(&shm, "pktfs eadr", PersistChoice::Eadr, image_bytes, true);
     let clwb1 = start_pktfs(

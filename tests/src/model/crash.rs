@@ -370,11 +370,11 @@ pub fn check_image(
     allowed: &[(usize, &Tree)],
     usability: bool,
 ) -> Result<usize, String> {
-    let pm = Pm::from_bytes(img);
-    let rep = pktfs_fsck::check(&pm, &pktfs_fsck::Options::check());
+    let mut pm = Pm::from_bytes(img);
+    let rep = pktfs_fsck::check(&mut pm, &pktfs_fsck::Options::check());
     let bad = rep.errors_beyond_recovery();
     let fsck_failed = !bad.is_empty() || rep.operational_error.is_some();
-    let v = Volume::open_pm(pm, false)
+    let mut v = Volume::open_pm(pm, false)
         .map_err(|e| format!("recovery failed: {e}\n  fsck -n said: {}", rep.to_text()))?;
     if fsck_failed {
         return Err(format!(
@@ -403,9 +403,9 @@ pub fn check_image(
         if t2 != t {
             return Err(format!("usability pass left changes:\n{}", t2.diff(&t, 8)));
         }
-        let img = v.pm().snapshot();
+        let img = v.snapshot();
         drop(v);
-        let rep = pktfs_fsck::check(&Pm::from_bytes(img), &pktfs_fsck::Options::check());
+        let rep = pktfs_fsck::check(&mut Pm::from_bytes(img), &pktfs_fsck::Options::check());
         if !rep.clean() {
             return Err(format!(
                 "fsck after recovery and the usability pass is not clean: {}",
