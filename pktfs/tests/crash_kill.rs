@@ -206,7 +206,17 @@ fn sigkill_mount_daemon_during_writes() {
                 }
             })
         };
-        let delay = 100 + rng.below(700);
+        // A random time after the first write completed (not after a fixed
+        // time a loaded machine may need just to start writing).
+        let t0 = Instant::now();
+        while acked.lock().unwrap().is_empty() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "round {round}: no write completed in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let delay = 50 + rng.below(700);
         std::thread::sleep(Duration::from_millis(delay));
         kill9(&mut daemon);
         stop.store(true, Ordering::Relaxed);
@@ -351,7 +361,18 @@ fn sigkill_server_during_uploads_and_raw_streams() {
                 }
             })
         };
-        let delay = 150 + rng.below(800);
+        // The kill lands a random time after work is under way (an upload
+        // acknowledged), not after a fixed time a loaded machine may need
+        // just to start.
+        let t0 = Instant::now();
+        while !uploads.lock().unwrap().iter().any(|u| u.3) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "round {round}: no upload was acknowledged in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let delay = 50 + rng.below(800);
         std::thread::sleep(Duration::from_millis(delay));
         kill9(&mut server);
         stop.store(true, Ordering::Relaxed);

@@ -478,6 +478,7 @@ fn fs_type(p: &Path) -> String {
 struct PktfsServer {
     name: &'static str,
     addr: SocketAddr,
+    vol: Arc<Volume>,
     _svc: netpath::Services,
 }
 
@@ -515,10 +516,11 @@ fn start_pktfs(
     if !persister {
         cfg.persister_min = u64::MAX;
     }
-    let svc = netpath::Services::start(vol, cfg, None).expect("start");
+    let svc = netpath::Services::start(vol.clone(), cfg, None).expect("start");
     PktfsServer {
         name,
         addr: svc.http_addr().expect("http"),
+        vol,
         _svc: svc,
     }
 }
@@ -711,6 +713,8 @@ fn main() {
         serve_baseline(kind, arg(&args, "--port", 18081.0) as u16);
         return;
     }
+    // The machine sets the pace (clwb or not, CRC32C speed): say which.
+    println!("netbench on {}", pktfs::media::machine::Machine::measure());
     let size = (arg(&args, "--size-mib", 256.0) as u64) << 20;
     let reps = arg(&args, "--reps", 5.0) as usize;
     let secs = arg(&args, "--secs", 6.0);
@@ -934,24 +938,35 @@ fn main() {
         let chunk = vec![0x5au8; 1 << 20];
         put_big(clwb.addr, "/getme", size, &chunk);
         put_big(eadr.addr, "/getme", size, &chunk);
-        let gets: Vec<(&str, SocketAddr, &str)> = vec![
-            ("sendfile-tmpfs", sendfile, "/x"),
-            (clwb.name, clwb.addr, "/getme"),
-            (eadr.name, eadr.addr, "/getme"),
+        // The received records start verified (their CRCs were computed as
+        // they arrived), so the plain rows pay no checksum; the
+        // "verify=always" row checks every record on every GET, as a GET
+        // after a restart does once (verify=once).
+        let gets: Vec<(&str, SocketAddr, &str, Option<&Arc<Volume>>)> = vec![
+            ("sendfile-tmpfs", sendfile, "/x", None),
+            (clwb.name, clwb.addr, "/getme", None),
+            ("pktfs clwb, verify=always", clwb.addr, "/getme", Some(&clwb.vol)),
+            (eadr.name, eadr.addr, "/getme", None),
         ];
         let mut buf = vec![0u8; 1 << 20];
         let mut by: Vec<Vec<f64>> = vec![Vec::new(); gets.len()];
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); gets.len()];
         for _ in 0..reps {
-            for (k, (_, a, p)) in gets.iter().enumerate() {
+            for (k, (_, a, p, always)) in gets.iter().enumerate() {
+                if let Some(v) = always {
+                    v.set_verify_mode(pktfs::VerifyMode::Always);
+                }
                 let c0 = cpu_s();
                 let (dt, n) = get_big(*a, p, &mut buf);
                 cpu[k].push((cpu_s() - c0) / n as f64 * 1e9);
                 by[k].push(n as f64 / dt / 1e9);
+                if let Some(v) = always {
+                    v.set_verify_mode(pktfs::VerifyMode::Once);
+                }
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        for (k, (n, _, _)) in gets.iter().enumerate() {
+        for (k, (n, _, _, _)) in gets.iter().enumerate() {
             results.push((
                 "GET big".into(),
                 n.to_string(),
@@ -959,7 +974,7 @@ fn main() {
                 "GB/s".into(),
             ));
         }
-        for (k, (n, _, _)) in gets.iter().enumerate() {
+        for (k, (n, _, _, _)) in gets.iter().enumerate() {
             results.push((
                 "GET big: CPU (client+server)".into(),
                 n.to_string(),
