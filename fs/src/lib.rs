@@ -7,6 +7,8 @@
 pub mod error;
 pub mod fuse;
 pub mod media;
+pub mod size;
+pub mod stdout;
 pub mod volume;
 
 pub use error::{FsError, Result};

@@ -137,3 +137,70 @@ fn damaged_data_by_path_and_range() {
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(j["damaged"].as_array().unwrap().is_empty(), "{out}");
 }
+
+/// e2fsck's codes where clap and the shell would give others: a usage
+/// error is 16 (not 2), Ctrl-C is 32 (not 130); an image that cannot be
+/// opened gets its reason once, on stderr, and no all-zero summary.
+#[test]
+fn usage_cancel_and_operational_exit_codes() {
+    let bin = env!("CARGO_BIN_EXE_fsck-pktfs");
+    for bad in [&["--no-such-option", "x"][..], &[], &["-n", "-y", "x"]] {
+        let out = Command::new(bin).args(bad).output().unwrap();
+        assert_eq!(out.status.code(), Some(16), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let help = Command::new(bin).arg("--help").output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("16 usage error"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.img");
+    let out = Command::new(bin).arg("-n").arg(&missing).output().unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(so.is_empty(), "no summary on stdout: {so}");
+    assert!(!se.contains("0 inodes") && !se.contains("0 buffers"), "{se}");
+    assert_eq!(
+        se.matches(missing.to_str().unwrap()).count(),
+        1,
+        "the path named once: {se}"
+    );
+
+    // SIGINT while fsck is busy (here: blocked opening a FIFO, which no
+    // writer ever opens): exit 32. The signal is sent once fsck has set up
+    // its handling (SIGINT shows in the blocked mask of its main thread).
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut child = Command::new(bin)
+        .arg("-n")
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        let st = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        let blk = st
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .map(|h| u64::from_str_radix(h.trim(), 16).unwrap())
+            .unwrap();
+        if blk & (1 << (SIGINT - 1)) != 0 {
+            break;
+        }
+        assert!(t0.elapsed().as_secs() < 10, "fsck never blocked SIGINT");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(Command::new("kill").arg("-INT").arg(child.id().to_string()).status().unwrap().success());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(32), "{status}: {err}");
+    assert!(err.contains("cancelled"), "{err}");
+}
+
+/// SIGINT's number on Linux.
+const SIGINT: u32 = 2;

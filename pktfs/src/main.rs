@@ -5,6 +5,7 @@
 //! dispatches, and maps errors to a message and an exit code.
 
 mod chain_cmd;
+mod cli;
 mod logging;
 mod mount_cmd;
 mod net_cmd;
@@ -26,6 +27,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Mount an image through FUSE.
+    #[command(after_help = pktfs::size::SIZE_FORMS)]
     Mount(mount_cmd::MountArgs),
     /// Serve an image over HTTP (and raw TCP) without FUSE.
     Serve(net_cmd::ServeArgs),
@@ -36,9 +38,11 @@ enum Cmd {
     /// Show an image's superblock, geometry and usage.
     Stat(chain_cmd::StatArgs),
     /// Quick start: create a default image if needed, mount it, serve it.
+    #[command(after_help = pktfs::size::SIZE_FORMS)]
     Up(net_cmd::UpArgs),
     /// Check every payload checksum of an image, mounted or not, and name
     /// damaged files and ranges (exit 0 clean, 4 damage, 8 error).
+    #[command(after_help = pktfs::size::SIZE_FORMS)]
     Scrub(scrub_cmd::ScrubArgs),
 }
 

@@ -32,11 +32,15 @@ pub struct MountArgs {
     /// Mount options, comma-separated, may repeat: ro, rw, allow_other,
     /// allow_root, default_permissions (always on), fsname=NAME, subtype=NAME,
     /// dev/nodev, suid/nosuid, exec/noexec, atime/noatime, sync, dirsync,
-    /// auto_unmount, threads=N, max_write=BYTES, attr_timeout=SECS,
-    /// entry_timeout=SECS, no_kernel_cache, persist=auto|clwb|msync|eadr,
+    /// auto_unmount, threads=N, max_write=SIZE (default 1M),
+    /// max_readahead=SIZE, attr_timeout=SECS, entry_timeout=SECS,
+    /// no_kernel_cache, persist=auto|clwb|msync|eadr,
     /// verify=once|always|off (payload checksums on reads; default once).
+    /// See docs/MOUNT.md.
     #[arg(short = 'o', value_name = "OPTIONS")]
     pub options: Vec<String>,
+    #[command(flatten)]
+    pub durability: crate::cli::DurabilityArgs,
     /// Internal: run as the background daemon of a `pktfs mount`.
     #[arg(long, hide = true)]
     pub daemon_child: bool,
@@ -79,7 +83,11 @@ const READY: &str = "ready";
 /// A line the daemon sends before "ready" for the user to see.
 const NOTE: &str = "note: ";
 
-pub fn run(a: MountArgs) -> Result<(), String> {
+pub fn run(mut a: MountArgs) -> Result<(), String> {
+    // --persist/--verify are -o persist=/-o verify= given last, so they win
+    // (and reach the daemon as options).
+    let durability = std::mem::take(&mut a.durability);
+    a.options.extend(durability.as_mount_options());
     let list = a.options.join(",");
     if list.split(',').any(|o| o.trim() == "remount") {
         return remount(&a.mountpoint, &list);
@@ -151,7 +159,7 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     let line = line.trim_end();
     if let Some(mode) = line.strip_prefix(READY) {
         // The daemon says which persist mode `auto` (or -o persist=) chose.
-        println!(
+        pktfs::outln!(
             "pktfs: {} mounted on {} ({} persistence)",
             image.display(),
             mp.display(),
@@ -254,6 +262,17 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     let control = crate::net_cmd::start_control(&vol, &image);
     let handle = fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
     let services = start_services(&vol, &handle, &a.net)?;
+    // Where the servers listen, for the person who mounted: the daemon
+    // hands the lines to its parent, which prints them.
+    if let Some(s) = &services {
+        for l in crate::net_cmd::describe(s, &a.net).lines() {
+            if a.daemon_child {
+                tell_parent(&format!("{NOTE}{}", l.trim_start()));
+            } else {
+                eprintln!("pktfs: {}", l.trim_start());
+            }
+        }
+    }
     if a.daemon_child {
         tell_parent(&format!("{READY} {}", vol.persist_mode()));
         // Nothing more goes to the parent's pipe.
@@ -296,7 +315,6 @@ fn start_services(
     }
     let on_change = crate::net_cmd::invalidate_with(handle.invalidator());
     let s = crate::net_cmd::start_services(vol.clone(), net, Some(on_change))?;
-    eprint!("{}", crate::net_cmd::describe(&s, net));
     Ok(Some(s))
 }
 

@@ -21,28 +21,10 @@ pub struct ScrubArgs {
     /// Print the report as JSON (no progress bar).
     #[arg(long)]
     pub json: bool,
-    /// Limit the scrub to this many payload bytes per second (e.g. 200M,
-    /// 1G), so it leaves room for service.
-    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = parse_size)]
+    /// Limit the scrub to this many payload bytes per second (a SIZE:
+    /// 200M, 1G, 1GiB), so it leaves room for service.
+    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = pktfs::size::parse_size)]
     pub rate: Option<u64>,
-}
-
-/// `4096`, `512K`, `200M`, `1G`, `1GiB`: bytes (powers of 1024).
-fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (e.g. 200M)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        u => return Err(format!("unknown size unit {u:?} in {s:?} (K, M, G, T)")),
-    };
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 /// The image behind a mount point (the source /proc/self/mountinfo shows
@@ -133,24 +115,24 @@ fn scrub(a: &ScrubArgs) -> Result<i32, String> {
     }
     let damage = rep["damage"].as_array().cloned().unwrap_or_default();
     if a.json {
-        println!("{rep}");
+        pktfs::outln!("{rep}");
     } else {
         for d in &damage {
             let (path, what) = (d["path"].as_str().unwrap_or("?"), d["what"].as_str().unwrap_or(""));
             let why = d["why"].as_str().unwrap_or("");
             if what == "data" {
-                println!(
+                pktfs::outln!(
                     "{path}: bytes [{}, {}) damaged: {why}",
                     d["start"].as_u64().unwrap_or(0),
                     d["end"].as_u64().unwrap_or(0)
                 );
             } else {
-                println!("{path}: {what} damaged: {why}");
+                pktfs::outln!("{path}: {what} damaged: {why}");
             }
         }
         let bytes = rep["bytes"].as_u64().unwrap_or(0);
         let secs = rep["elapsed_s"].as_f64().unwrap_or(0.0);
-        println!(
+        pktfs::outln!(
             "pktfs scrub: {}: {} files, {} records, {} bytes checked in {:.3} s ({:.2} GB/s); {}",
             image.display(),
             rep["files"].as_u64().unwrap_or(0),
@@ -171,12 +153,7 @@ fn scrub(a: &ScrubArgs) -> Result<i32, String> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn sizes_and_escapes() {
-        assert_eq!(super::parse_size("200M").unwrap(), 200 << 20);
-        assert_eq!(super::parse_size("1GiB").unwrap(), 1 << 30);
-        assert_eq!(super::parse_size("4096").unwrap(), 4096);
-        assert!(super::parse_size("12Q").is_err());
-        assert!(super::parse_size("").is_err());
+    fn mountinfo_escapes() {
         assert_eq!(super::unescape(r"/mnt/a\040b"), "/mnt/a b");
     }
 }

@@ -10,6 +10,8 @@
 #[path = "../chain_cmd.rs"]
 #[allow(dead_code)]
 mod chain_cmd;
+#[path = "../cli.rs"]
+mod cli;
 #[path = "../logging.rs"]
 mod logging;
 #[path = "../mount_cmd.rs"]
@@ -79,6 +81,7 @@ fn main() {
         daemon_child,
         helper: true,
         net: Default::default(),
+        durability: Default::default(),
     };
     if fake {
         // mount -f: check the arguments, mount nothing.
