@@ -5,6 +5,7 @@
 //! - [`Volume`]: chains, allocators, journal, recovery; no FUSE types.
 
 pub mod error;
+pub mod holder;
 pub mod fuse;
 pub mod media;
 pub mod size;

@@ -109,7 +109,15 @@ fn main() {
         no_populate: true,
         ..Default::default()
     };
-    let mut report = match Pm::open(&a.image, &map) {
+    // Right after `umount`, the mount daemon may still be closing the
+    // image: wait for it (a bounded time) rather than report it in use.
+    let opened = pktfs::holder::wait_for_release(
+        &a.image,
+        || Pm::open(&a.image, &map),
+        |e| matches!(e, pktfs::media::MediaError::Locked { .. }),
+        |note| eprintln!("fsck.pktfs: {note}"),
+    );
+    let mut report = match opened {
         Ok(pm) => pktfs_fsck::run(&pm, &opts),
         Err(e) => {
             let mut r = Report::operational(mode, e.to_string());

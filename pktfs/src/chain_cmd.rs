@@ -29,13 +29,11 @@ pub struct StatArgs {
 /// Open an image that no process holds, read-only, under a shared lock
 /// (so a writer cannot start meanwhile and no read is ever torn).
 pub fn open_ro(image: &Path) -> Result<Volume, String> {
-    Volume::open(
-        image,
-        &OpenOptions {
-            read_only: true,
-            ..Default::default()
-        },
-    )
+    let opts = OpenOptions {
+        read_only: true,
+        ..Default::default()
+    };
+    crate::cli::open_volume(image, &opts, |note| eprintln!("pktfs: {note}"))
     .map_err(|e| match e {
         pktfs::FsError::Media(pktfs::media::MediaError::Locked { .. }) => format!(
             "{} is in use by a process that does not answer on its control socket \

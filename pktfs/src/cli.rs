@@ -97,6 +97,24 @@ impl DurabilityArgs {
     }
 }
 
+/// Is `e` the refusal of an image whose lock another process holds?
+pub fn is_locked(e: &pktfs::FsError) -> bool {
+    matches!(
+        e,
+        pktfs::FsError::Media(pktfs::media::MediaError::Locked { .. })
+    )
+}
+
+/// `Volume::open`, waiting (a bounded time, saying so through `note`) for
+/// a mount daemon that is still closing the image after `umount`.
+pub fn open_volume(
+    image: &Path,
+    opts: &pktfs::OpenOptions,
+    note: impl FnMut(&str),
+) -> Result<pktfs::Volume, pktfs::FsError> {
+    pktfs::holder::wait_for_release(image, || pktfs::Volume::open(image, opts), is_locked, note)
+}
+
 /// An error opening `image`, naming the path once (most Volume errors
 /// already name it; the others get it in front).
 pub fn open_error(image: &Path, e: &pktfs::FsError) -> String {

@@ -22,6 +22,16 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Log level: error, warn, info, debug, trace, or RUST_LOG-style
+    /// directives [default: $RUST_LOG, else info]. For mount, the same as
+    /// -o log=LEVEL.
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = logging::parse_level)]
+    log_level: Option<String>,
+    /// Append logs to FILE instead of stderr (a detached mount daemon logs
+    /// to the systemd journal, or /var/log/pktfs.log, unless given one).
+    /// For mount, the same as -o log_file=FILE.
+    #[arg(long, global = true, value_name = "FILE")]
+    log_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -47,8 +57,25 @@ enum Cmd {
 }
 
 fn main() {
-    let cli = Cli::parse();
-    logging::init();
+    let mut cli = Cli::parse();
+    let mut spec = logging::LogSpec {
+        level: cli.log_level.take(),
+        file: cli.log_file.take(),
+    };
+    let daemon = match &mut cli.cmd {
+        Cmd::Mount(a) => {
+            if let Err(e) = mount_cmd::take_log_options(a, &mut spec) {
+                eprintln!("pktfs: {e}");
+                std::process::exit(2);
+            }
+            a.daemon_child
+        }
+        _ => false,
+    };
+    if let Err(e) = logging::init(&spec, daemon) {
+        eprintln!("pktfs: {e}");
+        std::process::exit(1);
+    }
     let r = match cli.cmd {
         Cmd::Mount(a) => mount_cmd::run(a),
         Cmd::Serve(a) => net_cmd::serve(a),
@@ -59,6 +86,11 @@ fn main() {
         Cmd::Scrub(a) => std::process::exit(scrub_cmd::run(a)),
     };
     if let Err(e) = r {
+        if logging::away_from_stderr() {
+            // The log tells what ended the command (a daemon's stderr is
+            // gone).
+            tracing::error!("{e}");
+        }
         eprintln!("pktfs: {e}");
         std::process::exit(1);
     }

@@ -183,16 +183,14 @@ fn open_rw(
     verify: VerifyMode,
     read_only: bool,
 ) -> Result<Volume, String> {
-    let vol = Volume::open(
-        image,
-        &OpenOptions {
-            persist,
-            read_only,
-            verify,
-            ..Default::default()
-        },
-    )
-    .map_err(|e| crate::cli::open_error(image, &e))?;
+    let opts = OpenOptions {
+        persist,
+        read_only,
+        verify,
+        ..Default::default()
+    };
+    let vol = crate::cli::open_volume(image, &opts, |note| eprintln!("pktfs: {note}"))
+        .map_err(|e| crate::cli::open_error(image, &e))?;
     if let Some(note) = vol.open_report().completed_note(image) {
         eprintln!("pktfs: {note}");
     }

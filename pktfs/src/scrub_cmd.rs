@@ -27,41 +27,16 @@ pub struct ScrubArgs {
     pub rate: Option<u64>,
 }
 
-/// The image behind a mount point (the source /proc/self/mountinfo shows
-/// for a `fuse.pktfs` mount there).
+/// The image behind a mount point (the source the kernel lists for a
+/// `fuse.pktfs` mount there).
 fn image_of_mount(dir: &Path) -> Result<PathBuf, String> {
     let dir = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let info = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
-    for line in info.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else {
-            continue;
-        };
-        let mp = pre.split(' ').nth(4).unwrap_or("");
-        let mut post = post.split(' ');
-        let (fstype, source) = (post.next().unwrap_or(""), post.next().unwrap_or(""));
-        if fstype == "fuse.pktfs" && Path::new(&unescape(mp)) == dir {
-            return Ok(PathBuf::from(unescape(source)));
-        }
-    }
-    Err(format!("{} is a directory but no pktfs image is mounted there", dir.display()))
-}
-
-/// mountinfo escapes space, tab, newline and backslash as \ooo.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let mounts = pktfs::holder::mounts().map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    mounts
+        .into_iter()
+        .find(|m| m.mountpoint == dir)
+        .map(|m| m.source)
+        .ok_or_else(|| format!("{} is a directory but no pktfs image is mounted there", dir.display()))
 }
 
 /// Run the scrub; returns the exit status.
@@ -148,12 +123,4 @@ fn scrub(a: &ScrubArgs) -> Result<i32, String> {
         );
     }
     Ok(if damage.is_empty() { 0 } else { EXIT_DAMAGE })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn mountinfo_escapes() {
-        assert_eq!(super::unescape(r"/mnt/a\040b"), "/mnt/a b");
-    }
 }
