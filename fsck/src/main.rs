@@ -7,7 +7,10 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
+
+#[path = "../../pktfs/src/gendocs.rs"]
+mod gendocs;
 use pktfs::media::{MapOptions, Pm};
 use pktfs_fsck::{exit, Mode, Options, Report};
 
@@ -85,6 +88,13 @@ fn cancel_on_signals() {
 }
 
 fn main() {
+    if let Some(dir) = gendocs::requested() {
+        if let Err(e) = gendocs::generate(Args::command(), &dir) {
+            eprintln!("fsck.pktfs: {e}");
+            std::process::exit(exit::OPERATIONAL);
+        }
+        return;
+    }
     let a = args();
     cancel_on_signals();
     let mode = if a.yes {

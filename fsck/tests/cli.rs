@@ -204,3 +204,22 @@ fn usage_cancel_and_operational_exit_codes() {
 
 /// SIGINT's number on Linux.
 const SIGINT: u32 = 2;
+
+/// `fsck.pktfs --gen-docs DIR` (for scripts/install.sh): its man page,
+/// with the exit codes, and completions.
+#[test]
+fn man_page_and_completions() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fsck-pktfs"))
+        .arg("--gen-docs")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(d.path().join("man8/fsck.pktfs.8")).unwrap();
+    assert!(page.contains("16 usage error"), "{page}");
+    for f in ["bash/fsck.pktfs", "zsh/_fsck.pktfs", "fish/fsck.pktfs.fish"] {
+        let c = std::fs::read_to_string(d.path().join(f)).unwrap();
+        assert!(c.contains("drop-damaged"), "{f}");
+    }
+}

@@ -4,7 +4,10 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
+
+#[path = "../../pktfs/src/gendocs.rs"]
+mod gendocs;
 use layout::{Geometry, GeometryParams};
 use pktfs::media::space::human_bytes as human;
 use pktfs::size::{parse_size, parse_size_u32, SIZE_FORMS};
@@ -191,6 +194,15 @@ fn run(a: Args) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    if let Some(dir) = gendocs::requested() {
+        return match gendocs::generate(Args::command(), &dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("mkfs.pktfs: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

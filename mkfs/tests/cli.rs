@@ -121,3 +121,18 @@ fn size_forms_and_label_limit() {
         .unwrap();
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
 }
+
+/// `mkfs.pktfs --gen-docs DIR` (for scripts/install.sh): its man page and
+/// completions.
+#[test]
+fn man_page_and_completions() {
+    let d = tempfile::tempdir().unwrap();
+    let out = mkfs().arg("--gen-docs").arg(d.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(d.path().join("man8/mkfs.pktfs.8")).unwrap();
+    assert!(page.contains("buffer\\-size") && page.contains("4GiB"), "{page}");
+    for f in ["bash/mkfs.pktfs", "zsh/_mkfs.pktfs", "fish/mkfs.pktfs.fish"] {
+        let c = std::fs::read_to_string(d.path().join(f)).unwrap();
+        assert!(c.contains("--label"), "{f}");
+    }
+}

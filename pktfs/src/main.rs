@@ -6,12 +6,13 @@
 
 mod chain_cmd;
 mod cli;
+mod gendocs;
 mod logging;
 mod mount_cmd;
 mod net_cmd;
 mod scrub_cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -54,6 +55,13 @@ enum Cmd {
     /// damaged files and ranges (exit 0 clean, 4 damage, 8 error).
     #[command(after_help = pktfs::size::SIZE_FORMS)]
     Scrub(scrub_cmd::ScrubArgs),
+    /// Write man pages (DIR/man8) and bash, zsh and fish completions
+    /// (DIR/bash, DIR/zsh, DIR/fish); scripts/install.sh runs it.
+    #[command(hide = true)]
+    GenDocs {
+        /// Where to write them.
+        dir: std::path::PathBuf,
+    },
 }
 
 fn main() {
@@ -84,6 +92,7 @@ fn main() {
         Cmd::Stat(a) => chain_cmd::stat(a),
         Cmd::Up(a) => net_cmd::up(a),
         Cmd::Scrub(a) => std::process::exit(scrub_cmd::run(a)),
+        Cmd::GenDocs { dir } => gendocs::generate(Cli::command(), &dir),
     };
     if let Err(e) = r {
         if logging::away_from_stderr() {

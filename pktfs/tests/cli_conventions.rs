@@ -221,3 +221,34 @@ fn up_on_a_busy_port_leaves_nothing_behind() {
     assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
     assert!(!img.exists(), "an image was left behind");
 }
+
+/// The man pages and completions scripts/install.sh installs, made from
+/// the same definitions as --help.
+#[test]
+fn man_pages_and_completions() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(PKTFS).arg("gen-docs").arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let man8 = dir.path().join("man8");
+    for sub in SUBCOMMANDS {
+        let page = std::fs::read_to_string(man8.join(format!("pktfs-{sub}.8"))).unwrap();
+        assert!(page.starts_with(".ie") || page.contains(".TH"), "{sub}: not a man page");
+        assert!(page.contains(&format!("pktfs\\-{sub}")), "{sub}: {page}");
+    }
+    let mount = std::fs::read_to_string(man8.join("pktfs-mount.8")).unwrap();
+    assert!(mount.contains("persist"), "{mount}");
+    assert!(!man8.join("pktfs-gen-docs.8").exists(), "the hidden command has no page");
+    let top = std::fs::read_to_string(man8.join("pktfs.8")).unwrap();
+    assert!(!top.contains("gen\\-docs"), "hidden from the page: {top}");
+    for f in ["bash/pktfs", "zsh/_pktfs", "fish/pktfs.fish"] {
+        let c = std::fs::read_to_string(dir.path().join(f)).unwrap();
+        assert!(c.contains("scrub") && c.contains("persist"), "{f}: {c}");
+    }
+    if let Some(bash) = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("bash"))
+        .find(|p| p.is_file())
+    {
+        let ok = Command::new(bash).arg("-n").arg(dir.path().join("bash/pktfs")).status().unwrap();
+        assert!(ok.success(), "the bash completion parses");
+    }
+}
