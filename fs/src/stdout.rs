@@ -48,3 +48,17 @@ macro_rules! outln {
 macro_rules! sayln {
     ($($t:tt)*) => { $crate::stdout::line_or_ignore(format_args!($($t)*)) };
 }
+
+/// Write raw bytes to stdout (`pktfs cat`), ending quietly on a broken
+/// pipe as [`line`] does.
+pub fn bytes(b: &[u8]) {
+    use std::io::Write;
+    let r = std::io::stdout().lock().write_all(b);
+    if let Err(e) = r {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(EXIT_BROKEN_PIPE);
+        }
+        eprintln!("cannot write the output: {e}");
+        std::process::exit(1);
+    }
+}

@@ -10,6 +10,7 @@ mod gendocs;
 mod logging;
 mod mount_cmd;
 mod net_cmd;
+mod offline_cmd;
 mod scrub_cmd;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -55,6 +56,17 @@ enum Cmd {
     /// damaged files and ranges (exit 0 clean, 4 damage, 8 error).
     #[command(after_help = pktfs::size::SIZE_FORMS)]
     Scrub(scrub_cmd::ScrubArgs),
+    /// List a directory of an image that is not mounted or served.
+    Ls(offline_cmd::LsArgs),
+    /// Write a file of an image that is not mounted or served to stdout.
+    Cat(offline_cmd::CatArgs),
+    /// Copy a file out of an image that is not mounted or served.
+    Get(offline_cmd::GetArgs),
+    /// Copy a local file into an image that is not mounted or served.
+    Put(offline_cmd::PutArgs),
+    /// Remove a file or empty directory from an image that is not mounted
+    /// or served.
+    Rm(offline_cmd::RmArgs),
     /// Write man pages (DIR/man8) and bash, zsh and fish completions
     /// (DIR/bash, DIR/zsh, DIR/fish); scripts/install.sh runs it.
     #[command(hide = true)]
@@ -92,6 +104,11 @@ fn main() {
         Cmd::Stat(a) => chain_cmd::stat(a),
         Cmd::Up(a) => net_cmd::up(a),
         Cmd::Scrub(a) => std::process::exit(scrub_cmd::run(a)),
+        Cmd::Ls(a) => offline_cmd::ls(a),
+        Cmd::Cat(a) => offline_cmd::cat(a),
+        Cmd::Get(a) => offline_cmd::get(a),
+        Cmd::Put(a) => offline_cmd::put(a),
+        Cmd::Rm(a) => offline_cmd::rm(a),
         Cmd::GenDocs { dir } => gendocs::generate(Cli::command(), &dir),
     };
     if let Err(e) = r {
