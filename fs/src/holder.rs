@@ -111,11 +111,20 @@ pub fn lock_holders(image: &Path) -> Vec<u32> {
 }
 
 /// Is `pid` a pktfs mount process (`pktfs mount ...`, the mount daemon,
-/// `mount.pktfs`)?
+/// `mount.pktfs`), or a pktfs process that is exiting?
 fn is_pktfs_mount_process(pid: u32) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
     };
+    if cmdline.is_empty() {
+        // An exiting process has given up its memory, and with it its
+        // command line, before it closes its files (and so the lock): only
+        // its name is left. An exiting pktfs process lets go in a moment.
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let comm = comm.trim_end();
+        // comm is cut to 15 bytes.
+        return comm == "pktfs" || comm.starts_with("mount-pktfs") || comm.starts_with("mount.");
+    }
     let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
     let name = args
         .first()
@@ -130,19 +139,38 @@ fn is_pktfs_mount_process(pid: u32) -> bool {
     }
 }
 
-/// The pktfs mount process holding `image`'s lock although no mount of
-/// `image` is listed any more: a daemon closing the image after `umount`.
-pub fn departing_holder(image: &Path) -> Option<u32> {
-    if is_mounted(image) {
-        return None;
+/// Who holds `image`'s lock, for [`wait_for_release`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// Nobody (any more): the lock was let go since it was found held.
+    Nobody,
+    /// A pktfs mount process whose mount is no longer listed: a daemon
+    /// closing the image after `umount`.
+    Departing(u32),
+    /// Anyone else: a live mount, a server, an fsck, this process.
+    Other,
+}
+
+/// Who holds `image`'s lock.
+pub fn holder(image: &Path) -> Holder {
+    let holders = lock_holders(image);
+    if holders.is_empty() {
+        return Holder::Nobody;
     }
-    lock_holders(image)
-        .into_iter()
-        .find(|&pid| pid != std::process::id() && is_pktfs_mount_process(pid))
+    if is_mounted(image) {
+        return Holder::Other;
+    }
+    match holders
+        .iter()
+        .find(|&&pid| pid != std::process::id() && is_pktfs_mount_process(pid))
+    {
+        Some(&pid) if holders.iter().all(|&p| p == pid) => Holder::Departing(pid),
+        _ => Holder::Other,
+    }
 }
 
 /// Run `open` until it succeeds, fails otherwise than `locked` says, or the
-/// lock's holder is not a departing mount daemon ([`departing_holder`]);
+/// lock's holder is not a departing mount daemon ([`Holder::Departing`]);
 /// waits at most [`RELEASE_WAIT`]. `note` is told once, when waiting
 /// starts, what is waited for.
 pub fn wait_for_release<T, E>(
@@ -156,8 +184,16 @@ pub fn wait_for_release<T, E>(
     loop {
         match open() {
             Err(e) if locked(&e) && t0.elapsed() < RELEASE_WAIT => {
-                let Some(pid) = departing_holder(image) else {
-                    return Err(e);
+                let pid = match holder(image) {
+                    Holder::Departing(pid) => pid,
+                    // Let go between the open and the look: try again
+                    // (the bound above still holds if /proc/locks cannot
+                    // show the holder).
+                    Holder::Nobody => {
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    }
+                    Holder::Other => return Err(e),
                 };
                 if !told {
                     note(&format!(
@@ -202,6 +238,8 @@ mod tests {
         f.lock().unwrap();
         assert!(lock_holders(&p).contains(&std::process::id()));
         // Ours, and not a mount process: nothing to wait for.
-        assert_eq!(departing_holder(&p), None);
+        assert_eq!(holder(&p), Holder::Other);
+        drop(f);
+        assert_eq!(holder(&p), Holder::Nobody);
     }
 }

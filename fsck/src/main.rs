@@ -136,7 +136,7 @@ fn main() {
         }
     };
     report.image = Some(a.image.display().to_string());
-    if report.passes == 0 && !a.json {
+    if report.checked_nothing() && !a.json {
         // Nothing was checked (the image could not be opened): the reason,
         // on stderr, is all there is to say.
         if let Some(e) = &report.operational_error {

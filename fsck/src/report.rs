@@ -212,6 +212,12 @@ impl Report {
         }
     }
 
+    /// An operational error stopped fsck before it counted anything (not
+    /// an image, cannot open, cannot repair a read-only image).
+    pub fn checked_nothing(&self) -> bool {
+        self.operational_error.is_some() && self.counts == Counts::default()
+    }
+
     /// A report for an image that could not be checked at all.
     pub fn operational(mode: Mode, msg: String) -> Report {
         let mut r = Report::new(mode);
@@ -357,9 +363,9 @@ impl Report {
         let mut out = String::new();
         if let Some(e) = &self.operational_error {
             let _ = writeln!(out, "fsck.pktfs: {e}");
-            if self.passes == 0 {
-                // Nothing was scanned: counts of zero would read as an
-                // empty image, not as "not checked".
+            if self.checked_nothing() {
+                // Counts of zero would read as an empty image, not as
+                // "not checked".
                 let _ = writeln!(out, "operational error (exit {}): not checked", self.exit_code);
                 return out;
             }

@@ -168,6 +168,15 @@ fn usage_cancel_and_operational_exit_codes() {
         "the path named once: {se}"
     );
 
+    // Not a pktfs image: the reason alone, no summary of zeros.
+    let zeros = dir.path().join("zeros.img");
+    std::fs::write(&zeros, vec![0u8; 1 << 20]).unwrap();
+    let out = Command::new(bin).arg("-n").arg(&zeros).output().unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    let se = String::from_utf8_lossy(&out.stderr);
+    assert!(out.stdout.is_empty() && se.contains("not a pktfs image"), "{se}");
+    assert!(!se.contains("0 inodes"), "{se}");
+
     // SIGINT while fsck is busy (here: blocked opening a FIFO, which no
     // writer ever opens): exit 32. The signal is sent once fsck has set up
     // its handling (SIGINT shows in the blocked mask of its main thread).

@@ -7,7 +7,8 @@
 //! foreground; else, for a detached mount daemon (whose stderr is
 //! /dev/null once it has reported ready), the systemd journal when there is
 //! one, or else a file in a state directory ([`default_daemon_file`]). The
-//! level is `--log-level` (or `-o log=LEVEL`), else `RUST_LOG`, else info.
+//! level is `--log-level` (or `-o log=LEVEL`), else `RUST_LOG`, else info
+//! (fuser's own messages: errors only).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -81,7 +82,11 @@ fn open_file(p: &Path) -> Result<std::fs::File, String> {
 pub fn init(spec: &LogSpec, daemon: bool) -> Result<(), String> {
     let filter = match &spec.level {
         Some(l) => EnvFilter::try_new(l).map_err(|e| format!("log level {l:?}: {e}"))?,
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        // fuser's own warnings are left out by default: after an external
+        // `umount` it warns that its own unmount failed (the kernel has
+        // already done it), which reads as a problem in a daemon's log.
+        None => EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| EnvFilter::new("info,fuser=error")),
     };
     let fmt = tracing_subscriber::fmt::layer().with_target(false);
     let file = match (&spec.file, daemon) {

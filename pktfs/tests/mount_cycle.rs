@@ -28,9 +28,15 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn wait_mounted(mp: &Path) {
+/// Wait until `mp` is mounted by `child`, which must not end first.
+fn wait_mounted(mp: &Path, child: &mut std::process::Child) {
     let t0 = Instant::now();
     while !is_mountpoint(mp) {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            panic!("mount -f ended ({st}) before {} was mounted: {err}", mp.display());
+        }
         assert!(t0.elapsed() < Duration::from_secs(10), "{} never mounted", mp.display());
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -75,7 +81,7 @@ fn umount_then_fsck_and_mount_at_once() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        wait_mounted(mp);
+        wait_mounted(mp, &mut fg);
         std::fs::write(mp.join(format!("f{i}")), format!("round {i}")).unwrap();
         umount(mp);
 
