@@ -18,6 +18,23 @@ fn fsck(args: &[&str], img: &Path) -> (i32, String) {
     )
 }
 
+/// Open an image this test just closed. Another test's process spawn may
+/// hold a copy of the closed descriptor (and so the image lock) for the
+/// instant between its fork and exec: wait that out.
+fn open(p: &Path) -> Volume {
+    let t0 = std::time::Instant::now();
+    loop {
+        match Volume::open(p, &OpenOptions::default()) {
+            Err(pktfs::FsError::Media(pktfs::media::MediaError::Locked { .. }))
+                if t0.elapsed().as_secs() < 2 =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            r => return r.unwrap(),
+        }
+    }
+}
+
 fn make(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("img");
     Volume::format(
@@ -29,7 +46,7 @@ fn make(dir: &Path) -> std::path::PathBuf {
         &mut |_, _| {},
     )
     .unwrap();
-    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let v = open(&p);
     let d = v.mkdir(v.root(), b"d", 0o755, 0, 0).unwrap();
     let f = v.create(d.ino, b"f", 0o644, 0, 0).unwrap();
     v.write(f.ino, 0, &vec![3u8; 10_000]).unwrap();
@@ -77,7 +94,7 @@ fn exit_codes_and_json() {
     assert_eq!(code, 0, "{out}");
 
     // A mounted image cannot be repaired (the lock), only checked.
-    let v = Volume::open(&img, &OpenOptions::default()).unwrap();
+    let v = open(&img);
     let (code, out) = fsck(&["-y"], &img);
     assert_eq!(code, 8, "{out}");
     let (code, _) = fsck(&["-n"], &img);
@@ -99,7 +116,7 @@ fn exit_codes_and_json() {
 fn damaged_data_by_path_and_range() {
     let dir = tempfile::tempdir().unwrap();
     let img = make(dir.path());
-    let v = Volume::open(&img, &OpenOptions::default()).unwrap();
+    let v = open(&img);
     let d = v.lookup(v.root(), b"d").unwrap();
     let f = v.lookup(d.ino, b"f").unwrap();
     let chain = v.chain(f.ino).unwrap();
