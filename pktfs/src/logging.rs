@@ -80,6 +80,20 @@ fn open_file(p: &Path) -> Result<std::fs::File, String> {
 /// Install the subscriber; call once, first thing after parsing. `daemon`:
 /// this process is a detached mount daemon.
 pub fn init(spec: &LogSpec, daemon: bool) -> Result<(), String> {
+    install(spec, daemon)?;
+    if away_from_stderr() {
+        // A panic's message goes to stderr, which a daemon no longer has:
+        // log it too.
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            tracing::error!("{info}");
+            default(info);
+        }));
+    }
+    Ok(())
+}
+
+fn install(spec: &LogSpec, daemon: bool) -> Result<(), String> {
     let filter = match &spec.level {
         Some(l) => EnvFilter::try_new(l).map_err(|e| format!("log level {l:?}: {e}"))?,
         // fuser's own warnings are left out by default: after an external
