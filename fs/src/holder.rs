@@ -55,7 +55,10 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {
@@ -135,7 +138,11 @@ fn is_pktfs_mount_process(pid: u32) -> bool {
             // The subcommand, after any global options.
             rest.iter().find(|a| !a.starts_with(b"-")) == Some(&&b"mount"[..])
         }),
-        n => n.starts_with(b"mount-pktfs") || n.starts_with(b"mount.pktfs") || n.starts_with(b"mount.fuse.pktfs"),
+        n => {
+            n.starts_with(b"mount-pktfs")
+                || n.starts_with(b"mount.pktfs")
+                || n.starts_with(b"mount.fuse.pktfs")
+        }
     }
 }
 

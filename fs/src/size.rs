@@ -51,7 +51,9 @@ mod tests {
         assert!(parse_size("x").is_err());
         assert!(parse_size("12Q").is_err());
         assert!(parse_size("-1").is_err());
-        assert!(parse_size("99999999999T").unwrap_err().contains("too large"));
+        assert!(parse_size("99999999999T")
+            .unwrap_err()
+            .contains("too large"));
         assert_eq!(parse_size_u32("1M"), Ok(1 << 20));
         assert!(parse_size_u32("4G").is_err());
     }

@@ -366,7 +366,11 @@ impl Report {
             if self.checked_nothing() {
                 // Counts of zero would read as an empty image, not as
                 // "not checked".
-                let _ = writeln!(out, "operational error (exit {}): not checked", self.exit_code);
+                let _ = writeln!(
+                    out,
+                    "operational error (exit {}): not checked",
+                    self.exit_code
+                );
                 return out;
             }
         }

@@ -163,7 +163,12 @@ fn usage_cancel_and_operational_exit_codes() {
     let bin = env!("CARGO_BIN_EXE_fsck-pktfs");
     for bad in [&["--no-such-option", "x"][..], &[], &["-n", "-y", "x"]] {
         let out = Command::new(bin).args(bad).output().unwrap();
-        assert_eq!(out.status.code(), Some(16), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(16),
+            "{bad:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let help = Command::new(bin).arg("--help").output().unwrap();
     assert_eq!(help.status.code(), Some(0));
@@ -178,7 +183,10 @@ fn usage_cancel_and_operational_exit_codes() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(so.is_empty(), "no summary on stdout: {so}");
-    assert!(!se.contains("0 inodes") && !se.contains("0 buffers"), "{se}");
+    assert!(
+        !se.contains("0 inodes") && !se.contains("0 buffers"),
+        "{se}"
+    );
     assert_eq!(
         se.matches(missing.to_str().unwrap()).count(),
         1,
@@ -191,14 +199,21 @@ fn usage_cancel_and_operational_exit_codes() {
     let out = Command::new(bin).arg("-n").arg(&zeros).output().unwrap();
     assert_eq!(out.status.code(), Some(8));
     let se = String::from_utf8_lossy(&out.stderr);
-    assert!(out.stdout.is_empty() && se.contains("not a pktfs image"), "{se}");
+    assert!(
+        out.stdout.is_empty() && se.contains("not a pktfs image"),
+        "{se}"
+    );
     assert!(!se.contains("0 inodes"), "{se}");
 
     // SIGINT while fsck is busy (here: blocked opening a FIFO, which no
     // writer ever opens): exit 32. The signal is sent once fsck has set up
     // its handling (SIGINT shows in the blocked mask of its main thread).
     let fifo = dir.path().join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let mut child = Command::new(bin)
         .arg("-n")
         .arg(&fifo)
@@ -220,7 +235,12 @@ fn usage_cancel_and_operational_exit_codes() {
         assert!(t0.elapsed().as_secs() < 10, "fsck never blocked SIGINT");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    assert!(Command::new("kill").arg("-INT").arg(child.id().to_string()).status().unwrap().success());
+    assert!(Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap()
+        .success());
     let status = child.wait().unwrap();
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
@@ -241,7 +261,11 @@ fn man_page_and_completions() {
         .arg(d.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let page = std::fs::read_to_string(d.path().join("man8/fsck.pktfs.8")).unwrap();
     assert!(page.contains("16 usage error"), "{page}");
     for f in ["bash/fsck.pktfs", "zsh/_fsck.pktfs", "fish/fsck.pktfs.fish"] {

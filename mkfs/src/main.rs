@@ -129,7 +129,9 @@ fn print_geometry(g: &Geometry) {
     );
     pktfs::outln!(
         "journal        {} slots x {} B at offset {}",
-        g.journal_slots, g.journal_slot_bytes, g.journal_offset
+        g.journal_slots,
+        g.journal_slot_bytes,
+        g.journal_offset
     );
 }
 

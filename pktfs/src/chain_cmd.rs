@@ -33,8 +33,7 @@ pub fn open_ro(image: &Path) -> Result<Volume, String> {
         read_only: true,
         ..Default::default()
     };
-    crate::cli::open_volume(image, &opts, |note| eprintln!("pktfs: {note}"))
-    .map_err(|e| match e {
+    crate::cli::open_volume(image, &opts, |note| eprintln!("pktfs: {note}")).map_err(|e| match e {
         pktfs::FsError::Media(pktfs::media::MediaError::Locked { .. }) => format!(
             "{} is in use by a process that does not answer on its control socket \
              (an fsck, or an older pktfs); try again when it is done",

@@ -17,7 +17,9 @@ pub fn resolve_addr(s: &str) -> Result<SocketAddr, String> {
     if let Ok(a) = s.parse::<SocketAddr>() {
         return Ok(a);
     }
-    if s.rsplit_once(':').is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err()) {
+    if s.rsplit_once(':')
+        .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+    {
         return Err("expected HOST:PORT, e.g. 127.0.0.1:8080".into());
     }
     let addrs: Vec<SocketAddr> = s
@@ -135,10 +137,19 @@ mod tests {
             resolve_addr("127.0.0.1:8080").unwrap(),
             "127.0.0.1:8080".parse().unwrap()
         );
-        assert_eq!(resolve_addr("[::1]:80").unwrap(), "[::1]:80".parse().unwrap());
+        assert_eq!(
+            resolve_addr("[::1]:80").unwrap(),
+            "[::1]:80".parse().unwrap()
+        );
         let l = resolve_addr("localhost:8080").unwrap();
         assert!(l.ip().is_loopback() && l.port() == 8080, "{l}");
-        for bad in ["localhost", "8080", ":80", "localhost:http", "localhost:99999"] {
+        for bad in [
+            "localhost",
+            "8080",
+            ":80",
+            "localhost:http",
+            "localhost:99999",
+        ] {
             let e = resolve_addr(bad).unwrap_err();
             assert!(e.contains("HOST:PORT"), "{bad}: {e}");
         }

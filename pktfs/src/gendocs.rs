@@ -43,7 +43,10 @@ pub fn requested() -> Option<std::path::PathBuf> {
 pub fn generate(mut cmd: clap::Command, dir: &Path) -> Result<(), String> {
     cmd.build();
     let name = cmd.get_name().to_string();
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
         // clap takes a command's name as &'static str (without its
         // "string" feature); this runs once per subcommand in a short-lived
         // process, so the leak is bounded.

@@ -99,25 +99,24 @@ fn install(spec: &LogSpec, daemon: bool) -> Result<(), String> {
         // fuser's own warnings are left out by default: after an external
         // `umount` it warns that its own unmount failed (the kernel has
         // already done it), which reads as a problem in a daemon's log.
-        None => EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| EnvFilter::new("info,fuser=error")),
+        None => {
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,fuser=error"))
+        }
     };
     let fmt = tracing_subscriber::fmt::layer().with_target(false);
     let file = match (&spec.file, daemon) {
         (Some(f), _) => Some(f.clone()),
-        (None, true) if Path::new(JOURNAL_SOCKET).exists() => {
-            match tracing_journald::layer() {
-                Ok(j) => {
-                    let _ = tracing_subscriber::registry()
-                        .with(filter)
-                        .with(j.with_syslog_identifier("pktfs".into()))
-                        .try_init();
-                    let _ = WHERE.set("the systemd journal (journalctl -t pktfs)".into());
-                    return Ok(());
-                }
-                Err(_) => Some(default_daemon_file()),
+        (None, true) if Path::new(JOURNAL_SOCKET).exists() => match tracing_journald::layer() {
+            Ok(j) => {
+                let _ = tracing_subscriber::registry()
+                    .with(filter)
+                    .with(j.with_syslog_identifier("pktfs".into()))
+                    .try_init();
+                let _ = WHERE.set("the systemd journal (journalctl -t pktfs)".into());
+                return Ok(());
             }
-        }
+            Err(_) => Some(default_daemon_file()),
+        },
         (None, true) => Some(default_daemon_file()),
         (None, false) => None,
     };

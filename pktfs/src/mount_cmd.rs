@@ -373,7 +373,11 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     drop(control);
     close(vol, &image)?;
     served.map_err(|e| format!("FUSE session: {e}"))?;
-    tracing::info!("{} unmounted from {}; image closed", image.display(), mp.display());
+    tracing::info!(
+        "{} unmounted from {}; image closed",
+        image.display(),
+        mp.display()
+    );
     Ok(())
 }
 

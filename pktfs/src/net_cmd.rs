@@ -395,7 +395,10 @@ pub fn up(a: UpArgs) -> Result<(), String> {
     if r.is_err() && created {
         // Leave nothing behind that this command made and could not use.
         match std::fs::remove_file(&image) {
-            Ok(()) => eprintln!("pktfs: removed {}, which this command created", image.display()),
+            Ok(()) => eprintln!(
+                "pktfs: removed {}, which this command created",
+                image.display()
+            ),
             Err(e) => eprintln!("pktfs: could not remove {}: {e}", image.display()),
         }
     }

@@ -114,11 +114,16 @@ fn split(path: &str) -> Result<(&str, &str), String> {
 }
 
 fn close(v: Volume, image: &Path) -> Result<(), String> {
-    v.close().map_err(|e| format!("{}: closing: {e}", image.display()))
+    v.close()
+        .map_err(|e| format!("{}: closing: {e}", image.display()))
 }
 
 /// Read all of a regular file, a chunk at a time, into `out`.
-fn read_file(v: &Volume, path: &str, mut out: impl FnMut(&[u8]) -> Result<(), String>) -> Result<(), String> {
+fn read_file(
+    v: &Volume,
+    path: &str,
+    mut out: impl FnMut(&[u8]) -> Result<(), String>,
+) -> Result<(), String> {
     let ino = resolve(v, path)?;
     let a = v.getattr(ino).map_err(|e| format!("{path}: {e}"))?;
     if a.kind != FileType::Regular {
@@ -206,7 +211,9 @@ pub fn get(a: GetArgs) -> Result<(), String> {
 
 pub fn put(a: PutArgs) -> Result<(), String> {
     let mut src = std::fs::File::open(&a.src).map_err(|e| format!("{}: {e}", a.src.display()))?;
-    let meta = src.metadata().map_err(|e| format!("{}: {e}", a.src.display()))?;
+    let meta = src
+        .metadata()
+        .map_err(|e| format!("{}: {e}", a.src.display()))?;
     if !meta.is_file() {
         return Err(format!("{}: not a regular file", a.src.display()));
     }
@@ -242,12 +249,20 @@ pub fn put(a: PutArgs) -> Result<(), String> {
     }
     use std::os::unix::fs::MetadataExt;
     let f = v
-        .create(parent, name.as_bytes(), meta.mode() & 0o7777, meta.uid(), meta.gid())
+        .create(
+            parent,
+            name.as_bytes(),
+            meta.mode() & 0o7777,
+            meta.uid(),
+            meta.gid(),
+        )
         .map_err(|e| format!("{path}: {e}"))?;
     let mut buf = vec![0u8; CHUNK as usize];
     let mut off = 0u64;
     loop {
-        let n = src.read(&mut buf).map_err(|e| format!("{}: {e}", a.src.display()))?;
+        let n = src
+            .read(&mut buf)
+            .map_err(|e| format!("{}: {e}", a.src.display()))?;
         if n == 0 {
             break;
         }

@@ -59,21 +59,35 @@ fn every_argument_is_documented_with_its_default() {
             }
             // "  <IMAGE>  The image file" / "  --json  Print JSON": a name,
             // two or more spaces, a description.
-            let described = t.split_once("  ").is_some_and(|(_, d)| !d.trim().is_empty());
+            let described = t
+                .split_once("  ")
+                .is_some_and(|(_, d)| !d.trim().is_empty());
             assert!(described, "pktfs {sub} --help: {line:?} has no description");
         }
     }
     let serve = text(&run(&["serve", "--help"]).stdout);
     assert!(serve.contains("127.0.0.1:8080"), "{serve}");
-    assert!(serve.contains("--persist <MODE>") && serve.contains("[default: auto]"), "{serve}");
+    assert!(
+        serve.contains("--persist <MODE>") && serve.contains("[default: auto]"),
+        "{serve}"
+    );
     let up = text(&run(&["up", "--help"]).stdout);
-    assert!(up.contains("[default: 127.0.0.1:8080]") && up.contains("--verify <WHEN>"), "{up}");
+    assert!(
+        up.contains("[default: 127.0.0.1:8080]") && up.contains("--verify <WHEN>"),
+        "{up}"
+    );
     for sub in ["mount", "up", "scrub"] {
         let h = text(&run(&[sub, "--help"]).stdout);
-        assert!(h.contains("4GiB") && h.contains("powers of 1024"), "{sub}: {h}");
+        assert!(
+            h.contains("4GiB") && h.contains("powers of 1024"),
+            "{sub}: {h}"
+        );
     }
     let mount = text(&run(&["mount", "--help"]).stdout);
-    assert!(mount.contains("--persist <MODE>") && mount.contains("-o persist=MODE"), "{mount}");
+    assert!(
+        mount.contains("--persist <MODE>") && mount.contains("-o persist=MODE"),
+        "{mount}"
+    );
 }
 
 #[test]
@@ -82,7 +96,10 @@ fn bad_values_are_usage_errors_naming_the_value_once() {
         (&["up", "--size", "4Q"][..], "4Q"),
         (&["scrub", "--rate", "lots", "x"], "lots"),
         (&["serve", "x", "--listen", "localhost"], "localhost"),
-        (&["serve", "x", "--listen", "no-such-host.invalid:80"], "no-such-host.invalid:80"),
+        (
+            &["serve", "x", "--listen", "no-such-host.invalid:80"],
+            "no-such-host.invalid:80",
+        ),
         (&["serve", "x", "--persist", "fast"], "fast"),
         (&["mount", "x", "y", "--verify", "sometimes"], "sometimes"),
     ] {
@@ -106,7 +123,12 @@ fn sizes_host_names_and_durability_options() {
     let (child, first) = start(
         Command::new(PKTFS)
             .args(["up", "--no-mount", "--size", "64MiB", "--persist", "msync"])
-            .args(["--verify", "always", "--listen", &format!("localhost:{port}")])
+            .args([
+                "--verify",
+                "always",
+                "--listen",
+                &format!("localhost:{port}"),
+            ])
             .arg("--image")
             .arg(&img),
     );
@@ -149,7 +171,10 @@ fn errors_name_the_image_once() {
     let err = text(&out.stderr);
     assert!(!out.status.success());
     assert_eq!(err.matches(img.to_str().unwrap()).count(), 1, "{err}");
-    assert!(err.starts_with("pktfs: ") && !err.contains("pktfs: pktfs"), "{err}");
+    assert!(
+        err.starts_with("pktfs: ") && !err.contains("pktfs: pktfs"),
+        "{err}"
+    );
     // Another image on the same address: the address named, once.
     let (_dir2, img2) = image(16 << 20);
     let out = Command::new(PKTFS)
@@ -193,7 +218,10 @@ fn a_closed_pipe_ends_output_quietly() {
             .unwrap(); // and the reader is dropped: the pipe is closed
         let out = child.wait_with_output().unwrap();
         let err = text(&out.stderr);
-        assert!(!err.contains("panicked") && err.is_empty(), "{args:?}: {err}");
+        assert!(
+            !err.contains("panicked") && err.is_empty(),
+            "{args:?}: {err}"
+        );
         assert!(
             matches!(out.status.code(), Some(0 | 141)),
             "{args:?}: {}",
@@ -211,7 +239,14 @@ fn up_on_a_busy_port_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("fresh.img");
     let out = Command::new(PKTFS)
-        .args(["up", "--no-mount", "--size", "16M", "--listen", &addr.to_string()])
+        .args([
+            "up",
+            "--no-mount",
+            "--size",
+            "16M",
+            "--listen",
+            &addr.to_string(),
+        ])
         .arg("--image")
         .arg(&img)
         .output()
@@ -227,17 +262,27 @@ fn up_on_a_busy_port_leaves_nothing_behind() {
 #[test]
 fn man_pages_and_completions() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(PKTFS).arg("gen-docs").arg(dir.path()).output().unwrap();
+    let out = Command::new(PKTFS)
+        .arg("gen-docs")
+        .arg(dir.path())
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let man8 = dir.path().join("man8");
     for sub in SUBCOMMANDS {
         let page = std::fs::read_to_string(man8.join(format!("pktfs-{sub}.8"))).unwrap();
-        assert!(page.starts_with(".ie") || page.contains(".TH"), "{sub}: not a man page");
+        assert!(
+            page.starts_with(".ie") || page.contains(".TH"),
+            "{sub}: not a man page"
+        );
         assert!(page.contains(&format!("pktfs\\-{sub}")), "{sub}: {page}");
     }
     let mount = std::fs::read_to_string(man8.join("pktfs-mount.8")).unwrap();
     assert!(mount.contains("persist"), "{mount}");
-    assert!(!man8.join("pktfs-gen-docs.8").exists(), "the hidden command has no page");
+    assert!(
+        !man8.join("pktfs-gen-docs.8").exists(),
+        "the hidden command has no page"
+    );
     let top = std::fs::read_to_string(man8.join("pktfs.8")).unwrap();
     assert!(!top.contains("gen\\-docs"), "hidden from the page: {top}");
     for f in ["bash/pktfs", "zsh/_pktfs", "fish/pktfs.fish"] {
@@ -248,7 +293,11 @@ fn man_pages_and_completions() {
         .map(|d| d.join("bash"))
         .find(|p| p.is_file())
     {
-        let ok = Command::new(bash).arg("-n").arg(dir.path().join("bash/pktfs")).status().unwrap();
+        let ok = Command::new(bash)
+            .arg("-n")
+            .arg(dir.path().join("bash/pktfs"))
+            .status()
+            .unwrap();
         assert!(ok.success(), "the bash completion parses");
     }
 }

@@ -35,9 +35,16 @@ fn wait_mounted(mp: &Path, child: &mut std::process::Child) {
         if let Some(st) = child.try_wait().unwrap() {
             let mut err = String::new();
             std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-            panic!("mount -f ended ({st}) before {} was mounted: {err}", mp.display());
+            panic!(
+                "mount -f ended ({st}) before {} was mounted: {err}",
+                mp.display()
+            );
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "{} never mounted", mp.display());
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{} never mounted",
+            mp.display()
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -64,7 +71,10 @@ fn umount_then_fsck_and_mount_at_once() {
     let fsck = fsck_bin();
     require!(
         prereq::fuse(),
-        prereq::file(&fsck, "cargo build -p pktfs-fsck, or cargo test --workspace")
+        prereq::file(
+            &fsck,
+            "cargo build -p pktfs-fsck, or cargo test --workspace"
+        )
     );
     let image = image_path("cycle");
     format(&image, 32 << 20);
@@ -95,7 +105,12 @@ fn umount_then_fsck_and_mount_at_once() {
                 text(&out.stderr)
             );
         }
-        let out = Command::new(PKTFS).arg("mount").arg(&image).arg(mp).output().unwrap();
+        let out = Command::new(PKTFS)
+            .arg("mount")
+            .arg(&image)
+            .arg(mp)
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "round {i}: mount right after umount and fsck: {}",
@@ -149,7 +164,10 @@ fn a_detached_daemon_logs_where_it_says() {
             assert!(l.contains("DEBUG"), "log=debug: {l}");
             break;
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "no end in the log: {l}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no end in the log: {l}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 

@@ -17,7 +17,12 @@ fn ok(o: &Output) -> String {
 }
 
 fn err(o: &Output) -> String {
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
@@ -39,7 +44,9 @@ fn put_ls_cat_get_rm_round_trip() {
     )
     .unwrap();
     let src = dir.path().join("data.bin");
-    let body: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 1000) as u8).collect();
+    let body: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i * 7 + i / 1000) as u8)
+        .collect();
     std::fs::write(&src, &body).unwrap();
     let i = img.as_os_str();
 
@@ -59,7 +66,10 @@ fn put_ls_cat_get_rm_round_trip() {
     assert!(cat.stdout == body, "cat gives the bytes back");
     let got = dir.path().join("got");
     ok(&run(args!("get", i, "/copy", got.as_os_str())));
-    assert!(std::fs::read(&got).unwrap() == body, "get gives the bytes back");
+    assert!(
+        std::fs::read(&got).unwrap() == body,
+        "get gives the bytes back"
+    );
 
     ok(&run(args!("rm", i, "/copy")));
     let e = err(&run(args!("cat", i, "/copy")));
@@ -81,9 +91,16 @@ fn put_ls_cat_get_rm_round_trip() {
             .args(["--listen", &addr.to_string()]),
     );
     wait_listening(addr);
-    for a in [&args!("ls", i)[..], args!("put", i, src.as_os_str(), "/x"), args!("rm", i, "/data.bin")] {
+    for a in [
+        &args!("ls", i)[..],
+        args!("put", i, src.as_os_str(), "/x"),
+        args!("rm", i, "/data.bin"),
+    ] {
         let e = err(&run(a));
-        assert!(e.contains("held by a pktfs server") && e.contains("HTTP"), "{e}");
+        assert!(
+            e.contains("held by a pktfs server") && e.contains("HTTP"),
+            "{e}"
+        );
     }
     interrupt(child);
 }
