@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build pktfs in release mode and install it:
-#   scripts/install.sh [DIR]        (default DIR: /sbin)
+#   scripts/install.sh [DIR]        (default DIR: /sbin; PREFIX: /usr/local)
 # installs pktfs, mount-pktfs, mkfs-pktfs and fsck-pktfs into DIR, and the
 # links mount(8), mkfs(8) and fsck(8) look for: mount.pktfs,
 # mount.fuse.pktfs (used by `mount -o remount` of a fuse.pktfs mount),
@@ -8,9 +8,16 @@
 # hence the links. Then `mount -t pktfs IMAGE DIR` and an /etc/fstab line
 #   /dev/shm/pm.img  /mnt/pm  pktfs  defaults  0 0
 # work.
+#
+# Also, under PREFIX: man pages (share/man/man8: pktfs(8), pktfs-mount(8),
+# ..., mkfs.pktfs(8), fsck.pktfs(8)), bash, zsh and fish completions, and
+# the systemd units pktfs-mount@.service and pktfs-serve@.service
+# (lib/systemd/system; see docs/MOUNT.md, "systemd"). All of it is made
+# from the binaries' own command-line definitions (their hidden gen-docs).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 dest="${1:-/sbin}"
+prefix="${PREFIX:-/usr/local}"
 cd "$repo"
 cargo build --release -q -p pktfs-cli -p pktfs-mkfs -p pktfs-fsck
 out="${CARGO_TARGET_DIR:-$repo/target}/release"
@@ -23,3 +30,23 @@ ln -sf mount-pktfs "$dest/mount.fuse.pktfs"
 ln -sf mkfs-pktfs "$dest/mkfs.pktfs"
 ln -sf fsck-pktfs "$dest/fsck.pktfs"
 echo "installed into $dest: pktfs mount.pktfs mount.fuse.pktfs mkfs.pktfs fsck.pktfs"
+
+gen="$(mktemp -d)"
+trap 'rm -rf "$gen"' EXIT
+"$out/pktfs" gen-docs "$gen"
+"$out/mkfs-pktfs" --gen-docs "$gen"
+"$out/fsck-pktfs" --gen-docs "$gen"
+install -d "$prefix/share/man/man8" \
+    "$prefix/share/bash-completion/completions" \
+    "$prefix/share/zsh/site-functions" \
+    "$prefix/share/fish/vendor_completions.d" \
+    "$prefix/lib/systemd/system"
+install -m 0644 "$gen"/man8/*.8 "$prefix/share/man/man8/"
+install -m 0644 "$gen"/bash/* "$prefix/share/bash-completion/completions/"
+install -m 0644 "$gen"/zsh/* "$prefix/share/zsh/site-functions/"
+install -m 0644 "$gen"/fish/* "$prefix/share/fish/vendor_completions.d/"
+for u in pktfs-mount@.service pktfs-serve@.service; do
+    sed "s|@BINDIR@|$dest|g" "scripts/systemd/$u" >"$prefix/lib/systemd/system/$u"
+    chmod 0644 "$prefix/lib/systemd/system/$u"
+done
+echo "installed under $prefix: man pages (man 8 pktfs), bash/zsh/fish completions, systemd units pktfs-mount@ and pktfs-serve@"

@@ -29,8 +29,11 @@
 //! ```
 
 pub mod error;
+pub mod holder;
 pub mod fuse;
 pub mod media;
+pub mod size;
+pub mod stdout;
 pub mod volume;
 
 pub use error::{FsError, Result};

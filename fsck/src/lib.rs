@@ -96,6 +96,10 @@ pub mod exit {
     pub const CORRECTED: i32 = 1;
     pub const UNCORRECTED: i32 = 4;
     pub const OPERATIONAL: i32 = 8;
+    /// Usage or syntax error (bad option, missing image).
+    pub const USAGE: i32 = 16;
+    /// Cancelled by the user (SIGINT, SIGTERM).
+    pub const CANCELED: i32 = 32;
 }
 
 /// Check `pm` without writing to it (`-n`), whatever `opts.mode` says.
@@ -121,6 +125,7 @@ pub fn repair(pm: &mut Pm, opts: &Options) -> Report {
     if pm.is_read_only() {
         report.operational_error =
             Some("the image is open read-only; cannot repair (use -n)".into());
+        report.passes = 0; // nothing was scanned
         report.finish(t0);
         return report;
     }
@@ -129,6 +134,7 @@ pub fn repair(pm: &mut Pm, opts: &Options) -> Report {
             "the image uses features this build can only read (ro_compat bits {bits:#x}); \
              cannot repair it (check with -n, or upgrade pktfs)"
         ));
+        report.passes = 0; // nothing was scanned
         report.finish(t0);
         return report;
     }

@@ -1,17 +1,27 @@
 //! fsck.pktfs: check (and repair) a pktfs image.
 //!
 //! Exit codes as e2fsck: 0 clean, 1 errors corrected, 4 errors left
-//! uncorrected, 8 operational error.
+//! uncorrected, 8 operational error, 16 usage error, 32 cancelled
+//! (Ctrl-C, SIGTERM).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
+
+#[path = "../../pktfs/src/gendocs.rs"]
+mod gendocs;
 use pktfs::media::{MapOptions, MediaError, Pm};
 use pktfs_fsck::{exit, Mode, Options, Report};
 
 #[derive(Parser, Debug)]
-#[command(name = "fsck.pktfs", version, about = "Check and repair a pktfs image")]
+#[command(
+    name = "fsck.pktfs",
+    version,
+    about = "Check and repair a pktfs image",
+    after_help = "Exit status (as e2fsck): 0 clean, 1 errors corrected, 4 errors left \
+uncorrected, 8 operational error, 16 usage error, 32 cancelled."
+)]
 struct Args {
     /// Check only; open the image read-only and change nothing (works on a mounted image).
     #[arg(short = 'n', conflicts_with_all = ["yes", "preen"])]
@@ -40,8 +50,53 @@ struct Args {
     image: PathBuf,
 }
 
+/// Parse the command line; a usage error exits 16 as e2fsck's does (clap
+/// would exit 2).
+fn args() -> Args {
+    match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            std::process::exit(if e.use_stderr() { exit::USAGE } else { 0 });
+        }
+    }
+}
+
+/// Ctrl-C or SIGTERM cancels with e2fsck's 32 (not the shell's 130). A
+/// repair stopped here is as safe as one stopped by a crash: every change
+/// fsck makes is committed through the journal. Signals are blocked before
+/// any thread starts, so only this thread takes them.
+fn cancel_on_signals() {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut sigs = SigSet::empty();
+    sigs.add(Signal::SIGINT);
+    sigs.add(Signal::SIGTERM);
+    if sigs.thread_block().is_err() {
+        return; // the default action (death by the signal) stays
+    }
+    let spawned = std::thread::Builder::new()
+        .name("fsck-signals".into())
+        .spawn(move || {
+            if let Ok(sig) = sigs.wait() {
+                eprintln!("fsck.pktfs: cancelled ({sig})");
+                std::process::exit(exit::CANCELED);
+            }
+        });
+    if spawned.is_err() {
+        let _ = sigs.thread_unblock();
+    }
+}
+
 fn main() {
-    let a = Args::parse();
+    if let Some(dir) = gendocs::requested() {
+        if let Err(e) = gendocs::generate(Args::command(), &dir) {
+            eprintln!("fsck.pktfs: {e}");
+            std::process::exit(exit::OPERATIONAL);
+        }
+        return;
+    }
+    let a = args();
+    cancel_on_signals();
     let mode = if a.yes {
         Mode::Yes
     } else if a.preen {
@@ -66,7 +121,15 @@ fn main() {
         no_populate: true,
         ..Default::default()
     };
-    let mut report = match Pm::open(&a.image, &map) {
+    // Right after `umount`, the mount daemon may still be closing the
+    // image: wait for it (a bounded time) rather than report it in use.
+    let opened = pktfs::holder::wait_for_release(
+        &a.image,
+        || Pm::open(&a.image, &map),
+        |e| matches!(e, pktfs::media::MediaError::Locked { .. }),
+        |note| eprintln!("fsck.pktfs: {note}"),
+    );
+    let mut report = match opened {
         Ok(mut pm) => pktfs_fsck::run(&mut pm, &opts),
         Err(e) => {
             let msg = match e {
@@ -84,6 +147,14 @@ fn main() {
         }
     };
     report.image = Some(a.image.display().to_string());
+    if report.checked_nothing() && !a.json {
+        // Nothing was checked (the image could not be opened): the reason,
+        // on stderr, is all there is to say.
+        if let Some(e) = &report.operational_error {
+            eprintln!("fsck.pktfs: {e}");
+            std::process::exit(report.exit_code);
+        }
+    }
     // A closed pipe (`| head`) is not a reason to panic: ignore write errors.
     let mut out = std::io::stdout().lock();
     if a.json {

@@ -184,6 +184,7 @@ pub struct Report {
     pub damaged: Vec<DamagedRange>,
     pub changes: Vec<Change>,
     pub counts: Counts,
+    /// Scan passes run; 0 when the image could not be checked at all.
     pub passes: u32,
     pub elapsed_ms: f64,
     /// fsck could not do its job (not a pktfs image, unreadable, read-only).
@@ -211,10 +212,17 @@ impl Report {
         }
     }
 
+    /// An operational error stopped fsck before it counted anything (not
+    /// an image, cannot open, cannot repair a read-only image).
+    pub fn checked_nothing(&self) -> bool {
+        self.operational_error.is_some() && self.counts == Counts::default()
+    }
+
     /// A report for an image that could not be checked at all.
     pub fn operational(mode: Mode, msg: String) -> Report {
         let mut r = Report::new(mode);
         r.operational_error = Some(msg);
+        r.passes = 0; // no pass ran
         r.exit_code = exit::OPERATIONAL;
         r
     }
@@ -355,6 +363,16 @@ impl Report {
         let mut out = String::new();
         if let Some(e) = &self.operational_error {
             let _ = writeln!(out, "fsck.pktfs: {e}");
+            if self.checked_nothing() {
+                // Counts of zero would read as an empty image, not as
+                // "not checked".
+                let _ = writeln!(
+                    out,
+                    "operational error (exit {}): not checked",
+                    self.exit_code
+                );
+                return out;
+            }
         }
         if !self.damaged.is_empty() {
             let _ = writeln!(out, "damaged file data:");

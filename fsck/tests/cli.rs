@@ -18,6 +18,23 @@ fn fsck(args: &[&str], img: &Path) -> (i32, String) {
     )
 }
 
+/// Open an image this test just closed. Another test's process spawn may
+/// hold a copy of the closed descriptor (and so the image lock) for the
+/// instant between its fork and exec: wait that out.
+fn open(p: &Path) -> Volume {
+    let t0 = std::time::Instant::now();
+    loop {
+        match Volume::open(p, &OpenOptions::default()) {
+            Err(pktfs::FsError::Media(pktfs::media::MediaError::Locked { .. }))
+                if t0.elapsed().as_secs() < 2 =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            r => return r.unwrap(),
+        }
+    }
+}
+
 fn make(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("img");
     Volume::format(
@@ -29,7 +46,7 @@ fn make(dir: &Path) -> std::path::PathBuf {
         &mut |_, _| {},
     )
     .unwrap();
-    let v = Volume::open(&p, &OpenOptions::default()).unwrap();
+    let v = open(&p);
     let d = v.mkdir(v.root(), b"d", 0o755, 0, 0).unwrap();
     let f = v.create(d.ino, b"f", 0o644, 0, 0).unwrap();
     v.write(f.ino, 0, &vec![3u8; 10_000]).unwrap();
@@ -77,7 +94,7 @@ fn exit_codes_and_json() {
     assert_eq!(code, 0, "{out}");
 
     // A mounted image cannot be repaired (the lock), only checked.
-    let v = Volume::open(&img, &OpenOptions::default()).unwrap();
+    let v = open(&img);
     let (code, out) = fsck(&["-y"], &img);
     assert_eq!(code, 8, "{out}");
     // -n does not read a live image behind its holder's back either: it
@@ -103,7 +120,7 @@ fn exit_codes_and_json() {
 fn damaged_data_by_path_and_range() {
     let dir = tempfile::tempdir().unwrap();
     let img = make(dir.path());
-    let v = Volume::open(&img, &OpenOptions::default()).unwrap();
+    let v = open(&img);
     let d = v.lookup(v.root(), b"d").unwrap();
     let f = v.lookup(d.ino, b"f").unwrap();
     let chain = v.chain(f.ino).unwrap();
@@ -140,4 +157,123 @@ fn damaged_data_by_path_and_range() {
     assert_eq!(code, 0, "{out}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(j["damaged"].as_array().unwrap().is_empty(), "{out}");
+}
+
+/// e2fsck's codes where clap and the shell would give others: a usage
+/// error is 16 (not 2), Ctrl-C is 32 (not 130); an image that cannot be
+/// opened gets its reason once, on stderr, and no all-zero summary.
+#[test]
+fn usage_cancel_and_operational_exit_codes() {
+    let bin = env!("CARGO_BIN_EXE_fsck-pktfs");
+    for bad in [&["--no-such-option", "x"][..], &[], &["-n", "-y", "x"]] {
+        let out = Command::new(bin).args(bad).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(16),
+            "{bad:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let help = Command::new(bin).arg("--help").output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("16 usage error"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.img");
+    let out = Command::new(bin).arg("-n").arg(&missing).output().unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(so.is_empty(), "no summary on stdout: {so}");
+    assert!(
+        !se.contains("0 inodes") && !se.contains("0 buffers"),
+        "{se}"
+    );
+    assert_eq!(
+        se.matches(missing.to_str().unwrap()).count(),
+        1,
+        "the path named once: {se}"
+    );
+
+    // Not a pktfs image: the reason alone, no summary of zeros.
+    let zeros = dir.path().join("zeros.img");
+    std::fs::write(&zeros, vec![0u8; 1 << 20]).unwrap();
+    let out = Command::new(bin).arg("-n").arg(&zeros).output().unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    let se = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.stdout.is_empty() && se.contains("not a pktfs image"),
+        "{se}"
+    );
+    assert!(!se.contains("0 inodes"), "{se}");
+
+    // SIGINT while fsck is busy (here: blocked opening a FIFO, which no
+    // writer ever opens): exit 32. The signal is sent once fsck has set up
+    // its handling (SIGINT shows in the blocked mask of its main thread).
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut child = Command::new(bin)
+        .arg("-n")
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        let st = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        let blk = st
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .map(|h| u64::from_str_radix(h.trim(), 16).unwrap())
+            .unwrap();
+        if blk & (1 << (SIGINT - 1)) != 0 {
+            break;
+        }
+        assert!(t0.elapsed().as_secs() < 10, "fsck never blocked SIGINT");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap()
+        .success());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(32), "{status}: {err}");
+    assert!(err.contains("cancelled"), "{err}");
+}
+
+/// SIGINT's number on Linux.
+const SIGINT: u32 = 2;
+
+/// `fsck.pktfs --gen-docs DIR` (for scripts/install.sh): its man page,
+/// with the exit codes, and completions.
+#[test]
+fn man_page_and_completions() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fsck-pktfs"))
+        .arg("--gen-docs")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(d.path().join("man8/fsck.pktfs.8")).unwrap();
+    assert!(page.contains("16 usage error"), "{page}");
+    for f in ["bash/fsck.pktfs", "zsh/_fsck.pktfs", "fish/fsck.pktfs.fish"] {
+        let c = std::fs::read_to_string(d.path().join(f)).unwrap();
+        assert!(c.contains("drop-damaged"), "{f}");
+    }
 }

@@ -4,25 +4,32 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
+
+#[path = "../../pktfs/src/gendocs.rs"]
+mod gendocs;
 use layout::{Geometry, GeometryParams};
 use pktfs::media::space::human_bytes as human;
+use pktfs::size::{parse_size, parse_size_u32, SIZE_FORMS};
 use pktfs::{FormatOptions, Volume};
 
 #[derive(Parser, Debug)]
 #[command(
     name = "mkfs.pktfs",
     version,
-    about = "Create a pktfs image (a file, a file on /dev/shm, or a DAX device)"
+    about = "Create a pktfs image (a file, a file on /dev/shm, or a DAX device)",
+    after_help = SIZE_FORMS
 )]
 struct Args {
     /// Image file to create or format.
     image: PathBuf,
-    /// Image size, e.g. 64M, 4G (default: the existing file's size, else 4G).
-    #[arg(long, value_parser = parse_size)]
+    /// Image size, e.g. 64M, 4G, 4GiB (default: the existing file's size,
+    /// else 4G).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     size: Option<u64>,
-    /// Packet buffer size in bytes (power of two, 512..1M).
-    #[arg(long, default_value_t = 2048)]
+    /// Packet buffer size: a power of two from 512 to 1M, e.g. 2048, 4K,
+    /// 64K (see docs/SIZING.md).
+    #[arg(long, value_name = "SIZE", default_value = "2048", value_parser = parse_size_u32)]
     buffer_size: u32,
     /// Number of inodes (default: one per 16 KiB).
     #[arg(long)]
@@ -30,8 +37,8 @@ struct Args {
     /// Number of packet-metadata records (default: one per buffer plus two per inode).
     #[arg(long)]
     records: Option<u64>,
-    /// Volume label (up to 31 bytes).
-    #[arg(long)]
+    /// Volume label (up to 31 bytes; a longer one is refused).
+    #[arg(long, value_parser = parse_label)]
     label: Option<String>,
     /// Format even if the file holds a pktfs image or other data.
     #[arg(short, long)]
@@ -41,32 +48,21 @@ struct Args {
     quiet: bool,
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, mult) = match s.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
-        Some((i, _)) => {
-            let m = match s[i..]
-                .to_ascii_uppercase()
-                .trim_end_matches("IB")
-                .trim_end_matches('B')
-            {
-                "" => 1u64,
-                "K" => 1 << 10,
-                "M" => 1 << 20,
-                "G" => 1 << 30,
-                "T" => 1 << 40,
-                other => return Err(format!("unknown size suffix {other:?} (use K, M, G or T)")),
-            };
-            (&s[..i], m)
-        }
-        None => (s, 1),
-    };
-    let n: u64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size"))?;
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{s} is too large"))
+/// The longest label the superblock holds (32 bytes, NUL-terminated).
+const MAX_LABEL: usize = 31;
+
+fn parse_label(s: &str) -> Result<String, String> {
+    if s.len() > MAX_LABEL {
+        // clap names the value; say only what is wrong with it.
+        return Err(format!(
+            "{} bytes long; a label is at most {MAX_LABEL} bytes",
+            s.len()
+        ));
+    }
+    if s.contains('\0') {
+        return Err("a label cannot contain a NUL byte".into());
+    }
+    Ok(s.to_string())
 }
 
 /// Why the existing contents forbid formatting without --force, if they do.
@@ -107,33 +103,35 @@ fn existing_contents(path: &Path) -> Result<Option<String>, String> {
 }
 
 fn print_geometry(g: &Geometry) {
-    println!(
+    pktfs::outln!(
         "image          {} ({} bytes)",
         human(g.image_len_bytes),
         g.image_len_bytes
     );
-    println!(
+    pktfs::outln!(
         "packet buffers {} x {} B = {} at offset {}",
         g.buffer_count,
         g.buffer_size_bytes,
         human(g.buffer_region_bytes()),
         g.buffer_offset
     );
-    println!(
+    pktfs::outln!(
         "records        {} x 64 B = {} at offset {}",
         g.record_count,
         human((g.record_count + 1) * 64),
         g.record_offset
     );
-    println!(
+    pktfs::outln!(
         "inodes         {} x 192 B = {} at offset {}",
         g.inode_count,
         human((g.inode_count as u64 + 1) * 192),
         g.inode_offset
     );
-    println!(
+    pktfs::outln!(
         "journal        {} slots x {} B at offset {}",
-        g.journal_slots, g.journal_slot_bytes, g.journal_offset
+        g.journal_slots,
+        g.journal_slot_bytes,
+        g.journal_offset
     );
 }
 
@@ -191,13 +189,22 @@ fn run(a: Args) -> Result<(), String> {
         b.finish_and_clear();
     }
     if !a.quiet {
-        println!("formatted {}", a.image.display());
+        pktfs::outln!("formatted {}", a.image.display());
         print_geometry(&g);
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
+    if let Some(dir) = gendocs::requested() {
+        return match gendocs::generate(Args::command(), &dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("mkfs.pktfs: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -209,15 +216,11 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
-
     #[test]
-    fn sizes() {
-        assert_eq!(parse_size("4G"), Ok(4 << 30));
-        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
-        assert_eq!(parse_size("1000"), Ok(1000));
-        assert!(parse_size("12Q").is_err());
-        assert!(parse_size("x").is_err());
-        assert!(parse_size("99999999999T").is_err());
+    fn labels() {
+        assert!(super::parse_label("pm0").is_ok());
+        assert!(super::parse_label(&"x".repeat(31)).is_ok());
+        let e = super::parse_label(&"x".repeat(32)).unwrap_err();
+        assert!(e.contains("at most 31 bytes"), "{e}");
     }
 }

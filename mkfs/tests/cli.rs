@@ -68,3 +68,85 @@ fn refuses_other_data_and_bad_geometry() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// Every size option takes the same forms (`4G`, `4GiB`, `1M`, `512K`,
+/// bytes), and the label is refused, not cut, when it does not fit.
+#[test]
+fn size_forms_and_label_limit() {
+    let d = tempfile::tempdir().unwrap();
+    for (size, buf, want_len, want_buf) in [
+        ("16M", "4K", 16u64 << 20, 4096u32),
+        ("16MiB", "1M", 16 << 20, 1 << 20),
+        ("16777216", "512", 16 << 20, 512),
+        ("0.5G", "2048", 512 << 20, 2048),
+    ] {
+        let img = d.path().join(format!("{size}-{buf}.img"));
+        let out = mkfs()
+            .arg(&img)
+            .args(["--size", size, "--buffer-size", buf, "-q"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "--size {size} --buffer-size {buf}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::metadata(&img).unwrap().len(), want_len);
+        let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+        assert_eq!(v.geometry().buffer_size_bytes, want_buf, "{buf}");
+        v.close().unwrap();
+        std::fs::remove_file(&img).unwrap();
+    }
+
+    let help = mkfs().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("4GiB") && help.contains("powers of 1024"),
+        "{help}"
+    );
+
+    let img = d.path().join("label.img");
+    let long = "l".repeat(32);
+    let out = mkfs()
+        .arg(&img)
+        .args(["--size", "8M", "--label", &long])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("at most 31 bytes"), "{err}");
+    assert_eq!(err.matches(&long).count(), 1, "names the value once: {err}");
+    assert!(!img.exists(), "nothing created");
+    let ok = mkfs()
+        .arg(&img)
+        .args(["--size", "8M", "-q", "--label", &long[..31]])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
+/// `mkfs.pktfs --gen-docs DIR` (for scripts/install.sh): its man page and
+/// completions.
+#[test]
+fn man_page_and_completions() {
+    let d = tempfile::tempdir().unwrap();
+    let out = mkfs().arg("--gen-docs").arg(d.path()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(d.path().join("man8/mkfs.pktfs.8")).unwrap();
+    assert!(
+        page.contains("buffer\\-size") && page.contains("4GiB"),
+        "{page}"
+    );
+    for f in ["bash/mkfs.pktfs", "zsh/_mkfs.pktfs", "fish/mkfs.pktfs.fish"] {
+        let c = std::fs::read_to_string(d.path().join(f)).unwrap();
+        assert!(c.contains("label"), "{f}");
+    }
+}

@@ -293,14 +293,34 @@ impl Drop for ConnGuard {
 }
 
 fn accept_loop(sh: Arc<Shared>, l: TcpListener, kind: Kind) {
+    // The last accept error logged: a persistent one (EMFILE) is logged
+    // when it starts and when it ends, not every 20 ms.
+    let mut failing: Option<std::io::ErrorKind> = None;
+    let addr = l
+        .local_addr()
+        .map_or_else(|_| "?".to_string(), |a| a.to_string());
     while !sh.stop.load(Ordering::SeqCst) {
         match l.accept() {
-            Ok((s, peer)) => admit(&sh, s, peer, kind),
+            Ok((s, peer)) => {
+                if failing.take().is_some() {
+                    tracing::warn!("{kind:?} server on {addr}: accepting connections again");
+                }
+                admit(&sh, s, peer, kind)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                let _ = wait_listener(&l, Duration::from_millis(200));
+                if let Err(e) = wait_listener(&l, Duration::from_millis(200)) {
+                    tracing::warn!("{kind:?} server on {addr}: waiting for connections: {e}");
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => std::thread::sleep(Duration::from_millis(20)), // EMFILE and friends
+            Err(e) => {
+                // EMFILE and friends: connections wait in the backlog.
+                if failing != Some(e.kind()) {
+                    tracing::warn!("{kind:?} server on {addr}: cannot accept a connection: {e}");
+                    failing = Some(e.kind());
+                }
+                std::thread::sleep(Duration::from_millis(20))
+            }
         }
     }
 }

@@ -19,7 +19,9 @@ pub struct ChainArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct StatArgs {
+    /// The image file (asked of the mount or server holding it, if any).
     pub image: PathBuf,
+    /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
 }
@@ -27,20 +29,17 @@ pub struct StatArgs {
 /// Open an image that no process holds, read-only, under a shared lock
 /// (so a writer cannot start meanwhile and no read is ever torn).
 pub fn open_ro(image: &Path) -> Result<Volume, String> {
-    Volume::open(
-        image,
-        &OpenOptions {
-            read_only: true,
-            ..Default::default()
-        },
-    )
-    .map_err(|e| match e {
+    let opts = OpenOptions {
+        read_only: true,
+        ..Default::default()
+    };
+    crate::cli::open_volume(image, &opts, |note| eprintln!("pktfs: {note}")).map_err(|e| match e {
         pktfs::FsError::Media(pktfs::media::MediaError::Locked { .. }) => format!(
             "{} is in use by a process that does not answer on its control socket \
              (an fsck, or an older pktfs); try again when it is done",
             image.display()
         ),
-        e => format!("{}: {e}", image.display()),
+        e => crate::cli::open_error(image, &e),
     })
 }
 
@@ -66,19 +65,19 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
     })?;
     let rows = rows.as_array().cloned().unwrap_or_default();
     if a.json {
-        println!(
+        pktfs::outln!(
             "{}",
             serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
         );
         return Ok(());
     }
-    println!(
+    pktfs::outln!(
         "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  {:<5}  state",
         "record", "file_off", "len", "buffer", "boff", "crc32c", "timestamp", "seq", "src"
     );
     let n = |r: &Value, k: &str| r[k].as_u64().unwrap_or(0);
     for r in &rows {
-        println!(
+        pktfs::outln!(
             "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  {:<5}  {}",
             n(r, "record"),
             n(r, "file_offset"),
@@ -94,9 +93,9 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
     }
     let bad = rows.iter().filter(|r| r["damaged"].as_bool() == Some(true)).count();
     if bad > 0 {
-        println!("{} records, {bad} damaged (reads of their ranges fail with EIO)", rows.len());
+        pktfs::outln!("{} records, {bad} damaged (reads of their ranges fail with EIO)", rows.len());
     } else {
-        println!("{} records", rows.len());
+        pktfs::outln!("{} records", rows.len());
     }
     Ok(())
 }
@@ -114,11 +113,11 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
     let req = serde_json::json!({"op": "stat"});
     let j = ask(&a.image, &req, &mut |_| {}, |v| Ok(control::stat_json(v)))?;
     if a.json {
-        println!("{j}");
+        pktfs::outln!("{j}");
         return Ok(());
     }
     let n = |k: &str| j[k].as_u64().unwrap_or(0);
-    println!(
+    pktfs::outln!(
         "image        {} bytes, {}",
         n("image_bytes"),
         if j["clean"].as_bool() == Some(true) {
@@ -127,17 +126,17 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
             "in use or not cleanly closed"
         }
     );
-    println!(
+    pktfs::outln!(
         "buffers      {} x {} B, {} free",
         n("buffers"),
         n("buffer_size"),
         n("buffers_free")
     );
-    println!("inodes       {}, {} free", n("inodes"), n("inodes_free"));
-    println!("records      {}, {} free", n("records"), n("records_free"));
-    println!("mounts       {}", n("mount_count"));
+    pktfs::outln!("inodes       {}, {} free", n("inodes"), n("inodes_free"));
+    pktfs::outln!("records      {}, {} free", n("records"), n("records_free"));
+    pktfs::outln!("mounts       {}", n("mount_count"));
     if let Some(f) = j["failed"].as_str() {
-        println!("STOPPED      {f}");
+        pktfs::outln!("STOPPED      {f}");
     }
     Ok(())
 }

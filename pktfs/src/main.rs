@@ -5,13 +5,16 @@
 //! dispatches, and maps errors to a message and an exit code.
 
 mod chain_cmd;
+mod cli;
+mod gendocs;
 mod logging;
 mod mount_cmd;
 mod net_cmd;
+mod offline_cmd;
 mod scrub_cmd;
 mod stream_cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -22,11 +25,22 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Log level: error, warn, info, debug, trace, or RUST_LOG-style
+    /// directives [default: $RUST_LOG, else info]. For mount, the same as
+    /// -o log=LEVEL.
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = logging::parse_level)]
+    log_level: Option<String>,
+    /// Append logs to FILE instead of stderr (a detached mount daemon logs
+    /// to the systemd journal, or /var/log/pktfs.log, unless given one).
+    /// For mount, the same as -o log_file=FILE.
+    #[arg(long, global = true, value_name = "FILE")]
+    log_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Mount an image through FUSE.
+    #[command(after_help = pktfs::size::SIZE_FORMS)]
     Mount(mount_cmd::MountArgs),
     /// Serve an image over HTTP (and raw TCP) without FUSE.
     Serve(net_cmd::ServeArgs),
@@ -37,12 +51,15 @@ enum Cmd {
     /// Show an image's superblock, geometry and usage.
     Stat(chain_cmd::StatArgs),
     /// Quick start: create a default image if needed, mount it, serve it.
+    #[command(after_help = pktfs::size::SIZE_FORMS)]
     Up(net_cmd::UpArgs),
     /// Receive one TCP stream into one file (one copy, durable, every
     /// record checksummed); exit 0 when the stream ended cleanly.
+    #[command(after_help = pktfs::size::SIZE_FORMS)]
     Recv(stream_cmd::RecvArgs),
     /// Check every payload checksum of an image, mounted or not, and name
     /// damaged files and ranges (exit 0 clean, 4 damage, 8 error).
+    #[command(after_help = pktfs::size::SIZE_FORMS)]
     Scrub(scrub_cmd::ScrubArgs),
     /// Show the CPU features and checksum/copy speeds that set pktfs's pace
     /// (every benchmark prints this).
@@ -51,11 +68,46 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// List a directory of an image that is not mounted or served.
+    Ls(offline_cmd::LsArgs),
+    /// Write a file of an image that is not mounted or served to stdout.
+    Cat(offline_cmd::CatArgs),
+    /// Copy a file out of an image that is not mounted or served.
+    Get(offline_cmd::GetArgs),
+    /// Copy a local file into an image that is not mounted or served.
+    Put(offline_cmd::PutArgs),
+    /// Remove a file or empty directory from an image that is not mounted
+    /// or served.
+    Rm(offline_cmd::RmArgs),
+    /// Write man pages (DIR/man8) and bash, zsh and fish completions
+    /// (DIR/bash, DIR/zsh, DIR/fish); scripts/install.sh runs it.
+    #[command(hide = true)]
+    GenDocs {
+        /// Where to write them.
+        dir: std::path::PathBuf,
+    },
 }
 
 fn main() {
-    let cli = Cli::parse();
-    logging::init();
+    let mut cli = Cli::parse();
+    let mut spec = logging::LogSpec {
+        level: cli.log_level.take(),
+        file: cli.log_file.take(),
+    };
+    let daemon = match &mut cli.cmd {
+        Cmd::Mount(a) => {
+            if let Err(e) = mount_cmd::take_log_options(a, &mut spec) {
+                eprintln!("pktfs: {e}");
+                std::process::exit(2);
+            }
+            a.daemon_child
+        }
+        _ => false,
+    };
+    if let Err(e) = logging::init(&spec, daemon) {
+        eprintln!("pktfs: {e}");
+        std::process::exit(1);
+    }
     let r = match cli.cmd {
         Cmd::Mount(a) => mount_cmd::run(a),
         Cmd::Serve(a) => net_cmd::serve(a),
@@ -77,8 +129,19 @@ fn main() {
             }
             Ok(())
         }
+        Cmd::Ls(a) => offline_cmd::ls(a),
+        Cmd::Cat(a) => offline_cmd::cat(a),
+        Cmd::Get(a) => offline_cmd::get(a),
+        Cmd::Put(a) => offline_cmd::put(a),
+        Cmd::Rm(a) => offline_cmd::rm(a),
+        Cmd::GenDocs { dir } => gendocs::generate(Cli::command(), &dir),
     };
     if let Err(e) = r {
+        if logging::away_from_stderr() {
+            // The log tells what ended the command (a daemon's stderr is
+            // gone).
+            tracing::error!("{e}");
+        }
         eprintln!("pktfs: {e}");
         std::process::exit(1);
     }

@@ -32,11 +32,15 @@ pub struct MountArgs {
     /// Mount options, comma-separated, may repeat: ro, rw, allow_other,
     /// allow_root, default_permissions (always on), fsname=NAME, subtype=NAME,
     /// dev/nodev, suid/nosuid, exec/noexec, atime/noatime, sync, dirsync,
-    /// auto_unmount, threads=N, max_write=BYTES, attr_timeout=SECS,
-    /// entry_timeout=SECS, no_kernel_cache, persist=auto|clwb|msync|eadr,
+    /// auto_unmount, threads=N, max_write=SIZE (default 1M),
+    /// max_readahead=SIZE, attr_timeout=SECS, entry_timeout=SECS,
+    /// no_kernel_cache, persist=auto|clwb|msync|eadr,
     /// verify=once|always|off (payload checksums on reads; default once).
+    /// See docs/MOUNT.md.
     #[arg(short = 'o', value_name = "OPTIONS")]
     pub options: Vec<String>,
+    #[command(flatten)]
+    pub durability: crate::cli::DurabilityArgs,
     /// Internal: run as the background daemon of a `pktfs mount`.
     #[arg(long, hide = true)]
     pub daemon_child: bool,
@@ -44,6 +48,10 @@ pub struct MountArgs {
     /// the `mount` subcommand.
     #[arg(skip)]
     pub helper: bool,
+    /// The logging asked for (`-o log=`, `-o log_file=`, `--log-level`,
+    /// `--log-file`), handed on to the daemon as mount options.
+    #[arg(skip)]
+    pub log: crate::logging::LogSpec,
     /// Serve the mounted image over the network too (`--listen`, ...):
     /// files received appear in the mount at once.
     #[command(flatten)]
@@ -75,11 +83,52 @@ fn net_args(n: &crate::net_cmd::NetArgs) -> Vec<std::ffi::OsString> {
     v
 }
 
+/// Take the logging options out of the `-o` lists (they are the
+/// command's, not the file system's): `log=LEVEL` and `log_file=PATH` win
+/// over what `spec` holds (--log-level, --log-file) as later options do.
+/// The result is kept in `a.log` for the daemon's command line.
+pub fn take_log_options(
+    a: &mut MountArgs,
+    spec: &mut crate::logging::LogSpec,
+) -> Result<(), String> {
+    let mut kept = Vec::new();
+    for list in &a.options {
+        let mut rest = Vec::new();
+        for o in list.split(',') {
+            match o.trim().split_once('=') {
+                Some(("log", v)) => {
+                    spec.level = Some(
+                        crate::logging::parse_level(v)
+                            .map_err(|e| format!("mount option log={v}: {e}"))?,
+                    )
+                }
+                Some(("log_file", v)) if !v.is_empty() => spec.file = Some(PathBuf::from(v)),
+                _ => rest.push(o),
+            }
+        }
+        kept.push(rest.join(","));
+    }
+    a.options = kept;
+    a.log = spec.clone();
+    Ok(())
+}
+
+/// Is `o` (one option) a logging option [`take_log_options`] takes?
+/// (For mount.pktfs's `-s`, which keeps only options pktfs knows.)
+#[allow(dead_code)]
+pub fn is_log_option(o: &str) -> bool {
+    matches!(o.trim().split_once('='), Some(("log" | "log_file", _)))
+}
+
 const READY: &str = "ready";
 /// A line the daemon sends before "ready" for the user to see.
 const NOTE: &str = "note: ";
 
-pub fn run(a: MountArgs) -> Result<(), String> {
+pub fn run(mut a: MountArgs) -> Result<(), String> {
+    // --persist/--verify are -o persist=/-o verify= given last, so they win
+    // (and reach the daemon as options).
+    let durability = std::mem::take(&mut a.durability);
+    a.options.extend(durability.as_mount_options());
     let list = a.options.join(",");
     if list.split(',').any(|o| o.trim() == "remount") {
         return remount(&a.mountpoint, &list);
@@ -124,6 +173,14 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     for o in &a.options {
         cmd.arg("-o").arg(o);
     }
+    if let Some(l) = &a.log.level {
+        cmd.arg("-o").arg(format!("log={l}"));
+    }
+    if let Some(f) = &a.log.file {
+        // Absolute: the daemon's working directory is not ours for long.
+        let f = std::path::absolute(f).unwrap_or_else(|_| f.clone());
+        cmd.arg("-o").arg(format!("log_file={}", f.display()));
+    }
     if a.net.wanted() {
         cmd.args(net_args(&a.net));
     }
@@ -151,7 +208,7 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     let line = line.trim_end();
     if let Some(mode) = line.strip_prefix(READY) {
         // The daemon says which persist mode `auto` (or -o persist=) chose.
-        println!(
+        pktfs::outln!(
             "pktfs: {} mounted on {} ({} persistence)",
             image.display(),
             mp.display(),
@@ -210,6 +267,18 @@ fn tell_parent(msg: &str) {
 fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     let (image, mp) = check_paths(a)?;
     if a.daemon_child {
+        // Said first: if the mount fails, the reason is in the log too.
+        tell_parent(&format!(
+            "{NOTE}the mount daemon (pid {}) logs to {}",
+            std::process::id(),
+            crate::logging::destination()
+        ));
+        tracing::info!(
+            "mount daemon {} for {} on {}",
+            std::process::id(),
+            image.display(),
+            mp.display()
+        );
         // Our own session: no terminal's SIGHUP or Ctrl-C reaches us, and
         // no directory is kept busy.
         let _ = nix::unistd::setsid();
@@ -224,16 +293,21 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     sigs.thread_block()
         .map_err(|e| format!("cannot block signals: {e}"))?;
 
-    let vol = Volume::open(
-        &image,
-        &OpenOptions {
-            persist: opts.persist,
-            read_only: opts.read_only,
-            no_lock: false,
-            verify: opts.verify,
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let open_opts = OpenOptions {
+        persist: opts.persist,
+        read_only: opts.read_only,
+        no_lock: false,
+        verify: opts.verify,
+    };
+    let vol = crate::cli::open_volume(&image, &open_opts, |note| {
+        tracing::info!("{note}");
+        if a.daemon_child {
+            tell_parent(&format!("{NOTE}{note}"));
+        } else {
+            eprintln!("pktfs: {note}");
+        }
+    })
+    .map_err(|e| crate::cli::open_error(&image, &e))?;
     crate::net_cmd::warn_open_report(&vol, &image);
     if let Some(note) = vol.open_report().completed_note(&image) {
         if a.daemon_child {
@@ -254,6 +328,23 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     let control = crate::net_cmd::start_control(&vol, &image);
     let handle = fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
     let services = start_services(&vol, &handle, &a.net)?;
+    // Where the servers listen, for the person who mounted: the daemon
+    // hands the lines to its parent, which prints them.
+    if let Some(s) = &services {
+        for l in crate::net_cmd::describe(s, &a.net).lines() {
+            if a.daemon_child {
+                tell_parent(&format!("{NOTE}{}", l.trim_start()));
+            } else {
+                eprintln!("pktfs: {}", l.trim_start());
+            }
+        }
+    }
+    tracing::info!(
+        "{} mounted on {} ({} persistence)",
+        image.display(),
+        mp.display(),
+        vol.persist_mode()
+    );
     if a.daemon_child {
         tell_parent(&format!("{READY} {}", vol.persist_mode()));
         // Nothing more goes to the parent's pipe.
@@ -266,9 +357,10 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     std::thread::Builder::new()
         .name("pktfs-signals".into())
         .spawn(move || {
-            while sigs.wait().is_ok() {
+            while let Ok(sig) = sigs.wait() {
+                tracing::info!("{sig}: unmounting");
                 if let Err(e) = unmounter.unmount() {
-                    eprintln!("pktfs: unmount: {e}");
+                    tracing::warn!("unmount: {e}");
                 }
             }
         })
@@ -280,7 +372,13 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     }
     drop(control);
     close(vol, &image)?;
-    served.map_err(|e| format!("FUSE session: {e}"))
+    served.map_err(|e| format!("FUSE session: {e}"))?;
+    tracing::info!(
+        "{} unmounted from {}; image closed",
+        image.display(),
+        mp.display()
+    );
+    Ok(())
 }
 
 /// The network servers sharing the mounted Volume (`--listen`,
@@ -296,7 +394,6 @@ fn start_services(
     }
     let on_change = crate::net_cmd::invalidate_with(handle.invalidator());
     let s = crate::net_cmd::start_services(vol.clone(), net, Some(on_change))?;
-    eprint!("{}", crate::net_cmd::describe(&s, net));
     Ok(Some(s))
 }
 

@@ -15,13 +15,16 @@ use pktfs::{FileType, FormatOptions, OpenOptions, VerifyMode, Volume};
 /// Network flags shared by `serve` and `mount` (flattened into both).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct NetArgs {
-    /// Serve HTTP/1.1 on ADDR (e.g. 127.0.0.1:8080): PUT/POST store a file,
-    /// GET/HEAD (with Range) send it by its chain, DELETE removes it.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve HTTP/1.1 on ADDR, HOST:PORT (e.g. 127.0.0.1:8080,
+    /// localhost:8080): PUT/POST store a file, GET/HEAD (with Range) send it
+    /// by its chain, DELETE removes it. serve's default, when neither
+    /// --listen nor --raw-listen is given: 127.0.0.1:8080; mount serves
+    /// nothing unless asked.
+    #[arg(long, value_name = "ADDR", value_parser = crate::cli::resolve_addr)]
     pub listen: Option<SocketAddr>,
-    /// Raw stream mode on ADDR: every connection's bytes become one file in
-    /// --raw-dir, appended as they arrive (`nc HOST PORT < file`).
-    #[arg(long, value_name = "ADDR")]
+    /// Raw stream mode on ADDR (HOST:PORT): every connection's bytes become
+    /// one file in --raw-dir, appended as they arrive (`nc HOST PORT < file`).
+    #[arg(long, value_name = "ADDR", value_parser = crate::cli::resolve_addr)]
     pub raw_listen: Option<SocketAddr>,
     /// Directory inside the image that raw connections land in (created if
     /// missing).
@@ -97,6 +100,7 @@ pub fn start_services(
 ) -> Result<ServicesHandle, String> {
     let cfg = args.config()?;
     for a in [cfg.http_listen, cfg.raw_listen].into_iter().flatten() {
+        crate::cli::check_listen(a)?;
         if !a.ip().is_loopback() && cfg.token.is_none() && !cfg.read_only {
             eprintln!("pktfs: warning: {a} is reachable from other hosts and changes need no token (--token-file)");
         }
@@ -129,13 +133,8 @@ pub struct ServeArgs {
     pub image: PathBuf,
     #[command(flatten)]
     pub net: NetArgs,
-    /// How writes are made durable: auto, clwb, msync, eadr.
-    #[arg(long, default_value = "auto")]
-    pub persist: PersistChoice,
-    /// When reads check payload checksums: once (each record once per
-    /// open, the default), always, or off.
-    #[arg(long, default_value = "once")]
-    pub verify: VerifyMode,
+    #[command(flatten)]
+    pub durability: crate::cli::DurabilityArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -160,19 +159,22 @@ pub struct UpArgs {
     /// Where to mount it (default: ~/pktfs).
     #[arg(long, value_name = "DIR")]
     pub mountpoint: Option<PathBuf>,
-    /// Size of a new image, e.g. 512M, 4G (default: 1G, at most half the
-    /// free space where it goes).
-    #[arg(long, value_name = "SIZE")]
-    pub size: Option<String>,
-    /// HTTP address.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    /// Size of a new image, e.g. 512M, 4G, 4GiB (default: 1G, at most half
+    /// the free space where it goes).
+    #[arg(long, value_name = "SIZE", value_parser = pktfs::size::parse_size)]
+    pub size: Option<u64>,
+    /// HTTP address, HOST:PORT.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080",
+          value_parser = crate::cli::resolve_addr)]
     pub listen: SocketAddr,
-    /// Also take raw streams on ADDR (e.g. 127.0.0.1:8081).
-    #[arg(long, value_name = "ADDR")]
+    /// Also take raw streams on ADDR (HOST:PORT, e.g. 127.0.0.1:8081).
+    #[arg(long, value_name = "ADDR", value_parser = crate::cli::resolve_addr)]
     pub raw_listen: Option<SocketAddr>,
     /// Serve without mounting.
     #[arg(long)]
     pub no_mount: bool,
+    #[command(flatten)]
+    pub durability: crate::cli::DurabilityArgs,
 }
 
 fn open_rw(
@@ -181,22 +183,14 @@ fn open_rw(
     verify: VerifyMode,
     read_only: bool,
 ) -> Result<Volume, String> {
-    let vol = Volume::open(
-        image,
-        &OpenOptions {
-            persist,
-            read_only,
-            verify,
-            ..Default::default()
-        },
-    )
-    .map_err(|e| {
-        if e.names_path() {
-            e.to_string()
-        } else {
-            format!("{}: {e}", image.display())
-        }
-    })?;
+    let opts = OpenOptions {
+        persist,
+        read_only,
+        verify,
+        ..Default::default()
+    };
+    let vol = crate::cli::open_volume(image, &opts, |note| eprintln!("pktfs: {note}"))
+        .map_err(|e| crate::cli::open_error(image, &e))?;
     if let Some(note) = vol.open_report().completed_note(image) {
         eprintln!("pktfs: {note}");
     }
@@ -251,17 +245,22 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     if !net.wanted() {
         net.listen = Some(SocketAddr::from(([127, 0, 0, 1], 8080)));
     }
-    let vol = Arc::new(open_rw(&a.image, a.persist, a.verify, net.read_only)?);
+    let vol = Arc::new(open_rw(
+        &a.image,
+        a.durability.persist(),
+        a.durability.verify(),
+        net.read_only,
+    )?);
     let control = start_control(&vol, &a.image);
     let sig = netpath::signal::shutdown_signal()?;
     let svc = start_services(vol.clone(), &net, None)?;
-    println!(
+    pktfs::sayln!(
         "pktfs: serving {} ({} persistence)",
         a.image.display(),
         vol.persist_mode()
     );
-    print!("{}", describe(&svc, &net));
-    println!("Ctrl-C stops.");
+    pktfs::sayln!("{}", describe(&svc, &net).trim_end());
+    pktfs::sayln!("Ctrl-C stops.");
     let _ = sig.recv();
     eprintln!("pktfs: stopping");
     let st = svc.shutdown();
@@ -312,23 +311,6 @@ pub fn send(a: SendArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// "512M", "4G", "1073741824".
-fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, mul) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
-        Some('M') => (&s[..s.len() - 1], 1 << 20),
-        Some('G') => (&s[..s.len() - 1], 1 << 30),
-        Some('T') => (&s[..s.len() - 1], 1 << 40),
-        _ => (s, 1),
-    };
-    num.trim()
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mul))
-        .ok_or_else(|| format!("bad size {s:?}"))
-}
-
 fn user() -> String {
     std::env::var("USER")
         .ok()
@@ -363,7 +345,7 @@ fn default_mountpoint() -> PathBuf {
 }
 
 /// Create and format the image if there is none.
-fn ensure_image(path: &Path, size: Option<&str>) -> Result<bool, String> {
+fn ensure_image(path: &Path, size: Option<u64>) -> Result<bool, String> {
     if path.exists() {
         return Ok(false);
     }
@@ -371,7 +353,7 @@ fn ensure_image(path: &Path, size: Option<&str>) -> Result<bool, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let size = match size {
-        Some(s) => parse_size(s)?,
+        Some(s) => s,
         None => {
             let dir = path
                 .parent()
@@ -404,9 +386,33 @@ fn ensure_image(path: &Path, size: Option<&str>) -> Result<bool, String> {
 
 pub fn up(a: UpArgs) -> Result<(), String> {
     let image = a.image.clone().unwrap_or_else(default_image);
-    let created = ensure_image(&image, a.size.as_deref())?;
-    let vol = Arc::new(open_rw(&image, PersistChoice::Auto, VerifyMode::Once, false)?);
-    let control = start_control(&vol, &image);
+    // A busy port is found before an image is made for nothing.
+    for addr in std::iter::once(a.listen).chain(a.raw_listen) {
+        crate::cli::check_listen(addr)?;
+    }
+    let created = ensure_image(&image, a.size)?;
+    let r = run_up(&a, &image, created);
+    if r.is_err() && created {
+        // Leave nothing behind that this command made and could not use.
+        match std::fs::remove_file(&image) {
+            Ok(()) => eprintln!(
+                "pktfs: removed {}, which this command created",
+                image.display()
+            ),
+            Err(e) => eprintln!("pktfs: could not remove {}: {e}", image.display()),
+        }
+    }
+    r
+}
+
+fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
+    let vol = Arc::new(open_rw(
+        image,
+        a.durability.persist(),
+        a.durability.verify(),
+        false,
+    )?);
+    let control = start_control(&vol, image);
     let sig = netpath::signal::shutdown_signal()?;
     // The mount, when this build has it and it works here.
     let mp = a.mountpoint.clone().unwrap_or_else(default_mountpoint);
@@ -435,17 +441,17 @@ pub fn up(a: UpArgs) -> Result<(), String> {
     };
     let svc = start_services(vol.clone(), &net, on_change)?;
     let g = vol.geometry();
-    println!(
+    pktfs::sayln!(
         "pktfs is up: {} {} ({} MiB, {} persistence)",
         if created { "created" } else { "using" },
         image.display(),
         g.image_len_bytes >> 20,
         vol.persist_mode()
     );
-    print!("{}", describe(&svc, &net));
+    pktfs::sayln!("{}", describe(&svc, &net).trim_end());
     match &mount {
-        Some(_) => println!("  mount {}", mp.display()),
-        None => println!("  mount {mount_note}"),
+        Some(_) => pktfs::sayln!("  mount {}", mp.display()),
+        None => pktfs::sayln!("  mount {mount_note}"),
     }
     let http = svc.http_addr().expect("listening");
     let exe = std::env::args().next().unwrap_or_else(|| "pktfs".into());
@@ -477,11 +483,11 @@ pub fn up(a: UpArgs) -> Result<(), String> {
         "the file as its packets",
     ));
     let w = tries.iter().map(|t| t.0.len()).max().unwrap_or(0);
-    println!("Try:");
+    pktfs::sayln!("Try:");
     for (cmd, what) in &tries {
-        println!("  {cmd:<w$}   # {what}");
+        pktfs::sayln!("  {cmd:<w$}   # {what}");
     }
-    println!(
+    pktfs::sayln!(
         "Ctrl-C stops{}.",
         if mount.is_some() { " and unmounts" } else { "" }
     );
@@ -539,17 +545,4 @@ fn mount_for_up(vol: Arc<Volume>, mp: &Path) -> Result<UpMount, String> {
     let opts = pktfs::fuse::MountOptions::default();
     let handle = pktfs::fuse::mount(vol, mp, &opts).map_err(|e| e.to_string())?;
     Ok(UpMount { handle })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
-        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
-        assert_eq!(parse_size("4096").unwrap(), 4096);
-        assert!(parse_size("x").is_err());
-    }
 }

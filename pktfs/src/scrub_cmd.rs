@@ -21,65 +21,22 @@ pub struct ScrubArgs {
     /// Print the report as JSON (no progress bar).
     #[arg(long)]
     pub json: bool,
-    /// Limit the scrub to this many payload bytes per second (e.g. 200M,
-    /// 1G), so it leaves room for service.
-    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = parse_size)]
+    /// Limit the scrub to this many payload bytes per second (a SIZE:
+    /// 200M, 1G, 1GiB), so it leaves room for service.
+    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = pktfs::size::parse_size)]
     pub rate: Option<u64>,
 }
 
-/// `4096`, `512K`, `200M`, `1G`, `1GiB`: bytes (powers of 1024).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (e.g. 200M)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        u => return Err(format!("unknown size unit {u:?} in {s:?} (K, M, G, T)")),
-    };
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("{s:?} is too large"))
-}
-
-/// The image behind a mount point (the source /proc/self/mountinfo shows
-/// for a `fuse.pktfs` mount there).
+/// The image behind a mount point (the source the kernel lists for a
+/// `fuse.pktfs` mount there).
 fn image_of_mount(dir: &Path) -> Result<PathBuf, String> {
     let dir = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let info = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
-    for line in info.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else {
-            continue;
-        };
-        let mp = pre.split(' ').nth(4).unwrap_or("");
-        let mut post = post.split(' ');
-        let (fstype, source) = (post.next().unwrap_or(""), post.next().unwrap_or(""));
-        if fstype == "fuse.pktfs" && Path::new(&unescape(mp)) == dir {
-            return Ok(PathBuf::from(unescape(source)));
-        }
-    }
-    Err(format!("{} is a directory but no pktfs image is mounted there", dir.display()))
-}
-
-/// mountinfo escapes space, tab, newline and backslash as \ooo.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let mounts = pktfs::holder::mounts().map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    mounts
+        .into_iter()
+        .find(|m| m.mountpoint == dir)
+        .map(|m| m.source)
+        .ok_or_else(|| format!("{} is a directory but no pktfs image is mounted there", dir.display()))
 }
 
 /// Run the scrub; returns the exit status.
@@ -133,24 +90,24 @@ fn scrub(a: &ScrubArgs) -> Result<i32, String> {
     }
     let damage = rep["damage"].as_array().cloned().unwrap_or_default();
     if a.json {
-        println!("{rep}");
+        pktfs::outln!("{rep}");
     } else {
         for d in &damage {
             let (path, what) = (d["path"].as_str().unwrap_or("?"), d["what"].as_str().unwrap_or(""));
             let why = d["why"].as_str().unwrap_or("");
             if what == "data" {
-                println!(
+                pktfs::outln!(
                     "{path}: bytes [{}, {}) damaged: {why}",
                     d["start"].as_u64().unwrap_or(0),
                     d["end"].as_u64().unwrap_or(0)
                 );
             } else {
-                println!("{path}: {what} damaged: {why}");
+                pktfs::outln!("{path}: {what} damaged: {why}");
             }
         }
         let bytes = rep["bytes"].as_u64().unwrap_or(0);
         let secs = rep["elapsed_s"].as_f64().unwrap_or(0.0);
-        println!(
+        pktfs::outln!(
             "pktfs scrub: {}: {} files, {} records, {} bytes checked in {:.3} s ({:.2} GB/s); {}",
             image.display(),
             rep["files"].as_u64().unwrap_or(0),
@@ -166,17 +123,4 @@ fn scrub(a: &ScrubArgs) -> Result<i32, String> {
         );
     }
     Ok(if damage.is_empty() { 0 } else { EXIT_DAMAGE })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn sizes_and_escapes() {
-        assert_eq!(super::parse_size("200M").unwrap(), 200 << 20);
-        assert_eq!(super::parse_size("1GiB").unwrap(), 1 << 30);
-        assert_eq!(super::parse_size("4096").unwrap(), 4096);
-        assert!(super::parse_size("12Q").is_err());
-        assert!(super::parse_size("").is_err());
-        assert_eq!(super::unescape(r"/mnt/a\040b"), "/mnt/a b");
-    }
 }

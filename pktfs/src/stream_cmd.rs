@@ -46,7 +46,7 @@ fn commit_policy(s: &str) -> Result<CommitPolicy, String> {
         "chunk" => CommitPolicy::EveryChunk,
         "end" => CommitPolicy::AtEnd,
         n => CommitPolicy::EveryBytes(
-            crate::scrub_cmd::parse_size(n)
+            pktfs::size::parse_size(n)
                 .map_err(|e| format!("--commit: {e} (or chunk, end)"))?
                 .max(1),
         ),

@@ -137,6 +137,11 @@ fn num<T: std::str::FromStr>(k: &str, v: &str) -> std::result::Result<T, String>
         .map_err(|_| format!("mount option {k}={v}: not a number"))
 }
 
+/// A byte count in the form every pktfs size takes (`max_write=1M`).
+fn bytes(k: &str, v: &str) -> std::result::Result<u32, String> {
+    crate::size::parse_size_u32(v).map_err(|e| format!("mount option {k}={v}: {e}"))
+}
+
 fn secs(k: &str, v: &str) -> std::result::Result<Duration, String> {
     let s: f64 = num(k, v)?;
     Duration::try_from_secs_f64(s)
@@ -183,8 +188,8 @@ impl MountOptions {
                 ("async", None) => flag(MountOption::Async, self),
                 ("dirsync", None) => flag(MountOption::DirSync, self),
                 ("threads", Some(v)) => self.threads = num::<usize>(k, v)?.clamp(1, 64),
-                ("max_write", Some(v)) => self.max_write = num::<u32>(k, v)?.clamp(4096, 16 << 20),
-                ("max_readahead", Some(v)) => self.max_readahead = num::<u32>(k, v)?.max(4096),
+                ("max_write", Some(v)) => self.max_write = bytes(k, v)?.clamp(4096, 16 << 20),
+                ("max_readahead", Some(v)) => self.max_readahead = bytes(k, v)?.max(4096),
                 ("attr_timeout", Some(v)) => self.attr_ttl = secs(k, v)?,
                 ("entry_timeout", Some(v)) => self.entry_ttl = secs(k, v)?,
                 ("kernel_cache", None) => self.keep_cache = true,

@@ -45,6 +45,17 @@ fn shield(vol: &Volume, f: impl FnOnce()) {
 }
 
 fn err(e: &FsError) -> Errno {
+    // A request that fails for a reason other than its answer (ENOENT,
+    // EEXIST, ...) is logged with its cause; damaged data is logged by the
+    // Volume where it is found, once, not at every read of it.
+    match e {
+        FsError::Corrupt(_)
+        | FsError::Failed(_)
+        | FsError::Media(_)
+        | FsError::Io { .. }
+        | FsError::Refused { .. } => tracing::warn!("a FUSE request failed (EIO): {e}"),
+        _ => {}
+    }
     Errno::from_i32(e.errno())
 }
 

@@ -10,6 +10,8 @@
 #[path = "../chain_cmd.rs"]
 #[allow(dead_code)]
 mod chain_cmd;
+#[path = "../cli.rs"]
+mod cli;
 #[path = "../logging.rs"]
 mod logging;
 #[path = "../mount_cmd.rs"]
@@ -26,7 +28,6 @@ fn usage() -> ! {
 }
 
 fn main() {
-    logging::init();
     let mut pos: Vec<String> = Vec::new();
     let mut options: Vec<String> = Vec::new();
     let (mut fake, mut sloppy, mut daemon_child, mut foreground) = (false, false, false, false);
@@ -65,7 +66,7 @@ fn main() {
         // Keep only what pktfs knows.
         let mut kept = Vec::new();
         for o in options.iter().flat_map(|l| l.split(',')) {
-            if pktfs::fuse::MountOptions::parse(o).is_ok() {
+            if mount_cmd::is_log_option(o) || pktfs::fuse::MountOptions::parse(o).is_ok() {
                 kept.push(o.to_string());
             }
         }
@@ -79,7 +80,18 @@ fn main() {
         daemon_child,
         helper: true,
         net: Default::default(),
+        durability: Default::default(),
+        log: Default::default(),
     };
+    let mut spec = logging::LogSpec::default();
+    if let Err(e) = mount_cmd::take_log_options(&mut margs, &mut spec) {
+        eprintln!("mount.pktfs: {e}");
+        std::process::exit(1);
+    }
+    if let Err(e) = logging::init(&spec, daemon_child) {
+        eprintln!("mount.pktfs: {e}");
+        std::process::exit(1);
+    }
     if fake {
         // mount -f: check the arguments, mount nothing.
         margs.options.retain(|o| !o.is_empty());
@@ -90,6 +102,9 @@ fn main() {
         return;
     }
     if let Err(e) = mount_cmd::run(margs) {
+        if logging::away_from_stderr() {
+            tracing::error!("{e}");
+        }
         eprintln!("mount.pktfs: {e}");
         std::process::exit(32); // mount(8): mount failure
     }

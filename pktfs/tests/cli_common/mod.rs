@@ -1,0 +1,71 @@
+//! Running the `pktfs` binary as a person does: start a long-running
+//! command and read its first line, stop it with Ctrl-C, find free ports.
+//! Shared by the CLI tests of this package.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// This package's binary: cargo builds it for its tests.
+pub const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
+
+pub fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// Start a long-running command and wait for its first line of output.
+pub fn start(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    (child, first)
+}
+
+pub fn interrupt(mut child: Child) -> String {
+    Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(st.success(), "exit status {st}");
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "did not stop on SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    err
+}
+
+pub fn wait_listening(addr: SocketAddr) {
+    for _ in 0..500 {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("nothing listening on {addr}");
+}

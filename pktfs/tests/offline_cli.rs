@@ -1,0 +1,106 @@
+//! `pktfs ls|cat|get|put|rm IMAGE PATH` on an image nothing holds, and
+//! their refusal, with a hint, of an image a server holds.
+
+mod cli_common;
+
+use std::process::{Command, Output};
+
+use cli_common::*;
+
+fn run(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(PKTFS).args(args).output().unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+macro_rules! args {
+    ($($a:expr),*) => { &[$(std::ffi::OsStr::new($a)),*] };
+}
+
+#[test]
+fn put_ls_cat_get_rm_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("img");
+    pktfs::Volume::format(
+        &img,
+        &pktfs::FormatOptions {
+            params: layout::GeometryParams::for_size(32 << 20),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let src = dir.path().join("data.bin");
+    let body: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i * 7 + i / 1000) as u8)
+        .collect();
+    std::fs::write(&src, &body).unwrap();
+    let i = img.as_os_str();
+
+    ok(&run(args!("put", i, src.as_os_str())));
+    ok(&run(args!("put", i, src.as_os_str(), "/copy")));
+    let e = err(&run(args!("put", i, src.as_os_str(), "/copy")));
+    assert!(e.contains("/copy exists") && e.contains("--force"), "{e}");
+    ok(&run(args!("put", "--force", i, src.as_os_str(), "/copy")));
+
+    let ls = ok(&run(args!("ls", i)));
+    assert_eq!(ls.lines().collect::<Vec<_>>(), ["data.bin", "copy"], "{ls}");
+    let long = ok(&run(args!("ls", "-l", i, "/copy")));
+    assert!(long.contains("3000000") && long.starts_with('-'), "{long}");
+
+    let cat = run(args!("cat", i, "/data.bin"));
+    assert!(cat.status.success());
+    assert!(cat.stdout == body, "cat gives the bytes back");
+    let got = dir.path().join("got");
+    ok(&run(args!("get", i, "/copy", got.as_os_str())));
+    assert!(
+        std::fs::read(&got).unwrap() == body,
+        "get gives the bytes back"
+    );
+
+    ok(&run(args!("rm", i, "/copy")));
+    let e = err(&run(args!("cat", i, "/copy")));
+    assert_eq!(e.matches("/copy").count(), 1, "{e}");
+    let e = err(&run(args!("rm", i, "/")));
+    assert!(e.contains("root"), "{e}");
+
+    // The image was closed cleanly every time and is consistent.
+    let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+    assert!(v.open_report().was_clean);
+    v.close().unwrap();
+
+    // Held by a server: refused, with the way to reach it instead.
+    let addr = free_port();
+    let (child, _) = start(
+        Command::new(PKTFS)
+            .arg("serve")
+            .arg(&img)
+            .args(["--listen", &addr.to_string()]),
+    );
+    wait_listening(addr);
+    for a in [
+        &args!("ls", i)[..],
+        args!("put", i, src.as_os_str(), "/x"),
+        args!("rm", i, "/data.bin"),
+    ] {
+        let e = err(&run(a));
+        assert!(
+            e.contains("held by a pktfs server") && e.contains("HTTP"),
+            "{e}"
+        );
+    }
+    interrupt(child);
+}
