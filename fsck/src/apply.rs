@@ -319,9 +319,13 @@ fn salvage(
         let at = put_name(&mut *w, &name)?;
         let id = recs.next().ok_or("no free records")?;
         ids.push(id);
+        // A hostile last cookie must not overflow: no room after it.
+        let cookie = lf_last
+            .checked_add(1 + k as u64)
+            .ok_or("lost+found has no readdir cookies left")?;
         planned.push((
             id,
-            dirent(at, name.len(), lf_last + 1 + k as u64, t, kind),
+            dirent(at, name.len(), cookie, t, kind),
             name,
             t,
         ));
@@ -337,10 +341,14 @@ fn salvage(
     if new_lf {
         let at = put_name(&mut *w, &sv.lf_name)?;
         let id = recs.next().ok_or("no free records")?;
+        let cookie = sv
+            .root_last_seq
+            .checked_add(1)
+            .ok_or("the root directory has no readdir cookies left")?;
         let rec = dirent(
             at,
             sv.lf_name.len(),
-            sv.root_last_seq + 1,
+            cookie,
             lf_ino,
             FileType::Directory,
         );

@@ -48,6 +48,9 @@ const _: () = assert!(size_of::<RecordRaw>() == 64);
 pub const RECORD_CRC_START: usize = 8;
 pub const RECORD_CRC_END: usize = 60;
 
+/// Dirent cookies are below this (readdir offsets are `off_t`).
+pub const MAX_COOKIE: u64 = i64::MAX as u64;
+
 /// Record flags.
 pub const FLAG_RX: u8 = 1 << 0; // payload came from the network path
 /// Dirent: published without a switch of its directory's attribute slot.
@@ -191,6 +194,15 @@ impl Record {
                 }
             }
             RecordKind::Dirent => {
+                // Cookies are readdir offsets, signed 64-bit at the POSIX
+                // boundary; the next one is this one plus one.
+                if raw.seq.get() >= MAX_COOKIE {
+                    return Err(Corrupt::at(
+                        "dirent",
+                        offset,
+                        format!("readdir cookie {} out of range", raw.seq.get()),
+                    ));
+                }
                 if len == 0 || len as usize > NAME_MAX {
                     return Err(Corrupt::at(
                         "dirent",

@@ -422,7 +422,7 @@ impl Volume {
             ns.dir_parent.insert(ino, p.ino);
         }
         for r in target_recs {
-            child.next_seq = child.next_seq.max(r.r.seq + 1);
+            child.next_seq = child.next_seq.max(r.r.seq.saturating_add(1));
             child.data_bytes += r.r.len as u64;
             child.data.insert(r.r.file_off, r);
         }
