@@ -28,7 +28,8 @@ cleanup() {
 trap cleanup EXIT
 "$pktfs" machine
 head -c "$((mib << 20))" /dev/urandom > "$src"
-"$mkfs" --size "$((mib * 2 + 256))M" --force -q "$img"
+# Every run keeps its two files: room for all of them.
+"$mkfs" --size "$((mib * 2 * runs + 256))M" --force -q "$img"
 mkdir -p "$mnt"
 
 now() { date +%s.%N; }

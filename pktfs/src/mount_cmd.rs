@@ -298,6 +298,7 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
         read_only: opts.read_only,
         no_lock: false,
         verify: opts.verify,
+        no_populate: false,
     };
     let vol = crate::cli::open_volume(&image, &open_opts, |note| {
         tracing::info!("{note}");

@@ -63,8 +63,14 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
         None
     } else {
         Some(
-            Volume::open(&a.image, &OpenOptions::default())
-                .map_err(|e| format!("{}: {e}", a.image.display()))?,
+            Volume::open(
+                &a.image,
+                &OpenOptions {
+                    no_populate: true,
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| format!("{}: {e}", a.image.display()))?,
         )
     };
     let t0;

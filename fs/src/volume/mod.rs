@@ -288,6 +288,10 @@ pub struct OpenOptions {
     pub no_lock: bool,
     /// When reads check payload checksums (see `verify`).
     pub verify: VerifyMode,
+    /// Do not pre-fault the whole mapping in the background: for a short
+    /// job that touches little of a big image (`pktfs recv`), the pre-fault
+    /// would only compete with it for the CPU.
+    pub no_populate: bool,
 }
 
 pub(crate) fn now_ns() -> i64 {
@@ -456,7 +460,7 @@ impl Volume {
             &MapOptions {
                 persist: opts.persist,
                 read_only: opts.read_only,
-                no_populate: false,
+                no_populate: opts.no_populate,
                 no_lock: opts.no_lock,
             },
         )?;
