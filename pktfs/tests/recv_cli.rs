@@ -127,17 +127,33 @@ fn recv_from_nc_and_connect_and_send_back() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("file exists"));
 
-    // --connect: pktfs connects to a sender (here: a listener in the test).
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let at = l.local_addr().unwrap();
+    // --connect: pktfs connects to a sender, nc -l, which sends a file and
+    // closes.
     let body2 = data(700_000, 2);
-    let b2 = body2.clone();
-    let t = std::thread::spawn(move || {
-        let (mut c, _) = l.accept().unwrap();
-        c.write_all(&b2).unwrap();
-    });
-    let o = pktfs(&["recv", img.to_str().unwrap(), "/b.bin", "--connect", &at.to_string(), "--mode", "append"]);
-    t.join().unwrap();
+    let src2 = d.path().join("src2");
+    std::fs::write(&src2, &body2).unwrap();
+    let port = free_port().port();
+    let mut nc = Command::new("nc")
+        .args(["-N", "-l", "127.0.0.1", &port.to_string()])
+        .stdin(std::fs::File::open(&src2).unwrap())
+        .spawn()
+        .unwrap();
+    // Wait until nc listens (a probe connection would take its one accept).
+    let t0 = Instant::now();
+    while !listening(port) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "nc -l never listened");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = pktfs(&[
+        "recv",
+        img.to_str().unwrap(),
+        "/b.bin",
+        "--connect",
+        &format!("127.0.0.1:{port}"),
+        "--mode",
+        "append",
+    ]);
+    let _ = nc.wait();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(read_file(&img, "/b.bin"), body2);
 
@@ -219,6 +235,18 @@ fn recv_into_a_served_image_passes_the_socket_to_the_server() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(t.join().unwrap(), body);
     stop(server);
+}
+
+/// True when something listens on 127.0.0.1:`port` (/proc/net/tcp, state
+/// 0A), found without connecting.
+fn listening(port: u16) -> bool {
+    let t = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    t.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() > 3
+            && f[3] == "0A"
+            && f[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
+    })
 }
 
 /// True when the established connection to `port` on 127.0.0.1 has
