@@ -333,7 +333,7 @@ pub fn chain_json(vol: &Volume, path: &str) -> Result<Value, String> {
 /// holder sees a connection without a request and drops it.)
 pub fn is_held(image: &Path) -> bool {
     name_for(image)
-        .and_then(|n| SocketAddr::from_abstract_name(n))
+        .and_then(SocketAddr::from_abstract_name)
         .and_then(|a| UnixStream::connect_addr(&a))
         .is_ok()
 }
