@@ -120,6 +120,18 @@ fn install(spec: &LogSpec, daemon: bool) -> Result<(), String> {
         (None, true) => Some(default_daemon_file()),
         (None, false) => None,
     };
+    // A daemon must not fail to start because its default log place is
+    // not writable (a user without a home directory): fall back to the
+    // temporary directory. A file the user named is not second-guessed.
+    let file = match (file, &spec.file) {
+        (Some(p), None) if open_file(&std::path::absolute(&p).unwrap_or(p.clone())).is_err() => {
+            Some(std::env::temp_dir().join(format!(
+                "pktfs-{}.log",
+                nix::unistd::geteuid().as_raw()
+            )))
+        }
+        (f, _) => f,
+    };
     match file {
         Some(p) => {
             // Absolute: a daemon changes to / after this.
