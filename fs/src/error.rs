@@ -47,8 +47,10 @@ pub enum FsError {
     Damaged { ino: u64, start: u64, end: u64 },
     #[error("inode {ino} is damaged ({why}); run fsck.pktfs on the image")]
     DamagedInode { ino: u64, why: String },
-    #[error("the volume has stopped after a fault and serves nothing more ({0}); \
-             unmount it; the next open recovers the image")]
+    #[error(
+        "the volume has stopped after a fault and serves nothing more ({0}); \
+             unmount it; the next open recovers the image"
+    )]
     Failed(String),
     #[error("image is corrupt: {0}; run fsck.pktfs -y on it")]
     Corrupt(#[from] Corrupt),

@@ -29,8 +29,8 @@
 //! ```
 
 pub mod error;
-pub mod holder;
 pub mod fuse;
+pub mod holder;
 pub mod media;
 pub mod size;
 pub mod stdout;
@@ -40,6 +40,6 @@ pub use error::{FsError, Result};
 pub use layout::FileType;
 pub use volume::{
     Attr, ChainEntry, DirEntry, FallocMode, FormatOptions, Linked, OpenOptions, OpenReport,
-    RenameFlags, RxBuf, RxHeld, RxPiece, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxSeg, VerifyMode, Volume,
-    XattrFlags,
+    RenameFlags, RxBuf, RxHeld, RxPiece, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport,
+    Seg, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxSeg, VerifyMode, Volume, XattrFlags,
 };

@@ -323,12 +323,7 @@ fn salvage(
         let cookie = lf_last
             .checked_add(1 + k as u64)
             .ok_or("lost+found has no readdir cookies left")?;
-        planned.push((
-            id,
-            dirent(at, name.len(), cookie, t, kind),
-            name,
-            t,
-        ));
+        planned.push((id, dirent(at, name.len(), cookie, t, kind), name, t));
     }
     for (k, (id, rec, _, _)) in planned.iter().enumerate() {
         let next = ids.get(k + 1).copied().unwrap_or(0);
@@ -345,13 +340,7 @@ fn salvage(
             .root_last_seq
             .checked_add(1)
             .ok_or("the root directory has no readdir cookies left")?;
-        let rec = dirent(
-            at,
-            sv.lf_name.len(),
-            cookie,
-            lf_ino,
-            FileType::Directory,
-        );
+        let rec = dirent(at, sv.lf_name.len(), cookie, lf_ino, FileType::Directory);
         if !w.write(g.record_pos(RecordId(id)).0, &rec.to_bytes(RecordId::NONE)) {
             return Err("record outside the image".into());
         }

@@ -106,9 +106,16 @@ fn exit_codes_and_json() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(8), "{err}");
-    assert!(err.contains("in use") && err.contains("pktfs scrub"), "{err}");
+    assert!(
+        err.contains("in use") && err.contains("pktfs scrub"),
+        "{err}"
+    );
     drop(v);
-    assert_eq!(fsck(&["-n"], &img).0, 0, "free again once the holder is gone");
+    assert_eq!(
+        fsck(&["-n"], &img).0,
+        0,
+        "free again once the holder is gone"
+    );
 
     // Not an image at all; a missing file.
     let junk = dir.path().join("junk");

@@ -20,7 +20,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let count: usize = args.get(3).map_or(Ok(1), |n| n.parse())?;
     if !image.exists() {
         let params = layout::GeometryParams::for_size(256 << 20);
-        Volume::format(image, &FormatOptions { params, label: None }, &mut |_, _| {})?;
+        Volume::format(
+            image,
+            &FormatOptions {
+                params,
+                label: None,
+            },
+            &mut |_, _| {},
+        )?;
     }
     let vol = Arc::new(Volume::open(image, &OpenOptions::default())?);
     let listener = TcpListener::bind(addr)?;
@@ -36,7 +43,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             let path = format!("/conn-{n}");
             match recv_to_file(&vol, &sock, &path, &opts) {
-                Ok(r) => println!("ingest: {path}: {} bytes, {} records, crc32c {:08x}", r.bytes, r.records, r.crc32c),
+                Ok(r) => println!(
+                    "ingest: {path}: {} bytes, {} records, crc32c {:08x}",
+                    r.bytes, r.records, r.crc32c
+                ),
                 Err(e) => eprintln!("ingest: {path}: {e}"),
             }
         }));

@@ -16,9 +16,9 @@
 //! `"ok": true` and the result, or `"ok": false` and an `"error"`.
 
 use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::fs::MetadataExt;
-use std::net::TcpStream;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -131,7 +131,10 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
         Ok((l, _)) if l.is_empty() => return, // a probe (`is_held`)
         Ok(x) => x,
         Err(e) => {
-            send(&mut out, &json!({"ok": false, "error": format!("reading the request: {e}")}));
+            send(
+                &mut out,
+                &json!({"ok": false, "error": format!("reading the request: {e}")}),
+            );
             return;
         }
     };
@@ -150,7 +153,10 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
     let req: Value = match serde_json::from_str(&line) {
         Ok(v) => v,
         Err(e) => {
-            send(&mut out, &json!({"ok": false, "error": format!("bad request: {e}")}));
+            send(
+                &mut out,
+                &json!({"ok": false, "error": format!("bad request: {e}")}),
+            );
             return;
         }
     };
@@ -238,8 +244,8 @@ fn read_request(s: &UnixStream) -> std::io::Result<(String, Option<TcpStream>)> 
         }
         buf.extend_from_slice(&chunk[..r.bytes]);
     }
-    let line = String::from_utf8(buf)
-        .map_err(|_| std::io::Error::other("the request is not UTF-8"))?;
+    let line =
+        String::from_utf8(buf).map_err(|_| std::io::Error::other("the request is not UTF-8"))?;
     Ok((line, passed))
 }
 
@@ -265,7 +271,11 @@ fn recv_op(
             "create" => crate::recv::RecvMode::CreateOnly,
             "append" => crate::recv::RecvMode::Append,
             "replace" => crate::recv::RecvMode::ReplaceAtEnd,
-            m => return Err(format!("unknown receive mode {m:?} (create, append, replace)")),
+            m => {
+                return Err(format!(
+                    "unknown receive mode {m:?} (create, append, replace)"
+                ))
+            }
         },
         commit: match (req["commit"].as_str(), req["commit_bytes"].as_u64()) {
             (Some("chunk"), _) => crate::recv::CommitPolicy::EveryChunk,
@@ -288,8 +298,10 @@ fn send_op(vol: &Volume, sock: &TcpStream, path: &str) -> Result<Value, String> 
     let ino = resolve(vol, path).map_err(|e| format!("{path}: {e}"))?;
     let _ = sock.set_nonblocking(false);
     let r = crate::client::send_on(vol, ino, sock, Duration::from_secs(30))?;
-    Ok(json!({"bytes": r.bytes, "segments": r.segments, "syscalls": r.syscalls,
-              "elapsed_s": r.elapsed.as_secs_f64()}))
+    Ok(
+        json!({"bytes": r.bytes, "segments": r.segments, "syscalls": r.syscalls,
+              "elapsed_s": r.elapsed.as_secs_f64()}),
+    )
 }
 
 /// `pktfs stat`'s facts, from a Volume.

@@ -15,7 +15,6 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-
 use crate::config::Change;
 use crate::recv::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
 use crate::server::Shared;

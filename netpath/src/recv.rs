@@ -231,8 +231,10 @@ pub fn recv_into(
             return true;
         }
         let batch = std::mem::take(pieces);
-        let stats: Vec<(u32, u32, u64)> =
-            batch.iter().map(|p| (p.crc(), p.len(), p.timestamp_ns())).collect();
+        let stats: Vec<(u32, u32, u64)> = batch
+            .iter()
+            .map(|p| (p.crc(), p.len(), p.timestamp_ns()))
+            .collect();
         match vol.rx_commit(ino, batch) {
             Ok(size) => {
                 for (crc, len, ts) in stats {

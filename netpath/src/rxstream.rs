@@ -279,7 +279,11 @@ impl<'a> RxStream<'a> {
         }
         if self.in_dram {
             self.reset(self.base_seq + self.end as u64, 0, 0);
-        } else if self.res.as_ref().is_some_and(|b| b.cap() > IDLE_RESERVATION) {
+        } else if self
+            .res
+            .as_ref()
+            .is_some_and(|b| b.cap() > IDLE_RESERVATION)
+        {
             self.res = None;
             self.reset(self.base_seq + self.end as u64, 0, 0);
         }

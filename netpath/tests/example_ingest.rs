@@ -60,6 +60,9 @@ fn ingest_example_stores_each_connection_as_a_file() {
     got.sort_by_key(|b| b.len());
     assert_eq!(got, bodies);
     for b in &bodies {
-        assert!(rest.contains(&format!("crc32c {:08x}", layout::crc32c(b))), "{rest}");
+        assert!(
+            rest.contains(&format!("crc32c {:08x}", layout::crc32c(b))),
+            "{rest}"
+        );
     }
 }

@@ -73,7 +73,15 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
     }
     pktfs::outln!(
         "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  {:<5}  state",
-        "record", "file_off", "len", "buffer", "boff", "crc32c", "timestamp", "seq", "src"
+        "record",
+        "file_off",
+        "len",
+        "buffer",
+        "boff",
+        "crc32c",
+        "timestamp",
+        "seq",
+        "src"
     );
     let n = |r: &Value, k: &str| r[k].as_u64().unwrap_or(0);
     for r in &rows {
@@ -87,13 +95,27 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
             r["crc32c"].as_str().unwrap_or(""),
             fmt_ns(n(r, "timestamp_ns")),
             n(r, "seq"),
-            if r["from_network"].as_bool() == Some(true) { "net" } else { "write" },
-            if r["damaged"].as_bool() == Some(true) { "DAMAGED" } else { "ok" }
+            if r["from_network"].as_bool() == Some(true) {
+                "net"
+            } else {
+                "write"
+            },
+            if r["damaged"].as_bool() == Some(true) {
+                "DAMAGED"
+            } else {
+                "ok"
+            }
         );
     }
-    let bad = rows.iter().filter(|r| r["damaged"].as_bool() == Some(true)).count();
+    let bad = rows
+        .iter()
+        .filter(|r| r["damaged"].as_bool() == Some(true))
+        .count();
     if bad > 0 {
-        pktfs::outln!("{} records, {bad} damaged (reads of their ranges fail with EIO)", rows.len());
+        pktfs::outln!(
+            "{} records, {bad} damaged (reads of their ranges fail with EIO)",
+            rows.len()
+        );
     } else {
         pktfs::outln!("{} records", rows.len());
     }

@@ -125,10 +125,9 @@ fn install(spec: &LogSpec, daemon: bool) -> Result<(), String> {
     // temporary directory. A file the user named is not second-guessed.
     let file = match (file, &spec.file) {
         (Some(p), None) if open_file(&std::path::absolute(&p).unwrap_or(p.clone())).is_err() => {
-            Some(std::env::temp_dir().join(format!(
-                "pktfs-{}.log",
-                nix::unistd::geteuid().as_raw()
-            )))
+            Some(
+                std::env::temp_dir().join(format!("pktfs-{}.log", nix::unistd::geteuid().as_raw())),
+            )
         }
         (f, _) => f,
     };

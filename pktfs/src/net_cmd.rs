@@ -203,7 +203,10 @@ fn open_rw(
 pub fn warn_open_report(v: &Volume, image: &Path) {
     let r = v.open_report();
     if let Some(why) = &r.read_only_because {
-        eprintln!("pktfs: warning: {} opened read-only: {why}", image.display());
+        eprintln!(
+            "pktfs: warning: {} opened read-only: {why}",
+            image.display()
+        );
     } else if !r.damaged_inodes.is_empty() {
         eprintln!(
             "pktfs: warning: {}: {} damaged inode(s) answer EIO; run fsck.pktfs on the image",
@@ -287,8 +290,8 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         },
         Err(netpath::control::ControlError::NotServed(_)) => {
             let vol = crate::chain_cmd::open_ro(&a.image)?;
-            let ino = netpath::control::resolve(&vol, &a.path)
-                .map_err(|e| format!("{}: {e}", a.path))?;
+            let ino =
+                netpath::control::resolve(&vol, &a.path).map_err(|e| format!("{}: {e}", a.path))?;
             let at = vol.getattr(ino).map_err(|e| e.to_string())?;
             if at.kind != FileType::Regular {
                 return Err(format!("{}: not a regular file", a.path));

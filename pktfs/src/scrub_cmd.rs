@@ -36,7 +36,12 @@ fn image_of_mount(dir: &Path) -> Result<PathBuf, String> {
         .into_iter()
         .find(|m| m.mountpoint == dir)
         .map(|m| m.source)
-        .ok_or_else(|| format!("{} is a directory but no pktfs image is mounted there", dir.display()))
+        .ok_or_else(|| {
+            format!(
+                "{} is a directory but no pktfs image is mounted there",
+                dir.display()
+            )
+        })
 }
 
 /// Run the scrub; returns the exit status.
@@ -93,7 +98,10 @@ fn scrub(a: &ScrubArgs) -> Result<i32, String> {
         pktfs::outln!("{rep}");
     } else {
         for d in &damage {
-            let (path, what) = (d["path"].as_str().unwrap_or("?"), d["what"].as_str().unwrap_or(""));
+            let (path, what) = (
+                d["path"].as_str().unwrap_or("?"),
+                d["what"].as_str().unwrap_or(""),
+            );
             let why = d["why"].as_str().unwrap_or("");
             if what == "data" {
                 pktfs::outln!(

@@ -84,7 +84,9 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
         .map_err(|e| format!("--listen {l}: {e}"))?;
         let at = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("pktfs recv: waiting for one connection on {at}");
-        let (s, peer) = listener.accept().map_err(|e| format!("accept on {at}: {e}"))?;
+        let (s, peer) = listener
+            .accept()
+            .map_err(|e| format!("accept on {at}: {e}"))?;
         eprintln!("pktfs recv: receiving from {peer}");
         t0 = Instant::now();
         s
@@ -123,14 +125,19 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
                 ..Default::default()
             };
             let r = recv_to_file(&vol, &sock, &a.path, &opts).map_err(|e| e.to_string())?;
-            vol.close().map_err(|e| format!("{}: closing: {e}", a.image.display()))?;
+            vol.close()
+                .map_err(|e| format!("{}: closing: {e}", a.image.display()))?;
             r.to_json()
         }
         Err(e) => return Err(e.to_string()),
     };
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     report(&a, &rep, secs);
-    Ok(if rep["ended_cleanly"].as_bool() == Some(true) { 0 } else { 1 })
+    Ok(if rep["ended_cleanly"].as_bool() == Some(true) {
+        0
+    } else {
+        1
+    })
 }
 
 fn report(a: &RecvArgs, rep: &Value, secs: f64) {
@@ -166,5 +173,8 @@ fn report(a: &RecvArgs, rep: &Value, secs: f64) {
 
 /// The caller's user and group: files it receives are its own.
 fn rustix_ids() -> (u32, u32) {
-    (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw())
+    (
+        nix::unistd::getuid().as_raw(),
+        nix::unistd::getgid().as_raw(),
+    )
 }

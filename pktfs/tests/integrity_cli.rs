@@ -35,7 +35,10 @@ fn mkfs(img: &Path) {
 }
 
 fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
 }
 
 /// One HTTP/1.1 request with `Connection: close`; returns status and body.
@@ -63,7 +66,12 @@ fn pktfs(args: &[&str]) -> Output {
 
 fn serve(img: &Path, addr: SocketAddr, log: &Path) -> Child {
     let mut c = Command::new(bin("pktfs"))
-        .args(["serve", img.to_str().unwrap(), "--listen", &addr.to_string()])
+        .args([
+            "serve",
+            img.to_str().unwrap(),
+            "--listen",
+            &addr.to_string(),
+        ])
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
@@ -76,17 +84,26 @@ fn serve(img: &Path, addr: SocketAddr, log: &Path) -> Child {
     assert!(first.contains("serving"), "{first}");
     let t0 = Instant::now();
     while TcpStream::connect(addr).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "server never listened");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "server never listened"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     c
 }
 
 fn stop(mut c: Child) {
-    let _ = Command::new("kill").arg("-INT").arg(c.id().to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-INT")
+        .arg(c.id().to_string())
+        .status();
     let t0 = Instant::now();
     while c.try_wait().unwrap().is_none() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "server did not stop");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "server did not stop"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -119,7 +136,12 @@ fn damaged_payload_never_leaves_and_scrub_names_it() {
     assert!(rows.len() >= 2, "{rows:?}");
     assert!(rows.iter().all(|r| r["damaged"] == false));
     let clean = pktfs(&["scrub", img.to_str().unwrap()]);
-    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stderr));
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
     assert!(String::from_utf8_lossy(&clean.stdout).contains("no damage"));
 
     // Damage the second record's bytes behind the server's back.
@@ -154,12 +176,18 @@ fn damaged_payload_never_leaves_and_scrub_names_it() {
     let (code, msg) = http(addr, "GET", "/f.bin", b"");
     assert_eq!(code, 500, "{}", String::from_utf8_lossy(&msg));
     assert!(String::from_utf8_lossy(&msg).contains("damaged"));
-    assert_eq!(http(addr, "GET", "/other", b""), (200, b"untouched".to_vec()));
+    assert_eq!(
+        http(addr, "GET", "/other", b""),
+        (200, b"untouched".to_vec())
+    );
     let rows = chain_rows(&img, "/f.bin");
     assert!(rows[1]["damaged"] == true && rows[0]["damaged"] == false);
     stop(server);
     let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(logged.contains("damaged") && logged.contains(&format!("[{start}")), "{logged}");
+    assert!(
+        logged.contains("damaged") && logged.contains(&format!("[{start}")),
+        "{logged}"
+    );
 
     // Offline: scrub and chain open the image here; send refuses too.
     let s = pktfs(&["scrub", img.to_str().unwrap()]);
@@ -184,5 +212,8 @@ fn damaged_payload_never_leaves_and_scrub_names_it() {
     let o = pktfs(&["scrub", img.to_str().unwrap(), "--rate", "12Q"]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("not a size") && !err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("not a size") && !err.contains("panicked"),
+        "{err}"
+    );
 }

@@ -1,9 +1,9 @@
 //! `pktfs serve`, `pktfs send` and `pktfs up --no-mount` as a person runs
 //! them. Lives in the pktfs-cli package so cargo builds the binary it runs.
 
+mod cli_common;
 #[path = "../../tests/tests/net_common/mod.rs"]
 mod net_common;
-mod cli_common;
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};

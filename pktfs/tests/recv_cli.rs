@@ -33,24 +33,37 @@ fn mkfs(img: &Path) {
 }
 
 fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
 }
 
 fn data(len: usize, seed: u32) -> Vec<u8> {
-    (0..len as u32).map(|i| (i.wrapping_mul(2654435761) ^ seed) as u8 >> 1).collect()
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(2654435761) ^ seed) as u8 >> 1)
+        .collect()
 }
 
 /// Start `pktfs recv ... --listen ADDR`, wait until it listens.
 fn recv_listening(img: &Path, path: &str, addr: SocketAddr, extra: &[&str]) -> Child {
     let mut c = Command::new(pktfs_bin())
-        .args(["recv", img.to_str().unwrap(), path, "--listen", &addr.to_string()])
+        .args([
+            "recv",
+            img.to_str().unwrap(),
+            path,
+            "--listen",
+            &addr.to_string(),
+        ])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(c.stderr.as_mut().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(c.stderr.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     assert!(line.contains("waiting for one connection"), "{line}");
     c
 }
@@ -63,13 +76,23 @@ fn wait_out(mut c: Child) -> (i32, String) {
             c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
             return (st.code().unwrap_or(-1), out);
         }
-        assert!(t0.elapsed() < Duration::from_secs(30), "pktfs recv did not finish");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "pktfs recv did not finish"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
 
 fn read_file(img: &Path, path: &str) -> Vec<u8> {
-    let v = pktfs::Volume::open(img, &pktfs::OpenOptions { read_only: true, ..Default::default() }).unwrap();
+    let v = pktfs::Volume::open(
+        img,
+        &pktfs::OpenOptions {
+            read_only: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let ino = netpath::control::resolve(&v, path).unwrap();
     v.read(ino, 0, u64::MAX).unwrap()
 }
@@ -77,7 +100,11 @@ fn read_file(img: &Path, path: &str) -> Vec<u8> {
 fn chain(img: &Path, path: &str) -> Vec<serde_json::Value> {
     let o = pktfs(&["chain", img.to_str().unwrap(), path, "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap().as_array().unwrap().clone()
+    serde_json::from_slice::<serde_json::Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 #[test]
@@ -141,7 +168,10 @@ fn recv_from_nc_and_connect_and_send_back() {
     // Wait until nc listens (a probe connection would take its one accept).
     let t0 = Instant::now();
     while !listening(port) {
-        assert!(t0.elapsed() < Duration::from_secs(10), "nc -l never listened");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "nc -l never listened"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     let o = pktfs(&[
@@ -173,29 +203,47 @@ fn recv_from_nc_and_connect_and_send_back() {
 
 fn serve(img: &Path, addr: SocketAddr) -> Child {
     let mut c = Command::new(pktfs_bin())
-        .args(["serve", img.to_str().unwrap(), "--listen", &addr.to_string()])
+        .args([
+            "serve",
+            img.to_str().unwrap(),
+            "--listen",
+            &addr.to_string(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut first = String::new();
-    BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+    BufReader::new(c.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
     assert!(first.contains("serving"), "{first}");
     c
 }
 
 fn stop(mut c: Child) {
-    let _ = Command::new("kill").arg("-INT").arg(c.id().to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-INT")
+        .arg(c.id().to_string())
+        .status();
     let _ = c.wait();
 }
 
 fn http_get(addr: SocketAddr, path: &str) -> Vec<u8> {
     let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut r = Vec::new();
     s.read_to_end(&mut r).unwrap();
     let at = r.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    assert!(r.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&r[..at]));
+    assert!(
+        r.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&r[..at])
+    );
     r[at..].to_vec()
 }
 
@@ -245,7 +293,11 @@ fn listening(port: u16) -> bool {
         let f: Vec<&str> = l.split_whitespace().collect();
         f.len() > 3
             && f[3] == "0A"
-            && f[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
+            && f[1]
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok())
+                == Some(port)
     })
 }
 
@@ -260,7 +312,11 @@ fn drained(port: u16) -> bool {
         if f.len() < 5 || f[3] != "01" {
             continue; // not ESTABLISHED
         }
-        let port_of = |a: &str| a.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok());
+        let port_of = |a: &str| {
+            a.rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok())
+        };
         if port_of(f[1]) == Some(port) || port_of(f[2]) == Some(port) {
             seen = true;
             if f[4] != "00000000:00000000" {
@@ -287,28 +343,53 @@ fn sigkill_during_recv_leaves_an_exact_prefix() {
     // side of the connection); it commits every receive as it reads.
     let t0 = Instant::now();
     while !drained(addr.port()) {
-        assert!(t0.elapsed() < Duration::from_secs(20), "the receiver never read the stream");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the receiver never read the stream"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(50)); // the last read's commit
-    let _ = Command::new("kill").arg("-KILL").arg(r.id().to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-KILL")
+        .arg(r.id().to_string())
+        .status();
     let _ = s.write_all(&body[1_500_000..]);
     let out = r.wait_with_output().unwrap();
     assert!(!out.status.success());
     let got = read_file(&img, "/p.bin");
-    assert!(!got.is_empty(), "nothing was durable after 300 ms of streaming");
+    assert!(
+        !got.is_empty(),
+        "nothing was durable after 300 ms of streaming"
+    );
     assert!(got.len() <= 1_500_000 + 1);
     assert_eq!(got, body[..got.len()], "not an exact prefix");
     let f = pktfs(&["scrub", img.to_str().unwrap()]);
-    assert_eq!(f.status.code(), Some(0), "{}", String::from_utf8_lossy(&f.stdout));
+    assert_eq!(
+        f.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&f.stdout)
+    );
 }
 
 #[test]
 fn a_user_who_may_not_use_the_holder_is_refused() {
-    require!(prereq::root(), prereq::tool("runuser"), prereq::user("nobody"));
+    require!(
+        prereq::root(),
+        prereq::tool("runuser"),
+        prereq::user("nobody")
+    );
     // The image in a directory every user can reach, owned by root.
-    let d = tempfile::Builder::new().prefix("pktfs-recv-perm").tempdir_in("/dev/shm").unwrap();
-    std::fs::set_permissions(d.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let d = tempfile::Builder::new()
+        .prefix("pktfs-recv-perm")
+        .tempdir_in("/dev/shm")
+        .unwrap();
+    std::fs::set_permissions(
+        d.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     let img = d.path().join("img");
     mkfs(&img);
     std::fs::set_permissions(&img, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
@@ -324,7 +405,13 @@ fn a_user_who_may_not_use_the_holder_is_refused() {
     let o = Command::new("runuser")
         .args(["-u", "nobody", "--"])
         .arg(pktfs_bin())
-        .args(["recv", img.to_str().unwrap(), "/x", "--connect", &at.to_string()])
+        .args([
+            "recv",
+            img.to_str().unwrap(),
+            "/x",
+            "--connect",
+            &at.to_string(),
+        ])
         .output()
         .unwrap();
     let _ = t.join();
@@ -334,7 +421,14 @@ fn a_user_who_may_not_use_the_holder_is_refused() {
     stop(server);
     // Nothing was stored.
     assert!(netpath::control::resolve(
-        &pktfs::Volume::open(&img, &pktfs::OpenOptions { read_only: true, ..Default::default() }).unwrap(),
+        &pktfs::Volume::open(
+            &img,
+            &pktfs::OpenOptions {
+                read_only: true,
+                ..Default::default()
+            }
+        )
+        .unwrap(),
         "/x"
     )
     .is_err());
@@ -366,6 +460,10 @@ fn recv_into_a_mounted_image_appears_in_the_mount() {
     let got = std::fs::read(mnt.join("m.bin"));
     let um = Command::new("umount").arg(&mnt).status().unwrap();
     assert_eq!(code, 0, "{out}");
-    assert_eq!(got.unwrap(), body, "the received file, read through the mount");
+    assert_eq!(
+        got.unwrap(),
+        body,
+        "the received file, read through the mount"
+    );
     assert!(um.success());
 }

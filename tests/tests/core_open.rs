@@ -226,10 +226,17 @@ fn damaged_chain_opens_read_only_with_fsck_advice() {
     assert!(v.is_read_only());
     let e = v.lookup(v.root(), b"keep").unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("checksum mismatch") && msg.contains("fsck.pktfs"), "{msg}");
+    assert!(
+        msg.contains("checksum mismatch") && msg.contains("fsck.pktfs"),
+        "{msg}"
+    );
     assert_eq!(e.errno(), libc::EIO);
     drop(v);
-    assert_eq!(std::fs::read(&p).unwrap(), b, "a damaged open wrote into the image");
+    assert_eq!(
+        std::fs::read(&p).unwrap(),
+        b,
+        "a damaged open wrote into the image"
+    );
 }
 
 /// More wrong link counts than one journal slot has entries (60): open

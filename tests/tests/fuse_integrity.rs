@@ -26,12 +26,17 @@ fn damaged_payload_is_eio_through_the_mount() {
         .unwrap();
     // Three separate writes: three records of 64 KiB.
     for k in 0..3u64 {
-        f.write_all_at(&a[(k * 65536) as usize..((k + 1) * 65536) as usize], k * 65536)
-            .unwrap();
+        f.write_all_at(
+            &a[(k * 65536) as usize..((k + 1) * 65536) as usize],
+            k * 65536,
+        )
+        .unwrap();
     }
     drop(f);
     fs::write(m.p("b"), pattern(100_000, 2)).unwrap();
-    let ino = fs::metadata(m.p("a")).map(|md| std::os::unix::fs::MetadataExt::ino(&md)).unwrap();
+    let ino = fs::metadata(m.p("a"))
+        .map(|md| std::os::unix::fs::MetadataExt::ino(&md))
+        .unwrap();
     let rec = m
         .vol()
         .chain(ino)
@@ -54,7 +59,10 @@ fn damaged_payload_is_eio_through_the_mount() {
     }
     // `cat` of the whole file fails instead of printing wrong bytes.
     let mut all = Vec::new();
-    let e = fs::File::open(m.p("a")).unwrap().read_to_end(&mut all).unwrap_err();
+    let e = fs::File::open(m.p("a"))
+        .unwrap()
+        .read_to_end(&mut all)
+        .unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EIO));
     // The other records and the other file read back intact.
     f.read_exact_at(&mut buf, 0).unwrap();
@@ -69,7 +77,11 @@ fn damaged_payload_is_eio_through_the_mount() {
     match n {
         Ok(_) => {
             let e = fs::read(m.p("c")).unwrap_err();
-            assert_eq!(e.raw_os_error(), Some(libc::EIO), "the copy of damage reads back");
+            assert_eq!(
+                e.raw_os_error(),
+                Some(libc::EIO),
+                "the copy of damage reads back"
+            );
         }
         Err(e) => assert_eq!(e.raw_os_error(), libc::EIO),
     }

@@ -24,7 +24,9 @@ fn open(p: &std::path::Path) -> Volume {
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect()
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+        .collect()
 }
 
 /// Flip one byte of the image file at `off` (the volume is closed).
@@ -72,7 +74,9 @@ fn damaged_record_fails_reads_of_its_range_only() {
         let a = v.lookup(v.root(), b"a").unwrap().ino;
         // Twice: the verified-once state must not let the second read through.
         for _ in 0..2 {
-            let e = v.read(a, 65536 + 5, 10).expect_err("damaged range must fail");
+            let e = v
+                .read(a, 65536 + 5, 10)
+                .expect_err("damaged range must fail");
             assert!(is_damaged(&e, 65536, 131072), "{e:?}");
             let e = v.read(a, 0, 200_000).expect_err("a read spanning it fails");
             assert!(is_damaged(&e, 65536, 131072), "{e:?}");
@@ -88,8 +92,16 @@ fn damaged_record_fails_reads_of_its_range_only() {
             v.tx_release(h);
         }
         let chain = v.chain(a).unwrap();
-        let bad: Vec<u64> = chain.iter().filter(|c| c.damaged).map(|c| c.file_off).collect();
-        assert_eq!(bad, vec![65536], "pktfs chain shows exactly the damaged record");
+        let bad: Vec<u64> = chain
+            .iter()
+            .filter(|c| c.damaged)
+            .map(|c| c.file_off)
+            .collect();
+        assert_eq!(
+            bad,
+            vec![65536],
+            "pktfs chain shows exactly the damaged record"
+        );
         v.close().unwrap();
     }
     // With verification off the bytes come back unchecked (the documented
@@ -118,9 +130,13 @@ fn splitting_a_damaged_record_keeps_the_damage_marked() {
     // the write splits the damaged record; its remnants must not get fresh
     // CRCs that vouch for the wrong byte.
     v.write(a, 65536 + 30_000, &[7u8; 100]).unwrap();
-    let e = v.read(a, 65536, 2000).expect_err("left remnant still damaged");
+    let e = v
+        .read(a, 65536, 2000)
+        .expect_err("left remnant still damaged");
     assert!(matches!(e, FsError::Damaged { .. }), "{e:?}");
-    let e = v.read(a, 65536 + 30_100, 100).expect_err("right remnant too");
+    let e = v
+        .read(a, 65536 + 30_100, 100)
+        .expect_err("right remnant too");
     assert!(matches!(e, FsError::Damaged { .. }), "{e:?}");
     assert_eq!(v.read(a, 65536 + 30_000, 100).unwrap(), vec![7u8; 100]);
     // copy_file_range of damaged bytes makes a damaged copy, not a clean one.
@@ -162,7 +178,10 @@ fn a_panic_inside_an_operation_stops_the_volume() {
         v.create(v.root(), b"new", 0o644, 0, 0),
         Err(FsError::Failed(_))
     ));
-    assert!(matches!(v.lookup(v.root(), b"acked"), Err(FsError::Failed(_))));
+    assert!(matches!(
+        v.lookup(v.root(), b"acked"),
+        Err(FsError::Failed(_))
+    ));
     assert!(v.failure().unwrap().contains("injected fault"));
     // Close refuses to mark the image clean.
     assert!(matches!(v.close(), Err(FsError::Failed(_))));
@@ -227,7 +246,8 @@ fn structural_damage_stays_local() {
     }
     let sub = v.mkdir(root, b"sub", 0o755, 0, 0).unwrap();
     let inner = v.create(sub.ino, b"inner", 0o644, 0, 0).unwrap();
-    v.write(inner.ino, 0, b"inside a damaged directory").unwrap();
+    v.write(inner.ino, 0, b"inside a damaged directory")
+        .unwrap();
     // Targets: f1's inode slot, f2's first data record, sub's dirent name.
     let f1 = want[1].1;
     let f2 = want[2].1;
@@ -247,9 +267,15 @@ fn structural_damage_stays_local() {
     let rep = v.open_report();
     let bad: Vec<u32> = rep.damaged_inodes.iter().map(|(i, _)| *i).collect();
     assert_eq!(bad.len(), 3, "{:?}", rep.damaged_inodes);
-    assert!(bad.contains(&(f1 as u32)) && bad.contains(&(f2 as u32)) && bad.contains(&(sub.ino as u32)));
+    assert!(
+        bad.contains(&(f1 as u32)) && bad.contains(&(f2 as u32)) && bad.contains(&(sub.ino as u32))
+    );
     assert!(v.is_read_only(), "structural damage opens read-only");
-    assert!(rep.read_only_because.as_deref().unwrap().contains("fsck.pktfs"));
+    assert!(rep
+        .read_only_because
+        .as_deref()
+        .unwrap()
+        .contains("fsck.pktfs"));
     for (name, ino, body) in &want {
         let r = v.lookup(root, name.as_bytes());
         if *ino == f1 || *ino == f2 {
@@ -262,12 +288,24 @@ fn structural_damage_stays_local() {
         }
     }
     // The damaged directory is listed in its parent but answers EIO.
-    let names: Vec<Vec<u8>> = v.list_dir(root).unwrap().into_iter().map(|e| e.name).collect();
+    let names: Vec<Vec<u8>> = v
+        .list_dir(root)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     assert!(names.contains(&b"sub".to_vec()));
     assert_eq!(v.lookup(root, b"sub").unwrap_err().errno(), libc::EIO);
-    assert!(matches!(v.create(root, b"x", 0o644, 0, 0), Err(FsError::ReadOnly)));
+    assert!(matches!(
+        v.create(root, b"x", 0o644, 0, 0),
+        Err(FsError::ReadOnly)
+    ));
     drop(v);
-    assert_eq!(std::fs::read(&p).unwrap(), before, "a damaged open wrote nothing");
+    assert_eq!(
+        std::fs::read(&p).unwrap(),
+        before,
+        "a damaged open wrote nothing"
+    );
 }
 
 /// A fault on the mapping (here: the image file truncated under a live
@@ -306,7 +344,15 @@ fn sigbus_on_the_mapping_is_named_before_the_process_dies() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.signal(), Some(libc::SIGBUS), "{:?}\n{err}", out.status);
-    let want = format!("fault (SIGBUS) on the mapping of {} at image offset", p.display());
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGBUS),
+        "{:?}\n{err}",
+        out.status
+    );
+    let want = format!(
+        "fault (SIGBUS) on the mapping of {} at image offset",
+        p.display()
+    );
     assert!(err.contains(&want), "{err}");
 }

@@ -206,6 +206,10 @@ fn a_reservation_shared_with_a_persister_is_released_once() {
             drop(rx);
         });
     }
-    assert_eq!(v.statfs().blocks_free, before.blocks_free, "no reference leaked");
+    assert_eq!(
+        v.statfs().blocks_free,
+        before.blocks_free,
+        "no reference leaked"
+    );
     v.check_invariants().unwrap();
 }

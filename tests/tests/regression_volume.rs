@@ -78,7 +78,10 @@ fn fallocate_keep_size_past_eof_still_mounts() {
     assert_eq!(v.getattr(f.ino).unwrap().size, 100);
     let img = v.snapshot();
     drop(v);
-    let rep = pktfs_fsck::check(&mut Pm::from_bytes(img.clone()), &pktfs_fsck::Options::check());
+    let rep = pktfs_fsck::check(
+        &mut Pm::from_bytes(img.clone()),
+        &pktfs_fsck::Options::check(),
+    );
     let v = Volume::open_pm(Pm::from_bytes(img), false)
         .unwrap_or_else(|e| panic!("remount: {e}\nfsck: {}", rep.to_text()));
     assert_eq!(v.getattr(f.ino).unwrap().size, 100);

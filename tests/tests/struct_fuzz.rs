@@ -43,7 +43,11 @@ impl Rng {
 /// boundaries, neighbours, single-bit changes and plausible ids that deep
 /// checks have to get right.
 fn hostile(r: &mut Rng, width: usize, cur: u64, g: &Geometry) -> u64 {
-    let max = if width == 8 { u64::MAX } else { (1u64 << (width * 8)) - 1 };
+    let max = if width == 8 {
+        u64::MAX
+    } else {
+        (1u64 << (width * 8)) - 1
+    };
     let v = match r.below(12) {
         0 => 0,
         1 => 1,
@@ -139,7 +143,11 @@ fn mutate(r: &mut Rng, img: &mut [u8], g: &Geometry) -> String {
             let base = g.journal_slot_pos(slot).0 as usize;
             let n = 1 + r.below(4) as usize;
             let max = ((g.journal_slot_bytes as usize) - 64) / 16;
-            let count = if r.below(8) == 0 { max as u64 + r.below(3) } else { n as u64 };
+            let count = if r.below(8) == 0 {
+                max as u64 + r.below(3)
+            } else {
+                n as u64
+            };
             let mut entries = Vec::new();
             for _ in 0..n.min(max) {
                 // Mostly real link words (an inode head, a record's next).
@@ -211,7 +219,13 @@ fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
-fn case(base: &[u8], g: &Geometry, seed: u64, k: u64, path: &std::path::Path) -> Result<String, String> {
+fn case(
+    base: &[u8],
+    g: &Geometry,
+    seed: u64,
+    k: u64,
+    path: &std::path::Path,
+) -> Result<String, String> {
     let mut r = Rng(seed ^ k.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut img = base.to_vec();
     let n = 1 + r.below(3);
@@ -224,7 +238,9 @@ fn case(base: &[u8], g: &Geometry, seed: u64, k: u64, path: &std::path::Path) ->
         Err(e) => {
             let after = std::fs::read(path).map_err(|e| e.to_string())?;
             if after != img {
-                return Err(ctx(format!("open refused the image ({e}) but wrote into it")));
+                return Err(ctx(format!(
+                    "open refused the image ({e}) but wrote into it"
+                )));
             }
             "refused"
         }
@@ -235,8 +251,11 @@ fn case(base: &[u8], g: &Geometry, seed: u64, k: u64, path: &std::path::Path) ->
             })
             .map_err(ctx)?;
             if !damaged && !v.is_read_only() {
-                v.check_invariants()
-                    .map_err(|e| ctx(format!("invariants after an open that found no damage: {e}")))?;
+                v.check_invariants().map_err(|e| {
+                    ctx(format!(
+                        "invariants after an open that found no damage: {e}"
+                    ))
+                })?;
             }
             no_panic("a write", || {
                 if let Ok(a) = v.create(v.root(), b"fuzz-new", 0o644, 0, 0) {
@@ -264,7 +283,14 @@ fn case(base: &[u8], g: &Geometry, seed: u64, k: u64, path: &std::path::Path) ->
     // 8 (operational error) is fsck refusing an image it must not touch: a
     // newer format version or unknown feature bits with a valid checksum.
     for (w, c) in [("-n", r1.exit_code), ("-y", r2.exit_code)] {
-        if ![exit::CLEAN, exit::CORRECTED, exit::UNCORRECTED, exit::OPERATIONAL].contains(&c) {
+        if ![
+            exit::CLEAN,
+            exit::CORRECTED,
+            exit::UNCORRECTED,
+            exit::OPERATIONAL,
+        ]
+        .contains(&c)
+        {
             return Err(ctx(format!("fsck {w} exit code {c}")));
         }
     }
@@ -281,7 +307,9 @@ fn hostile_fields_with_valid_checksums_never_panic_hang_or_write_rejected_images
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3000);
-    let only: Option<u64> = std::env::var("PKTFS_CASE").ok().and_then(|s| s.parse().ok());
+    let only: Option<u64> = std::env::var("PKTFS_CASE")
+        .ok()
+        .and_then(|s| s.parse().ok());
     let trace = std::env::var_os("PKTFS_FUZZ_TRACE").is_some();
     println!("struct_fuzz: seed {seed} (PKTFS_SEED={seed} replays it), {cases} cases");
     let base = seeded().0.clone();
@@ -323,10 +351,20 @@ fn hostile_fields_with_valid_checksums_never_panic_hang_or_write_rejected_images
         "struct_fuzz: {cases} cases in {:.1} s: {tally:?}",
         t0.elapsed().as_secs_f64()
     );
-    assert!(failures.is_empty(), "struct_fuzz failures:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "struct_fuzz failures:\n{}",
+        failures.join("\n")
+    );
     if only.is_none() {
         // The mutations must reach past the checksums: some images open.
-        let count = |p: &str| tally.iter().filter(|(k, _)| k.starts_with(p)).map(|(_, n)| n).sum::<u64>();
+        let count = |p: &str| {
+            tally
+                .iter()
+                .filter(|(k, _)| k.starts_with(p))
+                .map(|(_, n)| n)
+                .sum::<u64>()
+        };
         assert!(count("opened,") > 0, "{tally:?}");
         assert!(count("refused") > 0, "{tally:?}");
     }

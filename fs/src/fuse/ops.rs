@@ -482,16 +482,20 @@ impl Filesystem for PktFuse {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        shield(&self.vol, || match self.vol.unlink(parent.0, name_bytes(name)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(&e)),
+        shield(&self.vol, || {
+            match self.vol.unlink(parent.0, name_bytes(name)) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(err(&e)),
+            }
         })
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        shield(&self.vol, || match self.vol.rmdir(parent.0, name_bytes(name)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(&e)),
+        shield(&self.vol, || {
+            match self.vol.rmdir(parent.0, name_bytes(name)) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(err(&e)),
+            }
         })
     }
 
@@ -564,12 +568,12 @@ impl Filesystem for PktFuse {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        shield(&self.vol,
-            || match self.vol.link(ino.0, newparent.0, name_bytes(newname)) {
+        shield(&self.vol, || {
+            match self.vol.link(ino.0, newparent.0, name_bytes(newname)) {
                 Ok(a) => self.entry(reply, &a),
                 Err(e) => reply.error(err(&e)),
-            },
-        )
+            }
+        })
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

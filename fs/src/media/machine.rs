@@ -59,7 +59,9 @@ impl Machine {
         std::hint::black_box((sink, &dst));
         Machine {
             cpu_model: cpuinfo_field(&info, "model name").unwrap_or_else(|| "unknown".into()),
-            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             clwb: has("clwb"),
             clflushopt: has("clflushopt"),
             vpclmulqdq: has("vpclmulqdq"),

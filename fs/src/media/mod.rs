@@ -39,8 +39,8 @@
 mod arch;
 pub mod machine;
 pub mod net;
-mod sigbus;
 pub mod recording;
+mod sigbus;
 pub mod space;
 pub mod sys;
 mod tracker;
@@ -218,7 +218,10 @@ pub struct Pm {
     tracker: tracker::Tracker,
     read_only: bool,
     /// Background pre-fault of the mapping; joined before the mapping goes.
-    populate: Option<(std::thread::JoinHandle<()>, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
+    populate: Option<(
+        std::thread::JoinHandle<()>,
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+    )>,
     /// Set when a persist failed (msync error): the device may have lost
     /// writes, so nothing may be acknowledged any more (see the Volume's
     /// fail-stop).
@@ -612,7 +615,11 @@ impl Pm {
             len: len as usize,
             mode,
             insn: arch::detect_flush(),
-            _sigbus: Some(sigbus::register(base, len as usize, &path.display().to_string())),
+            _sigbus: Some(sigbus::register(
+                base,
+                len as usize,
+                &path.display().to_string(),
+            )),
             backing: Backing::Mapped {
                 _map: map,
                 file,
@@ -1172,7 +1179,9 @@ impl<'a> ExclusivePm<'a> {
         segs: impl IntoIterator<Item = (u64, usize)>,
         flags: i32,
     ) -> std::io::Result<usize> {
-        let segs = segs.into_iter().inspect(|&(off, len)| self.inside(off, len as u64));
+        let segs = segs
+            .into_iter()
+            .inspect(|&(off, len)| self.inside(off, len as u64));
         self.pm
             .send_segments(std::os::fd::AsFd::as_fd(&fd).as_raw_fd(), segs, flags)
     }
@@ -1254,7 +1263,11 @@ mod tests {
         for len in [8192usize, 1 << 16, (1 << 20) + 64] {
             let img: Vec<u8> = (0..len).map(|i| i as u8).collect();
             let mut pm = Pm::from_bytes(img.clone());
-            assert_eq!(pm.base as usize % HEAP_ALIGN, 0, "heap image of {len} bytes");
+            assert_eq!(
+                pm.base as usize % HEAP_ALIGN,
+                0,
+                "heap image of {len} bytes"
+            );
             assert_eq!(pm.snapshot(), img);
             let rec = Pm::recording(img);
             assert_eq!(rec.base as usize % HEAP_ALIGN, 0);

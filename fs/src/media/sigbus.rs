@@ -58,8 +58,7 @@ pub(crate) fn register(base: *const u8, len: usize, name: &str) -> Registration 
     INSTALL.call_once(install);
     for (k, s) in TABLE.iter().enumerate() {
         // Claim a free slot by its length word (1 = being written).
-        if s
-            .len
+        if s.len
             .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
         {
@@ -124,9 +123,11 @@ extern "C" fn handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut 
             say(&name[..n]);
             say(b" at image offset ");
             say(digits(addr - base, &mut d));
-            say(b": the host could not back that page (a sparse image on a full file \
+            say(
+                b": the host could not back that page (a sparse image on a full file \
                 system, a truncated image, or a media error). Stopping now; nothing \
-                acknowledged is lost and the next open recovers the image.\n");
+                acknowledged is lost and the next open recovers the image.\n",
+            );
             break;
         }
     }
@@ -142,6 +143,9 @@ mod tests {
         let mut b = [0u8; 24];
         assert_eq!(super::digits(0, &mut b), b"0");
         assert_eq!(super::digits(1_234_567, &mut b), b"1234567");
-        assert_eq!(super::digits(usize::MAX, &mut b), usize::MAX.to_string().as_bytes());
+        assert_eq!(
+            super::digits(usize::MAX, &mut b),
+            usize::MAX.to_string().as_bytes()
+        );
     }
 }

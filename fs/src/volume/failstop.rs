@@ -86,8 +86,7 @@ impl Volume {
     /// Ok while the Volume serves; [`FsError::Failed`] once it stopped.
     #[inline]
     pub(crate) fn check_live(&self) -> Result<()> {
-        if self.fail_state.failed.load(Ordering::Relaxed) || self.pm.persist_failure().is_some()
-        {
+        if self.fail_state.failed.load(Ordering::Relaxed) || self.pm.persist_failure().is_some() {
             return Err(FsError::Failed(self.failure().unwrap_or_default()));
         }
         Ok(())

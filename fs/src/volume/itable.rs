@@ -53,36 +53,22 @@ impl InodeTable {
     }
 
     pub fn get(&self, ino: u32) -> Option<Arc<RwLock<Inode>>> {
-        self.shard(ino)
-            .read()
-            .or_stop()
-            .get(&ino)
-            .cloned()
+        self.shard(ino).read().or_stop().get(&ino).cloned()
     }
 
     pub fn insert(&self, ino: u32, a: Arc<RwLock<Inode>>) {
-        self.shard(ino)
-            .write()
-            .or_stop()
-            .insert(ino, a);
+        self.shard(ino).write().or_stop().insert(ino, a);
     }
 
     pub fn remove(&self, ino: u32) {
-        self.shard(ino)
-            .write()
-            .or_stop()
-            .remove(&ino);
+        self.shard(ino).write().or_stop().remove(&ino);
     }
 
     /// Every shard read-locked: a consistent view (no insert or remove
     /// until the guard drops), for the invariant checker.
     pub fn lock_all(&self) -> AllShards<'_> {
         AllShards {
-            guards: self
-                .shards
-                .iter()
-                .map(|s| s.0.read().or_stop())
-                .collect(),
+            guards: self.shards.iter().map(|s| s.0.read().or_stop()).collect(),
         }
     }
 }

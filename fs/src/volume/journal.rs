@@ -67,7 +67,12 @@ pub(crate) fn apply_stores(pm: &Pm, stores: &[(u64, u64)]) {
 /// only means it is replayed again. The stores are checked again against
 /// the geometry and the mapping; `Err` (nothing written) if one is not a
 /// link word inside the image.
-pub(crate) fn replay_slot(pm: &Pm, g: &Geometry, slot: u32, stores: &[(u64, u64)]) -> Result<(), Corrupt> {
+pub(crate) fn replay_slot(
+    pm: &Pm,
+    g: &Geometry,
+    slot: u32,
+    stores: &[(u64, u64)],
+) -> Result<(), Corrupt> {
     let at = g.journal_slot_pos(slot);
     let inside = |a: u64| a.checked_add(8).is_some_and(|e| e <= pm.len());
     if let Some(&(a, _)) = stores

@@ -552,15 +552,15 @@ impl Volume {
         if ino == 0 || ino > u32::MAX as u64 {
             return Err(FsError::NotFound);
         }
-        self.inodes.get(ino as u32).ok_or_else(|| {
-            match self.damaged_inodes.get(&(ino as u32)) {
+        self.inodes
+            .get(ino as u32)
+            .ok_or_else(|| match self.damaged_inodes.get(&(ino as u32)) {
                 Some(why) => FsError::DamagedInode {
                     ino,
                     why: why.clone(),
                 },
                 None => FsError::NotFound,
-            }
-        })
+            })
     }
 
     pub(crate) fn insert_inode(&self, ino: Inode) -> Arc<RwLock<Inode>> {
@@ -769,10 +769,7 @@ impl Volume {
     }
 
     pub(crate) fn release_payload(&self, s: &[Slice]) {
-        self.alloc
-            .lock()
-            .or_stop()
-            .release_payload(s);
+        self.alloc.lock().or_stop().release_payload(s);
     }
 
     pub(crate) fn alloc_payload(&self, len: u64) -> Result<Vec<Slice>> {

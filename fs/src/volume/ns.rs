@@ -204,7 +204,10 @@ impl Volume {
         // allocation, and the target bytes before handing them out.
         let damaged = |why: String| FsError::DamagedInode { ino, why };
         if i.attr.size > 4095 {
-            return Err(damaged(format!("symlink size {} is over 4095 bytes", i.attr.size)));
+            return Err(damaged(format!(
+                "symlink size {} is over 4095 bytes",
+                i.attr.size
+            )));
         }
         let mut out = Vec::with_capacity(i.attr.size as usize);
         for r in i.data.values() {
@@ -300,12 +303,7 @@ impl Volume {
             .or_stop()
             .alloc_inode()
             .ok_or(FsError::NoSpace("no free inodes"))?;
-        let give_back_ino = |v: &Volume| {
-            v.alloc
-                .lock()
-                .or_stop()
-                .free_inode(ino)
-        };
+        let give_back_ino = |v: &Volume| v.alloc.lock().or_stop().free_inode(ino);
         // Symlink target: data records of the new inode, written before the
         // inode that heads them.
         let mut target_recs: Vec<Rec> = Vec::new();

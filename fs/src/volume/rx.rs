@@ -18,9 +18,9 @@ use super::file::{Cover, Piece};
 use super::ns::FIRST_COOKIE;
 use super::tx::Tx;
 use super::{check_name, now_ns, write_new_inode, Attr, Inode, Volume};
+use crate::error::{FsError, Result};
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
-use crate::error::{FsError, Result};
 
 /// Reserved, unreachable buffer space to receive into: the only handle
 /// through which its bytes are written. Owns one reference on its buffers,
@@ -111,9 +111,7 @@ impl<'v> RxBuf<'v> {
             data.len(),
             self.spare()
         );
-        self.vol
-            .pm
-            .write(self.image_off + self.filled as u64, data);
+        self.vol.pm.write(self.image_off + self.filled as u64, data);
         self.filled += data.len() as u32;
     }
 
@@ -298,7 +296,9 @@ impl Volume {
             Ok(mut a) => a.drop_ref(s),
             Err(_) => {
                 if !std::thread::panicking() {
-                    self.fail("an allocator lock was poisoned; a buffer reference was not returned");
+                    self.fail(
+                        "an allocator lock was poisoned; a buffer reference was not returned",
+                    );
                 }
             }
         }

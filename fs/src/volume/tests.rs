@@ -724,7 +724,11 @@ fn rx_link_deferred_frees_the_replaced_file_on_drop() {
     );
     ok(&v);
     // A crash now: recovery finds the old file unreachable and frees it.
-    let crashed = Volume::open_pm(Pm::from_bytes(v.pm.slice(0, v.pm.len() as usize).to_vec()), false).unwrap();
+    let crashed = Volume::open_pm(
+        Pm::from_bytes(v.pm.slice(0, v.pm.len() as usize).to_vec()),
+        false,
+    )
+    .unwrap();
     crashed.check_invariants().unwrap();
     assert_eq!(crashed.read(t2.ino, 0, 100).unwrap(), b"new");
     assert!(
@@ -800,7 +804,9 @@ fn tmpfile_is_freed_by_drop_unless_named() {
     assert_eq!(v.statfs().blocks_free, after_create.blocks_free);
     let ino = {
         let mut t = v.tmpfile(0o644, 0, 0).unwrap();
-        let l = t.link(rx_pieces(&v, b"named", 5), r, b"new", false).unwrap();
+        let l = t
+            .link(rx_pieces(&v, b"named", 5), r, b"new", false)
+            .unwrap();
         assert!(!l.replaced());
         t.ino()
     };

@@ -37,7 +37,11 @@ const MAX_CANDIDATES: usize = 64;
 /// with it, the superblock finding gets a repair (rewrite both copies; not
 /// in preen: the geometry is inferred, so a person asks for it with -y)
 /// and `out.fatal` is cleared.
-pub(super) fn recover(pm: &ExclusivePm<'_>, out: &mut ScanOut, drop_damaged: bool) -> Option<Geometry> {
+pub(super) fn recover(
+    pm: &ExclusivePm<'_>,
+    out: &mut ScanOut,
+    drop_damaged: bool,
+) -> Option<Geometry> {
     let len = pm.len();
     // A newer format, an unknown incompatible feature or a truncated image
     // is not damage: leave them to the message superblocks() gave.

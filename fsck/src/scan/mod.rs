@@ -265,7 +265,12 @@ fn le64(b: &[u8]) -> u64 {
 
 /// Run the scan. `overlay`: view committed journal slots as replayed.
 /// `drop_damaged`: plan damaged data ranges as holes instead of marking them.
-pub(crate) fn scan(pm: &ExclusivePm<'_>, overlay: bool, progress: bool, drop_damaged: bool) -> ScanOut {
+pub(crate) fn scan(
+    pm: &ExclusivePm<'_>,
+    overlay: bool,
+    progress: bool,
+    drop_damaged: bool,
+) -> ScanOut {
     let mut out = ScanOut::default();
     let len = pm.len();
     if len < BACKUP_OFFSET + 256 {

@@ -945,7 +945,12 @@ fn main() {
         let gets: Vec<(&str, SocketAddr, &str, Option<&Arc<Volume>>)> = vec![
             ("sendfile-tmpfs", sendfile, "/x", None),
             (clwb.name, clwb.addr, "/getme", None),
-            ("pktfs clwb, verify=always", clwb.addr, "/getme", Some(&clwb.vol)),
+            (
+                "pktfs clwb, verify=always",
+                clwb.addr,
+                "/getme",
+                Some(&clwb.vol),
+            ),
             (eadr.name, eadr.addr, "/getme", None),
         ];
         let mut buf = vec![0u8; 1 << 20];
