@@ -5,41 +5,17 @@
 //! marks the record, and `pktfs scrub` (online, through the server's
 //! control socket, and offline) names the file and range with exit 4.
 
-use std::io::{BufRead, BufReader, Read, Write};
+#[path = "cli_common/mod.rs"]
+mod cli_common;
+
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
 
-fn bin(name: &str) -> PathBuf {
-    let p = PathBuf::from(match name {
-        "pktfs" => env!("CARGO_BIN_EXE_pktfs"),
-        _ => unreachable!(),
-    });
-    assert!(p.exists(), "{} is not built", p.display());
-    p
-}
-
-fn mkfs(img: &Path) {
-    // mkfs lives in another package; the library formats the same way.
-    pktfs::Volume::format(
-        img,
-        &pktfs::FormatOptions {
-            params: layout::GeometryParams::for_size(64 << 20),
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
+use cli_common::{free_port, mkfs, serve, stop, PKTFS};
 
 /// One HTTP/1.1 request with `Connection: close`; returns status and body.
 fn http(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
@@ -61,51 +37,7 @@ fn http(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8
 }
 
 fn pktfs(args: &[&str]) -> Output {
-    Command::new(bin("pktfs")).args(args).output().unwrap()
-}
-
-fn serve(img: &Path, addr: SocketAddr, log: &Path) -> Child {
-    let mut c = Command::new(bin("pktfs"))
-        .args([
-            "serve",
-            img.to_str().unwrap(),
-            "--listen",
-            &addr.to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap();
-    // The first line says it serves; the port then accepts.
-    let mut first = String::new();
-    BufReader::new(c.stdout.as_mut().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    assert!(first.contains("serving"), "{first}");
-    let t0 = Instant::now();
-    while TcpStream::connect(addr).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "server never listened"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    c
-}
-
-fn stop(mut c: Child) {
-    let _ = Command::new("kill")
-        .arg("-INT")
-        .arg(c.id().to_string())
-        .status();
-    let t0 = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "server did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    Command::new(PKTFS).args(args).output().unwrap()
 }
 
 fn chain_rows(img: &Path, path: &str) -> Vec<serde_json::Value> {
@@ -122,10 +54,10 @@ fn chain_rows(img: &Path, path: &str) -> Vec<serde_json::Value> {
 fn damaged_payload_never_leaves_and_scrub_names_it() {
     let d = tempfile::tempdir().unwrap();
     let img = d.path().join("img");
-    mkfs(&img);
+    mkfs(&img, 64 << 20);
     let addr = free_port();
     let log = d.path().join("serve.log");
-    let server = serve(&img, addr, &log);
+    let server = serve(&img, addr, std::fs::File::create(&log).unwrap().into());
     let body: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 255) as u8).collect();
     assert_eq!(http(addr, "PUT", "/f.bin", &body).0, 201);
     assert_eq!(http(addr, "PUT", "/other", b"untouched").0, 201);

@@ -3,40 +3,21 @@
 //! it), a SIGKILL mid-stream (an exact prefix survives), and a user who
 //! may not use the holder (refused).
 
+#[path = "cli_common/mod.rs"]
+mod cli_common;
 #[path = "../../tests/tests/prereq/mod.rs"]
 mod prereq;
 
+use cli_common::{free_port, mkfs, serve, stop, PKTFS};
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn pktfs_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_pktfs"))
-}
-
 fn pktfs(args: &[&str]) -> Output {
-    Command::new(pktfs_bin()).args(args).output().unwrap()
-}
-
-fn mkfs(img: &Path) {
-    pktfs::Volume::format(
-        img,
-        &pktfs::FormatOptions {
-            params: layout::GeometryParams::for_size(64 << 20),
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+    Command::new(PKTFS).args(args).output().unwrap()
 }
 
 fn data(len: usize, seed: u32) -> Vec<u8> {
@@ -47,7 +28,7 @@ fn data(len: usize, seed: u32) -> Vec<u8> {
 
 /// Start `pktfs recv ... --listen ADDR`, wait until it listens.
 fn recv_listening(img: &Path, path: &str, addr: SocketAddr, extra: &[&str]) -> Child {
-    let mut c = Command::new(pktfs_bin())
+    let mut c = Command::new(PKTFS)
         .args([
             "recv",
             img.to_str().unwrap(),
@@ -112,7 +93,7 @@ fn recv_from_nc_and_connect_and_send_back() {
     require!(prereq::tool("nc"));
     let d = tempfile::tempdir().unwrap();
     let img = d.path().join("img");
-    mkfs(&img);
+    mkfs(&img, 64 << 20);
     let body = data(3_000_000, 1);
     let src = d.path().join("src");
     std::fs::write(&src, &body).unwrap();
@@ -201,34 +182,6 @@ fn recv_from_nc_and_connect_and_send_back() {
     assert_eq!(t.join().unwrap(), body);
 }
 
-fn serve(img: &Path, addr: SocketAddr) -> Child {
-    let mut c = Command::new(pktfs_bin())
-        .args([
-            "serve",
-            img.to_str().unwrap(),
-            "--listen",
-            &addr.to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(c.stdout.as_mut().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    assert!(first.contains("serving"), "{first}");
-    c
-}
-
-fn stop(mut c: Child) {
-    let _ = Command::new("kill")
-        .arg("-INT")
-        .arg(c.id().to_string())
-        .status();
-    let _ = c.wait();
-}
-
 fn http_get(addr: SocketAddr, path: &str) -> Vec<u8> {
     let mut s = TcpStream::connect(addr).unwrap();
     write!(
@@ -252,9 +205,9 @@ fn recv_into_a_served_image_passes_the_socket_to_the_server() {
     require!(prereq::tool("nc"));
     let d = tempfile::tempdir().unwrap();
     let img = d.path().join("img");
-    mkfs(&img);
+    mkfs(&img, 64 << 20);
     let http = free_port();
-    let server = serve(&img, http);
+    let server = serve(&img, http, Stdio::null());
     let body = data(2_000_000, 3);
     let src = d.path().join("src");
     std::fs::write(&src, &body).unwrap();
@@ -331,7 +284,7 @@ fn drained(port: u16) -> bool {
 fn sigkill_during_recv_leaves_an_exact_prefix() {
     let d = tempfile::tempdir().unwrap();
     let img = d.path().join("img");
-    mkfs(&img);
+    mkfs(&img, 64 << 20);
     let body = data(4_000_000, 4);
     let addr = free_port();
     let r = recv_listening(&img, "/p.bin", addr, &["--commit", "chunk"]);
@@ -391,10 +344,10 @@ fn a_user_who_may_not_use_the_holder_is_refused() {
     )
     .unwrap();
     let img = d.path().join("img");
-    mkfs(&img);
+    mkfs(&img, 64 << 20);
     std::fs::set_permissions(&img, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     let http = free_port();
-    let server = serve(&img, http);
+    let server = serve(&img, http, Stdio::null());
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let at = l.local_addr().unwrap();
     let t = std::thread::spawn(move || {
@@ -404,7 +357,7 @@ fn a_user_who_may_not_use_the_holder_is_refused() {
     });
     let o = Command::new("runuser")
         .args(["-u", "nobody", "--"])
-        .arg(pktfs_bin())
+        .arg(PKTFS)
         .args([
             "recv",
             img.to_str().unwrap(),
@@ -439,7 +392,7 @@ fn recv_into_a_mounted_image_appears_in_the_mount() {
     require!(prereq::fuse(), prereq::tool("nc"));
     let d = tempfile::tempdir().unwrap();
     let img = d.path().join("img");
-    mkfs(&img);
+    mkfs(&img, 64 << 20);
     let mnt = d.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     // `pktfs mount` returns once the daemon serves the mount.

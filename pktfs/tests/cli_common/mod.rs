@@ -69,3 +69,56 @@ pub fn wait_listening(addr: SocketAddr) {
     }
     panic!("nothing listening on {addr}");
 }
+
+/// A fresh image of `bytes` at `path` (mkfs lives in another package; the
+/// library formats the same way).
+pub fn mkfs(path: &std::path::Path, bytes: u64) {
+    pktfs::Volume::format(
+        path,
+        &pktfs::FormatOptions {
+            params: layout::GeometryParams::for_size(bytes),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+}
+
+/// `pktfs serve IMAGE --listen ADDR`, returned once it says it serves and
+/// the port accepts; its stderr goes to `stderr`.
+pub fn serve(img: &std::path::Path, addr: SocketAddr, stderr: Stdio) -> Child {
+    let mut c = Command::new(PKTFS)
+        .args([
+            "serve",
+            img.to_str().unwrap(),
+            "--listen",
+            &addr.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(c.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("serving"), "{first}");
+    wait_listening(addr);
+    c
+}
+
+/// SIGINT, then wait (bounded) for the process to end, whatever its status.
+pub fn stop(mut c: Child) {
+    let _ = Command::new("kill")
+        .arg("-INT")
+        .arg(c.id().to_string())
+        .status();
+    let t0 = Instant::now();
+    while c.try_wait().unwrap().is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "did not stop on SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
