@@ -41,33 +41,14 @@ fn parse_mountinfo(info: &str) -> Vec<PktfsMount> {
         let (fstype, source) = (post.next().unwrap_or(""), post.next().unwrap_or(""));
         if fstype == "fuse.pktfs" {
             out.push(PktfsMount {
-                mountpoint: PathBuf::from(unescape(mp)),
-                source: PathBuf::from(unescape(source)),
+                mountpoint: PathBuf::from(crate::fuse::unescape_mountinfo(mp)),
+                source: PathBuf::from(crate::fuse::unescape_mountinfo(source)),
             });
         }
     }
     out
 }
 
-/// mountinfo escapes space, tab, newline and backslash as \ooo.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
 
 /// Is `image` the source of a pktfs mount this process can see?
 pub fn is_mounted(image: &Path) -> bool {
@@ -233,8 +214,8 @@ mod tests {
                 source: "/dev/shm/p m.img".into()
             }]
         );
-        assert_eq!(unescape(r"/mnt/a\040b"), "/mnt/a b");
-        assert_eq!(unescape(r"/x\04"), r"/x\04");
+        assert_eq!(crate::fuse::unescape_mountinfo(r"/mnt/a\040b"), "/mnt/a b");
+        assert_eq!(crate::fuse::unescape_mountinfo(r"/x\04"), r"/x\04");
     }
 
     #[test]

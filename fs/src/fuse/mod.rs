@@ -368,7 +368,7 @@ fn is_mounted(mp: &Path) -> bool {
 }
 
 /// Undo mountinfo's octal escapes (`\040` for a space, ...).
-fn unescape_mountinfo(s: &str) -> String {
+pub(crate) fn unescape_mountinfo(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
