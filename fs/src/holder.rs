@@ -49,7 +49,6 @@ fn parse_mountinfo(info: &str) -> Vec<PktfsMount> {
     out
 }
 
-
 /// Is `image` the source of a pktfs mount this process can see?
 pub fn is_mounted(image: &Path) -> bool {
     let Ok(image) = image.canonicalize() else {
