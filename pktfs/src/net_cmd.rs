@@ -279,10 +279,10 @@ pub fn send(a: SendArgs) -> Result<(), String> {
     let timeout = Duration::from_secs(a.timeout.max(1));
     // A mounted or served image is sent by the process that holds it: the
     // connected socket is passed to it (see netpath::control).
-    let sock = netpath::client::connect(&a.addr, timeout)?;
+    let sock = netpath::send::connect(&a.addr, timeout)?;
     let req = serde_json::json!({"op": "send", "path": a.path});
     let r = match netpath::control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
-        Ok(v) => netpath::client::SendReport {
+        Ok(v) => netpath::send::SendReport {
             bytes: v["bytes"].as_u64().unwrap_or(0),
             segments: v["segments"].as_u64().unwrap_or(0),
             syscalls: v["syscalls"].as_u64().unwrap_or(0),
@@ -296,7 +296,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
             if at.kind != FileType::Regular {
                 return Err(format!("{}: not a regular file", a.path));
             }
-            netpath::client::send_on(&vol, ino, &sock, timeout)?
+            netpath::send::send_on(&vol, ino, &sock, timeout)?
         }
         Err(e) => return Err(e.to_string()),
     };
@@ -362,7 +362,7 @@ fn ensure_image(path: &Path, size: Option<u64>) -> Result<bool, String> {
                 .parent()
                 .filter(|d| !d.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
-            let free = netpath::quickstart::free_bytes(dir).unwrap_or(u64::MAX);
+            let free = crate::quickstart::free_bytes(dir).unwrap_or(u64::MAX);
             (1u64 << 30).min(free / 2) / (1 << 20) * (1 << 20)
         }
     };
