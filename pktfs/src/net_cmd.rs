@@ -46,6 +46,14 @@ pub struct NetArgs {
     /// Seconds to wait for a client to send the next bytes or take data.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub io_timeout: u64,
+    /// Path where the HTTP server answers GET/HEAD with Prometheus metrics
+    /// [default: /metrics]. A file of that name is not reachable over HTTP
+    /// (it still is through the mount and the CLI).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_metrics")]
+    pub metrics_path: Option<String>,
+    /// Serve no metrics endpoint.
+    #[arg(long)]
+    pub no_metrics: bool,
 }
 
 impl NetArgs {
@@ -70,7 +78,19 @@ impl NetArgs {
             return Err("--max-connections must be at least 1".into());
         }
         let io = Duration::from_secs(self.io_timeout.max(1));
+        let metrics_path = if self.no_metrics {
+            None
+        } else {
+            let p = self.metrics_path.as_deref().unwrap_or("/metrics");
+            if !p.starts_with('/') || p.len() < 2 || p.contains(['?', '#', ' ']) {
+                return Err(format!(
+                    "--metrics-path {p:?}: must be an absolute path like /metrics"
+                ));
+            }
+            Some(p.to_string())
+        };
         Ok(netpath::Config {
+            metrics_path,
             http_listen: self.listen,
             raw_listen: self.raw_listen,
             raw_dir: self.raw_dir.clone(),

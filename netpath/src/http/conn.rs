@@ -185,6 +185,7 @@ impl<'a> Conn<'a> {
             bytes_in = self.conn_in - r.in_before,
             bytes_out = self.conn_out - r.out_before,
             us = r.started.elapsed().as_micros() as u64,
+            "access"
         );
         if self.tally.requests >= TALLY_EVERY {
             self.flush_tally();
