@@ -137,6 +137,10 @@ pub fn describe(s: &ServicesHandle, args: &NetArgs) -> String {
             "  HTTP  http://{a}/{}\n",
             if args.read_only { "  (read-only)" } else { "" }
         ));
+        if !args.no_metrics {
+            let p = args.metrics_path.as_deref().unwrap_or("/metrics");
+            out.push_str(&format!("  metrics http://{a}{p}\n"));
+        }
     }
     if let Some(a) = s.raw_addr() {
         out.push_str(&format!(

@@ -339,3 +339,34 @@ fn error_bodies_say_what_went_wrong() {
         String::from_utf8_lossy(&r.body)
     );
 }
+
+#[test]
+fn a_change_while_the_body_arrives_fails_the_precondition() {
+    let s = server(64 << 20, |_| {});
+    let body = data(200_000, 7);
+    // Create-only: the name is free when the upload starts, taken by
+    // another client before its body is complete.
+    let mut a = Conn::new(s.http);
+    let req = req_bytes("PUT", "/late", &[("If-None-Match", "*")], &body);
+    a.send(&req[..req.len() - 50_000]);
+    assert_eq!(http(s.http, "PUT", "/late", &[], b"first").status, 201);
+    a.send(&req[req.len() - 50_000..]);
+    assert_eq!(a.response(false).unwrap().status, 412);
+    assert_eq!(s.read("/late").unwrap(), b"first");
+    drop(a);
+    // If-Match: the version matched at the start and was replaced while
+    // the body arrived: no lost update.
+    let tag = http(s.http, "HEAD", "/late", &[], b"")
+        .header("etag")
+        .unwrap()
+        .to_string();
+    let mut a = Conn::new(s.http);
+    let req = req_bytes("PUT", "/late", &[("If-Match", &tag)], &body);
+    a.send(&req[..req.len() - 50_000]);
+    assert_eq!(http(s.http, "PUT", "/late", &[], b"second").status, 204);
+    a.send(&req[req.len() - 50_000..]);
+    assert_eq!(a.response(false).unwrap().status, 412);
+    assert_eq!(s.read("/late").unwrap(), b"second");
+    drop(a);
+    s.check();
+}
