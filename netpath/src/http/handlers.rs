@@ -117,10 +117,12 @@ impl<'a> Conn<'a> {
                 );
                 return keep;
             }
-            // The version: checksum, size and time from one view.
+            // The version: checksum, size and time from one view. A file
+            // that changes all the time (a raw stream being received) is
+            // still sent, as a prefix, but unlabelled (see `stable`).
             let d = match self.vol.content_digest(a.ino) {
-                Ok(d) if d.size == a.size && d.mtime_ns == a.mtime_ns => d,
-                Ok(_) | Err(FsError::NotFound) => continue, // changed meanwhile
+                Ok(d) => d,
+                Err(FsError::NotFound) => continue, // removed meanwhile
                 Err(e) => {
                     self.error(
                         status_of(&e),
@@ -152,13 +154,13 @@ impl<'a> Conn<'a> {
                     return keep;
                 }
             }
-            let (code, start, end) = match resolve_range(h.range, d.size) {
-                Ok(None) => (200, 0, d.size),
+            let (code, start, end) = match resolve_range(h.range, a.size) {
+                Ok(None) => (200, 0, a.size),
                 Ok(Some((s, e))) => (206, s, e),
                 Err(()) => {
                     let extra = format!(
                         "Content-Range: bytes */{}\r\nContent-Type: text/plain; charset=utf-8\r\n",
-                        d.size
+                        a.size
                     );
                     return self.with_body(
                         416,
@@ -200,9 +202,11 @@ impl<'a> Conn<'a> {
                 continue;
             }
             // Label the version only if it did not change meanwhile.
-            let stable = after.is_ok_and(|b| (b.mtime_ns, b.size) == (d.mtime_ns, d.size));
+            let version = (d.mtime_ns, d.size);
+            let stable = (a.mtime_ns, a.size) == version
+                && after.is_ok_and(|b| (b.mtime_ns, b.size) == version);
             let label = stable.then_some(&d);
-            let r = self.send_file(label, code, start, end, hold.as_ref(), keep);
+            let r = self.send_file(label, a.size, code, start, end, hold.as_ref(), keep);
             drop(hold);
             return r;
         }
@@ -210,9 +214,11 @@ impl<'a> Conn<'a> {
         keep
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn send_file(
         &mut self,
         label: Option<&ContentDigest>,
+        size: u64,
         code: u16,
         start: u64,
         end: u64,
@@ -229,9 +235,8 @@ impl<'a> Conn<'a> {
             extra.push_str(&format!("ETag: {}\r\nLast-Modified: {lm}\r\n", etag(d)));
         }
         if code == 206 {
-            let total = label.map_or(String::from("*"), |d| d.size.to_string());
             extra.push_str(&format!(
-                "Content-Range: bytes {start}-{}/{total}\r\n",
+                "Content-Range: bytes {start}-{}/{size}\r\n",
                 end - 1
             ));
         }
