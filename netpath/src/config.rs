@@ -73,6 +73,10 @@ pub struct Config {
     /// persister thread that makes and commits the pieces while the
     /// connection's thread receives the next bytes (`u64::MAX`: never).
     pub persister_min: u64,
+    /// Where the HTTP server answers GET/HEAD with its Prometheus metrics
+    /// (None: nowhere). The path is reserved: a file of that name in the
+    /// volume is not reachable over HTTP, and changes to it are refused.
+    pub metrics_path: Option<String>,
 }
 
 impl Default for Config {
@@ -91,6 +95,7 @@ impl Default for Config {
             rx_chunk: 1 << 20,
             max_header_bytes: 16 << 10,
             persister_min: 2 << 20,
+            metrics_path: Some("/metrics".into()),
         }
     }
 }

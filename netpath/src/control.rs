@@ -297,7 +297,7 @@ fn recv_op(
 fn send_op(vol: &Volume, sock: &TcpStream, path: &str) -> Result<Value, String> {
     let ino = resolve(vol, path).map_err(|e| format!("{path}: {e}"))?;
     let _ = sock.set_nonblocking(false);
-    let r = crate::client::send_on(vol, ino, sock, Duration::from_secs(30))?;
+    let r = crate::send::send_on(vol, ino, sock, Duration::from_secs(30))?;
     Ok(
         json!({"bytes": r.bytes, "segments": r.segments, "syscalls": r.syscalls,
               "elapsed_s": r.elapsed.as_secs_f64()}),

@@ -22,22 +22,29 @@
 //! [`Services::start`] runs an HTTP/1.1 server ([`http`]) and a raw stream
 //! server ([`raw`]) over an `Arc<Volume>`, optionally reporting every change
 //! to a callback (the FUSE mount invalidates the kernel's caches with it).
-//! [`client::send_file`] streams a file to a plain TCP peer.
+//! [`send::send_file`] streams a file to a plain TCP peer.
+//!
+//! # Layering
+//! `server` (listeners, threads, shutdown) is on top; `http` and `raw`
+//! serve one connection each with the context in `shared` (volume,
+//! configuration, metrics) and never call back up. netpath reaches the
+//! image only through the Volume's typed handles (`RxBuf`, `RxPiece`,
+//! `TxHold`, `TmpFile`).
 
-pub mod client;
 pub mod config;
 pub mod control;
 pub mod http;
+mod metrics;
 pub mod path;
-pub mod quickstart;
 pub mod raw;
 pub mod recv;
 pub mod rxstream;
+pub mod send;
 pub mod server;
+mod shared;
 pub mod signal;
 pub mod tx;
 mod util;
 
 pub use config::{Change, Config, OnChange, Token};
 pub use server::{Services, Stats};
-pub use util::civil;

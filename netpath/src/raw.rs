@@ -12,12 +12,11 @@
 //! closed and the file keeps what was stored.
 
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::config::Change;
 use crate::recv::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::util::{now_ns, raw_name};
 
 /// Growth of a raw file is told to the change callback at most this often
@@ -40,14 +39,18 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
                 break;
             }
             Err(pktfs::FsError::Exists) => continue,
-            Err(_) => break,
+            Err(e) => {
+                tracing::warn!("raw connection from {peer}: cannot create {name}: {e}; closing it");
+                break;
+            }
         }
     }
     let Some((name, ino)) = made else {
         let _ = sock.shutdown(Shutdown::Both);
         return;
     };
-    sh.counters.files_stored.fetch_add(1, Ordering::Relaxed);
+    tracing::info!(target: "pktfs::access", %peer, file = %name, "raw stream started");
+    sh.metrics.files_stored.inc();
     sh.notify(Change::Entry {
         parent: sh.raw_dir,
         name: name.as_bytes(),
@@ -66,9 +69,7 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
     let noted = std::cell::Cell::new((Instant::now(), 0u64, 0u64)); // (when, told, size)
     let mut on_commit = |_ino: u64, size: u64| {
         let (when, told, before) = noted.get();
-        sh.counters
-            .bytes_in
-            .fetch_add(size.saturating_sub(before), Ordering::Relaxed);
+        sh.metrics.bytes_in.inc_by(size.saturating_sub(before));
         noted.set((when, told, size));
         if when.elapsed() >= NOTE_EVERY {
             sh.notify(Change::Data { ino, size });
@@ -82,7 +83,8 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
             noted.set((Instant::now(), size, size));
         }
     };
-    recv_into(
+    let t0 = Instant::now();
+    let report = recv_into(
         vol,
         &sock,
         ino,
@@ -97,4 +99,14 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
     if told != size {
         sh.notify(Change::Data { ino, size });
     }
+    tracing::info!(
+        target: "pktfs::access",
+        %peer,
+        file = %name,
+        bytes_in = size,
+        ms = t0.elapsed().as_millis() as u64,
+        records = report.records,
+        ended_cleanly = report.ended_cleanly,
+        "raw stream ended"
+    );
 }

@@ -256,7 +256,12 @@ pub fn recv_into(
                 }
                 true
             }
-            Err(_) => false,
+            Err(e) => {
+                tracing::warn!(
+                    "receive into inode {ino}: commit failed: {e}; the stream ends here"
+                );
+                false
+            }
         }
     };
     let ok = loop {
@@ -265,6 +270,10 @@ pub fn recv_into(
         }
         let left = idle_until.saturating_duration_since(Instant::now());
         if left.is_zero() {
+            tracing::info!(
+                "receive into inode {ino}: nothing arrived for {:?}; closing",
+                opts.idle_timeout
+            );
             break true;
         }
         let wait = hooks.tick.as_ref().map_or(left, |(t, _)| left.min(*t));
@@ -280,7 +289,10 @@ pub fn recv_into(
                 }
                 continue;
             }
-            Err(_) => break true,
+            Err(e) => {
+                tracing::info!("receive into inode {ino}: connection failed: {e}");
+                break true;
+            }
         };
         idle_until = Instant::now() + opts.idle_timeout;
         want = if n >= want / 2 {
@@ -289,7 +301,10 @@ pub fn recv_into(
             (want / 2).max(IDLE_RESERVATION)
         };
         let avail = rx.available();
-        if rx.take_into(avail, &mut pieces).is_err() {
+        if let Err(e) = rx.take_into(avail, &mut pieces) {
+            tracing::warn!(
+                "receive into inode {ino}: cannot store more: {e}; the stream ends here"
+            );
             break false; // out of records or space
         }
         waiting += avail as u64;

@@ -23,9 +23,11 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use pktfs::{FileType, Volume};
+use pktfs::Volume;
 
 use crate::config::{Change, Config, OnChange};
+use crate::metrics::Metrics;
+use crate::shared::{ensure_dir, Shared};
 use crate::util::ids;
 
 const STACK: usize = 512 << 10;
@@ -41,52 +43,6 @@ pub struct Stats {
     pub files_stored: u64,
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub connections: AtomicU64,
-    pub refused: AtomicU64,
-    pub requests: AtomicU64,
-    pub bytes_in: AtomicU64,
-    pub bytes_out: AtomicU64,
-    pub files_stored: AtomicU64,
-}
-
-pub(crate) struct Shared {
-    pub vol: Arc<Volume>,
-    pub cfg: Config,
-    pub on_change: Option<OnChange>,
-    pub stop: AtomicBool,
-    pub counters: Counters,
-    pub uid: u32,
-    pub gid: u32,
-    /// Inode of the raw-mode directory (when raw mode is on).
-    pub raw_dir: u64,
-    conns: Mutex<HashMap<u64, TcpStream>>,
-    idle: Condvar,
-    next_id: AtomicU64,
-}
-
-impl std::fmt::Debug for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
-            .field("cfg", &self.cfg)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Shared {
-    pub fn notify(&self, c: Change<'_>) {
-        if let Some(f) = &self.on_change {
-            f(c);
-        }
-    }
-
-    /// Changes are refused (server flag or read-only volume).
-    pub fn read_only(&self) -> bool {
-        self.cfg.read_only || self.vol.is_read_only()
-    }
-}
-
 /// Running servers. Dropping it shuts them down.
 #[derive(Debug)]
 pub struct Services {
@@ -100,38 +56,6 @@ pub struct Services {
 enum Kind {
     Http,
     Raw,
-}
-
-/// Find or create (mkdir -p) a directory inside the volume.
-pub(crate) fn ensure_dir(
-    vol: &Volume,
-    path: &str,
-    uid: u32,
-    gid: u32,
-    notify: &dyn Fn(Change<'_>),
-) -> pktfs::Result<u64> {
-    let mut ino = vol.root();
-    for part in path.split('/').filter(|p| !p.is_empty()) {
-        let name = part.as_bytes();
-        ino = match vol.lookup(ino, name) {
-            Ok(a) if a.kind == FileType::Directory => a.ino,
-            Ok(_) => return Err(pktfs::FsError::NotDir),
-            Err(pktfs::FsError::NotFound) => match vol.mkdir(ino, name, 0o755, uid, gid) {
-                Ok(a) => {
-                    notify(Change::Entry {
-                        parent: ino,
-                        name,
-                        ino: a.ino,
-                    });
-                    a.ino
-                }
-                Err(pktfs::FsError::Exists) => vol.lookup(ino, name)?.ino,
-                Err(e) => return Err(e),
-            },
-            Err(e) => return Err(e),
-        };
-    }
-    Ok(ino)
 }
 
 impl Services {
@@ -168,7 +92,7 @@ impl Services {
             cfg,
             on_change,
             stop: AtomicBool::new(false),
-            counters: Counters::default(),
+            metrics: Metrics::new(),
             uid,
             gid,
             raw_dir,
@@ -215,24 +139,20 @@ impl Services {
     /// and when it ends, so a busy one may be a few requests behind;
     /// [`Services::shutdown`] returns the exact totals.
     pub fn stats(&self) -> Stats {
-        let c = &self.shared.counters;
+        let m = &self.shared.metrics;
         Stats {
-            connections: c.connections.load(Ordering::Relaxed),
-            refused: c.refused.load(Ordering::Relaxed),
-            requests: c.requests.load(Ordering::Relaxed),
-            bytes_in: c.bytes_in.load(Ordering::Relaxed),
-            bytes_out: c.bytes_out.load(Ordering::Relaxed),
-            files_stored: c.files_stored.load(Ordering::Relaxed),
+            connections: m.accepted.get(),
+            refused: m.refused.get(),
+            requests: m.requests_all.get(),
+            bytes_in: m.bytes_in.get(),
+            bytes_out: m.bytes_out.get(),
+            files_stored: m.files_stored.get(),
         }
     }
 
     /// Connections being served now.
     pub fn active(&self) -> usize {
-        self.shared
-            .conns
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .len()
+        self.shared.open_connections()
     }
 
     /// Stop accepting, cut every connection (uploads in progress are
@@ -335,13 +255,20 @@ fn wait_listener(l: &TcpListener, t: Duration) -> std::io::Result<bool> {
 }
 
 fn admit(sh: &Arc<Shared>, s: TcpStream, peer: SocketAddr, kind: Kind) {
-    let _ = s.set_nonblocking(false);
+    if let Err(e) = s.set_nonblocking(false) {
+        tracing::warn!("{kind:?} connection from {peer} dropped: cannot make it blocking: {e}");
+        return;
+    }
     let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
     {
         let mut c = sh.conns.lock().unwrap_or_else(|e| e.into_inner());
         if c.len() >= sh.cfg.max_connections {
             drop(c);
-            sh.counters.refused.fetch_add(1, Ordering::Relaxed);
+            sh.metrics.refused.inc();
+            tracing::warn!(
+                "{kind:?} connection from {peer} refused: {} connections are being served (max_connections)",
+                sh.cfg.max_connections
+            );
             refuse(s, kind);
             return;
         }
@@ -349,10 +276,15 @@ fn admit(sh: &Arc<Shared>, s: TcpStream, peer: SocketAddr, kind: Kind) {
             Ok(k) => {
                 c.insert(id, k);
             }
-            Err(_) => return,
+            Err(e) => {
+                drop(c);
+                sh.metrics.refused.inc();
+                tracing::warn!("{kind:?} connection from {peer} dropped: cannot register it: {e}");
+                return;
+            }
         }
     }
-    sh.counters.connections.fetch_add(1, Ordering::Relaxed);
+    sh.metrics.accepted.inc();
     let guard = ConnGuard { sh: sh.clone(), id };
     let sh2 = sh.clone();
     let r = std::thread::Builder::new()
@@ -372,9 +304,10 @@ fn admit(sh: &Arc<Shared>, s: TcpStream, peer: SocketAddr, kind: Kind) {
                     .fail_after_panic(&format!("a connection from {peer}"), &*p);
             }
         });
-    if r.is_err() {
+    if let Err(e) = r {
         // The closure (and with it the guard and the socket) was dropped.
-        sh.counters.refused.fetch_add(1, Ordering::Relaxed);
+        sh.metrics.refused.inc();
+        tracing::warn!("{kind:?} connection from {peer} dropped: cannot start its thread: {e}");
     }
 }
 

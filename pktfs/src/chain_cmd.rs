@@ -122,13 +122,10 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// UTC time with nanoseconds, without a date crate.
+/// UTC time with nanoseconds (RFC 3339).
 pub fn fmt_ns(ns: u64) -> String {
-    let (y, m, d, hh, mm, ss, _) = netpath::civil((ns / 1_000_000_000) as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{:09}Z",
-        ns % 1_000_000_000
-    )
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns);
+    humantime::format_rfc3339_nanos(t).to_string()
 }
 
 pub fn stat(a: StatArgs) -> Result<(), String> {

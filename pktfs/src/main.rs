@@ -11,6 +11,7 @@ mod logging;
 mod mount_cmd;
 mod net_cmd;
 mod offline_cmd;
+mod quickstart;
 mod scrub_cmd;
 mod stream_cmd;
 

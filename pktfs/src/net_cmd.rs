@@ -46,6 +46,14 @@ pub struct NetArgs {
     /// Seconds to wait for a client to send the next bytes or take data.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub io_timeout: u64,
+    /// Path where the HTTP server answers GET/HEAD with Prometheus metrics
+    /// [default: /metrics]. A file of that name is not reachable over HTTP
+    /// (it still is through the mount and the CLI).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_metrics")]
+    pub metrics_path: Option<String>,
+    /// Serve no metrics endpoint.
+    #[arg(long)]
+    pub no_metrics: bool,
 }
 
 impl NetArgs {
@@ -70,7 +78,19 @@ impl NetArgs {
             return Err("--max-connections must be at least 1".into());
         }
         let io = Duration::from_secs(self.io_timeout.max(1));
+        let metrics_path = if self.no_metrics {
+            None
+        } else {
+            let p = self.metrics_path.as_deref().unwrap_or("/metrics");
+            if !p.starts_with('/') || p.len() < 2 || p.contains(['?', '#', ' ']) {
+                return Err(format!(
+                    "--metrics-path {p:?}: must be an absolute path like /metrics"
+                ));
+            }
+            Some(p.to_string())
+        };
         Ok(netpath::Config {
+            metrics_path,
             http_listen: self.listen,
             raw_listen: self.raw_listen,
             raw_dir: self.raw_dir.clone(),
@@ -117,6 +137,10 @@ pub fn describe(s: &ServicesHandle, args: &NetArgs) -> String {
             "  HTTP  http://{a}/{}\n",
             if args.read_only { "  (read-only)" } else { "" }
         ));
+        if !args.no_metrics {
+            let p = args.metrics_path.as_deref().unwrap_or("/metrics");
+            out.push_str(&format!("  metrics http://{a}{p}\n"));
+        }
     }
     if let Some(a) = s.raw_addr() {
         out.push_str(&format!(
@@ -279,10 +303,10 @@ pub fn send(a: SendArgs) -> Result<(), String> {
     let timeout = Duration::from_secs(a.timeout.max(1));
     // A mounted or served image is sent by the process that holds it: the
     // connected socket is passed to it (see netpath::control).
-    let sock = netpath::client::connect(&a.addr, timeout)?;
+    let sock = netpath::send::connect(&a.addr, timeout)?;
     let req = serde_json::json!({"op": "send", "path": a.path});
     let r = match netpath::control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
-        Ok(v) => netpath::client::SendReport {
+        Ok(v) => netpath::send::SendReport {
             bytes: v["bytes"].as_u64().unwrap_or(0),
             segments: v["segments"].as_u64().unwrap_or(0),
             syscalls: v["syscalls"].as_u64().unwrap_or(0),
@@ -296,7 +320,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
             if at.kind != FileType::Regular {
                 return Err(format!("{}: not a regular file", a.path));
             }
-            netpath::client::send_on(&vol, ino, &sock, timeout)?
+            netpath::send::send_on(&vol, ino, &sock, timeout)?
         }
         Err(e) => return Err(e.to_string()),
     };
@@ -362,7 +386,7 @@ fn ensure_image(path: &Path, size: Option<u64>) -> Result<bool, String> {
                 .parent()
                 .filter(|d| !d.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
-            let free = netpath::quickstart::free_bytes(dir).unwrap_or(u64::MAX);
+            let free = crate::quickstart::free_bytes(dir).unwrap_or(u64::MAX);
             (1u64 << 30).min(free / 2) / (1 << 20) * (1 << 20)
         }
     };

@@ -92,7 +92,7 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
         s
     } else {
         let c = a.connect.as_deref().unwrap_or_default();
-        let s = netpath::client::connect(c, Duration::from_secs(30))?;
+        let s = netpath::send::connect(c, Duration::from_secs(30))?;
         t0 = Instant::now();
         s
     };

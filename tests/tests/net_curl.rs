@@ -123,3 +123,41 @@ fn curl_upload_download_range_chunked_delete() {
     assert_eq!(both.len(), 2 * small.len());
     s.check();
 }
+
+#[test]
+fn curl_conditional_requests_and_json() {
+    require!(prereq::tool("curl"));
+    let s = server(64 * MIB, |_| {});
+    let base = format!("http://{}", s.http);
+    let dir = s.dir.path();
+    let src = dir.join("report.json");
+    std::fs::write(&src, b"{\"ok\": true}\n").unwrap();
+    // Create-only upload: the second one is refused with 412.
+    let put = |extra: &str| {
+        code(&[
+            "-T",
+            src.to_str().unwrap(),
+            "-H",
+            extra,
+            &format!("{base}/r/report.json"),
+        ])
+    };
+    assert_eq!(put("If-None-Match: *"), 201);
+    assert_eq!(put("If-None-Match: *"), 412);
+    // curl's own ETag cache: --etag-save, then --etag-compare gets a 304.
+    let tags = dir.join("etags");
+    let url = format!("{base}/r/report.json");
+    let (rc, body) = curl(&["--etag-save", tags.to_str().unwrap(), &url]);
+    assert_eq!((rc, body.as_slice()), (0, &b"{\"ok\": true}\n"[..]));
+    let saved = std::fs::read_to_string(&tags).unwrap();
+    assert!(saved.trim().starts_with("\"c-"), "{saved}");
+    assert_eq!(code(&["--etag-compare", tags.to_str().unwrap(), &url]), 304);
+    // Content-Type from the name, seen by curl.
+    let (_, ty) = curl(&["-o", "/dev/null", "-w", "%{content_type}", &url]);
+    assert_eq!(ty, b"application/json");
+    // The listing as JSON.
+    let (_, list) = curl(&["-H", "Accept: application/json", &format!("{base}/r/")]);
+    let v: serde_json::Value = serde_json::from_slice(&list).unwrap();
+    assert_eq!(v[0]["name"], "report.json");
+    assert_eq!(v[0]["etag"].as_str(), Some(saved.trim()));
+}

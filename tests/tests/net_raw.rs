@@ -309,16 +309,18 @@ fn a_raw_file_can_be_fetched_while_it_grows() {
         }
     });
     let mut name = None;
-    for _ in 0..200 {
-        if let Some(d) = s.lookup("/in/raw") {
-            if let Some(e) = s.vol.list_dir(d.ino).unwrap().first() {
-                name = Some(String::from_utf8(e.name.clone()).unwrap());
-                break;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let name = name.expect("raw file appears at accept");
+    wait_until(
+        "the raw file appears at accept",
+        Duration::from_secs(5),
+        || {
+            name = s
+                .lookup("/in/raw")
+                .and_then(|d| s.vol.list_dir(d.ino).unwrap().first().cloned())
+                .map(|e| String::from_utf8(e.name).unwrap());
+            name.is_some()
+        },
+    );
+    let name = name.unwrap();
     let mut seen = Vec::new();
     let mut c = Conn::new(s.http);
     while !sender.is_finished() {

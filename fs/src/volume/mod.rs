@@ -21,6 +21,7 @@
 //! the map.
 
 mod alloc;
+mod digest;
 mod failstop;
 mod file;
 mod itable;
@@ -51,6 +52,7 @@ use layout::{
 };
 
 pub use alloc::Slice;
+pub use digest::ContentDigest;
 pub use file::{FallocMode, Seg};
 pub use ns::RenameFlags;
 pub use recover::OpenReport;

@@ -19,6 +19,9 @@ mod mount_cmd;
 #[path = "../net_cmd.rs"]
 #[allow(dead_code)]
 mod net_cmd;
+#[path = "../quickstart.rs"]
+#[allow(dead_code)]
+mod quickstart;
 
 use std::path::PathBuf;
 

@@ -214,6 +214,17 @@ impl Conn {
                 if status == 100 {
                     continue;
                 }
+                let chunked = headers.iter().any(|(n, v)| {
+                    n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+                });
+                if chunked && !head_only && status != 204 && status != 304 {
+                    let body = self.chunked_body()?;
+                    return Some(Response {
+                        status,
+                        headers,
+                        body,
+                    });
+                }
                 let cl: usize = if head_only || status == 204 || status == 304 {
                     0
                 } else {
@@ -238,6 +249,49 @@ impl Conn {
             if !self.fill() {
                 return None;
             }
+        }
+    }
+
+    /// A chunked body (extensions and trailers ignored). None if the
+    /// connection closed first.
+    fn chunked_body(&mut self) -> Option<Vec<u8>> {
+        let mut body = Vec::new();
+        loop {
+            let line_end = loop {
+                if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                    break i;
+                }
+                if !self.fill() {
+                    return None;
+                }
+            };
+            let line = String::from_utf8_lossy(&self.buf[..line_end]).to_string();
+            let size =
+                usize::from_str_radix(line.split(';').next()?.trim(), 16).expect("chunk size");
+            self.buf.drain(..line_end + 2);
+            if size == 0 {
+                // Trailers end with an empty line.
+                loop {
+                    if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                        self.buf.drain(..i + 2);
+                        if i == 0 {
+                            return Some(body);
+                        }
+                        continue;
+                    }
+                    if !self.fill() {
+                        return None;
+                    }
+                }
+            }
+            while self.buf.len() < size + 2 {
+                if !self.fill() {
+                    return None;
+                }
+            }
+            body.extend(self.buf.drain(..size));
+            assert_eq!(&self.buf[..2], b"\r\n", "chunk data ends with CRLF");
+            self.buf.drain(..2);
         }
     }
 

@@ -5,6 +5,6 @@ use std::path::Path;
 /// Bytes available to an unprivileged user on the file system holding
 /// `dir`.
 pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
-    let s = rustix::fs::statvfs(dir)?;
-    Ok(s.f_bavail.saturating_mul(s.f_frsize))
+    let s = nix::sys::statvfs::statvfs(dir).map_err(std::io::Error::from)?;
+    Ok((s.blocks_available() as u64).saturating_mul(s.fragment_size() as u64))
 }

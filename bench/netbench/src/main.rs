@@ -2,7 +2,7 @@
 //! loopback on this machine.
 //!
 //! ```text
-//! cargo run --release -p pktfs-netpath --bin netbench -- [--size-mib 256] [--reps 5] [--secs 5]
+//! cargo run --release -p pktfs-netbench --bin netbench -- [--size-mib 256] [--reps 5] [--secs 5]
 //! ```
 //!
 //! Servers (all HTTP/1.1 with keep-alive, one thread per connection, each on

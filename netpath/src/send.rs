@@ -1,5 +1,6 @@
-//! `pktfs send`: stream a file to a plain TCP peer by its chain, one iovec
-//! per record, the same way GET does (see [`crate::tx`]).
+//! Send a file to a plain TCP peer by its chain, one iovec per record,
+//! the same way GET does (see [`crate::tx`]). Part of the embedding API
+//! (docs/EMBEDDING.md); `pktfs send` and the control socket use it too.
 
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};

@@ -1,0 +1,193 @@
+//! Entity tags and conditional requests (RFC 9110 8.8.3, 13.2.2), free of
+//! socket I/O: a transport hands in the parsed conditions and the target's
+//! current state and gets the decision back.
+//!
+//! # The entity tag
+//! `"c-<crc32c>-<size>"` (lower-case hex): the CRC32C of the whole content,
+//! combined from the records' CRCs ([`pktfs::Volume::content_digest`]; no
+//! pass over the data), and the size. It is strong: equal tags mean equal
+//! bytes up to a CRC32C collision, which the size narrows further. It
+//! depends only on the content, so it survives remounts and is the same
+//! for two files with the same bytes, and nothing is cached that could go
+//! stale.
+
+use pktfs::ContentDigest;
+
+use super::head::{Conditions, Method, TagList};
+
+/// A file's entity tag, with its quotes.
+pub(crate) fn etag(d: &ContentDigest) -> String {
+    format!("\"c-{:08x}-{:x}\"", d.crc32c, d.size)
+}
+
+/// What a conditional request's target is now.
+#[derive(Debug, Clone)]
+pub(crate) enum Current {
+    /// Nothing has that name.
+    Absent,
+    /// A file (regular: with its tag and modification time in seconds)
+    /// or another kind of entry (tag None: matches only `*`).
+    Present { etag: Option<String>, mtime_s: i64 },
+}
+
+/// What to do with a request after its preconditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Proceed,
+    /// 304 (GET/HEAD whose cached copy is current).
+    NotModified,
+    /// 412.
+    PreconditionFailed(&'static str),
+}
+
+/// Strong comparison (If-Match): both tags strong and equal.
+fn strong_match(list: &TagList, current: Option<&str>) -> bool {
+    match list {
+        TagList::Any => true,
+        TagList::Tags(ts) => current.is_some_and(|c| ts.iter().any(|t| t == c)),
+    }
+}
+
+/// Weak comparison (If-None-Match): equal after dropping `W/`.
+fn weak_match(list: &TagList, current: Option<&str>) -> bool {
+    match list {
+        TagList::Any => true,
+        TagList::Tags(ts) => current.is_some_and(|c| {
+            let c = c.strip_prefix("W/").unwrap_or(c);
+            ts.iter().any(|t| t.strip_prefix("W/").unwrap_or(t) == c)
+        }),
+    }
+}
+
+/// Evaluate the preconditions in the order of RFC 9110 13.2.2.
+pub(crate) fn evaluate(c: &Conditions, method: Method, cur: &Current) -> Decision {
+    let safe = matches!(method, Method::Get | Method::Head);
+    let (exists, tag, mtime) = match cur {
+        Current::Absent => (false, None, None),
+        Current::Present { etag, mtime_s } => (true, etag.as_deref(), Some(*mtime_s)),
+    };
+    if let Some(m) = &c.if_match {
+        if !exists || !strong_match(m, tag) {
+            return Decision::PreconditionFailed("If-Match: the current version does not match");
+        }
+    } else if let (Some(since), Some(mtime)) = (c.if_unmodified_since, mtime) {
+        if mtime > since {
+            return Decision::PreconditionFailed(
+                "If-Unmodified-Since: the file was modified after that time",
+            );
+        }
+    }
+    if let Some(n) = &c.if_none_match {
+        if exists && weak_match(n, tag) {
+            return if safe {
+                Decision::NotModified
+            } else if matches!(n, TagList::Any) {
+                Decision::PreconditionFailed("If-None-Match: *: the name exists")
+            } else {
+                Decision::PreconditionFailed("If-None-Match: the current version matches")
+            };
+        }
+    } else if let (true, Some(since), Some(mtime)) = (safe, c.if_modified_since, mtime) {
+        if mtime <= since {
+            return Decision::NotModified;
+        }
+    }
+    Decision::Proceed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(tag: &str, mtime_s: i64) -> Current {
+        Current::Present {
+            etag: Some(tag.into()),
+            mtime_s,
+        }
+    }
+
+    fn tags(t: &[&str]) -> Option<TagList> {
+        Some(TagList::Tags(t.iter().map(|s| s.to_string()).collect()))
+    }
+
+    #[test]
+    fn rfc9110_order() {
+        use Decision::*;
+        let f = file("\"c-1-2\"", 100);
+        let any = Conditions {
+            if_none_match: Some(TagList::Any),
+            ..Default::default()
+        };
+        assert!(matches!(
+            evaluate(&any, Method::Put, &f),
+            PreconditionFailed(_)
+        ));
+        assert_eq!(evaluate(&any, Method::Put, &Current::Absent), Proceed);
+        assert_eq!(evaluate(&any, Method::Get, &f), NotModified);
+
+        let im = Conditions {
+            if_match: tags(&["\"x\"", "\"c-1-2\""]),
+            ..Default::default()
+        };
+        assert_eq!(evaluate(&im, Method::Put, &f), Proceed);
+        assert!(matches!(
+            evaluate(&im, Method::Put, &Current::Absent),
+            PreconditionFailed(_)
+        ));
+        let weak = Conditions {
+            if_match: tags(&["W/\"c-1-2\""]),
+            ..Default::default()
+        };
+        assert!(matches!(
+            evaluate(&weak, Method::Delete, &f),
+            PreconditionFailed(_)
+        ));
+        let star = Conditions {
+            if_match: Some(TagList::Any),
+            ..Default::default()
+        };
+        assert_eq!(evaluate(&star, Method::Delete, &f), Proceed);
+
+        let inm = Conditions {
+            if_none_match: tags(&["W/\"c-1-2\""]),
+            if_modified_since: Some(0), // ignored next to If-None-Match
+            ..Default::default()
+        };
+        assert_eq!(evaluate(&inm, Method::Head, &f), NotModified);
+        let inm_other = Conditions {
+            if_none_match: tags(&["\"c-9-9\""]),
+            if_modified_since: Some(1000),
+            ..Default::default()
+        };
+        assert_eq!(evaluate(&inm_other, Method::Get, &f), Proceed);
+
+        let ims = |s| Conditions {
+            if_modified_since: Some(s),
+            ..Default::default()
+        };
+        assert_eq!(evaluate(&ims(100), Method::Get, &f), NotModified);
+        assert_eq!(evaluate(&ims(99), Method::Get, &f), Proceed);
+        assert_eq!(evaluate(&ims(100), Method::Put, &f), Proceed);
+
+        let ius = |s| Conditions {
+            if_unmodified_since: Some(s),
+            ..Default::default()
+        };
+        assert!(matches!(
+            evaluate(&ius(99), Method::Put, &f),
+            PreconditionFailed(_)
+        ));
+        assert_eq!(evaluate(&ius(100), Method::Put, &f), Proceed);
+    }
+
+    #[test]
+    fn etag_format() {
+        let d = ContentDigest {
+            ino: 5,
+            size: 255,
+            mtime_ns: 0,
+            crc32c: 0xab,
+        };
+        assert_eq!(etag(&d), "\"c-000000ab-ff\"");
+    }
+}

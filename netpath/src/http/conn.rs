@@ -1,0 +1,469 @@
+//! One HTTP connection over a blocking socket: read heads from the packet
+//! buffer, dispatch, send answers, keep the counters, log each request.
+
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use pktfs::{RxPiece, Volume};
+use rustix::net::SendFlags;
+
+use super::head::{read_head, Head, Method, MAX_HEADERS};
+use super::response::{begin, error_body, http_date};
+use crate::metrics::RequestLabels;
+use crate::path::ReqPath;
+use crate::rxstream::{RxStream, IDLE_RESERVATION};
+use crate::shared::Shared;
+
+/// Bodies up to this size are read and dropped after an early refusal, so
+/// the connection can be kept.
+pub(super) const SMALL_BODY: u64 = 64 << 10;
+
+/// Requests between additions of a connection's tally to the shared
+/// metrics ([`crate::Services::stats`] lags a busy connection by at most
+/// this many).
+const TALLY_EVERY: u64 = 32;
+
+/// This connection's counts not yet added to the shared metrics: added
+/// every `TALLY_EVERY` requests and at the end, not per request (shared
+/// atomics moved a cache line between the cores serving different
+/// connections on every request).
+#[derive(Debug, Default)]
+struct Tally {
+    requests: u64,
+    /// (method, status) -> count; a handful of entries per connection.
+    by_label: Vec<(&'static str, u16, u64)>,
+    bytes_in: u64,
+    bytes_out: u64,
+    files_stored: u64,
+}
+
+/// The request being served, for the access log and the metrics.
+#[derive(Debug)]
+pub(super) struct ReqState {
+    pub method: &'static str,
+    /// The status of the answer sent (0: none, the client went away).
+    pub status: u16,
+    pub started: Instant,
+    pub in_before: u64,
+    pub out_before: u64,
+    /// Error bodies as JSON.
+    pub json: bool,
+}
+
+/// One HTTP connection.
+pub(super) struct Conn<'a> {
+    pub sh: &'a Shared,
+    pub vol: &'a Volume,
+    pub sock: &'a TcpStream,
+    pub peer: SocketAddr,
+    pub rx: RxStream<'a>,
+    pub path: ReqPath,
+    pub out: Vec<u8>,
+    pub pieces: Vec<RxPiece<'a>>,
+    date: (i64, String),
+    /// An unnamed file made ahead of the next PUT (after a PUT's answer is
+    /// sent, off the latency path); freed when the connection ends.
+    pub spare: Option<pktfs::TmpFile<'a>>,
+    tally: Tally,
+    /// Bytes received and sent on this connection so far.
+    pub conn_in: u64,
+    pub conn_out: u64,
+    pub req: ReqState,
+}
+
+enum HeadResult {
+    Req(Head),
+    /// Nothing more on this connection (EOF, idle timeout, reset).
+    Done,
+    /// Answer this and close.
+    Fail(u16, &'static str),
+}
+
+pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
+    if let Err(e) = sock.set_nodelay(true) {
+        tracing::debug!("HTTP connection from {peer}: TCP_NODELAY: {e}");
+    }
+    if let Err(e) = sock.set_write_timeout(Some(sh.cfg.io_timeout)) {
+        tracing::warn!("HTTP connection from {peer}: cannot set the send timeout: {e}; closing");
+        return;
+    }
+    let vol = &*sh.vol;
+    let mut c = Conn {
+        sh,
+        vol,
+        sock: &sock,
+        peer,
+        rx: RxStream::new(vol, &sock, sh.cfg.rx_chunk),
+        path: ReqPath::new(),
+        out: Vec::with_capacity(512),
+        pieces: Vec::new(),
+        date: (0, String::new()),
+        spare: None,
+        tally: Tally::default(),
+        conn_in: 0,
+        conn_out: 0,
+        req: ReqState {
+            method: "-",
+            status: 0,
+            started: Instant::now(),
+            in_before: 0,
+            out_before: 0,
+            json: false,
+        },
+    };
+    c.run();
+}
+
+impl Drop for Conn<'_> {
+    fn drop(&mut self) {
+        // `spare` (an unnamed file made ahead) frees itself when dropped.
+        self.flush_tally();
+    }
+}
+
+impl<'a> Conn<'a> {
+    fn run(&mut self) {
+        loop {
+            if self.sh.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            self.rx.at_rest();
+            let before = (self.conn_in, self.conn_out);
+            let h = self.next_head();
+            self.req = ReqState {
+                method: "-",
+                status: 0,
+                started: Instant::now(),
+                in_before: before.0,
+                out_before: before.1,
+                json: false,
+            };
+            let h = match h {
+                HeadResult::Req(h) => h,
+                HeadResult::Done => return,
+                HeadResult::Fail(code, msg) => {
+                    self.error(code, msg, false);
+                    self.linger();
+                    self.end_request();
+                    return;
+                }
+            };
+            self.req.method = h.method.as_str();
+            self.req.json = h.accept_json;
+            let was_put = matches!(h.method, Method::Put | Method::Post);
+            let keep = self.handle(h);
+            self.end_request();
+            if !keep {
+                return;
+            }
+            if was_put && self.spare.is_none() && !self.sh.read_only() {
+                self.spare = self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid).ok();
+            }
+        }
+    }
+
+    /// Count the request and write its access-log line.
+    fn end_request(&mut self) {
+        let r = &self.req;
+        let t = &mut self.tally;
+        t.requests += 1;
+        match t
+            .by_label
+            .iter_mut()
+            .find(|(m, s, _)| *m == r.method && *s == r.status)
+        {
+            Some(e) => e.2 += 1,
+            None => t.by_label.push((r.method, r.status, 1)),
+        }
+        tracing::info!(
+            target: "pktfs::access",
+            peer = %self.peer,
+            method = r.method,
+            path = %self.path.display(),
+            status = r.status,
+            bytes_in = self.conn_in - r.in_before,
+            bytes_out = self.conn_out - r.out_before,
+            us = r.started.elapsed().as_micros() as u64,
+            "access"
+        );
+        if self.tally.requests >= TALLY_EVERY {
+            self.flush_tally();
+        }
+    }
+
+    fn flush_tally(&mut self) {
+        let t = std::mem::take(&mut self.tally);
+        let m = &self.sh.metrics;
+        if t.requests > 0 {
+            m.requests_all.inc_by(t.requests);
+        }
+        for (method, status, n) in t.by_label {
+            m.requests
+                .get_or_create(&RequestLabels { method, status })
+                .inc_by(n);
+        }
+        for (n, c) in [
+            (t.bytes_in, &m.bytes_in),
+            (t.bytes_out, &m.bytes_out),
+            (t.files_stored, &m.files_stored),
+        ] {
+            if n > 0 {
+                c.inc_by(n);
+            }
+        }
+    }
+
+    pub(super) fn add_in(&mut self, n: u64) {
+        self.conn_in += n;
+        self.tally.bytes_in += n;
+    }
+
+    pub(super) fn add_out(&mut self, n: u64) {
+        self.conn_out += n;
+        self.tally.bytes_out += n;
+    }
+
+    pub(super) fn stored_file(&mut self) {
+        self.tally.files_stored += 1;
+    }
+
+    /// Receive and parse the next request head (in the packet buffer).
+    fn next_head(&mut self) -> HeadResult {
+        let cfg = &self.sh.cfg;
+        let mut started: Option<Instant> = None;
+        loop {
+            let w = self.rx.window();
+            if !w.is_empty() {
+                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                let mut req = httparse::Request::new(&mut headers);
+                match req.parse(w) {
+                    Ok(httparse::Status::Complete(n)) => {
+                        if n > cfg.max_header_bytes {
+                            return HeadResult::Fail(431, "request head too large");
+                        }
+                        let h = read_head(&req, &mut self.path, cfg);
+                        self.rx.consume(n as u32);
+                        return HeadResult::Req(h);
+                    }
+                    Ok(httparse::Status::Partial) => {
+                        // The head's clock starts at its first bytes (a
+                        // head that arrives whole needs no clock).
+                        started.get_or_insert_with(Instant::now);
+                        if w.len() >= cfg.max_header_bytes {
+                            return HeadResult::Fail(431, "request head too large");
+                        }
+                    }
+                    Err(httparse::Error::TooManyHeaders) => {
+                        return HeadResult::Fail(431, "too many header fields")
+                    }
+                    Err(_) => return HeadResult::Fail(400, "malformed request"),
+                }
+            }
+            let timeout = match started {
+                None => cfg.idle_timeout,
+                Some(t) => {
+                    let left = cfg.header_timeout.saturating_sub(t.elapsed());
+                    if left.is_zero() {
+                        return HeadResult::Fail(408, "request head too slow");
+                    }
+                    left
+                }
+            };
+            match self.rx.fill(IDLE_RESERVATION, timeout) {
+                Ok(0) => {
+                    if started.is_some() {
+                        tracing::info!(
+                            "HTTP connection from {}: closed in the middle of a request head",
+                            self.peer
+                        );
+                    }
+                    return HeadResult::Done;
+                }
+                Ok(n) => self.add_in(n as u64),
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    if started.is_some() {
+                        return HeadResult::Fail(408, "request head too slow");
+                    }
+                    tracing::debug!(
+                        "HTTP connection from {}: idle for {:?}; closing",
+                        self.peer,
+                        cfg.idle_timeout
+                    );
+                    return HeadResult::Done;
+                }
+                Err(e) => {
+                    tracing::info!(
+                        "HTTP connection from {}: receiving a request head: {e}",
+                        self.peer
+                    );
+                    return HeadResult::Done;
+                }
+            }
+        }
+    }
+
+    /// Handle one request; false = close the connection.
+    fn handle(&mut self, h: Head) -> bool {
+        if let Some((code, msg)) = h.error {
+            self.error(code, msg, false);
+            self.linger();
+            return false;
+        }
+        if h.metrics {
+            return self.metrics(&h);
+        }
+        if let Some(msg) = h.path_error {
+            return self.refuse(&h, 400, msg);
+        }
+        match h.method {
+            Method::Get | Method::Head => self.get(&h),
+            Method::Put | Method::Post => self.put(&h),
+            Method::Delete => self.delete(&h),
+            Method::Options => {
+                if h.has_body() && !self.discard_body(&h) {
+                    return false;
+                }
+                self.head_only(
+                    204,
+                    h.keep_alive,
+                    "Allow: GET, HEAD, PUT, POST, DELETE, OPTIONS\r\n",
+                );
+                h.keep_alive
+            }
+            Method::Other => self.refuse(&h, 501, "method not implemented"),
+        }
+    }
+
+    /// Answer an error before reading the request's body. A small body
+    /// the client is sending anyway is read and dropped, so the connection
+    /// can be kept; otherwise (a large body, or one the client is waiting
+    /// for a 100 Continue to send) the connection is closed.
+    pub(super) fn refuse(&mut self, h: &Head, code: u16, msg: &str) -> bool {
+        let mut keep = h.keep_alive;
+        if h.has_body() {
+            let small = h.content_length.is_some_and(|n| n <= SMALL_BODY);
+            keep = keep && small && !h.expect_continue;
+            if keep && !self.discard_body(h) {
+                return false; // the body failed; that was answered
+            }
+        }
+        self.error(code, msg, keep);
+        if !keep {
+            self.linger();
+        }
+        keep
+    }
+
+    // ----- responses -----
+
+    fn date(&mut self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        if self.date.0 != now {
+            self.date = (now, http_date(now));
+        }
+    }
+
+    /// Start a response head in `self.out` (`len` None: chunked body).
+    pub(super) fn begin(&mut self, code: u16, len: Option<u64>, keep: bool, extra: &str) {
+        self.date();
+        self.req.status = code;
+        begin(&mut self.out, code, len, keep, &self.date.1, extra);
+    }
+
+    /// Send `self.out`; false: the client is gone (logged).
+    pub(super) fn send_out(&mut self, more: bool) -> bool {
+        let flags = if more {
+            SendFlags::NOSIGNAL | SendFlags::MORE
+        } else {
+            SendFlags::NOSIGNAL
+        };
+        let mut at = 0;
+        while at < self.out.len() {
+            match rustix::net::send(self.sock, &self.out[at..], flags) {
+                Ok(n) => at += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => {
+                    tracing::info!(
+                        "HTTP connection from {}: sending the answer to {} {}: {e}",
+                        self.peer,
+                        self.req.method,
+                        self.path.display()
+                    );
+                    self.add_out(at as u64);
+                    return false;
+                }
+            }
+        }
+        self.add_out(at as u64);
+        true
+    }
+
+    pub(super) fn head_only(&mut self, code: u16, keep: bool, extra: &str) -> bool {
+        self.begin(code, Some(0), keep, extra);
+        self.send_out(false)
+    }
+
+    pub(super) fn with_body(
+        &mut self,
+        code: u16,
+        keep: bool,
+        extra: &str,
+        body: &[u8],
+        send_body: bool,
+    ) -> bool {
+        self.begin(code, Some(body.len() as u64), keep, extra);
+        if send_body {
+            self.out.extend_from_slice(body);
+        }
+        self.send_out(false)
+    }
+
+    /// Answer an error with a body that says what went wrong, and log it:
+    /// server-side failures (5xx) as warnings, refusals of the client's
+    /// request at info, the everyday ones (404, 412, 304-like) at debug.
+    pub(super) fn error(&mut self, code: u16, msg: &str, keep: bool) {
+        let (m, path, peer) = (self.req.method, self.path.display(), self.peer);
+        match code {
+            500.. => {
+                tracing::warn!(%peer, method = m, %path, status = code, "request failed: {msg}")
+            }
+            404 | 412 => {
+                tracing::debug!(%peer, method = m, %path, status = code, "request refused: {msg}")
+            }
+            _ => tracing::info!(%peer, method = m, %path, status = code, "request refused: {msg}"),
+        }
+        let (body, ty) = error_body(code, msg, self.req.json);
+        let mut extra = String::with_capacity(96);
+        match code {
+            401 => extra.push_str("WWW-Authenticate: Bearer realm=\"pktfs\"\r\n"),
+            405 => extra.push_str("Allow: GET, HEAD, OPTIONS\r\n"),
+            503 => extra.push_str("Retry-After: 1\r\n"),
+            _ => {}
+        }
+        extra.push_str("Content-Type: ");
+        extra.push_str(ty);
+        extra.push_str("\r\n");
+        self.with_body(code, keep, &extra, &body, self.req.method != "HEAD");
+    }
+
+    /// Close gracefully after an early answer: stop sending, then read and
+    /// drop what the client is still sending for a short while, so the
+    /// close does not reset the connection before the answer is read.
+    pub(super) fn linger(&mut self) {
+        let _ = self.sock.shutdown(Shutdown::Write);
+        let _ = self.sock.set_read_timeout(Some(Duration::from_millis(500)));
+        let start = Instant::now();
+        let mut buf = [0u8; 16 << 10];
+        let mut total = 0usize;
+        while start.elapsed() < Duration::from_secs(2) && total < (64 << 20) {
+            match std::io::Read::read(&mut &*self.sock, &mut buf) {
+                Ok(n) if n > 0 => total += n,
+                _ => break,
+            }
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! The upload pipeline (PUT/POST): an unnamed file receives the body
+//! (inline, or through a persister thread for large bodies), then one
+//! commit appends the last pieces and gives the file its name. `201`/`204`
+//! is sent only after that commit: never before the data is durable and
+//! named, and an upload that does not complete is never visible.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use pktfs::{FileType, FsError, RxPiece, Volume};
+use prometheus_client::metrics::histogram::Histogram;
+
+use super::cond::{etag, Decision};
+use super::conn::{Conn, SMALL_BODY};
+use super::framing::{BodyError, Sink, Work};
+use super::head::{Framing, Head, TagList};
+use super::response::status_of;
+use crate::config::Change;
+use crate::path::encode_segment;
+
+/// The persister: make each piece, commit in batches of `batch` bytes.
+/// Returns the records committed. After a failure it only drains (and
+/// frees) what it is sent; `failed` tells the receiver to stop early.
+fn persister<'v>(
+    vol: &'v Volume,
+    ino: u64,
+    rx: std::sync::mpsc::Receiver<Work<'v>>,
+    batch: u64,
+    failed: &AtomicBool,
+    commit_seconds: &Histogram,
+) -> Result<u64, FsError> {
+    let mut pieces: Vec<RxPiece<'v>> = Vec::new();
+    let mut bytes = 0u64;
+    let mut records = 0u64;
+    let mut err = None;
+    let commit = |pieces: Vec<RxPiece<'v>>| {
+        let t0 = Instant::now();
+        let r = vol.rx_commit(ino, pieces);
+        commit_seconds.observe(t0.elapsed().as_secs_f64());
+        r
+    };
+    for w in rx {
+        if err.is_some() {
+            drop(w); // its reference goes back
+            continue;
+        }
+        let p = match w {
+            Work::Job(j) => j.piece(),
+            Work::Piece(p) => p,
+        };
+        bytes += p.len() as u64;
+        pieces.push(p);
+        if bytes >= batch {
+            let n = pieces.len() as u64;
+            match commit(std::mem::take(&mut pieces)) {
+                Ok(_) => records += n,
+                Err(e) => {
+                    failed.store(true, Ordering::Relaxed);
+                    err = Some(e);
+                }
+            }
+            bytes = 0;
+        }
+    }
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let n = pieces.len() as u64;
+    if n > 0 {
+        commit(pieces)?;
+    }
+    Ok(records + n)
+}
+
+impl<'a> Conn<'a> {
+    pub(super) fn put(&mut self, h: &Head) -> bool {
+        if let Some(r) = self.check_change(h) {
+            return r;
+        }
+        if self.path.is_empty() {
+            return self.refuse(h, 405, "cannot store onto /");
+        }
+        let Some(framing) = h.framing() else {
+            return self.refuse(
+                h,
+                411,
+                "a body length (Content-Length or chunked) is required",
+            );
+        };
+        // Early refusals, before anything is received or created.
+        let st = self.vol.statfs();
+        let free = st.blocks_free.saturating_mul(st.block_size as u64);
+        if let Framing::Length(n) = framing {
+            if n > free {
+                return self.refuse(h, 507, "the body is larger than the free space");
+            }
+            if n > pktfs::volume::MAX_FILE_SIZE {
+                return self.refuse(h, 413, "file too large");
+            }
+        }
+        let n = self.path.len();
+        let small = matches!(framing, Framing::Length(len) if len <= SMALL_BODY);
+        if !small || h.cond.any() {
+            // Before receiving a large body (or one whose preconditions
+            // already fail): would it be refused at the end?
+            match self.resolve(n) {
+                Ok(a) if a.kind == FileType::Directory => {
+                    return self.refuse(h, 409, "a directory has that name")
+                }
+                Ok(_) | Err(FsError::NotFound) => {}
+                Err(e) => return self.refuse(h, status_of(&e), &e.to_string()),
+            }
+            if let Decision::PreconditionFailed(why) = self.preconditions(h) {
+                return self.refuse(h, 412, why);
+            }
+        }
+        let mut tmp = match self.spare.take() {
+            Some(t) => t,
+            None => match self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid) {
+                Ok(t) => t,
+                Err(e) => return self.refuse(h, status_of(&e), &e.to_string()),
+            },
+        };
+        if h.expect_continue && h.http11 {
+            self.out.clear();
+            self.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            if !self.send_out(false) {
+                self.drop_tmp(tmp);
+                return false;
+            }
+        }
+        let big = match framing {
+            Framing::Length(n) => n >= self.sh.cfg.persister_min,
+            Framing::Chunked => self.sh.cfg.persister_min != u64::MAX,
+        };
+        let r = if big {
+            self.receive_pipelined(framing, tmp.ino())
+        } else {
+            self.receive_inline(framing, tmp.ino())
+        };
+        let (bytes, records) = match r {
+            Ok(t) => t,
+            Err(e) => {
+                self.drop_tmp(tmp);
+                self.body_failed(e);
+                return false;
+            }
+        };
+        if bytes == 0 {
+            // No data commit set the times: an unnamed file made ahead of
+            // time must not carry its creation time as the upload's.
+            let now = pktfs::SetAttr {
+                mtime: Some(pktfs::TimeSet::Now),
+                atime: Some(pktfs::TimeSet::Now),
+                ..Default::default()
+            };
+            if let Err(e) = self.vol.setattr(tmp.ino(), &now) {
+                tracing::debug!("upload of {}: setting its times: {e}", self.path.display());
+            }
+        }
+        // The body is durable in the unnamed file: give it its name.
+        let keep = h.keep_alive;
+        let notify = |c: Change<'_>| self.sh.notify(c);
+        let parent = match self.parent_dir(n - 1, &notify) {
+            Ok(p) => p,
+            Err(e) => {
+                self.drop_tmp(tmp);
+                let code = if matches!(e, FsError::NotDir | FsError::Exists) {
+                    409
+                } else {
+                    status_of(&e)
+                };
+                self.error(code, &format!("{}: {e}", self.path.display()), keep);
+                return keep;
+            }
+        };
+        // Preconditions once more, now that the body is in: a change while
+        // it arrived counts. `If-None-Match: *` is also enforced by the
+        // link itself (it refuses to replace), so create-only uploads are
+        // race-free; an If-Match tag is compared here, just before the
+        // link, which leaves a window of one commit for a concurrent
+        // replacement (documented in docs/NETPATH.md).
+        if h.cond.any() {
+            if let Decision::PreconditionFailed(why) = self.preconditions(h) {
+                self.drop_tmp(tmp);
+                self.error(412, why, keep);
+                return keep;
+            }
+        }
+        let replace = !matches!(h.cond.if_none_match, Some(TagList::Any));
+        let name = self.path.name().expect("non-empty path").to_vec();
+        // One call, under the directory's lock: whether a file was replaced
+        // comes back from it (no separate lookup that would queue behind
+        // other uploads into the same directory).
+        let tail = std::mem::take(&mut self.pieces);
+        // `linked` holds a replaced file until the answer is out: its space
+        // is freed after, off the client's wait (dropped at the end).
+        let t0 = Instant::now();
+        let linked = tmp.link(tail, parent, &name, replace);
+        self.sh
+            .metrics
+            .commit_seconds
+            .observe(t0.elapsed().as_secs_f64());
+        let linked = match linked {
+            Ok(l) => l,
+            Err(e) => {
+                self.drop_tmp(tmp);
+                let (code, msg) = match e {
+                    FsError::IsDir => (409, "a directory has that name".to_string()),
+                    FsError::Exists if !replace => {
+                        (412, "If-None-Match: *: the name exists".to_string())
+                    }
+                    e => (status_of(&e), format!("{}: {e}", self.path.display())),
+                };
+                self.error(code, &msg, keep);
+                return keep;
+            }
+        };
+        self.stored_file();
+        self.sh.notify(Change::Entry {
+            parent,
+            name: &name,
+            ino: tmp.ino(),
+        });
+        // The new version's tag, so a client can make its next change
+        // conditional on it (from the records' CRCs: no pass over data).
+        let mut extra = String::new();
+        if let Ok(d) = self.vol.content_digest(tmp.ino()) {
+            extra.push_str("ETag: ");
+            extra.push_str(&etag(&d));
+            extra.push_str("\r\n");
+        }
+        if linked.replaced() {
+            self.head_only(204, keep, &extra) && keep
+        } else {
+            extra.push_str("Location: ");
+            for s in self.path.segments() {
+                extra.push('/');
+                encode_segment(s, &mut extra);
+            }
+            extra.push_str("\r\nContent-Type: text/plain; charset=utf-8\r\n");
+            let body = format!("stored {bytes} bytes as {records} records\n");
+            self.with_body(201, keep, &extra, body.as_bytes(), true) && keep
+        }
+    }
+
+    fn receive_inline(&mut self, framing: Framing, tmp: u64) -> Result<(u64, u64), BodyError> {
+        let mut sink = Sink::Inline {
+            ino: tmp,
+            records: 0,
+        };
+        let bytes = self.read_body(framing, &mut sink)?;
+        let Sink::Inline { records, .. } = sink else {
+            unreachable!()
+        };
+        // Plus the tail still in `self.pieces`, which `rx_link` commits.
+        Ok((bytes, records + self.pieces.len() as u64))
+    }
+
+    /// A large body: this thread only receives; a persister thread makes
+    /// the pieces (CRC, cache-line write-back) and commits them, so that
+    /// work overlaps the next `recv` (on another core when one is free).
+    /// Everything is committed before this returns Ok.
+    fn receive_pipelined(&mut self, framing: Framing, tmp: u64) -> Result<(u64, u64), BodyError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(256);
+        let failed = AtomicBool::new(false);
+        let vol = self.vol;
+        let batch = self.sh.cfg.rx_chunk as u64;
+        let hist = &self.sh.metrics.commit_seconds;
+        std::thread::scope(|sc| {
+            let failed = &failed;
+            let worker = std::thread::Builder::new()
+                .name("pktfs-persist".into())
+                .stack_size(256 << 10)
+                .spawn_scoped(sc, move || persister(vol, tmp, rx, batch, failed, hist));
+            let worker = match worker {
+                Ok(w) => w,
+                Err(e) => {
+                    tracing::warn!("cannot start a persister thread ({e}); receiving inline");
+                    return self.receive_inline(framing, tmp);
+                }
+            };
+            let mut sink = Sink::Persister { tx, failed };
+            let r = self.read_body(framing, &mut sink);
+            drop(sink);
+            let w = worker
+                .join()
+                .unwrap_or(Err(FsError::Invalid("persister thread failed")));
+            match (r, w) {
+                (Ok(bytes), Ok(records)) => Ok((bytes, records)),
+                (Err(e), _) => Err(e),
+                (Ok(_), Err(e)) => Err(BodyError::Fs(e)),
+            }
+        })
+    }
+
+    /// Give up an upload: its uncommitted tail and its unnamed file.
+    fn drop_tmp(&mut self, tmp: pktfs::TmpFile<'a>) {
+        self.vol.rx_abort(std::mem::take(&mut self.pieces));
+        drop(tmp); // frees the unnamed file
+    }
+
+    /// The directory for the first `n` segments, created if missing.
+    fn parent_dir(&self, n: usize, notify: &dyn Fn(Change<'_>)) -> Result<u64, FsError> {
+        let mut ino = self.vol.root();
+        for s in self.path.segments().take(n) {
+            ino = match self.vol.lookup_kind(ino, s) {
+                Ok((child, FileType::Directory)) => child,
+                Ok(_) => return Err(FsError::NotDir),
+                Err(FsError::NotFound) => {
+                    match self.vol.mkdir(ino, s, 0o755, self.sh.uid, self.sh.gid) {
+                        Ok(a) => {
+                            notify(Change::Entry {
+                                parent: ino,
+                                name: s,
+                                ino: a.ino,
+                            });
+                            a.ino
+                        }
+                        Err(FsError::Exists) => match self.vol.lookup_kind(ino, s)? {
+                            (child, FileType::Directory) => child,
+                            _ => return Err(FsError::NotDir),
+                        },
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            };
+        }
+        Ok(ino)
+    }
+}

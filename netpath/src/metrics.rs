@@ -1,0 +1,155 @@
+//! The servers' counters, kept as Prometheus metrics
+//! (`prometheus-client`) and served in the text format at the HTTP
+//! server's `metrics_path`.
+//!
+//! Hot-path cost: connections add their request counts and byte tallies
+//! here in batches (every few requests and when they end, see
+//! `http::conn`), so a request touches no shared cache line; the commit
+//! histogram is one bucket search and two atomic adds per commit, next to
+//! a commit's fences. Gauges that describe the volume (space and inodes)
+//! and the open connections are read when the metrics are scraped.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Registry, Unit};
+
+use pktfs::Volume;
+
+/// Labels of an answered HTTP request.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct RequestLabels {
+    pub method: &'static str,
+    pub status: u16,
+}
+
+/// Every metric the servers keep.
+pub(crate) struct Metrics {
+    registry: Registry,
+    pub requests: Family<RequestLabels, Counter>,
+    /// All requests (for [`crate::Stats`]; the family has them by label).
+    pub requests_all: Counter,
+    pub bytes_in: Counter,
+    pub bytes_out: Counter,
+    pub accepted: Counter,
+    pub refused: Counter,
+    pub files_stored: Counter,
+    pub commit_seconds: Histogram,
+    open: Gauge,
+    buffer_bytes: Gauge,
+    buffer_bytes_free: Gauge,
+    inodes: Gauge,
+    inodes_free: Gauge,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("pktfs"),
+            requests: Family::default(),
+            requests_all: Counter::default(),
+            bytes_in: Counter::default(),
+            bytes_out: Counter::default(),
+            accepted: Counter::default(),
+            refused: Counter::default(),
+            files_stored: Counter::default(),
+            // 10 µs .. ~5 s: a small upload's single commit is tens of
+            // microseconds, a large batch's write-back milliseconds.
+            commit_seconds: Histogram::new(exponential_buckets(10e-6, 3.0, 13)),
+            open: Gauge::default(),
+            buffer_bytes: Gauge::default(),
+            buffer_bytes_free: Gauge::default(),
+            inodes: Gauge::default(),
+            inodes_free: Gauge::default(),
+        };
+        let r = &mut m.registry;
+        r.register(
+            "http_requests",
+            "HTTP requests answered, by method and status code",
+            m.requests.clone(),
+        );
+        r.register_with_unit(
+            "net_received",
+            "Bytes received on HTTP and raw connections (heads and bodies)",
+            Unit::Bytes,
+            m.bytes_in.clone(),
+        );
+        r.register_with_unit(
+            "net_sent",
+            "Bytes sent on HTTP connections (heads and bodies)",
+            Unit::Bytes,
+            m.bytes_out.clone(),
+        );
+        r.register(
+            "net_connections_accepted",
+            "Connections accepted and served",
+            m.accepted.clone(),
+        );
+        r.register(
+            "net_connections_refused",
+            "Connections refused (over the connection cap, or no thread)",
+            m.refused.clone(),
+        );
+        r.register(
+            "net_connections_open",
+            "Connections being served now",
+            m.open.clone(),
+        );
+        r.register(
+            "net_files_stored",
+            "Files stored (uploads linked, raw streams created)",
+            m.files_stored.clone(),
+        );
+        r.register_with_unit(
+            "commit_duration",
+            "Time of the commits that make received data durable (batches and the final commit+link)",
+            Unit::Seconds,
+            m.commit_seconds.clone(),
+        );
+        r.register_with_unit(
+            "pm_buffer",
+            "Packet-buffer space of the volume",
+            Unit::Bytes,
+            m.buffer_bytes.clone(),
+        );
+        r.register_with_unit(
+            "pm_buffer_free",
+            "Free packet-buffer space of the volume",
+            Unit::Bytes,
+            m.buffer_bytes_free.clone(),
+        );
+        r.register("pm_inodes", "Inodes of the volume", m.inodes.clone());
+        r.register(
+            "pm_inodes_free",
+            "Free inodes of the volume",
+            m.inodes_free.clone(),
+        );
+        m
+    }
+
+    /// The text exposition (format 0.0.4 / OpenMetrics text), with the
+    /// gauges read now.
+    pub fn render(&self, vol: &Volume, open: usize) -> String {
+        let st = vol.statfs();
+        let bs = st.block_size as u64;
+        let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.open.set(clamp(open as u64));
+        self.buffer_bytes.set(clamp(st.blocks.saturating_mul(bs)));
+        self.buffer_bytes_free
+            .set(clamp(st.blocks_free.saturating_mul(bs)));
+        self.inodes.set(clamp(st.files));
+        self.inodes_free.set(clamp(st.files_free));
+        let mut out = String::with_capacity(4096);
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}

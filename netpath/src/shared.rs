@@ -1,0 +1,89 @@
+//! What every server module shares: the volume, the configuration, the
+//! change callback, the metrics and the registry of live connections.
+//! `server` (listeners, threads) sits on top of this; `http` and `raw`
+//! serve connections with it and never call back into `server`.
+
+use std::collections::HashMap;
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Condvar, Mutex};
+
+use pktfs::{FileType, Volume};
+
+use crate::config::{Change, Config, OnChange};
+use crate::metrics::Metrics;
+
+pub(crate) struct Shared {
+    pub vol: Arc<Volume>,
+    pub cfg: Config,
+    pub on_change: Option<OnChange>,
+    pub stop: AtomicBool,
+    pub metrics: Metrics,
+    pub uid: u32,
+    pub gid: u32,
+    /// Inode of the raw-mode directory (when raw mode is on).
+    pub raw_dir: u64,
+    /// Live connections (a clone of each socket, to cut them at shutdown).
+    pub conns: Mutex<HashMap<u64, TcpStream>>,
+    /// Signalled when a connection ends.
+    pub idle: Condvar,
+    pub next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    pub fn notify(&self, c: Change<'_>) {
+        if let Some(f) = &self.on_change {
+            f(c);
+        }
+    }
+
+    /// Changes are refused (server flag or read-only volume).
+    pub fn read_only(&self) -> bool {
+        self.cfg.read_only || self.vol.is_read_only()
+    }
+
+    /// Connections being served now.
+    pub fn open_connections(&self) -> usize {
+        self.conns.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// Find or create (mkdir -p) a directory inside the volume.
+pub(crate) fn ensure_dir(
+    vol: &Volume,
+    path: &str,
+    uid: u32,
+    gid: u32,
+    notify: &dyn Fn(Change<'_>),
+) -> pktfs::Result<u64> {
+    let mut ino = vol.root();
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        let name = part.as_bytes();
+        ino = match vol.lookup(ino, name) {
+            Ok(a) if a.kind == FileType::Directory => a.ino,
+            Ok(_) => return Err(pktfs::FsError::NotDir),
+            Err(pktfs::FsError::NotFound) => match vol.mkdir(ino, name, 0o755, uid, gid) {
+                Ok(a) => {
+                    notify(Change::Entry {
+                        parent: ino,
+                        name,
+                        ino: a.ino,
+                    });
+                    a.ino
+                }
+                Err(pktfs::FsError::Exists) => vol.lookup(ino, name)?.ino,
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
+    }
+    Ok(ino)
+}

@@ -1,0 +1,95 @@
+//! `pktfs serve --log-file`: one access-log line per request, and failed
+//! requests logged with their cause.
+
+mod cli_common;
+#[path = "../../tests/tests/net_common/mod.rs"]
+mod net_common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use cli_common::*;
+use net_common::*;
+
+#[test]
+fn access_log_and_request_failures_land_in_the_log_file() {
+    let (dir, vol) = image(32 << 20);
+    drop(vol);
+    let img = dir.path().join("img");
+    let log = dir.path().join("serve.log");
+    let addr = free_port();
+    let mut child = Command::new(PKTFS)
+        .args([
+            "serve",
+            img.to_str().unwrap(),
+            "--listen",
+            &addr.to_string(),
+            "--log-level",
+            "info",
+            "--log-file",
+            log.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.contains("serving"), "{first}");
+    wait_listening(addr);
+
+    assert_eq!(http(addr, "PUT", "/logged.txt", &[], b"hello").status, 201);
+    assert_eq!(http(addr, "GET", "/logged.txt", &[], b"").status, 200);
+    assert_eq!(http(addr, "GET", "/absent", &[], b"").status, 404);
+    // A client error with a cause: a bad chunk size.
+    let mut c = Conn::new(addr);
+    c.send(b"PUT /bad HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+    assert_eq!(c.response(false).unwrap().status, 400);
+
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until(
+        "access lines in the log file",
+        Duration::from_secs(10),
+        || {
+            let t = read();
+            t.contains("PUT")
+                && t.contains("/logged.txt")
+                && t.contains("/absent")
+                && t.contains("/bad")
+        },
+    );
+    let text = read();
+    // The access events (target pktfs::access; the file's format shows
+    // the message, "access", and the fields).
+    let access: Vec<&str> = text.lines().filter(|l| l.contains(" access ")).collect();
+    let put = access
+        .iter()
+        .find(|l| l.contains("PUT") && l.contains("/logged.txt"))
+        .unwrap_or_else(|| panic!("no access line for the PUT in:\n{text}"));
+    for field in [
+        "status=201",
+        "peer=127.0.0.1:",
+        "bytes_in=",
+        "bytes_out=",
+        "us=",
+    ] {
+        assert!(put.contains(field), "{field} in {put}");
+    }
+    assert!(
+        access
+            .iter()
+            .any(|l| l.contains("/absent") && l.contains("404")),
+        "{text}"
+    );
+    // The 400 says why, at info (not only the access line).
+    assert!(
+        text.lines()
+            .any(|l| l.contains("/bad") && l.contains("bad chunk size")),
+        "the failed request's cause is logged:\n{text}"
+    );
+    stop(child);
+}
