@@ -28,6 +28,7 @@ pub mod journal;
 mod ns;
 mod recover;
 mod rx;
+pub mod rxring;
 mod scrub;
 #[cfg(test)]
 mod tests;
@@ -55,6 +56,7 @@ pub use file::{FallocMode, Seg};
 pub use ns::RenameFlags;
 pub use recover::OpenReport;
 pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TmpFile, TxHold, TxSeg};
+pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;
