@@ -36,8 +36,9 @@ pub mod rxstream;
 pub mod server;
 pub mod signal;
 pub mod tx;
+pub mod uring;
 mod util;
 
-pub use config::{Change, Config, OnChange, Token};
+pub use config::{Change, Config, IoMode, OnChange, Token};
 pub use server::{Services, Stats};
 pub use util::civil;

@@ -94,6 +94,10 @@ pub struct Services {
     threads: Vec<JoinHandle<()>>,
     http_addr: Option<SocketAddr>,
     raw_addr: Option<SocketAddr>,
+    /// How raw connections are served (None: no raw mode).
+    raw_io: Option<crate::uring::IoChoice>,
+    /// The raw server's io_uring loops, when it runs on them.
+    loops: Option<crate::uring::Loops>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -161,8 +165,18 @@ impl Services {
                 std::io::Error::other(format!("raw directory {}: {e}", cfg.raw_dir))
             })?;
         }
+        // Raw mode on the io_uring loops when they can run here (chosen
+        // once, at start; Auto falls back to threads with the reason).
+        let raw_io = match cfg.raw_listen {
+            Some(_) => Some(crate::uring::choose(cfg.io, cfg.loops)?),
+            None => None,
+        };
+        let on_loops = matches!(raw_io, Some(crate::uring::IoChoice::Uring { .. }));
         let http = cfg.http_listen.map(TcpListener::bind).transpose()?;
-        let raw = cfg.raw_listen.map(TcpListener::bind).transpose()?;
+        let raw = match on_loops {
+            true => None,
+            false => cfg.raw_listen.map(TcpListener::bind).transpose()?,
+        };
         let shared = Arc::new(Shared {
             vol,
             cfg,
@@ -181,7 +195,29 @@ impl Services {
             threads: Vec::new(),
             http_addr: None,
             raw_addr: None,
+            raw_io,
+            loops: None,
         };
+        if let (true, Some(addr)) = (on_loops, s.shared.cfg.raw_listen) {
+            let c = &s.shared.cfg;
+            let ring = pktfs::RxRingConfig {
+                entries: c.ring_entries,
+                entry_bytes: c.ring_entry_bytes,
+                ..Default::default()
+            };
+            let proto = Arc::new(crate::raw::RawProtocol {
+                sh: s.shared.clone(),
+            });
+            let l = crate::uring::Loops::start(
+                s.shared.vol.clone(),
+                addr,
+                crate::uring::loop_count(c.loops),
+                ring,
+                proto,
+            )?;
+            s.raw_addr = Some(l.addr());
+            s.loops = Some(l);
+        }
         for (l, kind) in [(http, Kind::Http), (raw, Kind::Raw)] {
             let Some(l) = l else { continue };
             let addr = l.local_addr()?;
@@ -211,6 +247,30 @@ impl Services {
         self.raw_addr
     }
 
+    /// How raw connections are served (None: no raw server).
+    pub fn io_mode(&self) -> Option<&crate::uring::IoChoice> {
+        self.raw_io.as_ref()
+    }
+
+    /// The io mode for a person, e.g. "raw: io_uring (2 loops), http:
+    /// threads".
+    pub fn io_summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = &self.raw_io {
+            parts.push(format!("raw: {c}"));
+        }
+        if self.http_addr.is_some() {
+            parts.push("http: threads".to_string());
+        }
+        parts.join(", ")
+    }
+
+    /// The io_uring loops' counters (connections, timeouts, the fd limit
+    /// that bounds them), when raw mode runs on them.
+    pub fn loop_stats(&self) -> Option<crate::uring::LoopStats> {
+        self.loops.as_ref().map(|l| l.stats())
+    }
+
     /// Counts so far. A connection adds its counts every few requests
     /// and when it ends, so a busy one may be a few requests behind;
     /// [`Services::shutdown`] returns the exact totals.
@@ -233,6 +293,7 @@ impl Services {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .len()
+            + self.loops.as_ref().map_or(0, |l| l.stats().active)
     }
 
     /// Stop accepting, cut every connection (uploads in progress are
@@ -248,6 +309,11 @@ impl Services {
         self.shared.stop.store(true, Ordering::SeqCst);
         for t in self.threads.drain(..) {
             let _ = t.join();
+        }
+        if let Some(l) = self.loops.as_mut() {
+            // Closes every loop connection (delivered bytes committed) and
+            // gives every lent buffer back.
+            l.stop();
         }
         let mut conns = self.shared.conns.lock().unwrap_or_else(|e| e.into_inner());
         for s in conns.values() {
@@ -272,7 +338,10 @@ impl Services {
 
 impl Drop for Services {
     fn drop(&mut self) {
-        if !self.shared.stop.load(Ordering::SeqCst) || !self.threads.is_empty() {
+        if !self.shared.stop.load(Ordering::SeqCst)
+            || !self.threads.is_empty()
+            || self.loops.as_ref().is_some_and(|l| l.stats().active > 0)
+        {
             self.stop_all();
         }
     }
