@@ -138,4 +138,5 @@ fn ten_thousand_concurrent_raw_connections() {
     }
     assert_eq!(seen, CONNS);
     vol.check_invariants().unwrap();
+    assert_eq!(vol.stray_buffer_refs(), 0);
 }

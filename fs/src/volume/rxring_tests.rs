@@ -126,6 +126,7 @@ fn filled_ranges_become_pieces_and_files() {
     v.unlink(root, b"one").unwrap();
     v.unlink(root, b"two").unwrap();
     assert_eq!(v.statfs().blocks_free, free0);
+    assert_eq!(v.stray_buffer_refs(), 0);
     v.check_invariants().unwrap();
     let v = reopen(v);
     v.check_invariants().unwrap();
@@ -162,6 +163,8 @@ fn dropping_a_ring_with_receives_armed_returns_all_space() {
     {
         let mut ring = v.rx_ring(small(16, 64 << 10)).unwrap();
         assert!(v.statfs().blocks_free < free0);
+        // The check sees lent space (so its 0 below means something).
+        assert_eq!(v.stray_buffer_refs(), 16 * 32);
         for (k, (a, b)) in socks.iter().enumerate() {
             ring.recv_multi(b.as_fd(), k as u64).unwrap();
             if k % 2 == 0 {
@@ -178,6 +181,7 @@ fn dropping_a_ring_with_receives_armed_returns_all_space() {
         assert!(ring.inflight() >= 16);
     }
     assert_eq!(v.statfs().blocks_free, free0);
+    assert_eq!(v.stray_buffer_refs(), 0);
     v.check_invariants().unwrap();
 }
 
@@ -234,6 +238,7 @@ fn sends_one_iovec_per_record_with_holes() {
     }
     drop(hold);
     drop(ring);
+    assert_eq!(v.stray_buffer_refs(), 0);
     drop(b);
     assert_eq!(reader.join().unwrap(), want);
 }

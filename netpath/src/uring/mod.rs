@@ -116,6 +116,32 @@ pub struct LoopStats {
     pub max_connections: usize,
 }
 
+/// Share of the volume's free buffer space all rings together may hold:
+/// lent space is reserved (a small image must not be emptied into rings
+/// that other loops, HTTP uploads and the files themselves then lack).
+const RING_SHARE: u64 = 8;
+
+/// `want` shrunk so `loops` rings hold at most 1/RING_SHARE of the free
+/// buffer space: fewer bytes per entry first (down to one buffer), then
+/// fewer entries (a power of two, at least one).
+pub fn fit_ring(want: RxRingConfig, vol: &Volume, loops: usize) -> RxRingConfig {
+    let st = vol.statfs();
+    let bs = vol.geometry().buffer_size_bytes as u64;
+    let budget =
+        st.blocks_free.saturating_mul(st.block_size as u64) / RING_SHARE / loops.max(1) as u64;
+    let mut r = want;
+    r.entries = r.entries.clamp(1, 32768).next_power_of_two().min(32768);
+    r.entry_bytes = r.entry_bytes.max(bs as u32);
+    if r.entries as u64 * r.entry_bytes as u64 > budget {
+        let per = (budget / r.entries as u64) / bs * bs;
+        r.entry_bytes = per.max(bs) as u32;
+    }
+    while r.entries > 1 && r.entries as u64 * r.entry_bytes as u64 > budget {
+        r.entries /= 2;
+    }
+    r
+}
+
 impl Loops {
     /// Bind `loops` SO_REUSEPORT listeners on `addr` and run a loop on each.
     pub fn start(
@@ -125,11 +151,14 @@ impl Loops {
         ring: RxRingConfig,
         proto: Arc<dyn Protocol>,
     ) -> std::io::Result<Loops> {
+        let ring = fit_ring(ring, &vol, loops);
         let nofile = limits::raise_nofile();
         let max_connections = limits::connection_limit(nofile);
         tracing::info!(
-            "{}: RLIMIT_NOFILE {nofile}: up to {max_connections} connections on {loops} io_uring loop(s)",
-            proto.name()
+            "{}: RLIMIT_NOFILE {nofile}: up to {max_connections} connections on {loops} io_uring loop(s), each lending the kernel {} x {} bytes of packet buffers",
+            proto.name(),
+            ring.entries,
+            ring.entry_bytes
         );
         let listeners = listen::reuseport_listeners(addr, loops)?;
         let addr = listeners[0].local_addr()?;
