@@ -15,6 +15,10 @@
 //! a head of at most `max_header_bytes`, and timeouts on every wait.
 //! Accept loops poll their listener with a short timeout so shutdown needs
 //! no wake-up trick.
+//!
+//! Raw mode runs on the io_uring event loops instead ([`crate::uring`])
+//! when `Config::io` allows and the kernel has what they need (chosen once
+//! in [`Services::start`]); there a connection costs an fd, not a thread.
 
 use std::collections::HashMap;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
