@@ -177,7 +177,7 @@ impl Services {
         };
         let on_loops = matches!(raw_io, Some(crate::uring::IoChoice::Uring { .. }));
         let http = cfg.http_listen.map(TcpListener::bind).transpose()?;
-        let raw = match on_loops {
+        let mut raw = match on_loops {
             true => None,
             false => cfg.raw_listen.map(TcpListener::bind).transpose()?,
         };
@@ -212,15 +212,30 @@ impl Services {
             let proto = Arc::new(crate::raw::RawProtocol {
                 sh: s.shared.clone(),
             });
-            let l = crate::uring::Loops::start(
+            match crate::uring::Loops::start(
                 s.shared.vol.clone(),
                 addr,
                 crate::uring::loop_count(c.loops),
                 ring,
                 proto,
-            )?;
-            s.raw_addr = Some(l.addr());
-            s.loops = Some(l);
+            ) {
+                Ok(l) => {
+                    s.raw_addr = Some(l.addr());
+                    s.loops = Some(l);
+                }
+                // The probe passed but a loop could not start here (a
+                // ring's memory, the listeners): Auto still falls back.
+                Err(e) if c.io == crate::config::IoMode::Auto => {
+                    tracing::warn!(
+                        "io_uring loops could not start ({e}); serving raw mode with threads"
+                    );
+                    s.raw_io = Some(crate::uring::IoChoice::Threads {
+                        reason: Some(format!("the loops could not start: {e}")),
+                    });
+                    raw = Some(TcpListener::bind(addr)?);
+                }
+                Err(e) => return Err(e),
+            }
         }
         for (l, kind) in [(http, Kind::Http), (raw, Kind::Raw)] {
             let Some(l) = l else { continue };
@@ -280,9 +295,10 @@ impl Services {
     /// [`Services::shutdown`] returns the exact totals.
     pub fn stats(&self) -> Stats {
         let c = &self.shared.counters;
+        let loops_refused = self.loops.as_ref().map_or(0, |l| l.stats().refused);
         Stats {
             connections: c.connections.load(Ordering::Relaxed),
-            refused: c.refused.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed) + loops_refused,
             requests: c.requests.load(Ordering::Relaxed),
             bytes_in: c.bytes_in.load(Ordering::Relaxed),
             bytes_out: c.bytes_out.load(Ordering::Relaxed),

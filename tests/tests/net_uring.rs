@@ -81,6 +81,12 @@ fn send_all(addr: std::net::SocketAddr, bodies: &[Vec<u8>]) -> Vec<u16> {
                 for p in body.chunks(5_000 + (port as usize % 7) * 1_000) {
                     c.write_all(p).unwrap();
                 }
+                // Half-close; the server closes its side once it stored
+                // everything, so EOF here means the file is complete.
+                c.shutdown(std::net::Shutdown::Write).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                let mut b = [0u8; 1];
+                assert_eq!(c.read(&mut b).unwrap(), 0, "the raw server sends nothing");
                 port
             })
         })
@@ -188,7 +194,14 @@ fn a_client_that_vanishes_mid_stream_leaves_an_exact_prefix() {
     let body = data(2_000_000, 11);
     let c = TcpStream::connect(s.raw.unwrap()).unwrap();
     let port = c.local_addr().unwrap().port();
-    (&c).write_all(&body[..1_234_567]).unwrap();
+    (&c).write_all(&body[..100_000]).unwrap();
+    // Mid-stream: the server has the connection and stored some of it.
+    wait_until(
+        "the first bytes are stored",
+        Duration::from_secs(10),
+        || file_of_port(&s, port).is_some_and(|i| s.vol.getattr(i).unwrap().size > 0),
+    );
+    (&c).write_all(&body[100_000..1_234_567]).unwrap();
     // Reset, not a clean close: what the kernel had not delivered is lost.
     rustix::net::sockopt::set_socket_linger(&c, Some(Duration::ZERO)).unwrap();
     drop(c);

@@ -29,8 +29,17 @@ fn one(addr: SocketAddr) -> std::io::Result<TcpListener> {
     Ok(TcpListener::from(fd))
 }
 
-/// `n` listeners on `addr` (port 0: the port the first one got).
+/// `n` listeners on `addr` (port 0: a free port chosen first).
+///
+/// SO_REUSEPORT would also let this group join another process's group on
+/// the same port (same user), silently splitting its connections; so the
+/// address is first bound once without it, which fails with EADDRINUSE
+/// when anything listens there (and picks the port for port 0).
 pub fn reuseport_listeners(addr: SocketAddr, n: usize) -> std::io::Result<Vec<TcpListener>> {
+    let addr = {
+        let probe = TcpListener::bind(addr)?;
+        probe.local_addr()?
+    };
     let first = one(addr)?;
     let bound = first.local_addr()?;
     let mut v = vec![first];
