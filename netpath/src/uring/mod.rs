@@ -230,3 +230,6 @@ impl Drop for Loops {
         self.stop();
     }
 }
+
+#[cfg(test)]
+mod tests;
