@@ -40,7 +40,7 @@ pub use error::{FsError, Result};
 pub use layout::FileType;
 pub use volume::{
     Attr, ChainEntry, ContentDigest, DirEntry, FallocMode, FormatOptions, Linked, OpenOptions,
-    OpenReport, RenameFlags, RxBuf, RxHeld, RxPiece, ScrubDamage, ScrubOptions, ScrubProgress,
-    ScrubReport, Seg, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxSeg, VerifyMode, Volume,
-    XattrFlags,
+    OpenReport, RenameFlags, RingEvent, RxBuf, RxData, RxHeld, RxPiece, RxRing, RxRingConfig,
+    RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg, SetAttr, StatFs,
+    TimeSet, TmpFile, TxHold, TxSeg, VerifyMode, Volume, XattrFlags,
 };

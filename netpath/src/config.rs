@@ -39,6 +39,42 @@ impl std::fmt::Debug for Token {
     }
 }
 
+/// How the raw stream server serves its connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IoMode {
+    /// io_uring event loops when this kernel and process allow them
+    /// (probed at start), else threads; the choice and its reason are
+    /// logged and printed.
+    #[default]
+    Auto,
+    /// io_uring event loops; starting fails when they are not usable.
+    Uring,
+    /// A thread per connection.
+    Threads,
+}
+
+impl std::str::FromStr for IoMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(IoMode::Auto),
+            "uring" | "io_uring" => Ok(IoMode::Uring),
+            "threads" => Ok(IoMode::Threads),
+            _ => Err(format!("unknown io mode {s:?} (auto, uring, threads)")),
+        }
+    }
+}
+
+impl std::fmt::Display for IoMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            IoMode::Auto => "auto",
+            IoMode::Uring => "uring",
+            IoMode::Threads => "threads",
+        })
+    }
+}
+
 /// What the servers do and their limits.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -77,6 +113,14 @@ pub struct Config {
     /// (None: nowhere). The path is reserved: a file of that name in the
     /// volume is not reachable over HTTP, and changes to it are refused.
     pub metrics_path: Option<String>,
+    /// Raw mode: io_uring event loops or threads (HTTP uses threads).
+    pub io: IoMode,
+    /// io_uring event loops (0: one per available core).
+    pub loops: usize,
+    /// Each loop's ring of free packet buffers lent to the kernel: entries
+    /// (a power of two) and bytes per entry.
+    pub ring_entries: u16,
+    pub ring_entry_bytes: u32,
 }
 
 impl Default for Config {
@@ -96,6 +140,10 @@ impl Default for Config {
             max_header_bytes: 16 << 10,
             persister_min: 2 << 20,
             metrics_path: Some("/metrics".into()),
+            io: IoMode::Auto,
+            loops: 0,
+            ring_entries: 64,
+            ring_entry_bytes: 64 << 10,
         }
     }
 }

@@ -44,7 +44,8 @@ pub mod server;
 mod shared;
 pub mod signal;
 pub mod tx;
+pub mod uring;
 mod util;
 
-pub use config::{Change, Config, OnChange, Token};
+pub use config::{Change, Config, IoMode, OnChange, Token};
 pub use server::{Services, Stats};

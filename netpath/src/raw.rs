@@ -10,9 +10,19 @@
 //! exact prefix of what was sent: never a hole, never a foreign byte.
 //! There is nothing to answer; when the volume is full the connection is
 //! closed and the file keeps what was stored.
+//!
+//! Two ways to serve it, same semantics: a thread per connection
+//! ([`serve_connection`], receiving with [`crate::recv::recv_into`]), or a
+//! session on the io_uring event loops ([`RawProtocol`]), where the bytes
+//! land in the loop's ring of free packet buffers and everything a
+//! connection received in one loop turn is appended by one commit (the
+//! same exact-prefix guarantee: commits append in stream order).
 
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use pktfs::{RxHeld, RxPiece, Volume};
 
 use crate::config::Change;
 use crate::recv::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
@@ -23,7 +33,9 @@ use crate::util::{now_ns, raw_name};
 /// (and within this long of the last commit).
 const NOTE_EVERY: Duration = Duration::from_millis(100);
 
-pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
+/// Create the connection's file (named by arrival time and peer) and tell
+/// the change callback. `None` when it cannot be made.
+fn create_file(sh: &Shared, peer: SocketAddr) -> Option<(String, u64)> {
     let vol = &*sh.vol;
     let base = raw_name(now_ns(), peer);
     let mut made = None;
@@ -45,10 +57,7 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
             }
         }
     }
-    let Some((name, ino)) = made else {
-        let _ = sock.shutdown(Shutdown::Both);
-        return;
-    };
+    let (name, ino) = made?;
     tracing::info!(target: "pktfs::access", %peer, file = %name, "raw stream started");
     sh.metrics.files_stored.inc();
     sh.notify(Change::Entry {
@@ -56,6 +65,15 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
         name: name.as_bytes(),
         ino,
     });
+    Some((name, ino))
+}
+
+pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
+    let vol = &*sh.vol;
+    let Some((name, ino)) = create_file(sh, peer) else {
+        let _ = sock.shutdown(Shutdown::Both);
+        return;
+    };
     // Every receive is committed at once (the smallest loss window); the
     // mount hears of the growth at most every NOTE_EVERY, and within that
     // of the last commit even when the sender goes quiet.
@@ -109,4 +127,160 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
         ended_cleanly = report.ended_cleanly,
         "raw stream ended"
     );
+}
+
+/// The raw protocol on the io_uring event loops.
+#[derive(Debug)]
+pub(crate) struct RawProtocol {
+    pub sh: Arc<Shared>,
+}
+
+impl crate::uring::Protocol for RawProtocol {
+    fn name(&self) -> &'static str {
+        "raw"
+    }
+
+    fn open<'v>(
+        &self,
+        vol: &'v Volume,
+        peer: SocketAddr,
+    ) -> Option<Box<dyn crate::uring::Session<'v> + 'v>> {
+        if !std::ptr::eq(vol, &*self.sh.vol) {
+            return None;
+        }
+        let (name, ino) = create_file(&self.sh, peer)?;
+        self.sh.metrics.accepted.inc();
+        Some(Box::new(RawSession {
+            sh: self.sh.clone(),
+            vol,
+            ino,
+            peer,
+            name,
+            started: Instant::now(),
+            records: 0,
+            pending: Vec::new(),
+            seq: 0,
+            size: 0,
+            told: 0,
+            told_at: Instant::now(),
+        }))
+    }
+}
+
+/// One raw connection on a loop: pieces made as bytes land, committed at
+/// the end of each loop turn.
+struct RawSession<'v> {
+    sh: Arc<Shared>,
+    vol: &'v Volume,
+    ino: u64,
+    /// For the access log: who, which file, since when, records stored.
+    peer: SocketAddr,
+    name: String,
+    started: Instant,
+    records: u64,
+    /// Pieces of this turn, in stream order.
+    pending: Vec<RxPiece<'v>>,
+    /// Stream position of the next byte.
+    seq: u64,
+    /// File size after the last commit, and what the callback was told.
+    size: u64,
+    told: u64,
+    told_at: Instant,
+}
+
+impl RawSession<'_> {
+    /// Append this turn's pieces (one commit). `false`: the volume refused
+    /// (full, or stopped): the connection must close.
+    fn commit(&mut self) -> bool {
+        if self.pending.is_empty() {
+            return true;
+        }
+        let batch = std::mem::take(&mut self.pending);
+        let records = batch.len() as u64;
+        match self.vol.rx_commit(self.ino, batch) {
+            Ok(size) => {
+                self.sh
+                    .metrics
+                    .bytes_in
+                    .inc_by(size.saturating_sub(self.size));
+                self.size = size;
+                self.records += records;
+                if self.told_at.elapsed() >= NOTE_EVERY {
+                    self.note();
+                }
+                true
+            }
+            Err(e) => {
+                tracing::debug!("raw: inode {}: commit: {e}", self.ino);
+                false
+            }
+        }
+    }
+
+    fn note(&mut self) {
+        if self.told != self.size {
+            self.sh.notify(Change::Data {
+                ino: self.ino,
+                size: self.size,
+            });
+            self.told = self.size;
+        }
+        self.told_at = Instant::now();
+    }
+}
+
+impl<'v> crate::uring::Session<'v> for RawSession<'v> {
+    fn on_data(&mut self, data: RxHeld<'v>, rx_ns: u64) -> crate::uring::Flow<'v> {
+        let n = data.len() as u64;
+        // CRC and flush now, while the bytes are hot.
+        self.pending.push(data.piece(rx_ns, self.seq));
+        self.seq += n;
+        crate::uring::Flow::Continue
+    }
+
+    fn end_turn(&mut self) -> crate::uring::Flow<'v> {
+        match self.commit() {
+            true => crate::uring::Flow::Continue,
+            false => crate::uring::Flow::Close,
+        }
+    }
+
+    fn on_eof(&mut self) -> crate::uring::Flow<'v> {
+        // Nothing to answer: the stream is complete.
+        crate::uring::Flow::Close
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        // The mount hears of growth within NOTE_EVERY of the last commit,
+        // even when the sender goes quiet.
+        (self.told != self.size).then_some(self.told_at + NOTE_EVERY)
+    }
+
+    fn on_timer(&mut self, _now: Instant) -> crate::uring::Flow<'v> {
+        self.note();
+        crate::uring::Flow::Continue
+    }
+
+    #[allow(clippy::misnamed_getters)] // raw mode's own timeout
+    fn idle_timeout(&self) -> Duration {
+        self.sh.cfg.raw_idle_timeout
+    }
+
+    fn on_close(&mut self, why: crate::uring::CloseReason) {
+        // What arrived before the close is stored (a shutdown or timeout
+        // does not lose delivered bytes), unless the volume refuses.
+        let _ = self.commit();
+        self.note();
+        tracing::info!(
+            target: "pktfs::access",
+            peer = %self.peer,
+            file = %self.name,
+            bytes_in = self.size,
+            ms = self.started.elapsed().as_millis() as u64,
+            records = self.records,
+            ended_cleanly = matches!(why, crate::uring::CloseReason::Eof),
+            closed = ?why,
+            "raw stream ended"
+        );
+    }
 }

@@ -15,6 +15,10 @@
 //! a head of at most `max_header_bytes`, and timeouts on every wait.
 //! Accept loops poll their listener with a short timeout so shutdown needs
 //! no wake-up trick.
+//!
+//! Raw mode runs on the io_uring event loops instead ([`crate::uring`])
+//! when `Config::io` allows and the kernel has what they need (chosen once
+//! in [`Services::start`]); there a connection costs an fd, not a thread.
 
 use std::collections::HashMap;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -50,6 +54,10 @@ pub struct Services {
     threads: Vec<JoinHandle<()>>,
     http_addr: Option<SocketAddr>,
     raw_addr: Option<SocketAddr>,
+    /// How raw connections are served (None: no raw mode).
+    raw_io: Option<crate::uring::IoChoice>,
+    /// The raw server's io_uring loops, when it runs on them.
+    loops: Option<crate::uring::Loops>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -85,8 +93,18 @@ impl Services {
                 std::io::Error::other(format!("raw directory {}: {e}", cfg.raw_dir))
             })?;
         }
+        // Raw mode on the io_uring loops when they can run here (chosen
+        // once, at start; Auto falls back to threads with the reason).
+        let raw_io = match cfg.raw_listen {
+            Some(_) => Some(crate::uring::choose(cfg.io, cfg.loops)?),
+            None => None,
+        };
+        let on_loops = matches!(raw_io, Some(crate::uring::IoChoice::Uring { .. }));
         let http = cfg.http_listen.map(TcpListener::bind).transpose()?;
-        let raw = cfg.raw_listen.map(TcpListener::bind).transpose()?;
+        let mut raw = match on_loops {
+            true => None,
+            false => cfg.raw_listen.map(TcpListener::bind).transpose()?,
+        };
         let shared = Arc::new(Shared {
             vol,
             cfg,
@@ -105,7 +123,44 @@ impl Services {
             threads: Vec::new(),
             http_addr: None,
             raw_addr: None,
+            raw_io,
+            loops: None,
         };
+        if let (true, Some(addr)) = (on_loops, s.shared.cfg.raw_listen) {
+            let c = &s.shared.cfg;
+            let ring = pktfs::RxRingConfig {
+                entries: c.ring_entries,
+                entry_bytes: c.ring_entry_bytes,
+                ..Default::default()
+            };
+            let proto = Arc::new(crate::raw::RawProtocol {
+                sh: s.shared.clone(),
+            });
+            match crate::uring::Loops::start(
+                s.shared.vol.clone(),
+                addr,
+                crate::uring::loop_count(c.loops),
+                ring,
+                proto,
+            ) {
+                Ok(l) => {
+                    s.raw_addr = Some(l.addr());
+                    s.loops = Some(l);
+                }
+                // The probe passed but a loop could not start here (a
+                // ring's memory, the listeners): Auto still falls back.
+                Err(e) if c.io == crate::config::IoMode::Auto => {
+                    tracing::warn!(
+                        "io_uring loops could not start ({e}); serving raw mode with threads"
+                    );
+                    s.raw_io = Some(crate::uring::IoChoice::Threads {
+                        reason: Some(format!("the loops could not start: {e}")),
+                    });
+                    raw = Some(TcpListener::bind(addr)?);
+                }
+                Err(e) => return Err(e),
+            }
+        }
         for (l, kind) in [(http, Kind::Http), (raw, Kind::Raw)] {
             let Some(l) = l else { continue };
             let addr = l.local_addr()?;
@@ -135,14 +190,39 @@ impl Services {
         self.raw_addr
     }
 
+    /// How raw connections are served (None: no raw server).
+    pub fn io_mode(&self) -> Option<&crate::uring::IoChoice> {
+        self.raw_io.as_ref()
+    }
+
+    /// The io mode for a person, e.g. "raw: io_uring (2 loops), http:
+    /// threads".
+    pub fn io_summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = &self.raw_io {
+            parts.push(format!("raw: {c}"));
+        }
+        if self.http_addr.is_some() {
+            parts.push("http: threads".to_string());
+        }
+        parts.join(", ")
+    }
+
+    /// The io_uring loops' counters (connections, timeouts, the fd limit
+    /// that bounds them), when raw mode runs on them.
+    pub fn loop_stats(&self) -> Option<crate::uring::LoopStats> {
+        self.loops.as_ref().map(|l| l.stats())
+    }
+
     /// Counts so far. A connection adds its counts every few requests
     /// and when it ends, so a busy one may be a few requests behind;
     /// [`Services::shutdown`] returns the exact totals.
     pub fn stats(&self) -> Stats {
         let m = &self.shared.metrics;
+        let loops_refused = self.loops.as_ref().map_or(0, |l| l.stats().refused);
         Stats {
             connections: m.accepted.get(),
-            refused: m.refused.get(),
+            refused: m.refused.get() + loops_refused,
             requests: m.requests_all.get(),
             bytes_in: m.bytes_in.get(),
             bytes_out: m.bytes_out.get(),
@@ -152,7 +232,7 @@ impl Services {
 
     /// Connections being served now.
     pub fn active(&self) -> usize {
-        self.shared.open_connections()
+        self.shared.open_connections() + self.loops.as_ref().map_or(0, |l| l.stats().active)
     }
 
     /// Stop accepting, cut every connection (uploads in progress are
@@ -168,6 +248,11 @@ impl Services {
         self.shared.stop.store(true, Ordering::SeqCst);
         for t in self.threads.drain(..) {
             let _ = t.join();
+        }
+        if let Some(l) = self.loops.as_mut() {
+            // Closes every loop connection (delivered bytes committed) and
+            // gives every lent buffer back.
+            l.stop();
         }
         let mut conns = self.shared.conns.lock().unwrap_or_else(|e| e.into_inner());
         for s in conns.values() {
@@ -192,7 +277,10 @@ impl Services {
 
 impl Drop for Services {
     fn drop(&mut self) {
-        if !self.shared.stop.load(Ordering::SeqCst) || !self.threads.is_empty() {
+        if !self.shared.stop.load(Ordering::SeqCst)
+            || !self.threads.is_empty()
+            || self.loops.as_ref().is_some_and(|l| l.stats().active > 0)
+        {
             self.stop_all();
         }
     }

@@ -80,6 +80,14 @@ fn net_args(n: &crate::net_cmd::NetArgs) -> Vec<std::ffi::OsString> {
     ]);
     v.extend(["--idle-timeout".into(), n.idle_timeout.to_string().into()]);
     v.extend(["--io-timeout".into(), n.io_timeout.to_string().into()]);
+    v.extend([
+        "--raw-idle-timeout".into(),
+        n.raw_idle_timeout.to_string().into(),
+    ]);
+    if let Some(m) = n.io {
+        v.extend(["--io".into(), m.to_string().into()]);
+    }
+    v.extend(["--loops".into(), n.loops.to_string().into()]);
     v
 }
 

@@ -54,6 +54,31 @@ pub struct NetArgs {
     /// Serve no metrics endpoint.
     #[arg(long)]
     pub no_metrics: bool,
+    /// Seconds a raw stream may stay silent before it is closed.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub raw_idle_timeout: u64,
+    /// How raw connections are served: `uring` (io_uring event loops, one
+    /// per core: bytes land in free packet buffers the kernel picks, a
+    /// connection costs an fd and no thread), `threads` (a thread per
+    /// connection), or `auto` (io_uring when this kernel allows it, else
+    /// threads; the choice is printed). Default: $PKTFS_IO, else auto.
+    /// HTTP is served by threads.
+    #[arg(long, value_name = "MODE")]
+    pub io: Option<netpath::IoMode>,
+    /// io_uring event loops (default: one per core).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub loops: usize,
+}
+
+/// `--io`, else $PKTFS_IO, else auto.
+pub fn io_mode(flag: Option<netpath::IoMode>) -> Result<netpath::IoMode, String> {
+    if let Some(m) = flag {
+        return Ok(m);
+    }
+    match std::env::var("PKTFS_IO") {
+        Ok(v) if !v.is_empty() => v.parse().map_err(|e| format!("PKTFS_IO: {e}")),
+        _ => Ok(netpath::IoMode::Auto),
+    }
 }
 
 impl NetArgs {
@@ -100,7 +125,9 @@ impl NetArgs {
             idle_timeout: Duration::from_secs(self.idle_timeout.max(1)),
             header_timeout: io.min(Duration::from_secs(10)),
             io_timeout: io,
-            raw_idle_timeout: Duration::from_secs(300).max(io),
+            raw_idle_timeout: Duration::from_secs(self.raw_idle_timeout.max(1)),
+            io: io_mode(self.io)?,
+            loops: self.loops,
             ..netpath::Config::default()
         })
     }
@@ -146,6 +173,16 @@ pub fn describe(s: &ServicesHandle, args: &NetArgs) -> String {
         out.push_str(&format!(
             "  raw   {a} -> {}/<time>-<peer>\n",
             args.raw_dir.trim_end_matches('/')
+        ));
+    }
+    let io = s.io_summary();
+    if !io.is_empty() {
+        out.push_str(&format!("  io    {io}\n"));
+    }
+    if let Some(l) = s.loop_stats() {
+        out.push_str(&format!(
+            "        up to {} connections on the loops (RLIMIT_NOFILE {})\n",
+            l.max_connections, l.nofile
         ));
     }
     out
@@ -197,6 +234,10 @@ pub struct UpArgs {
     /// Serve without mounting.
     #[arg(long)]
     pub no_mount: bool,
+    /// How raw connections are served: auto, uring or threads (see
+    /// `pktfs serve --help`). Default: $PKTFS_IO, else auto.
+    #[arg(long, value_name = "MODE")]
+    pub io: Option<netpath::IoMode>,
     #[command(flatten)]
     pub durability: crate::cli::DurabilityArgs,
 }
@@ -464,6 +505,8 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
         max_connections: 256,
         idle_timeout: 60,
         io_timeout: 30,
+        raw_idle_timeout: 300,
+        io: a.io,
         ..NetArgs::default()
     };
     let svc = start_services(vol.clone(), &net, on_change)?;

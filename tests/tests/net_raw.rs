@@ -23,6 +23,19 @@ fn raw_server(bytes: u64) -> Server {
     })
 }
 
+/// Wait until `n` connections have their files in `dir` and all are
+/// finished: an accept may be handled after the client is done (on the
+/// io_uring loops it is a completion like any other), so "no connection
+/// active" alone could be seen before the server even took the
+/// connection.
+fn settle_files(s: &Server, dir: &str, n: usize) {
+    wait_until("every connection's file", Duration::from_secs(10), || {
+        s.lookup(dir)
+            .is_some_and(|d| s.vol.list_dir(d.ino).unwrap().len() >= n)
+    });
+    s.settle();
+}
+
 fn raw_files(s: &Server) -> Vec<(String, u64)> {
     let dir = s.lookup("/in/raw").expect("raw dir");
     s.vol
@@ -46,7 +59,7 @@ fn each_connection_becomes_one_file_named_by_time_and_peer() {
         }
     }
     drop(c);
-    s.settle();
+    settle_files(&s, "/in/raw", 1);
     let files = raw_files(&s);
     assert_eq!(files.len(), 1);
     let (name, ino) = &files[0];
@@ -105,7 +118,7 @@ fn sixty_four_raw_streams_at_once() {
         })
         .collect();
     let sent: Vec<(u16, Vec<u8>)> = ts.into_iter().map(|t| t.join().unwrap()).collect();
-    s.settle();
+    settle_files(&s, "/in/raw", n);
     let files = raw_files(&s);
     assert_eq!(files.len(), n);
     for (port, body) in sent {
@@ -140,7 +153,7 @@ fn netcat_is_a_client() {
         .status()
         .unwrap();
     assert!(st.success());
-    s.settle();
+    settle_files(&s, "/in/raw", 1);
     let files = raw_files(&s);
     assert_eq!(files.len(), 1);
     assert_eq!(s.vol.read(files[0].1, 0, u64::MAX).unwrap(), body);
@@ -193,7 +206,7 @@ fn raw_file_after_a_crash_is_an_exact_prefix() {
         std::thread::sleep(Duration::from_millis(3));
     }
     drop(c);
-    s.settle();
+    settle_files(&s, "/r", 1);
     s.stop();
     let log = vol.pm().crash_log().unwrap();
     let mut points = 0;

@@ -44,6 +44,7 @@ mod sigbus;
 pub mod space;
 pub mod sys;
 mod tracker;
+pub mod uring;
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;

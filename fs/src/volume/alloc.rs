@@ -307,6 +307,12 @@ impl Alloc {
         }
     }
 
+    /// The buffer small payloads are packed into (the allocator holds one
+    /// reference on it).
+    pub fn small_buffer(&self) -> Option<u32> {
+        self.small.map(|s| s.0)
+    }
+
     pub fn refcount(&self, b: u32) -> u32 {
         self.refs[b as usize]
     }

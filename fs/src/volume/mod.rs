@@ -29,6 +29,7 @@ pub mod journal;
 mod ns;
 mod recover;
 mod rx;
+pub mod rxring;
 mod scrub;
 #[cfg(test)]
 mod tests;
@@ -57,6 +58,7 @@ pub use file::{FallocMode, Seg};
 pub use ns::RenameFlags;
 pub use recover::OpenReport;
 pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TmpFile, TxHold, TxSeg};
+pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;
@@ -793,6 +795,14 @@ impl Volume {
     /// equals its DRAM copy, and allocator counts add up.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         recover::check_invariants(self)
+    }
+
+    /// Buffer references no record accounts for (besides the allocator's
+    /// hold on its small-payload buffer): reservations, pieces not yet
+    /// committed, transmit holds, buffers lent to an io_uring. 0 when
+    /// nothing is in flight; anything else then is a leak. For tests.
+    pub fn stray_buffer_refs(&self) -> u64 {
+        recover::stray_buffer_refs(self)
     }
 }
 

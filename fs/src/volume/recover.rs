@@ -620,6 +620,31 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// See [`Volume::stray_buffer_refs`].
+pub fn stray_buffer_refs(vol: &Volume) -> u64 {
+    let g = &vol.geo;
+    let map = vol.inodes.lock_all();
+    let mut refs = vec![0u32; g.buffer_count as usize];
+    for (_, i) in map.iter() {
+        let i = i.read().or_stop();
+        for r in i.data.values().chain(i.xattrs.values()) {
+            let (x, y) = r.slice().buffers(g.buffer_size_bytes);
+            for b in x..=y {
+                refs[b as usize] += 1;
+            }
+        }
+    }
+    let a = vol.alloc.lock().or_stop();
+    let small = a.small_buffer();
+    refs.iter()
+        .enumerate()
+        .map(|(b, &want)| {
+            let own = u32::from(small == Some(b as u32));
+            a.refcount(b as u32).saturating_sub(want + own) as u64
+        })
+        .sum()
+}
+
 impl From<Corrupt> for Box<FsError> {
     fn from(c: Corrupt) -> Self {
         Box::new(FsError::Corrupt(c))

@@ -115,6 +115,14 @@ impl<'v> RxBuf<'v> {
         self.filled += data.len() as u32;
     }
 
+    /// `n` more bytes were written past `filled` by someone holding the
+    /// right to (a completion of the kernel's receive into a lent
+    /// reservation, `super::rxring`).
+    pub(super) fn mark_filled(&mut self, n: u32) {
+        assert!(n <= self.spare(), "filled past the reservation");
+        self.filled += n;
+    }
+
     /// Take a reference on received bytes `[skip, skip+len)` to make a
     /// piece of later, maybe on another thread ([`RxHeld::piece`]).
     pub fn hold(&self, skip: u32, len: u32) -> RxHeld<'v> {
@@ -167,6 +175,13 @@ impl<'v> RxHeld<'v> {
     }
     pub fn is_empty(&self) -> bool {
         self.slice.len == 0
+    }
+
+    /// The held bytes (received, so only ever read from now on).
+    pub fn bytes(&self) -> &[u8] {
+        // Received bytes are written once, before they are held, and never
+        // again while a reference on them lives.
+        self.space.vol.slice_bytes(self.slice)
     }
 
     /// Make the piece: CRC32C computed and cache lines flushed now; the
@@ -779,7 +794,12 @@ pub struct TxHold<'v> {
     size: u64,
 }
 
-impl TxHold<'_> {
+impl<'v> TxHold<'v> {
+    /// The volume whose space the hold references.
+    pub(super) fn volume(&self) -> &'v Volume {
+        self.vol
+    }
+
     /// The range as segments, in file order.
     pub fn segs(&self) -> &[TxSeg] {
         &self.segs

@@ -1,0 +1,562 @@
+//! io_uring for the network path: one ring per event-loop thread, with a
+//! provided-buffer ring whose entries are runs of the image's free packet
+//! buffers (PASTE's shape on kernel TCP: the kernel picks a free buffer for
+//! every receive and the completion says which one it filled).
+//!
+//! All the unsafe of lending image memory to the kernel lives here. The
+//! safe face is `volume::rxring::RxRing`, which owns the reservations this
+//! ring lends and keeps the contract of [`NetRing::provide`] and
+//! [`NetRing::send_segments`].
+//!
+//! # When the kernel stops writing
+//! The kernel writes a provided buffer only while a receive request that
+//! may select it is in flight; every request's writes happen before its
+//! last completion (the one without `IORING_CQE_F_MORE`). So the ring
+//! counts requests in flight, and [`NetRing::quiesce`] cancels them all and
+//! reaps completions until none is left: from then on no byte of lent
+//! memory is written or read by the kernel. Unregistering the buffer ring
+//! or closing the ring fd alone would not do: teardown of a closed ring is
+//! asynchronous, and a request that already selected a buffer finishes its
+//! copy regardless. When quiescence cannot be confirmed (an
+//! `io_uring_enter` error other than EINTR), the owner must leak the lent
+//! memory rather than reuse it (leaking reserved buffer space is safe: the
+//! next open of the image rebuilds the allocator from what files reach).
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use super::Pm;
+
+/// `IOU_PBUF_RING_INC` (include/uapi/linux/io_uring.h): incremental
+/// consumption of provided buffers (6.12+).
+const PBUF_RING_INC: u16 = 2;
+/// `IORING_CQE_F_BUF_MORE` (include/uapi/linux/io_uring.h): the entry has room left.
+const CQE_F_BUF_MORE: u32 = 1 << 4;
+
+/// Holes in a transmitted file are sent from this (the kernel only reads
+/// it).
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+
+/// A completion as the kernel posted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cqe {
+    pub user_data: u64,
+    pub result: i32,
+    pub flags: u32,
+}
+
+impl Cqe {
+    /// More completions of the same request will follow.
+    pub fn more(&self) -> bool {
+        cqueue::more(self.flags)
+    }
+    /// The provided buffer (ring entry) the data landed in.
+    pub fn buffer(&self) -> Option<u16> {
+        cqueue::buffer_select(self.flags)
+    }
+    /// Incremental consumption: the entry has room left and stays with the
+    /// kernel.
+    pub fn buffer_more(&self) -> bool {
+        self.flags & CQE_F_BUF_MORE != 0
+    }
+}
+
+/// What a ring can do, found by [`probe`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Features {
+    /// Provided-buffer rings accept `IOU_PBUF_RING_INC`.
+    pub incremental: bool,
+    /// The ring was set up with SINGLE_ISSUER + DEFER_TASKRUN.
+    pub defer_taskrun: bool,
+}
+
+/// The shared memory of a provided-buffer ring (an array of
+/// `io_uring_buf`, page aligned as the kernel requires).
+struct BufRingMem {
+    ptr: *mut types::BufRingEntry,
+    entries: u16,
+}
+
+impl BufRingMem {
+    fn layout(entries: u16) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(
+            entries as usize * size_of::<types::BufRingEntry>(),
+            4096,
+        )
+        .expect("buffer ring layout")
+    }
+    fn new(entries: u16) -> io::Result<BufRingMem> {
+        // SAFETY: the layout has a non-zero size (entries >= 1, checked by
+        // the caller) and a valid alignment.
+        let ptr = unsafe { std::alloc::alloc_zeroed(Self::layout(entries)) };
+        if ptr.is_null() {
+            return Err(io::Error::from(io::ErrorKind::OutOfMemory));
+        }
+        Ok(BufRingMem {
+            ptr: ptr as *mut types::BufRingEntry,
+            entries,
+        })
+    }
+}
+
+impl Drop for BufRingMem {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; freed only here, and
+        // only after the ring stopped using it (see `NetRing::drop`).
+        unsafe { std::alloc::dealloc(self.ptr as *mut u8, Self::layout(self.entries)) };
+    }
+}
+
+/// What a send in flight names: kept alive until its completion.
+struct SendKeep {
+    _iovs: Box<[libc::iovec]>,
+    _msg: Box<libc::msghdr>,
+}
+
+/// An io_uring with one provided-buffer ring (buffer group 0) over image
+/// memory. Not `Send` (raw pointers): with SINGLE_ISSUER only the thread
+/// that made it may submit, and that includes the cancellations of `Drop`.
+pub struct NetRing {
+    ring: IoUring,
+    br: Option<BufRingMem>,
+    /// Local tail of the buffer ring (published with a release store).
+    tail: u16,
+    incremental: bool,
+    defer_taskrun: bool,
+    /// Requests whose last completion has not been reaped.
+    inflight: usize,
+    sends: HashMap<u64, SendKeep>,
+    base: *mut u8,
+    len: usize,
+    /// Quiescence could not be confirmed: never free what was lent.
+    wedged: bool,
+}
+
+impl std::fmt::Debug for NetRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetRing")
+            .field("incremental", &self.incremental)
+            .field("inflight", &self.inflight)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The buffer group every ring uses (one group per ring).
+pub const BGID: u16 = 0;
+/// Reserved user_data of the cancellations `quiesce` issues.
+const QUIESCE_UD: u64 = u64::MAX;
+
+fn build(sq_entries: u32, defer: bool) -> io::Result<IoUring> {
+    let mut b = IoUring::builder();
+    // The CQ is sized for bursts of multishot completions (one per
+    // receive of every connection between two turns); overflow is not
+    // lost (FEAT_NODROP) but costs a slow path.
+    b.setup_cqsize(sq_entries.saturating_mul(8)).setup_clamp();
+    if defer {
+        // One thread submits and reaps: completions run as task work only
+        // when the loop asks for them (no IPIs interrupting the thread in
+        // the middle of a turn), and the kernel skips submission locking.
+        b.setup_single_issuer().setup_defer_taskrun();
+    } else {
+        // Older kernels: at least do not interrupt the thread for task work.
+        b.setup_coop_taskrun().setup_taskrun_flag();
+    }
+    b.build(sq_entries)
+}
+
+impl NetRing {
+    /// A ring with `sq_entries` submission slots and a buffer ring of
+    /// `buf_entries` (a power of two, at most 32768) over `pm`'s memory.
+    /// Incremental consumption is used when `incremental` and the kernel
+    /// has it.
+    pub(crate) fn new(
+        pm: &Pm,
+        sq_entries: u32,
+        buf_entries: u16,
+        incremental: bool,
+    ) -> io::Result<NetRing> {
+        if buf_entries == 0 || !buf_entries.is_power_of_two() || buf_entries > 32768 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "buffer ring entries must be a power of two up to 32768",
+            ));
+        }
+        pm.check_writable();
+        let (ring, defer_taskrun) = match build(sq_entries, true) {
+            Ok(r) => (r, true),
+            Err(_) => (build(sq_entries, false)?, false),
+        };
+        let br = BufRingMem::new(buf_entries)?;
+        let mut inc = false;
+        if incremental {
+            // SAFETY: `br` is page aligned, `buf_entries` entries long and
+            // owned by the returned ring, which unregisters it (or leaks it)
+            // before freeing it.
+            inc = unsafe {
+                ring.submitter().register_buf_ring_with_flags(
+                    br.ptr as u64,
+                    buf_entries,
+                    BGID,
+                    PBUF_RING_INC,
+                )
+            }
+            .is_ok();
+        }
+        if !inc {
+            // SAFETY: as above.
+            unsafe {
+                ring.submitter()
+                    .register_buf_ring_with_flags(br.ptr as u64, buf_entries, BGID, 0)
+            }?;
+        }
+        Ok(NetRing {
+            ring,
+            br: Some(br),
+            tail: 0,
+            incremental: inc,
+            defer_taskrun,
+            inflight: 0,
+            sends: HashMap::new(),
+            base: pm.base,
+            len: pm.len,
+            wedged: false,
+        })
+    }
+
+    pub fn features(&self) -> Features {
+        Features {
+            incremental: self.incremental,
+            defer_taskrun: self.defer_taskrun,
+        }
+    }
+
+    /// Requests in flight.
+    pub fn inflight(&self) -> usize {
+        self.inflight
+    }
+
+    /// Hand `[image_off, image_off+len)` to the kernel as buffer `bid`.
+    /// Visible to the kernel at the next [`Self::submit_and_wait`].
+    ///
+    /// Contract (crate-internal, like `Pm::recv_into`): the bytes are the
+    /// caller's (reserved free buffer space) and, until a completion
+    /// reports the entry consumed or [`Self::quiesce`] returned `true`,
+    /// nothing else writes them, nothing reads bytes no completion has
+    /// reported filled, and they are not freed. Each `bid` is in the ring
+    /// at most once.
+    pub(crate) fn provide(&mut self, bid: u16, image_off: u64, len: u32) {
+        let Some(br) = &self.br else { return };
+        let end = image_off.checked_add(len as u64);
+        assert!(
+            end.is_some_and(|e| e <= self.len as u64) && bid < br.entries,
+            "provided buffer outside the image"
+        );
+        let mask = br.entries - 1;
+        // SAFETY: index masked into the ring's `entries` entries; only this
+        // thread writes entries between head and our tail, and the kernel
+        // reads them only after the release store of the tail below.
+        let e = unsafe { &mut *br.ptr.add((self.tail & mask) as usize) };
+        // SAFETY: in bounds of the mapping (checked above).
+        e.set_addr(unsafe { self.base.add(image_off as usize) } as u64);
+        e.set_len(len);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+        // SAFETY: the tail field overlays entry 0's `resv`; `br.ptr` is the
+        // page-aligned base of the registered ring.
+        let tail =
+            unsafe { types::BufRingEntry::tail(br.ptr) } as *const std::sync::atomic::AtomicU16;
+        // SAFETY: an aligned u16 in the ring memory, shared with the kernel,
+        // accessed atomically.
+        unsafe { &*tail }.store(self.tail, std::sync::atomic::Ordering::Release);
+    }
+
+    fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
+        // SAFETY: every entry pushed names only memory that outlives the
+        // request (no memory; provided buffers under `provide`'s contract;
+        // a send's iovecs and msghdr kept in `sends` until its completion).
+        if unsafe { self.ring.submission().push(&e) }.is_err() {
+            // The SQ is full: hand what is queued to the kernel and retry.
+            self.ring.submit()?;
+            // SAFETY: as above.
+            unsafe { self.ring.submission().push(&e) }
+                .map_err(|_| io::Error::other("submission queue full"))?;
+        }
+        self.inflight += 1;
+        Ok(())
+    }
+
+    /// Multishot accept on listening socket `fd` (each completion is a new
+    /// connection's fd).
+    pub fn accept_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
+        let e = opcode::AcceptMulti::new(types::Fd(fd))
+            .flags(libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(user_data);
+        self.push(e)
+    }
+
+    /// Multishot receive on `fd` into the provided buffers.
+    pub fn recv_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
+        let e = opcode::RecvMulti::new(types::Fd(fd), BGID)
+            .build()
+            .user_data(user_data);
+        self.push(e)
+    }
+
+    /// Cancel every request with `user_data`.
+    pub fn cancel(&mut self, target: u64, user_data: u64) -> io::Result<()> {
+        let e = opcode::AsyncCancel2::new(types::CancelBuilder::user_data(target).all())
+            .build()
+            .user_data(user_data);
+        self.push(e)
+    }
+
+    /// sendmsg on `fd` with one iovec per segment: `Some((image_off, len))`
+    /// for bytes of the image, `None` with a length for zeros (a hole, at
+    /// most 64 KiB per segment). `user_data` must be unique among sends in
+    /// flight.
+    ///
+    /// Contract (crate-internal): the image bytes stay allocated and
+    /// unwritten until the completion for `user_data` is reaped or
+    /// [`Self::quiesce`] returned `true` (`TxHold` keeps them referenced).
+    pub(crate) fn send_segments(
+        &mut self,
+        fd: RawFd,
+        segs: impl IntoIterator<Item = (Option<u64>, usize)>,
+        user_data: u64,
+    ) -> io::Result<()> {
+        if self.sends.contains_key(&user_data) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a send with this user_data is in flight",
+            ));
+        }
+        let iovs: Box<[libc::iovec]> = segs
+            .into_iter()
+            .map(|(off, len)| libc::iovec {
+                iov_base: match off {
+                    Some(o) => {
+                        let end = o.checked_add(len as u64);
+                        assert!(
+                            end.is_some_and(|e| e <= self.len as u64),
+                            "send segment outside the image"
+                        );
+                        // SAFETY: in bounds (checked); the kernel only reads.
+                        unsafe { self.base.add(o as usize) as *mut libc::c_void }
+                    }
+                    None => {
+                        assert!(len <= ZEROS.len(), "hole segment too long");
+                        ZEROS.as_ptr() as *mut libc::c_void
+                    }
+                },
+                iov_len: len,
+            })
+            .collect();
+        // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
+        let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+        msg.msg_iov = iovs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = iovs.len() as _;
+        let e = opcode::SendMsg::new(types::Fd(fd), &*msg as *const libc::msghdr)
+            .flags(libc::MSG_NOSIGNAL as u32)
+            .build()
+            .user_data(user_data);
+        self.push(e)?;
+        self.sends.insert(
+            user_data,
+            SendKeep {
+                _iovs: iovs,
+                _msg: msg,
+            },
+        );
+        Ok(())
+    }
+
+    /// Submit what is queued and wait for at least one completion, at most
+    /// `timeout`. A timeout or a signal is not an error.
+    pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        let r = match timeout {
+            Some(t) => {
+                let ts = types::Timespec::new()
+                    .sec(t.as_secs())
+                    .nsec(t.subsec_nanos());
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+            None => self.ring.submitter().submit_and_wait(1),
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Move the completions posted so far into `out`.
+    pub fn reap(&mut self, out: &mut Vec<Cqe>) {
+        for c in self.ring.completion() {
+            let c = Cqe {
+                user_data: c.user_data(),
+                result: c.result(),
+                flags: c.flags(),
+            };
+            if !c.more() {
+                self.inflight = self.inflight.saturating_sub(1);
+                self.sends.remove(&c.user_data);
+            }
+            if c.user_data != QUIESCE_UD {
+                out.push(c);
+            }
+        }
+    }
+
+    /// Cancel every request and reap until none is in flight; completions
+    /// other than the cancellations' are appended to `out`. Returns whether
+    /// the kernel is confirmed done with all lent memory.
+    pub fn quiesce(&mut self, out: &mut Vec<Cqe>) -> bool {
+        if self.wedged {
+            return false;
+        }
+        let mut cancelled = false;
+        let mut errors = 0;
+        while self.inflight > 0 {
+            if !cancelled {
+                let e = opcode::AsyncCancel2::new(types::CancelBuilder::any().all())
+                    .build()
+                    .user_data(QUIESCE_UD);
+                if self.push(e).is_err() {
+                    self.wedged = true;
+                    return false;
+                }
+                cancelled = true;
+            }
+            if let Err(e) = self.submit_and_wait(Some(Duration::from_millis(100))) {
+                errors += 1;
+                if errors > 10 {
+                    tracing::error!("io_uring: cannot confirm requests ended: {e}");
+                    self.wedged = true;
+                    return false;
+                }
+            }
+            let before = self.inflight;
+            self.reap(out);
+            // Requests may arrive after the cancel (a multishot re-armed
+            // internally); cancel again until nothing is left.
+            if self.inflight > 0 && self.inflight == before {
+                cancelled = false;
+            }
+        }
+        true
+    }
+}
+
+impl Drop for NetRing {
+    fn drop(&mut self) {
+        let mut sink = Vec::new();
+        if self.quiesce(&mut sink) {
+            if self.ring.submitter().unregister_buf_ring(BGID).is_err() {
+                // Still registered: the ring memory stays valid for ever.
+                std::mem::forget(self.br.take());
+            }
+        } else {
+            // The kernel may still use them: never free.
+            std::mem::forget(self.br.take());
+            std::mem::forget(std::mem::take(&mut self.sends));
+        }
+    }
+}
+
+/// The accepted connection of an accept completion.
+pub fn accepted_fd(c: &Cqe) -> io::Result<OwnedFd> {
+    if c.result < 0 {
+        return Err(io::Error::from_raw_os_error(-c.result));
+    }
+    // SAFETY: a successful accept completion's result is a new fd the
+    // kernel installed in this process for us; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(c.result) })
+}
+
+/// Can this process use io_uring for the loops: a ring with a buffer ring,
+/// and a multishot receive into it that works (checked on a socket pair).
+/// `Err` says what is missing.
+pub fn probe() -> Result<Features, String> {
+    let pm = Pm::from_bytes(vec![0u8; 8192]);
+    let mut ring = NetRing::new(&pm, 8, 1, true).map_err(|e| format!("io_uring setup: {e}"))?;
+    let mut p = io_uring::Probe::new();
+    ring.ring
+        .submitter()
+        .register_probe(&mut p)
+        .map_err(|e| format!("io_uring probe: {e}"))?;
+    for (op, name) in [
+        (opcode::AcceptMulti::CODE, "accept"),
+        (opcode::RecvMulti::CODE, "recv"),
+        (opcode::SendMsg::CODE, "sendmsg"),
+        (opcode::AsyncCancel2::CODE, "async cancel"),
+    ] {
+        if !p.is_supported(op) {
+            return Err(format!("io_uring lacks {name}"));
+        }
+    }
+    let (a, b) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    (&a).write_all(b"probe").map_err(|e| e.to_string())?;
+    ring.provide(0, 0, 4096);
+    // From here on `pm` is lent: every path goes through the quiesce below.
+    let mut out = Vec::new();
+    let run = (|| {
+        ring.recv_multi(b.as_raw_fd(), 1)
+            .map_err(|e| e.to_string())?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while out.is_empty() && std::time::Instant::now() < deadline {
+            ring.submit_and_wait(Some(Duration::from_millis(100)))
+                .map_err(|e| format!("io_uring submit: {e}"))?;
+            ring.reap(&mut out);
+        }
+        Ok::<(), String>(())
+    })();
+    let f = ring.features();
+    let res = run.and_then(|()| match out.first() {
+        Some(c) if c.result == 5 && c.buffer() == Some(0) => Ok(f),
+        Some(c) if c.result < 0 => Err(format!(
+            "multishot receive into a buffer ring failed: {}",
+            io::Error::from_raw_os_error(-c.result)
+        )),
+        Some(_) => Err("multishot receive into a buffer ring misbehaved".to_string()),
+        None => Err("multishot receive into a buffer ring never completed".to_string()),
+    });
+    let mut sink = Vec::new();
+    if !ring.quiesce(&mut sink) {
+        // The kernel may still write `pm`: it must never be freed.
+        std::mem::forget(pm);
+        return Err("io_uring requests would not end".into());
+    }
+    drop(ring);
+    res
+}
+
+impl Pm {
+    /// The kernel wrote `[off, off+len)` (a receive into a provided
+    /// buffer): account the bytes as stored, like `recv_into` does, so the
+    /// flush tracker and the recording backend see them.
+    pub(crate) fn note_received(&self, off: u64, len: u64) {
+        self.check(off, len as usize);
+        self.tracker.dirty(off, len);
+        if let Some(r) = &self.recorder {
+            let bytes = self.slice(off, len as usize).to_vec();
+            r.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .store(off, &bytes);
+        }
+    }
+}

@@ -1,0 +1,462 @@
+//! Free packet buffers lent to the kernel through an io_uring
+//! provided-buffer ring (PASTE's pool that the NIC fills wherever it
+//! likes, on kernel TCP): the ring holds reservations of free buffer
+//! space, every receive completion says which one it filled and how much,
+//! and the filled bytes come back as [`RxHeld`] ranges that become pieces
+//! (CRC32C while hot, flush) linked by the usual commits
+//! ([`Volume::rx_commit`], [`super::TmpFile`]).
+//!
+//! # Why this is sound from safe code
+//! The reservations lent to the kernel are owned by the [`RxRing`] and
+//! never handed out: no `&mut` exists to write them and no `&` covers a
+//! byte before a completion reported it filled (a filled range is behind
+//! the kernel's write position, which only moves forward). A reservation
+//! goes back to the allocator only when a completion says the kernel is
+//! done with its entry, or when the ring is dropped, and `Drop` first
+//! cancels every request and reaps until none is in flight (the kernel
+//! writes a provided buffer only inside a request, before the request's
+//! last completion). If that cannot be confirmed the reservations are
+//! leaked, never reused. The ring is not `Send`, so its drop runs on the
+//! thread that owns the io_uring (SINGLE_ISSUER).
+//!
+//! # Incremental consumption
+//! With `IOU_PBUF_RING_INC` (kernel 6.12+) one entry (a run of contiguous
+//! buffers, 64 KiB by default) is filled by successive receives, possibly
+//! of different connections, each taking the next bytes: the image's
+//! buffers are packed densely and one entry serves many small receives.
+//! Without it each receive consumes a whole entry; its unfilled tail goes
+//! back to the allocator at once (at most part of one buffer is left
+//! over), and the ring must be replenished after every receive.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+use crate::media::uring::{self, Cqe, NetRing};
+
+use super::rx::{RxBuf, RxHeld, TxHold, TxSeg};
+use super::Volume;
+use crate::error::{FsError, Result};
+
+/// Shape of a ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxRingConfig {
+    /// Entries of the provided-buffer ring (a power of two, at most 32768).
+    pub entries: u16,
+    /// Buffer space per entry, bytes (rounded up to whole packet buffers).
+    pub entry_bytes: u32,
+    /// Submission queue entries.
+    pub sq_entries: u32,
+    /// Use incremental consumption when the kernel has it.
+    pub incremental: bool,
+}
+
+impl Default for RxRingConfig {
+    fn default() -> Self {
+        RxRingConfig {
+            entries: 64,
+            entry_bytes: 64 << 10,
+            sq_entries: 1024,
+            incremental: true,
+        }
+    }
+}
+
+/// What a receive completion brought.
+#[derive(Debug)]
+pub enum RxData<'v> {
+    /// Bytes of the stream, in image buffers the ring lent; they hold
+    /// their buffers until made into a piece or dropped.
+    Bytes(RxHeld<'v>),
+    /// The peer closed its side.
+    Eof,
+    /// The receive failed (`ENOBUFS`: the ring was empty; re-arm once it
+    /// has entries again).
+    Error(io::Error),
+}
+
+/// A completion, decoded.
+#[derive(Debug)]
+pub enum RingEvent<'v> {
+    /// A connection accepted by [`RxRing::accept_multi`] (`more`: the
+    /// accept stays armed).
+    Accepted {
+        tag: u64,
+        conn: io::Result<OwnedFd>,
+        more: bool,
+    },
+    /// A receive of [`RxRing::recv_multi`] (`more`: it stays armed).
+    Received {
+        tag: u64,
+        data: RxData<'v>,
+        more: bool,
+    },
+    /// A send of [`RxRing::send`] ended; the hold comes back.
+    Sent {
+        tag: u64,
+        result: io::Result<usize>,
+        hold: TxHold<'v>,
+    },
+    /// A cancellation of [`RxRing::cancel`] ended.
+    Cancelled { tag: u64 },
+}
+
+/// Counters of a ring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxRingStats {
+    /// Entries the kernel holds now.
+    pub published: u32,
+    /// Buffer space the kernel holds now (filled parts included), bytes.
+    pub lent_bytes: u64,
+    /// Entries that could not be replenished (the volume had no space).
+    pub starved: u32,
+    /// Receives that found the ring empty (ENOBUFS).
+    pub enobufs: u64,
+}
+
+const KIND_SHIFT: u32 = 56;
+const ACCEPT: u64 = 1;
+const RECV: u64 = 2;
+const SEND: u64 = 3;
+const CANCEL: u64 = 4;
+/// Largest tag: the top byte of user_data says what the request was.
+pub const MAX_TAG: u64 = (1 << KIND_SHIFT) - 1;
+/// iovecs per send (IOV_MAX).
+const MAX_IOV: usize = 1024;
+
+fn ud(kind: u64, tag: u64) -> io::Result<u64> {
+    if tag > MAX_TAG {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "ring tag out of range",
+        ));
+    }
+    Ok(kind << KIND_SHIFT | tag)
+}
+
+/// An io_uring whose receives land in the volume's free packet buffers.
+/// See the module docs.
+#[derive(Debug)]
+pub struct RxRing<'v> {
+    vol: &'v Volume,
+    ring: NetRing,
+    cfg: RxRingConfig,
+    /// Entry `bid`'s reservation while the kernel holds it; `filled` is
+    /// the kernel's write position in it.
+    slots: Vec<Option<RxBuf<'v>>>,
+    /// Entries to replenish.
+    empty: Vec<u16>,
+    sends: HashMap<u64, TxHold<'v>>,
+    cqes: Vec<Cqe>,
+    enobufs: u64,
+}
+
+impl Volume {
+    /// An io_uring for the network path whose provided-buffer ring is
+    /// filled with `cfg.entries` reservations of free buffer space.
+    pub fn rx_ring(&self, cfg: RxRingConfig) -> Result<RxRing<'_>> {
+        self.check_writable()?;
+        let ring = NetRing::new(&self.pm, cfg.sq_entries, cfg.entries, cfg.incremental).map_err(
+            |source| FsError::Io {
+                path: "io_uring".into(),
+                source,
+            },
+        )?;
+        let mut r = RxRing {
+            vol: self,
+            ring,
+            cfg,
+            slots: (0..cfg.entries).map(|_| None).collect(),
+            empty: (0..cfg.entries).rev().collect(),
+            sends: HashMap::new(),
+            cqes: Vec::new(),
+            enobufs: 0,
+        };
+        r.replenish();
+        Ok(r)
+    }
+}
+
+impl<'v> RxRing<'v> {
+    pub fn volume(&self) -> &'v Volume {
+        self.vol
+    }
+    pub fn config(&self) -> RxRingConfig {
+        self.cfg
+    }
+    /// Incremental consumption is on.
+    pub fn incremental(&self) -> bool {
+        self.ring.features().incremental
+    }
+    /// The ring runs with SINGLE_ISSUER + DEFER_TASKRUN.
+    pub fn defer_taskrun(&self) -> bool {
+        self.ring.features().defer_taskrun
+    }
+    /// Requests in flight.
+    pub fn inflight(&self) -> usize {
+        self.ring.inflight()
+    }
+
+    pub fn stats(&self) -> RxRingStats {
+        let mut s = RxRingStats {
+            starved: self.empty.len() as u32,
+            enobufs: self.enobufs,
+            ..Default::default()
+        };
+        for b in self.slots.iter().flatten() {
+            s.published += 1;
+            s.lent_bytes += b.cap() as u64;
+        }
+        s
+    }
+
+    /// Give every empty entry a fresh reservation. Returns how many
+    /// entries the kernel holds afterwards (fewer than configured when
+    /// the volume is out of space).
+    pub fn replenish(&mut self) -> usize {
+        while let Some(&bid) = self.empty.last() {
+            match self.vol.rx_reserve(self.cfg.entry_bytes) {
+                Ok(b) => {
+                    self.empty.pop();
+                    // The reservation is the ring's until its entry is
+                    // consumed or the ring quiesced (`NetRing::provide`).
+                    self.ring.provide(bid, b.image_off(), b.cap());
+                    self.slots[bid as usize] = Some(b);
+                }
+                Err(_) => break,
+            }
+        }
+        self.cfg.entries as usize - self.empty.len()
+    }
+
+    /// Arm a multishot accept on a listening socket.
+    pub fn accept_multi(&mut self, listener: BorrowedFd<'_>, tag: u64) -> io::Result<()> {
+        let u = ud(ACCEPT, tag)?;
+        self.ring.accept_multi(listener.as_raw_fd(), u)
+    }
+
+    /// Arm a multishot receive on a connected socket into the ring's
+    /// buffers. The socket must stay open until the receive ended (its
+    /// last [`RingEvent::Received`] has `more == false`).
+    pub fn recv_multi(&mut self, sock: BorrowedFd<'_>, tag: u64) -> io::Result<()> {
+        let u = ud(RECV, tag)?;
+        self.ring.recv_multi(sock.as_raw_fd(), u)
+    }
+
+    /// Send a held range of a file on `sock`, one iovec per record (holes
+    /// from a zero page), starting at segment `first` with its first
+    /// `skip` bytes already sent. At most one send per tag in flight; the
+    /// hold comes back with [`RingEvent::Sent`] (the kernel may take fewer
+    /// bytes than offered: continue from there). On error the hold is
+    /// handed back.
+    pub fn send(
+        &mut self,
+        sock: BorrowedFd<'_>,
+        hold: TxHold<'v>,
+        first: usize,
+        skip: u64,
+        tag: u64,
+    ) -> std::result::Result<(), (io::Error, TxHold<'v>)> {
+        if !std::ptr::eq(hold.volume(), self.vol) {
+            return Err((
+                io::Error::new(io::ErrorKind::InvalidInput, "a hold of another volume"),
+                hold,
+            ));
+        }
+        let u = match ud(SEND, tag) {
+            Ok(u) => u,
+            Err(e) => return Err((e, hold)),
+        };
+        if self.sends.contains_key(&tag) {
+            return Err((
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a send of this tag is in flight",
+                ),
+                hold,
+            ));
+        }
+        let mut segs: Vec<(Option<u64>, usize)> = Vec::new();
+        for (k, s) in hold.segs().iter().enumerate().skip(first) {
+            let skip = if k == first { skip } else { 0 };
+            match *s {
+                TxSeg::Image { image_off, len } => {
+                    let skip = skip.min(len as u64);
+                    if skip < len as u64 {
+                        segs.push((Some(image_off + skip), (len as u64 - skip) as usize));
+                    }
+                }
+                TxSeg::Zero { len } => {
+                    let mut left = len.saturating_sub(skip);
+                    while left > 0 && segs.len() < MAX_IOV {
+                        let n = left.min(64 << 10);
+                        segs.push((None, n as usize));
+                        left -= n;
+                    }
+                }
+            }
+            if segs.len() >= MAX_IOV {
+                segs.truncate(MAX_IOV);
+                break;
+            }
+        }
+        // The hold references every image segment until the send's
+        // completion hands it back (`NetRing::send_segments`' contract).
+        if let Err(e) = self.ring.send_segments(sock.as_raw_fd(), segs, u) {
+            return Err((e, hold));
+        }
+        self.sends.insert(tag, hold);
+        Ok(())
+    }
+
+    /// Cancel the requests of `tag` (its receive and its send); each ends
+    /// with its usual last completion.
+    pub fn cancel(&mut self, tag: u64) -> io::Result<()> {
+        let c = ud(CANCEL, tag)?;
+        self.ring.cancel(ud(RECV, tag)?, c)?;
+        if self.sends.contains_key(&tag) {
+            self.ring.cancel(ud(SEND, tag)?, c)?;
+        }
+        Ok(())
+    }
+
+    /// Submit everything queued (one syscall) and wait for a completion,
+    /// at most `timeout`.
+    pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.ring.submit_and_wait(timeout)
+    }
+
+    /// Decode the completions posted so far into `out`, then replenish
+    /// the entries the kernel used up.
+    pub fn completions(&mut self, out: &mut Vec<RingEvent<'v>>) {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        self.ring.reap(&mut cqes);
+        for c in cqes.drain(..) {
+            if let Some(e) = self.decode(c) {
+                out.push(e);
+            }
+        }
+        self.cqes = cqes;
+        self.replenish();
+    }
+
+    fn decode(&mut self, c: Cqe) -> Option<RingEvent<'v>> {
+        let tag = c.user_data & MAX_TAG;
+        let more = c.more();
+        let err = || io::Error::from_raw_os_error(-c.result);
+        match c.user_data >> KIND_SHIFT {
+            ACCEPT => Some(RingEvent::Accepted {
+                tag,
+                conn: uring::accepted_fd(&c),
+                more,
+            }),
+            RECV => {
+                let data = self.landed(&c);
+                let data = match data {
+                    Some(Ok(h)) => RxData::Bytes(h),
+                    Some(Err(e)) => RxData::Error(e),
+                    None if c.result == 0 => RxData::Eof,
+                    None => {
+                        if c.result == -libc::ENOBUFS {
+                            self.enobufs += 1;
+                        }
+                        RxData::Error(err())
+                    }
+                };
+                Some(RingEvent::Received { tag, data, more })
+            }
+            SEND => {
+                let hold = self.sends.remove(&tag)?;
+                let result = if c.result < 0 {
+                    Err(err())
+                } else {
+                    Ok(c.result as usize)
+                };
+                Some(RingEvent::Sent { tag, result, hold })
+            }
+            CANCEL => Some(RingEvent::Cancelled { tag }),
+            _ => None,
+        }
+    }
+
+    /// The bytes a receive completion says landed in its buffer, as a hold;
+    /// retires the entry when the kernel is done with it.
+    fn landed(&mut self, c: &Cqe) -> Option<std::result::Result<RxHeld<'v>, io::Error>> {
+        let bid = c.buffer()?;
+        let done = !(self.ring.features().incremental && c.buffer_more());
+        let Some(slot) = self.slots.get_mut(bid as usize).and_then(|s| s.as_mut()) else {
+            tracing::error!("io_uring reported buffer {bid}, which the ring does not hold");
+            return Some(Err(io::Error::other("completion for an unknown buffer")));
+        };
+        let n = c.result.max(0) as u32;
+        let r = if n > slot.spare() {
+            tracing::error!(
+                "io_uring reported {n} bytes in buffer {bid}, which has {} left",
+                slot.spare()
+            );
+            Err(io::Error::other("completion past the end of its buffer"))
+        } else if n == 0 {
+            Err(io::Error::from(io::ErrorKind::UnexpectedEof))
+        } else {
+            let at = slot.filled();
+            self.vol
+                .pm
+                .note_received(slot.image_off() + at as u64, n as u64);
+            slot.mark_filled(n);
+            Ok(slot.hold(at, n))
+        };
+        if done {
+            // The kernel moved past this entry: the reservation's own
+            // reference goes (held ranges keep their buffers).
+            self.slots[bid as usize] = None;
+            self.empty.push(bid);
+        }
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => None,
+            r => Some(r),
+        }
+    }
+
+    /// Cancel everything and reap until nothing is in flight: afterwards
+    /// the kernel touches none of the ring's buffers. Completions are
+    /// dropped (their holds returned). Returns whether that could be
+    /// confirmed. `Drop` does the same.
+    pub fn quiesce(&mut self) -> bool {
+        let mut cqes = Vec::new();
+        let ok = self.ring.quiesce(&mut cqes);
+        for c in cqes {
+            drop(self.decode(c));
+        }
+        ok
+    }
+}
+
+impl Drop for RxRing<'_> {
+    fn drop(&mut self) {
+        if !self.quiesce() {
+            tracing::error!(
+                "io_uring requests could not be confirmed ended: {} bytes of buffer space are left reserved until the image is opened again",
+                self.stats().lent_bytes
+            );
+            // Never back to the allocator while the kernel may write them.
+            for s in self.slots.drain(..) {
+                std::mem::forget(s);
+            }
+            for (_, h) in self.sends.drain() {
+                std::mem::forget(h);
+            }
+        }
+        // Otherwise the fields drop: the reservations go back to the
+        // allocator, then the ring's fd closes.
+    }
+}
+
+/// Is io_uring usable for [`RxRing`]: see [`crate::media::uring::probe`].
+pub fn probe() -> std::result::Result<crate::media::uring::Features, String> {
+    uring::probe()
+}
+
+#[cfg(test)]
+#[path = "rxring_tests.rs"]
+mod tests;

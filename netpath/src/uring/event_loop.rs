@@ -1,0 +1,688 @@
+//! One event loop: a thread with its own io_uring, its own ring of the
+//! image's free packet buffers (buffer group), its own SO_REUSEPORT
+//! listener and its connections.
+//!
+//! # A turn
+//! 1. Submit everything queued and wait for a completion (one
+//!    `io_uring_enter`), at most until the next deadline.
+//! 2. Read the clock once (the receive time of every byte of the turn).
+//! 3. Handle the completions: accepts open sessions and arm a multishot
+//!    receive; receives hand the landed bytes to their session (which
+//!    makes pieces at once: CRC while hot); sends continue or finish.
+//! 4. End of turn: each session that got bytes commits them (one commit
+//!    per connection per turn); receives that ended are re-armed, those
+//!    that found the ring empty once it has entries again; expired idle
+//!    deadlines close their connections; session timers fire.
+//!
+//! A connection costs its fd and its small state here: no thread, and no
+//! packet buffer until bytes arrive (the ring is shared by every
+//! connection of the loop).
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::io;
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use std::cmp::Reverse;
+
+use pktfs::{RingEvent, RxData, RxRing, RxRingConfig, TxHold, TxSeg, Volume};
+
+use super::session::{CloseReason, Flow, Protocol, Session};
+
+/// Longest wait in one turn: how soon a stop request is seen.
+const MAX_WAIT: Duration = Duration::from_millis(100);
+/// After accept failed (EMFILE, ENFILE): wait this long before re-arming,
+/// so a full fd table does not turn the loop into a busy loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
+/// Tag of the accept request; connection tags start above it.
+const ACCEPT_TAG: u64 = 0;
+
+/// State shared by the loops of one server and its handle.
+#[derive(Debug, Default)]
+pub struct LoopShared {
+    pub stop: AtomicBool,
+    /// Connections open on all loops.
+    pub active: AtomicUsize,
+    pub accepted: AtomicU64,
+    pub refused: AtomicU64,
+    pub idle_closed: AtomicU64,
+    pub nospace_closed: AtomicU64,
+    pub enobufs: AtomicU64,
+    /// Loops that are running.
+    pub running: AtomicUsize,
+}
+
+/// How a loop runs.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopParams {
+    pub ring: RxRingConfig,
+    /// Connections all loops together take (by the fd limit).
+    pub max_connections: usize,
+}
+
+/// A send in progress: the hold and how far it got.
+struct Sending<'v> {
+    /// The hold, while not in the kernel's hands.
+    hold: Option<TxHold<'v>>,
+    seg: usize,
+    skip: u64,
+    sent: u64,
+    total: u64,
+}
+
+struct Conn<'v> {
+    sock: TcpStream,
+    session: Box<dyn Session<'v> + 'v>,
+    gen: u32,
+    idle_until: Instant,
+    /// The multishot receive is in flight.
+    recv_armed: bool,
+    /// The receive ended but should go on (re-armed at the end of the turn).
+    rearm: bool,
+    /// Got bytes this turn (its session commits at the end of the turn).
+    touched: bool,
+    closing: Option<CloseReason>,
+    sending: Option<Sending<'v>>,
+    in_kernel_send: bool,
+    queued: VecDeque<TxHold<'v>>,
+    timer_at: Option<Instant>,
+}
+
+/// Connections by slot; a tag is `generation << 32 | slot + 1`, so a late
+/// completion of a closed connection never reaches its slot's next owner.
+struct Table<'v> {
+    slots: Vec<Option<Conn<'v>>>,
+    free: Vec<u32>,
+    gens: Vec<u32>,
+}
+
+impl<'v> Table<'v> {
+    fn new() -> Self {
+        Table {
+            slots: Vec::new(),
+            free: Vec::new(),
+            gens: Vec::new(),
+        }
+    }
+    fn insert(&mut self, mut c: Conn<'v>) -> u64 {
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(None);
+                self.gens.push(0);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.gens[i as usize] = self.gens[i as usize].wrapping_add(1);
+        c.gen = self.gens[i as usize];
+        self.slots[i as usize] = Some(c);
+        (c_gen(self.gens[i as usize]) << 32) | (i as u64 + 1)
+    }
+    fn get(&mut self, tag: u64) -> Option<&mut Conn<'v>> {
+        let i = (tag & 0xffff_ffff).checked_sub(1)? as usize;
+        let c = self.slots.get_mut(i)?.as_mut()?;
+        (c_gen(c.gen) == tag >> 32).then_some(c)
+    }
+    fn remove(&mut self, tag: u64) -> Option<Conn<'v>> {
+        self.get(tag)?;
+        let i = (tag & 0xffff_ffff) as usize - 1;
+        self.free.push(i as u32);
+        self.slots[i].take()
+    }
+    fn tags(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (c_gen(c.gen) << 32) | (i as u64 + 1)))
+            .collect()
+    }
+    fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+}
+
+fn c_gen(g: u32) -> u64 {
+    // Tags must stay below the ring's 56-bit limit.
+    (g & 0x00ff_ffff) as u64
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// What a loop did, for its log line at exit.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LoopReport {
+    pub accepted: u64,
+    pub max_open: usize,
+    pub turns: u64,
+    pub enobufs: u64,
+}
+
+struct Loop<'v, 'p> {
+    vol: &'v Volume,
+    ring: RxRing<'v>,
+    table: Table<'v>,
+    proto: &'p dyn Protocol,
+    shared: &'p LoopShared,
+    params: LoopParams,
+    idle: BinaryHeap<Reverse<(Instant, u64)>>,
+    timers: BinaryHeap<Reverse<(Instant, u64)>>,
+    touched: Vec<u64>,
+    rearm: Vec<u64>,
+    starved: Vec<u64>,
+    accept_armed: bool,
+    accept_retry_at: Option<Instant>,
+    report: LoopReport,
+}
+
+/// Run one loop until `shared.stop`. Errors only when the ring cannot be
+/// set up; once running, failures close connections, not the loop.
+pub fn run(
+    vol: Arc<Volume>,
+    listener: TcpListener,
+    proto: Arc<dyn Protocol>,
+    shared: Arc<LoopShared>,
+    params: LoopParams,
+    ready: std::sync::mpsc::Sender<io::Result<()>>,
+) -> LoopReport {
+    let ring = match vol.rx_ring(params.ring) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = ready.send(Err(io::Error::other(format!("io_uring ring: {e}"))));
+            return LoopReport::default();
+        }
+    };
+    let mut l = Loop {
+        vol: &vol,
+        ring,
+        table: Table::new(),
+        proto: &*proto,
+        shared: &shared,
+        params,
+        idle: BinaryHeap::new(),
+        timers: BinaryHeap::new(),
+        touched: Vec::new(),
+        rearm: Vec::new(),
+        starved: Vec::new(),
+        accept_armed: false,
+        accept_retry_at: None,
+        report: LoopReport::default(),
+    };
+    if let Err(e) = l.arm_accept(&listener) {
+        let _ = ready.send(Err(e));
+        return LoopReport::default();
+    }
+    shared.running.fetch_add(1, Ordering::SeqCst);
+    let _ = ready.send(Ok(()));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l.serve(&listener)));
+    if let Err(p) = r {
+        // A panic may leave the Volume's DRAM state half-changed: stop it
+        // (fail-stop), as the thread-per-connection server does.
+        vol.fail_after_panic("an io_uring event loop", &*p);
+    }
+    l.shutdown();
+    shared.running.fetch_sub(1, Ordering::SeqCst);
+    l.report
+}
+
+impl<'v> Loop<'v, '_> {
+    fn arm_accept(&mut self, listener: &TcpListener) -> io::Result<()> {
+        self.ring.accept_multi(listener.as_fd(), ACCEPT_TAG)?;
+        self.accept_armed = true;
+        Ok(())
+    }
+
+    fn serve(&mut self, listener: &TcpListener) {
+        let mut events = Vec::new();
+        while !self.shared.stop.load(Ordering::Relaxed) {
+            let wait = self.next_deadline().map_or(MAX_WAIT, |t| {
+                t.saturating_duration_since(Instant::now()).min(MAX_WAIT)
+            });
+            if let Err(e) = self.ring.submit_and_wait(Some(wait)) {
+                tracing::error!("io_uring submit: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            self.report.turns += 1;
+            let rx_ns = now_ns();
+            let now = Instant::now();
+            self.ring.completions(&mut events);
+            for ev in events.drain(..) {
+                self.handle(ev, rx_ns, now);
+            }
+            self.end_turn(listener, now);
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        [
+            self.idle.peek().map(|r| r.0 .0),
+            self.timers.peek().map(|r| r.0 .0),
+            self.accept_retry_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn handle(&mut self, ev: RingEvent<'v>, rx_ns: u64, now: Instant) {
+        match ev {
+            RingEvent::Accepted { conn, more, .. } => {
+                if !more {
+                    self.accept_armed = false;
+                }
+                match conn {
+                    Ok(fd) => self.admit(TcpStream::from(fd), now),
+                    Err(e) => {
+                        if !more {
+                            tracing::warn!("{}: accept: {e}; retrying", self.proto.name());
+                            self.accept_retry_at = Some(now + ACCEPT_BACKOFF);
+                        }
+                    }
+                }
+            }
+            RingEvent::Received { tag, data, more } => {
+                let Some(c) = self.table.get(tag) else { return };
+                if !more {
+                    c.recv_armed = false;
+                }
+                match data {
+                    RxData::Bytes(h) => {
+                        if c.closing.is_some() {
+                            // Dropped: the connection is going.
+                            self.maybe_reap(tag);
+                            return;
+                        }
+                        c.idle_until = now + c.session.idle_timeout();
+                        if !c.touched {
+                            c.touched = true;
+                            self.touched.push(tag);
+                        }
+                        let f = c.session.on_data(h, rx_ns);
+                        if !more {
+                            c.rearm = true;
+                            self.rearm.push(tag);
+                        }
+                        self.apply(tag, f);
+                    }
+                    RxData::Eof => {
+                        if c.closing.is_none() {
+                            // Commit what this turn brought before the end.
+                            let f = if c.touched {
+                                c.touched = false;
+                                c.session.end_turn()
+                            } else {
+                                Flow::Continue
+                            };
+                            self.apply(tag, f);
+                            if let Some(c) = self.table.get(tag) {
+                                if c.closing.is_none() {
+                                    let f = c.session.on_eof();
+                                    self.apply(tag, f);
+                                }
+                            }
+                            if let Some(c) = self.table.get(tag) {
+                                if c.closing.is_none() {
+                                    // Half-closed and the session goes on
+                                    // (it is sending): nothing more to
+                                    // receive.
+                                    c.idle_until = now + c.session.idle_timeout();
+                                }
+                            }
+                        }
+                        self.maybe_reap(tag);
+                    }
+                    RxData::Error(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                        self.shared.enobufs.fetch_add(1, Ordering::Relaxed);
+                        self.report.enobufs += 1;
+                        if c.closing.is_none() {
+                            self.starved.push(tag);
+                        } else {
+                            self.maybe_reap(tag);
+                        }
+                    }
+                    RxData::Error(e) => {
+                        if e.raw_os_error() != Some(libc::ECANCELED) {
+                            tracing::debug!("{}: receive: {e}", self.proto.name());
+                        }
+                        self.close(tag, CloseReason::Error);
+                        self.maybe_reap(tag);
+                    }
+                }
+            }
+            RingEvent::Sent { tag, result, hold } => self.sent(tag, result, hold),
+            RingEvent::Cancelled { .. } => {}
+        }
+    }
+
+    fn admit(&mut self, sock: TcpStream, now: Instant) {
+        let open = self.shared.active.load(Ordering::Relaxed);
+        if open >= self.params.max_connections {
+            self.shared.refused.fetch_add(1, Ordering::Relaxed);
+            let _ = sock.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+        let peer = match sock.peer_addr() {
+            Ok(p) => p,
+            Err(_) => return, // already gone
+        };
+        let Some(session) = self.proto.open(self.vol, peer) else {
+            let _ = sock.shutdown(std::net::Shutdown::Both);
+            return;
+        };
+        let idle_until = now + session.idle_timeout();
+        let c = Conn {
+            sock,
+            session,
+            gen: 0,
+            idle_until,
+            recv_armed: false,
+            rearm: false,
+            touched: false,
+            closing: None,
+            sending: None,
+            in_kernel_send: false,
+            queued: VecDeque::new(),
+            timer_at: None,
+        };
+        let tag = self.table.insert(c);
+        self.shared.active.fetch_add(1, Ordering::Relaxed);
+        self.shared.accepted.fetch_add(1, Ordering::Relaxed);
+        self.report.accepted += 1;
+        self.report.max_open = self.report.max_open.max(self.table.len());
+        self.idle.push(Reverse((idle_until, tag)));
+        self.arm_recv(tag);
+    }
+
+    fn arm_recv(&mut self, tag: u64) {
+        let Some(c) = self.table.get(tag) else { return };
+        if c.recv_armed || c.closing.is_some() {
+            return;
+        }
+        match self.ring.recv_multi(c.sock.as_fd(), tag) {
+            Ok(()) => c.recv_armed = true,
+            Err(e) => {
+                tracing::warn!("{}: arming a receive: {e}", self.proto.name());
+                self.close(tag, CloseReason::Error);
+                self.maybe_reap(tag);
+            }
+        }
+    }
+
+    fn apply(&mut self, tag: u64, f: Flow<'v>) {
+        match f {
+            Flow::Continue => {}
+            Flow::Close => {
+                self.close(tag, CloseReason::Session);
+                self.maybe_reap(tag);
+            }
+            Flow::Send(h) => {
+                let Some(c) = self.table.get(tag) else { return };
+                c.queued.push_back(h);
+                self.pump_send(tag);
+            }
+        }
+        self.schedule_timer(tag);
+    }
+
+    fn schedule_timer(&mut self, tag: u64) {
+        let Some(c) = self.table.get(tag) else { return };
+        match c.session.next_timer() {
+            Some(t) if c.timer_at != Some(t) => {
+                c.timer_at = Some(t);
+                self.timers.push(Reverse((t, tag)));
+            }
+            Some(_) => {}
+            None => c.timer_at = None,
+        }
+    }
+
+    /// Start the next queued send if none is in the kernel.
+    fn pump_send(&mut self, tag: u64) {
+        let Some(c) = self.table.get(tag) else { return };
+        if c.in_kernel_send || c.closing.is_some() {
+            return;
+        }
+        if c.sending.is_none() {
+            let Some(h) = c.queued.pop_front() else {
+                return;
+            };
+            let total = h
+                .segs()
+                .iter()
+                .map(|s| match *s {
+                    TxSeg::Image { len, .. } => len as u64,
+                    TxSeg::Zero { len } => len,
+                })
+                .sum();
+            c.sending = Some(Sending {
+                hold: Some(h),
+                seg: 0,
+                skip: 0,
+                sent: 0,
+                total,
+            });
+        }
+        let s = c.sending.as_mut().expect("a send");
+        if s.sent >= s.total {
+            let total = s.total;
+            c.sending = None;
+            let f = c.session.on_sent(Ok(total));
+            self.apply(tag, f);
+            self.pump_send(tag);
+            return;
+        }
+        let hold = s.hold.take().expect("the hold is here");
+        let (seg, skip) = (s.seg, s.skip);
+        match self.ring.send(c.sock.as_fd(), hold, seg, skip, tag) {
+            Ok(()) => c.in_kernel_send = true,
+            Err((e, hold)) => {
+                drop(hold);
+                c.sending = None;
+                let f = c.session.on_sent(Err(e));
+                self.apply(tag, f);
+            }
+        }
+    }
+
+    fn sent(&mut self, tag: u64, result: io::Result<usize>, hold: TxHold<'v>) {
+        let Some(c) = self.table.get(tag) else { return };
+        c.in_kernel_send = false;
+        if c.closing.is_some() {
+            drop(hold);
+            c.sending = None;
+            self.maybe_reap(tag);
+            return;
+        }
+        let Some(s) = c.sending.as_mut() else { return };
+        match result {
+            Ok(n) if n > 0 => {
+                // Continue a partial send where the kernel stopped.
+                let mut left = n as u64;
+                s.sent += left;
+                while left > 0 && s.seg < hold.segs().len() {
+                    let len = match hold.segs()[s.seg] {
+                        TxSeg::Image { len, .. } => len as u64,
+                        TxSeg::Zero { len } => len,
+                    };
+                    let take = left.min(len - s.skip);
+                    s.skip += take;
+                    left -= take;
+                    if s.skip == len {
+                        s.seg += 1;
+                        s.skip = 0;
+                    }
+                }
+                s.hold = Some(hold);
+                c.idle_until = Instant::now() + c.session.idle_timeout();
+                self.pump_send(tag);
+            }
+            Ok(_) => {
+                c.sending = None;
+                let f = c
+                    .session
+                    .on_sent(Err(io::Error::from(io::ErrorKind::WriteZero)));
+                self.apply(tag, f);
+            }
+            Err(e) => {
+                c.sending = None;
+                let f = c.session.on_sent(Err(e));
+                self.apply(tag, f);
+            }
+        }
+    }
+
+    /// Begin closing: no more bytes are taken; the socket is shut down so
+    /// the receive ends, and the connection goes once nothing of it is in
+    /// flight.
+    fn close(&mut self, tag: u64, why: CloseReason) {
+        let Some(c) = self.table.get(tag) else { return };
+        if c.closing.is_some() {
+            return;
+        }
+        c.closing = Some(why);
+        let _ = c.sock.shutdown(std::net::Shutdown::Both);
+        if c.recv_armed || c.in_kernel_send {
+            let _ = self.ring.cancel(tag);
+        }
+        match why {
+            CloseReason::IdleTimeout => {
+                self.shared.idle_closed.fetch_add(1, Ordering::Relaxed);
+            }
+            CloseReason::NoSpace => {
+                self.shared.nospace_closed.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+
+    /// Drop a closing connection once the kernel holds nothing of it.
+    fn maybe_reap(&mut self, tag: u64) {
+        let Some(c) = self.table.get(tag) else { return };
+        let Some(why) = c.closing else { return };
+        if c.recv_armed || c.in_kernel_send {
+            return;
+        }
+        let mut c = self.table.remove(tag).expect("present");
+        c.session.on_close(why);
+        self.shared.active.fetch_sub(1, Ordering::Relaxed);
+        drop(c);
+    }
+
+    fn end_turn(&mut self, listener: &TcpListener, now: Instant) {
+        for tag in std::mem::take(&mut self.touched) {
+            let Some(c) = self.table.get(tag) else {
+                continue;
+            };
+            if !c.touched {
+                continue;
+            }
+            c.touched = false;
+            if c.closing.is_some() {
+                continue;
+            }
+            let f = c.session.end_turn();
+            self.apply(tag, f);
+        }
+        for tag in std::mem::take(&mut self.rearm) {
+            let Some(c) = self.table.get(tag) else {
+                continue;
+            };
+            if std::mem::take(&mut c.rearm) && c.closing.is_none() {
+                self.arm_recv(tag);
+            } else {
+                self.maybe_reap(tag);
+            }
+        }
+        if !self.starved.is_empty() {
+            let have = self.ring.replenish();
+            let starved = std::mem::take(&mut self.starved);
+            if have > 0 {
+                for tag in starved {
+                    self.arm_recv(tag);
+                }
+            } else {
+                // Not one entry, and the volume gives no more space: the
+                // image is full. As with the threaded server, the
+                // connection is closed and its file keeps what was stored.
+                for tag in starved {
+                    self.close(tag, CloseReason::NoSpace);
+                    self.maybe_reap(tag);
+                }
+            }
+        }
+        // Idle deadlines: a heap entry is checked against the connection's
+        // current deadline, re-queued when it moved on.
+        while let Some(&Reverse((t, tag))) = self.idle.peek() {
+            if t > now {
+                break;
+            }
+            self.idle.pop();
+            let Some(c) = self.table.get(tag) else {
+                continue;
+            };
+            if c.closing.is_some() {
+                continue;
+            }
+            if c.idle_until <= now {
+                self.close(tag, CloseReason::IdleTimeout);
+                self.maybe_reap(tag);
+            } else {
+                let u = c.idle_until;
+                self.idle.push(Reverse((u, tag)));
+            }
+        }
+        while let Some(&Reverse((t, tag))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(c) = self.table.get(tag) else {
+                continue;
+            };
+            if c.timer_at != Some(t) || c.closing.is_some() {
+                continue;
+            }
+            c.timer_at = None;
+            let f = c.session.on_timer(now);
+            self.apply(tag, f);
+        }
+        if !self.accept_armed && self.accept_retry_at.is_none_or(|t| t <= now) {
+            self.accept_retry_at = None;
+            if let Err(e) = self.arm_accept(listener) {
+                tracing::warn!("{}: arming accept: {e}", self.proto.name());
+                self.accept_retry_at = Some(now + ACCEPT_BACKOFF);
+            }
+        }
+    }
+
+    /// Close every connection, wait for the kernel to let go of every
+    /// buffer, then let the sessions go (their pending data committed).
+    fn shutdown(&mut self) {
+        for tag in self.table.tags() {
+            if let Some(c) = self.table.get(tag) {
+                if c.touched {
+                    c.touched = false;
+                    let f = c.session.end_turn();
+                    drop(f);
+                }
+            }
+            self.close(tag, CloseReason::Shutdown);
+        }
+        // Every request ends (cancelled) before any connection's socket
+        // or buffer is let go.
+        self.ring.quiesce();
+        for tag in self.table.tags() {
+            if let Some(c) = self.table.get(tag) {
+                c.recv_armed = false;
+                c.in_kernel_send = false;
+            }
+            self.maybe_reap(tag);
+        }
+    }
+}

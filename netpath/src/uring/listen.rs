@@ -1,0 +1,50 @@
+//! One listening socket per loop, all bound to the same address with
+//! SO_REUSEPORT: the kernel spreads new connections over the loops by a
+//! hash of the 4-tuple, with no thundering herd and no accept lock, and a
+//! loop accepts only its own.
+
+use std::net::{SocketAddr, TcpListener};
+
+use rustix::net::{sockopt, AddressFamily, SocketType};
+
+/// Backlog of each listener (the kernel caps it at net.core.somaxconn):
+/// deep enough for a burst of thousands of connects while a loop turns.
+const BACKLOG: i32 = 4096;
+
+fn one(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let fam = match addr {
+        SocketAddr::V4(_) => AddressFamily::INET,
+        SocketAddr::V6(_) => AddressFamily::INET6,
+    };
+    let fd = rustix::net::socket_with(
+        fam,
+        SocketType::STREAM,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )?;
+    sockopt::set_socket_reuseaddr(&fd, true)?;
+    sockopt::set_socket_reuseport(&fd, true)?;
+    rustix::net::bind(&fd, &addr)?;
+    rustix::net::listen(&fd, BACKLOG)?;
+    Ok(TcpListener::from(fd))
+}
+
+/// `n` listeners on `addr` (port 0: a free port chosen first).
+///
+/// SO_REUSEPORT would also let this group join another process's group on
+/// the same port (same user), silently splitting its connections; so the
+/// address is first bound once without it, which fails with EADDRINUSE
+/// when anything listens there (and picks the port for port 0).
+pub fn reuseport_listeners(addr: SocketAddr, n: usize) -> std::io::Result<Vec<TcpListener>> {
+    let addr = {
+        let probe = TcpListener::bind(addr)?;
+        probe.local_addr()?
+    };
+    let first = one(addr)?;
+    let bound = first.local_addr()?;
+    let mut v = vec![first];
+    for _ in 1..n.max(1) {
+        v.push(one(bound)?);
+    }
+    Ok(v)
+}

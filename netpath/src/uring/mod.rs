@@ -1,0 +1,235 @@
+//! The io_uring event loops (one per core): multishot accept on a
+//! SO_REUSEPORT listener per loop, multishot receive into a provided-buffer
+//! ring whose buffers are free packet buffers of the image
+//! ([`pktfs::RxRing`]), batched submissions, sends of one iovec per
+//! record, idle deadlines on a timer heap. Protocol-agnostic: a
+//! [`Protocol`] opens a [`Session`] per connection (the raw stream server
+//! is one, [`crate::raw`]). See docs/NETPATH.md, "Event loop (io_uring)".
+//!
+//! [`choose`] decides at start whether the loops can run here (Auto probes
+//! io_uring and falls back to threads with the reason).
+
+mod event_loop;
+pub mod limits;
+mod listen;
+pub mod session;
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use pktfs::{RxRingConfig, Volume};
+
+pub use event_loop::{LoopReport, LoopShared};
+pub use session::{CloseReason, Flow, Protocol, Session};
+
+use crate::config::IoMode;
+
+/// How connections are served, as decided at start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IoChoice {
+    /// io_uring event loops.
+    Uring {
+        loops: usize,
+        /// Provided buffers are consumed incrementally (kernel 6.12+).
+        incremental: bool,
+    },
+    /// A thread per connection; `reason` says why when io_uring was wanted
+    /// (Auto) but is not usable.
+    Threads { reason: Option<String> },
+}
+
+impl std::fmt::Display for IoChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IoChoice::Uring { loops, .. } => write!(
+                f,
+                "io_uring ({loops} loop{})",
+                if *loops == 1 { "" } else { "s" }
+            ),
+            IoChoice::Threads { reason: None } => f.write_str("threads"),
+            IoChoice::Threads { reason: Some(r) } => {
+                write!(f, "threads (io_uring unavailable: {r})")
+            }
+        }
+    }
+}
+
+/// Loops to run: `wanted`, or one per available core.
+pub fn loop_count(wanted: usize) -> usize {
+    if wanted > 0 {
+        return wanted;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Decide how to serve: `Threads` as asked; `Uring` if the probe passes
+/// (an error otherwise); `Auto` probes and falls back with the reason.
+pub fn choose(mode: IoMode, loops: usize) -> std::io::Result<IoChoice> {
+    if mode == IoMode::Threads {
+        return Ok(IoChoice::Threads { reason: None });
+    }
+    match pktfs::volume::rxring::probe() {
+        Ok(f) => Ok(IoChoice::Uring {
+            loops: loop_count(loops),
+            incremental: f.incremental,
+        }),
+        Err(why) if mode == IoMode::Auto => {
+            tracing::warn!("io_uring is not usable here ({why}); serving with threads");
+            Ok(IoChoice::Threads { reason: Some(why) })
+        }
+        Err(why) => Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!("--io uring: io_uring is not usable here: {why}"),
+        )),
+    }
+}
+
+/// Running loops of one listener. Stopped (every connection closed, every
+/// buffer back) by [`Loops::stop`] or when dropped.
+#[derive(Debug)]
+pub struct Loops {
+    shared: Arc<LoopShared>,
+    threads: Vec<JoinHandle<LoopReport>>,
+    addr: SocketAddr,
+    loops: usize,
+    nofile: u64,
+    max_connections: usize,
+}
+
+/// Counters of the loops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopStats {
+    pub loops: usize,
+    pub active: usize,
+    pub accepted: u64,
+    pub refused: u64,
+    pub idle_closed: u64,
+    pub nospace_closed: u64,
+    /// Receives that found a ring empty and were re-armed after it was
+    /// replenished.
+    pub enobufs: u64,
+    /// The soft RLIMIT_NOFILE in force (after raising it to the hard
+    /// limit) and the connections it allows.
+    pub nofile: u64,
+    pub max_connections: usize,
+}
+
+/// Share of the volume's free buffer space all rings together may hold:
+/// lent space is reserved (a small image must not be emptied into rings
+/// that other loops, HTTP uploads and the files themselves then lack).
+const RING_SHARE: u64 = 8;
+
+/// `want` shrunk so `loops` rings hold at most 1/RING_SHARE of the free
+/// buffer space: fewer bytes per entry first (down to one buffer), then
+/// fewer entries (a power of two, at least one).
+pub fn fit_ring(want: RxRingConfig, vol: &Volume, loops: usize) -> RxRingConfig {
+    let st = vol.statfs();
+    let bs = vol.geometry().buffer_size_bytes as u64;
+    let budget =
+        st.blocks_free.saturating_mul(st.block_size as u64) / RING_SHARE / loops.max(1) as u64;
+    let mut r = want;
+    r.entries = r.entries.clamp(1, 32768).next_power_of_two().min(32768);
+    r.entry_bytes = r.entry_bytes.max(bs as u32);
+    if r.entries as u64 * r.entry_bytes as u64 > budget {
+        let per = (budget / r.entries as u64) / bs * bs;
+        r.entry_bytes = per.max(bs) as u32;
+    }
+    while r.entries > 1 && r.entries as u64 * r.entry_bytes as u64 > budget {
+        r.entries /= 2;
+    }
+    r
+}
+
+impl Loops {
+    /// Bind `loops` SO_REUSEPORT listeners on `addr` and run a loop on each.
+    pub fn start(
+        vol: Arc<Volume>,
+        addr: SocketAddr,
+        loops: usize,
+        ring: RxRingConfig,
+        proto: Arc<dyn Protocol>,
+    ) -> std::io::Result<Loops> {
+        let ring = fit_ring(ring, &vol, loops);
+        let nofile = limits::raise_nofile();
+        let max_connections = limits::connection_limit(nofile);
+        tracing::info!(
+            "{}: RLIMIT_NOFILE {nofile}: up to {max_connections} connections on {loops} io_uring loop(s), each lending the kernel {} x {} bytes of packet buffers",
+            proto.name(),
+            ring.entries,
+            ring.entry_bytes
+        );
+        let listeners = listen::reuseport_listeners(addr, loops)?;
+        let addr = listeners[0].local_addr()?;
+        let _ =
+            pktfs::media::net::enable_rx_timestamps(std::os::fd::AsRawFd::as_raw_fd(&listeners[0]));
+        let shared = Arc::new(LoopShared::default());
+        let params = event_loop::LoopParams {
+            ring,
+            max_connections,
+        };
+        let mut l = Loops {
+            shared: shared.clone(),
+            threads: Vec::new(),
+            addr,
+            loops,
+            nofile,
+            max_connections,
+        };
+        for (k, lis) in listeners.into_iter().enumerate() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (vol, proto, shared) = (vol.clone(), proto.clone(), shared.clone());
+            let t = std::thread::Builder::new()
+                .name(format!("pktfs-loop-{k}"))
+                .spawn(move || event_loop::run(vol, lis, proto, shared, params, tx))?;
+            l.threads.push(t);
+            match rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err(std::io::Error::other("an event loop died starting")),
+            }
+        }
+        Ok(l)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn stats(&self) -> LoopStats {
+        let s = &self.shared;
+        LoopStats {
+            loops: self.loops,
+            active: s.active.load(Ordering::Relaxed),
+            accepted: s.accepted.load(Ordering::Relaxed),
+            refused: s.refused.load(Ordering::Relaxed),
+            idle_closed: s.idle_closed.load(Ordering::Relaxed),
+            nospace_closed: s.nospace_closed.load(Ordering::Relaxed),
+            enobufs: s.enobufs.load(Ordering::Relaxed),
+            nofile: self.nofile,
+            max_connections: self.max_connections,
+        }
+    }
+
+    /// Stop every loop: connections are closed (what they delivered is
+    /// committed), every buffer goes back to the volume.
+    pub fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            match t.join() {
+                Ok(r) => tracing::debug!("event loop done: {r:?}"),
+                Err(_) => tracing::error!("an event loop panicked"),
+            }
+        }
+    }
+}
+
+impl Drop for Loops {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,81 @@
+//! What a protocol plugs into the event loop: a [`Protocol`] opens a
+//! [`Session`] per accepted connection, and the loop drives it with the
+//! bytes that landed, the end of each loop turn, sends finished, timers and
+//! the close. The loop knows nothing about raw streams or HTTP.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use pktfs::{RxHeld, TxHold, Volume};
+
+/// What a session wants next.
+#[derive(Debug)]
+pub enum Flow<'v> {
+    /// Keep receiving.
+    Continue,
+    /// Send this range of a file (one iovec per record), after any send
+    /// queued before it; [`Session::on_sent`] is told when it is all out.
+    Send(TxHold<'v>),
+    /// Close the connection (after sends already queued are abandoned).
+    Close,
+}
+
+/// Why a connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The peer closed (and the session then closed).
+    Eof,
+    /// The session asked ([`Flow::Close`]).
+    Session,
+    /// Silent for longer than [`Session::idle_timeout`].
+    IdleTimeout,
+    /// A receive or send failed.
+    Error,
+    /// The image had no buffer space left to receive into.
+    NoSpace,
+    /// The server is stopping.
+    Shutdown,
+}
+
+/// One connection's protocol state, driven by the loop thread that owns
+/// the connection.
+pub trait Session<'v> {
+    /// Bytes of the stream landed in the image (`rx_ns`: the receive
+    /// time, ns since the epoch). Make them a piece now, while they are
+    /// hot; commit at [`Session::end_turn`].
+    fn on_data(&mut self, data: RxHeld<'v>, rx_ns: u64) -> Flow<'v>;
+    /// The end of a loop turn in which `on_data` was called: commit the
+    /// batch (one commit per connection per turn).
+    fn end_turn(&mut self) -> Flow<'v>;
+    /// The peer closed its side (everything it sent was delivered first).
+    fn on_eof(&mut self) -> Flow<'v>;
+    /// A [`Flow::Send`] is all out (`Ok(bytes)`) or failed.
+    fn on_sent(&mut self, result: io::Result<u64>) -> Flow<'v> {
+        match result {
+            Ok(_) => Flow::Continue,
+            Err(_) => Flow::Close,
+        }
+    }
+    /// When the session wants [`Session::on_timer`] (besides the idle
+    /// timeout the loop keeps).
+    fn next_timer(&self) -> Option<Instant> {
+        None
+    }
+    fn on_timer(&mut self, _now: Instant) -> Flow<'v> {
+        Flow::Continue
+    }
+    /// Longest silence before the loop closes the connection.
+    fn idle_timeout(&self) -> Duration;
+    /// The connection is closed (its socket goes right after).
+    fn on_close(&mut self, why: CloseReason);
+}
+
+/// A protocol served by the loops.
+pub trait Protocol: Send + Sync {
+    /// Short name for logs ("raw").
+    fn name(&self) -> &'static str;
+    /// A session for a new connection from `peer`, or `None` to close it
+    /// at once.
+    fn open<'v>(&self, vol: &'v Volume, peer: SocketAddr) -> Option<Box<dyn Session<'v> + 'v>>;
+}
