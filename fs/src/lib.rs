@@ -39,7 +39,8 @@ pub mod volume;
 pub use error::{FsError, Result};
 pub use layout::FileType;
 pub use volume::{
-    Attr, ChainEntry, DirEntry, FallocMode, FormatOptions, Linked, OpenOptions, OpenReport,
-    RenameFlags, RxBuf, RxHeld, RxPiece, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport,
-    Seg, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxSeg, VerifyMode, Volume, XattrFlags,
+    Acl, AclKind, Attr, ChainEntry, DirEntry, FallocMode, FormatOptions, Linked, NewMode,
+    OpenOptions, OpenReport, RenameFlags, RxBuf, RxHeld, RxPiece, ScrubDamage, ScrubOptions,
+    ScrubProgress, ScrubReport, Seg, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxSeg, VerifyMode,
+    Volume, XattrFlags,
 };

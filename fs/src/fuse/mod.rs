@@ -601,7 +601,9 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
             atime: opts.atime,
         },
         gate: Default::default(),
+        notifier: Default::default(),
     };
+    let late_notifier = fs.notifier.clone();
     let root = nix::unistd::geteuid().is_root();
     let (session, inner) = if root || opts.auto_unmount {
         // Direct mount(2) as root (no fusermount3 needed); for auto_unmount
@@ -622,6 +624,7 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
         mountpoint: mountpoint.clone(),
     };
     let notifier = session.notifier();
+    let _ = late_notifier.set(notifier.clone());
     let thread = std::thread::Builder::new()
         .name("pktfs-fuse".into())
         .spawn(move || session.run())
