@@ -457,7 +457,9 @@ impl Model {
         let mut inherited = BTreeMap::new();
         let mut perm = perm & 0o7777;
         if let (Some(d), false) = (&default, kind == FileType::Symlink) {
-            let acl = Acl::parse(d).expect("stored default ACL").expect("not empty");
+            let acl = Acl::parse(d)
+                .expect("stored default ACL")
+                .expect("not empty");
             let (mode, access) = acl.create_masq(perm);
             perm = mode;
             if let Some(a) = access {

@@ -111,5 +111,8 @@ fn crash_acl_ops() {
         "{} crash states failed (first shown above)",
         ex.stats.failures.len()
     );
-    assert!(ex.stats.images_checked > 0 && ex.stats.matched_after > 0, "no crash state was checked");
+    assert!(
+        ex.stats.images_checked > 0 && ex.stats.matched_after > 0,
+        "no crash state was checked"
+    );
 }

@@ -104,7 +104,7 @@ impl Acl {
     /// setfacl and the kernel use to mean "no ACL". Anything malformed is
     /// `Invalid` (EINVAL), as the kernel's posix_acl_valid decides.
     pub fn parse(v: &[u8]) -> Result<Option<Acl>> {
-        if v.len() < HEADER_BYTES || (v.len() - HEADER_BYTES) % ENTRY_BYTES != 0 {
+        if v.len() < HEADER_BYTES || !(v.len() - HEADER_BYTES).is_multiple_of(ENTRY_BYTES) {
             return Err(FsError::Invalid("ACL: not a header and whole entries"));
         }
         let version = u32::from_le_bytes([v[0], v[1], v[2], v[3]]);

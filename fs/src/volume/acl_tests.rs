@@ -138,7 +138,7 @@ fn malformed_acls_are_einval_and_change_nothing() {
     // Every prefix of a good ACL that is not whole entries.
     let good = acl(&[(USER_OBJ, 6, NONE), (GROUP_OBJ, 4, NONE), (OTHER, 4, NONE)]);
     for n in 0..good.len() {
-        if n < 4 || (n - 4) % 8 != 0 {
+        if n < 4 || !(n - 4).is_multiple_of(8) {
             bad.push(good[..n].to_vec());
         }
     }
