@@ -694,11 +694,12 @@ impl Model {
             Op::RemoveXattr { path, name } => {
                 let id = self.resolve(path)?;
                 xattr_name(name.as_bytes())?;
-                self.nm(id)
-                    .xattrs
-                    .remove(name.as_bytes())
-                    .map(|_| 0)
-                    .ok_or(libc::ENODATA)
+                let acl = [ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR].contains(&name.as_str());
+                match self.nm(id).xattrs.remove(name.as_bytes()) {
+                    Some(_) => Ok(0),
+                    None if acl => Ok(0), // as on ext4: nothing to remove
+                    None => Err(libc::ENODATA),
+                }
             }
             Op::SetAcl {
                 path,

@@ -15,7 +15,9 @@
 //! ```
 //!
 //! Choices:
-//! - the kernel checks permissions (`default_permissions`, always on);
+//! - the kernel checks permissions (`default_permissions`, always on),
+//!   POSIX ACLs included (FUSE_POSIX_ACL; the Volume keeps ACLs and modes
+//!   in step and applies the umask or a default ACL to new inodes);
 //! - no writeback cache: a `write()` that returned is on the media;
 //! - reads may be served from the kernel page cache (`FOPEN_KEEP_CACHE`,
 //!   dropped when a refreshed mtime or size differs); a write through the

@@ -167,7 +167,9 @@ impl Volume {
         Ok(v)
     }
 
-    /// Create a regular file, FIFO, socket or device node.
+    /// Create a regular file, FIFO, socket or device node. `perm` is the
+    /// mode as given (no umask); in a directory with a default ACL the new
+    /// inode inherits it and `perm` is masked by it ([`Self::create_node`]).
     #[allow(clippy::too_many_arguments)] // mirrors mknod(2)'s own arguments
     pub fn mknod(
         &self,
@@ -192,7 +194,7 @@ impl Volume {
         )
     }
 
-    /// Create a regular file.
+    /// Create a regular file (`perm` as for [`Self::mknod`]).
     pub fn create(&self, parent: u64, name: &[u8], perm: u32, uid: u32, gid: u32) -> Result<Attr> {
         self.make_node(
             parent,
@@ -204,6 +206,8 @@ impl Volume {
         )
     }
 
+    /// Create a directory (`perm` as for [`Self::mknod`]; a default ACL of
+    /// `parent` becomes the new directory's default ACL too).
     pub fn mkdir(&self, parent: u64, name: &[u8], perm: u32, uid: u32, gid: u32) -> Result<Attr> {
         self.make_node(
             parent,
