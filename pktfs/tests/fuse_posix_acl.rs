@@ -283,6 +283,10 @@ fn acl_steps(dir: &Path) -> Vec<String> {
     step("setfacl -m m::r f && getfacl -c f && stat -c %a f");
     step("setfacl -x u:tests f && getfacl -c f && stat -c %a f");
     step("setfacl -b f && getfacl -c f && stat -c %a f && getfattr -m - -d f");
+    // The owner, not in the file's group, sets an ACL on a setgid file:
+    // setgid goes, as with chmod.
+    step("printf x > sg && chown tests:root sg && chmod 2775 sg && runuser -u tests -- setfacl -m u:nobody:r sg && stat -c %a sg && getfacl -c sg");
+    step("printf x > sg2 && chmod 2775 sg2 && setfacl -m u:nobody:r sg2 && stat -c %a sg2");
     // Removing ACLs that are not there succeeds, as on a local file system.
     step("mkdir k && touch k/f && setfacl -k k && setfattr -x system.posix_acl_access k/f && setfattr -x system.posix_acl_default k && setfacl -b k/f && echo removed");
     out

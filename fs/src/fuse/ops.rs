@@ -315,22 +315,34 @@ impl PktFuse {
     }
 }
 
-/// Whether the process behind `req` is in group `gid`: its fsgid or one of
-/// its supplementary groups, which FUSE does not send, so they are read
-/// from /proc. When that fails (the process is gone) the answer is no,
-/// which clears a setgid bit rather than keeps one it should not.
-fn in_group(req: &Request, gid: u32) -> bool {
-    if req.gid() == gid {
-        return true;
-    }
-    let status = match std::fs::read_to_string(format!("/proc/{}/status", req.pid())) {
-        Ok(s) => s,
-        Err(_) => return false,
-    };
+/// A line of /proc/PID/status of the process behind `req` (FUSE sends
+/// only its pid, uid and gid).
+fn status_line(req: &Request, key: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", req.pid())).ok()?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("Groups:"))
-        .is_some_and(|g| g.split_whitespace().any(|x| x.parse() == Ok(gid)))
+        .find_map(|l| l.strip_prefix(key))
+        .map(|v| v.trim().to_string())
+}
+
+/// Whether the process behind `req` is in group `gid`: its fsgid or one of
+/// its supplementary groups, read from /proc. When that fails (the process
+/// is gone) the answer is no, which clears a setgid bit rather than keeps
+/// one it should not.
+fn in_group(req: &Request, gid: u32) -> bool {
+    req.gid() == gid
+        || status_line(req, "Groups:")
+            .is_some_and(|g| g.split_whitespace().any(|x| x.parse() == Ok(gid)))
+}
+
+/// Whether the process behind `req` has CAP_FSETID in effect (from /proc;
+/// if that fails, whether it is root).
+fn has_cap_fsetid(req: &Request) -> bool {
+    const CAP_FSETID: u32 = 4;
+    match status_line(req, "CapEff:").and_then(|c| u64::from_str_radix(&c, 16).ok()) {
+        Some(caps) => caps & (1 << CAP_FSETID) != 0,
+        None => req.uid() == 0,
+    }
 }
 
 fn name_bytes(n: &OsStr) -> &[u8] {
@@ -937,7 +949,7 @@ impl Filesystem for PktFuse {
 
     fn setxattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
@@ -959,7 +971,13 @@ impl Filesystem for PktFuse {
                 create: flags & libc::XATTR_CREATE != 0,
                 replace: flags & libc::XATTR_REPLACE != 0,
             };
-            match self.vol.setxattr(ino.0, name_bytes(name), value, f) {
+            // Only an access ACL asks: setgid goes unless the caller may
+            // keep it (the kernel leaves this to us, see `in_group`).
+            let keeps_sgid = |gid| in_group(req, gid) || has_cap_fsetid(req);
+            match self
+                .vol
+                .setxattr_as(ino.0, name_bytes(name), value, f, keeps_sgid)
+            {
                 Ok(()) => reply.ok(),
                 Err(FsError::TooBig) => reply.error(Errno::from_i32(libc::E2BIG)),
                 Err(e) => reply.error(err(&e)),

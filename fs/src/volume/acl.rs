@@ -43,6 +43,7 @@ const NO_ID: u32 = u32::MAX;
 
 /// The rwx bits of a mode; the rest (setuid, setgid, sticky) no ACL touches.
 const RWX_ALL: u32 = 0o777;
+const S_ISGID: u32 = 0o2000;
 
 /// Which of an inode's two ACLs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -337,14 +338,16 @@ impl Volume {
 
     /// setxattr of an ACL, in one commit with the mode change it implies
     /// (posix_acl_update_mode): an access ACL sets the mode's rwx bits
-    /// and is stored only if the mode cannot say it all; an empty ACL
-    /// removes it; a default ACL is for directories only.
+    /// (and clears setgid unless `in_group_or_capable(gid)`) and is stored
+    /// only if the mode cannot say it all; an empty ACL removes it; a
+    /// default ACL is for directories only.
     pub(crate) fn set_acl(
         &self,
         ino: u64,
         kind: AclKind,
         value: &[u8],
         flags: XattrFlags,
+        in_group_or_capable: impl Fn(u32) -> bool,
     ) -> Result<()> {
         self.check_writable()?;
         let acl = Acl::parse(value)?;
@@ -373,6 +376,9 @@ impl Volume {
             (Some(acl), AclKind::Access) => {
                 let (bits, equiv) = acl.mode_bits();
                 a.mode = (a.mode & !RWX_ALL) | bits;
+                if a.mode & S_ISGID != 0 && !in_group_or_capable(a.gid) {
+                    a.mode &= !S_ISGID;
+                }
                 (!equiv).then(|| acl.to_bytes())
             }
             (Some(acl), AclKind::Default) => Some(acl.to_bytes()),

@@ -236,6 +236,26 @@ fn default_acl_is_inherited_and_replaces_the_umask() {
 }
 
 #[test]
+fn an_access_acl_set_by_a_non_member_clears_setgid() {
+    let v = fresh(8 << 20);
+    let f = v.create(v.root(), b"f", 0o2775, 5, 100).unwrap().ino;
+    let a = acl(&[
+        (USER_OBJ, 7, NONE),
+        (USER, 4, 9),
+        (GROUP_OBJ, 5, NONE),
+        (MASK, 5, NONE),
+        (OTHER, 5, NONE),
+    ]);
+    v.setxattr_as(f, ACCESS, &a, XattrFlags::default(), |g| g == 100)
+        .unwrap();
+    assert_eq!(v.getattr(f).unwrap().perm, 0o2755, "a member keeps it");
+    v.setxattr_as(f, ACCESS, &a, XattrFlags::default(), |_| false)
+        .unwrap();
+    assert_eq!(v.getattr(f).unwrap().perm, 0o755, "a non-member does not");
+    ok(&v);
+}
+
+#[test]
 fn kill_suidgid_follows_the_kernel_rule() {
     let v = fresh(8 << 20);
     let r = v.root();

@@ -86,13 +86,27 @@ impl Volume {
     /// Set an attribute. The two ACL names are checked as ACLs (EINVAL if
     /// malformed) and an access ACL changes the mode with it (`acl.rs`).
     pub fn setxattr(&self, ino: u64, name: &[u8], value: &[u8], flags: XattrFlags) -> Result<()> {
+        self.setxattr_as(ino, name, value, flags, |_| true)
+    }
+
+    /// [`Self::setxattr`] on behalf of a caller: setting an access ACL
+    /// clears the setgid bit unless `in_group_or_capable(file's gid)` (the
+    /// caller is in the file's group or has CAP_FSETID), as chmod does.
+    pub fn setxattr_as(
+        &self,
+        ino: u64,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+        in_group_or_capable: impl Fn(u32) -> bool,
+    ) -> Result<()> {
         self.check_writable()?;
         check_xattr_name(name)?;
         if value.len() > MAX_XATTR_VALUE {
             return Err(FsError::TooBig);
         }
         if let Some(kind) = AclKind::of_xattr(name) {
-            return self.set_acl(ino, kind, value, flags);
+            return self.set_acl(ino, kind, value, flags, in_group_or_capable);
         }
         let arc = self.inode(ino)?;
         let mut i = super::wlock(&arc)?;
