@@ -409,9 +409,11 @@ impl Filesystem for PktFuse {
         // so the rule about who is exempt (CAP_FSETID, group membership)
         // is the kernel's own. The one path where it cannot, direct-I/O
         // writes, carries FUSE_WRITE_KILL_SUIDGID instead, which `write`
-        // honours. With KILLPRIV_V2 all of these would be ours, and the
-        // group-membership part needs the caller's supplementary groups,
-        // which FUSE does not send.
+        // honours. With KILLPRIV_V2 truncate and chown would be ours too,
+        // flagged by FATTR_KILL_SUIDGID, which fuser 0.18's setattr does
+        // not pass on; and each rule would need the caller's groups and
+        // capabilities, which FUSE does not send (`in_group` reads them
+        // from /proc for the one case that needs them).
         // Deliberately not FUSE_WRITEBACK_CACHE: a write() that returned must
         // be on the media.
         Ok(())
