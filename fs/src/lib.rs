@@ -39,8 +39,8 @@ pub mod volume;
 pub use error::{FsError, Result};
 pub use layout::FileType;
 pub use volume::{
-    Attr, ChainEntry, ContentDigest, DirEntry, FallocMode, FormatOptions, Linked, OpenOptions,
-    OpenReport, RenameFlags, RingEvent, RxBuf, RxData, RxHeld, RxPiece, RxRing, RxRingConfig,
-    RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg, SetAttr, StatFs,
-    TimeSet, TmpFile, TxHold, TxSeg, VerifyMode, Volume, XattrFlags,
+    Acl, AclKind, Attr, ChainEntry, ContentDigest, DirEntry, FallocMode, FormatOptions, Linked,
+    NewMode, OpenOptions, OpenReport, RenameFlags, RingEvent, RxBuf, RxData, RxHeld, RxPiece,
+    RxRing, RxRingConfig, RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg,
+    SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxSeg, VerifyMode, Volume, XattrFlags,
 };

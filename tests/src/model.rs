@@ -20,7 +20,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use pktfs::media::Pm;
-use pktfs::{FallocMode, FileType, FormatOptions, RenameFlags, SetAttr, Volume, XattrFlags};
+use pktfs::volume::{ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
+use pktfs::{Acl, FallocMode, FileType, FormatOptions, RenameFlags, SetAttr, Volume, XattrFlags};
 
 pub use layout::GeometryParams;
 
@@ -121,6 +122,13 @@ pub enum Op {
         path: String,
         name: String,
     },
+    /// setfacl: the access ACL (or the default ACL) of `path` set to
+    /// `entries` (tag, perm, id), in the kernel's xattr form.
+    SetAcl {
+        path: String,
+        default: bool,
+        entries: Vec<(u16, u16, u32)>,
+    },
     /// An upload, as the network path does it: an unnamed file (like
     /// O_TMPFILE) filled through the receive path (`rx_reserve`, the bytes
     /// stored into the reserved buffers as recv() would, a request header
@@ -206,6 +214,15 @@ impl fmt::Display for Op {
                 write!(f, "setxattr {path} {name} len {len} seed {seed} create={create} replace={replace}")
             }
             Op::RemoveXattr { path, name } => write!(f, "removexattr {path} {name}"),
+            Op::SetAcl {
+                path,
+                default,
+                entries,
+            } => write!(
+                f,
+                "setfacl{} {path} {entries:?}",
+                if *default { " -d" } else { "" }
+            ),
             Op::Upload {
                 path,
                 len,
@@ -251,6 +268,29 @@ fn check_name(name: &[u8]) -> Result<(), Errno> {
         return Err(libc::ENAMETOOLONG);
     }
     Ok(())
+}
+
+/// An ACL's xattr form: version 2, then (tag, perm, id) entries.
+pub fn acl_bytes(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for &(t, p, id) in entries {
+        v.extend_from_slice(&t.to_le_bytes());
+        v.extend_from_slice(&p.to_le_bytes());
+        v.extend_from_slice(&id.to_le_bytes());
+    }
+    v
+}
+
+/// Attributes as getxattr shows them: the access ACL's owner, group-or-mask
+/// and other entries are the mode's.
+fn acl_as_read(x: &BTreeMap<Vec<u8>, Vec<u8>>, perm: u32) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut x = x.clone();
+    if let Some(v) = x.get_mut(ACL_ACCESS_XATTR.as_bytes()) {
+        if let Ok(Some(a)) = Acl::parse(v) {
+            *v = a.with_mode(perm).to_bytes();
+        }
+    }
+    x
 }
 
 // ---------------------------------------------------------------------------
@@ -411,7 +451,26 @@ impl Model {
         }
         let id = self.next;
         self.next += 1;
+        // A default ACL in the directory: the new inode's access ACL is it
+        // masked by the mode asked for, and a directory inherits it too.
+        let default = self.n(p).xattrs.get(ACL_DEFAULT_XATTR.as_bytes()).cloned();
+        let mut inherited = BTreeMap::new();
+        let mut perm = perm & 0o7777;
+        if let (Some(d), false) = (&default, kind == FileType::Symlink) {
+            let acl = Acl::parse(d)
+                .expect("stored default ACL")
+                .expect("not empty");
+            let (mode, access) = acl.create_masq(perm);
+            perm = mode;
+            if let Some(a) = access {
+                inherited.insert(ACL_ACCESS_XATTR.as_bytes().to_vec(), a.to_bytes());
+            }
+            if kind == FileType::Directory {
+                inherited.insert(ACL_DEFAULT_XATTR.as_bytes().to_vec(), d.clone());
+            }
+        }
         let mut node = Node::new(kind, perm, rdev, p);
+        node.xattrs = inherited;
         if let Some(t) = target {
             node.data = t.to_vec();
         }
@@ -635,11 +694,45 @@ impl Model {
             Op::RemoveXattr { path, name } => {
                 let id = self.resolve(path)?;
                 xattr_name(name.as_bytes())?;
-                self.nm(id)
-                    .xattrs
-                    .remove(name.as_bytes())
-                    .map(|_| 0)
-                    .ok_or(libc::ENODATA)
+                let acl = [ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR].contains(&name.as_str());
+                match self.nm(id).xattrs.remove(name.as_bytes()) {
+                    Some(_) => Ok(0),
+                    None if acl => Ok(0), // as on ext4: nothing to remove
+                    None => Err(libc::ENODATA),
+                }
+            }
+            Op::SetAcl {
+                path,
+                default,
+                entries,
+            } => {
+                let id = self.resolve(path)?;
+                let acl = match Acl::parse(&acl_bytes(entries)) {
+                    Ok(a) => a,
+                    Err(_) => return Err(libc::EINVAL),
+                };
+                let n = self.nm(id);
+                let (name, store) = if *default {
+                    if n.kind != FileType::Directory {
+                        return Err(libc::EPERM);
+                    }
+                    (ACL_DEFAULT_XATTR, acl.map(|a| a.to_bytes()))
+                } else {
+                    if n.kind == FileType::Symlink {
+                        return Err(libc::EOPNOTSUPP);
+                    }
+                    let store = acl.and_then(|a| {
+                        let (bits, equiv) = a.mode_bits();
+                        n.perm = (n.perm & !0o777) | bits;
+                        (!equiv).then(|| a.to_bytes())
+                    });
+                    (ACL_ACCESS_XATTR, store)
+                };
+                match store {
+                    Some(v) => n.xattrs.insert(name.as_bytes().to_vec(), v),
+                    None => n.xattrs.remove(name.as_bytes()),
+                };
+                Ok(0)
             }
             Op::Upload {
                 path,
@@ -826,7 +919,7 @@ impl Model {
                     nlink: n.nlink,
                     size,
                     data: n.data.clone(),
-                    xattrs: n.xattrs.clone(),
+                    xattrs: acl_as_read(&n.xattrs, n.perm),
                     ident: ident[&id].clone(),
                 },
             );
@@ -1155,6 +1248,26 @@ pub fn apply_vol(v: &Volume, op: &Op) -> OpResult {
         Op::RemoveXattr { path, name } => {
             let i = vresolve(v, path)?;
             v.removexattr(i, name.as_bytes()).map(|_| 0).map_err(e)
+        }
+        Op::SetAcl {
+            path,
+            default,
+            entries,
+        } => {
+            let i = vresolve(v, path)?;
+            let name = if *default {
+                ACL_DEFAULT_XATTR
+            } else {
+                ACL_ACCESS_XATTR
+            };
+            v.setxattr(
+                i,
+                name.as_bytes(),
+                &acl_bytes(entries),
+                XattrFlags::default(),
+            )
+            .map(|_| 0)
+            .map_err(e)
         }
         Op::Upload {
             path,

@@ -15,7 +15,9 @@
 //! ```
 //!
 //! Choices:
-//! - the kernel checks permissions (`default_permissions`, always on);
+//! - the kernel checks permissions (`default_permissions`, always on),
+//!   POSIX ACLs included (FUSE_POSIX_ACL; the Volume keeps ACLs and modes
+//!   in step and applies the umask or a default ACL to new inodes);
 //! - no writeback cache: a `write()` that returned is on the media;
 //! - reads may be served from the kernel page cache (`FOPEN_KEEP_CACHE`,
 //!   dropped when a refreshed mtime or size differs); a write through the
@@ -601,7 +603,9 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
             atime: opts.atime,
         },
         gate: Default::default(),
+        notifier: Default::default(),
     };
+    let late_notifier = fs.notifier.clone();
     let root = nix::unistd::geteuid().is_root();
     let (session, inner) = if root || opts.auto_unmount {
         // Direct mount(2) as root (no fusermount3 needed); for auto_unmount
@@ -622,6 +626,7 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
         mountpoint: mountpoint.clone(),
     };
     let notifier = session.notifier();
+    let _ = late_notifier.set(notifier.clone());
     let thread = std::thread::Builder::new()
         .name("pktfs-fuse".into())
         .spawn(move || session.run())

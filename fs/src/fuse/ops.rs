@@ -8,12 +8,12 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem,
-    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags,
+    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags,
     RenameFlags as FuseRenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
     ReplyXattr, Request, TimeOrNow, WriteFlags,
@@ -21,7 +21,7 @@ use fuser::{
 
 use crate::error::FsError;
 use crate::volume::{
-    Attr, DirEntry, FallocMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags,
+    Attr, DirEntry, FallocMode, NewMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags,
 };
 use crate::FileType;
 
@@ -141,6 +141,9 @@ pub(crate) struct PktFuse {
     /// from the map (every later call on it: ENOENT). Seen as `mkdir d;
     /// touch d/f` failing with ENOENT right after an `rm`.
     pub gate: RwLock<()>,
+    /// Tells the kernel about changes it did not ask for (a write that
+    /// cleared setuid); set once the session exists.
+    pub notifier: Arc<OnceLock<Notifier>>,
 }
 
 impl PktFuse {
@@ -199,26 +202,46 @@ impl PktFuse {
         }
     }
 
-    /// Owner and group of a new inode in `parent`, and the permission bits
+    /// Owner and group of a new inode in `parent`, and the mode asked for
     /// with the setgid-directory rule applied: in a setgid directory a new
     /// inode takes the directory's group, and a new subdirectory inherits
-    /// the setgid bit.
+    /// the setgid bit. The umask (the kernel leaves it to us, FUSE_DONT_MASK)
+    /// and default ACLs are the Volume's to apply.
     fn new_owner(
         &self,
         req: &Request,
         parent: u64,
         perm: u32,
+        umask: u32,
         is_dir: bool,
-    ) -> Result<(u32, u32, u32), FsError> {
+    ) -> Result<NewMode, FsError> {
         let p = self.vol.getattr(parent)?;
         if p.kind != FileType::Directory {
             return Err(FsError::NotDir);
         }
-        if p.perm & S_ISGID != 0 {
-            let perm = if is_dir { perm | S_ISGID } else { perm };
-            Ok((req.uid(), p.gid, perm))
+        let (gid, perm) = if p.perm & S_ISGID != 0 {
+            (p.gid, if is_dir { perm | S_ISGID } else { perm })
         } else {
-            Ok((req.uid(), req.gid(), perm))
+            (req.gid(), perm)
+        };
+        Ok(NewMode {
+            perm,
+            umask,
+            uid: req.uid(),
+            gid,
+        })
+    }
+
+    /// Tell the kernel that `ino`'s attributes changed behind a request
+    /// that does not return them (a write that cleared setuid): without
+    /// this it would go on using the cached mode, e.g. for exec. Offset -1
+    /// leaves the page cache alone, so this cannot wait on the pages of
+    /// the write in flight.
+    fn attrs_changed(&self, ino: u64) {
+        if let Some(n) = self.notifier.get() {
+            if let Err(e) = n.inval_inode(INodeNo(ino), -1, 0) {
+                tracing::debug!("inode {ino}: attribute invalidation not delivered: {e}");
+            }
         }
     }
 
@@ -292,6 +315,36 @@ impl PktFuse {
     }
 }
 
+/// A line of /proc/PID/status of the process behind `req` (FUSE sends
+/// only its pid, uid and gid).
+fn status_line(req: &Request, key: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", req.pid())).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .map(|v| v.trim().to_string())
+}
+
+/// Whether the process behind `req` is in group `gid`: its fsgid or one of
+/// its supplementary groups, read from /proc. When that fails (the process
+/// is gone) the answer is no, which clears a setgid bit rather than keeps
+/// one it should not.
+fn in_group(req: &Request, gid: u32) -> bool {
+    req.gid() == gid
+        || status_line(req, "Groups:")
+            .is_some_and(|g| g.split_whitespace().any(|x| x.parse() == Ok(gid)))
+}
+
+/// Whether the process behind `req` has CAP_FSETID in effect (from /proc;
+/// if that fails, whether it is root).
+fn has_cap_fsetid(req: &Request) -> bool {
+    const CAP_FSETID: u32 = 4;
+    match status_line(req, "CapEff:").and_then(|c| u64::from_str_radix(&c, 16).ok()) {
+        Some(caps) => caps & (1 << CAP_FSETID) != 0,
+        None => req.uid() == 0,
+    }
+}
+
 fn name_bytes(n: &OsStr) -> &[u8] {
     n.as_bytes()
 }
@@ -336,6 +389,31 @@ impl Filesystem for PktFuse {
             // seen on an attribute refresh drops it.
             let _ = config.add_capabilities(InitFlags::FUSE_AUTO_INVAL_DATA);
         }
+        // POSIX ACLs: the kernel enforces them in its permission checks
+        // (with default_permissions), caches them, and sends getfacl /
+        // setfacl as the two system.posix_acl_* attributes, which the
+        // Volume keeps in step with the mode. It then also leaves the
+        // umask to us (DONT_MASK), because a default ACL replaces it.
+        // Without POSIX_ACL (an old kernel) the kernel applies the umask
+        // itself, and applying it again in the Volume changes nothing.
+        if config.add_capabilities(InitFlags::FUSE_POSIX_ACL).is_ok() {
+            let _ = config.add_capabilities(InitFlags::FUSE_DONT_MASK);
+        } else {
+            tracing::warn!("the kernel offers no FUSE_POSIX_ACL: ACLs are stored but not enforced");
+        }
+        // Setuid/setgid clearing: deliberately not FUSE_HANDLE_KILLPRIV(_V2).
+        // Without it the kernel clears them itself where it can see the
+        // change coming: chown, truncate (also open with O_TRUNC),
+        // fallocate, copy_file_range and page-cache writes each send a
+        // SETATTR with the cleared mode (computed from a fresh GETATTR),
+        // so the rule about who is exempt (CAP_FSETID, group membership)
+        // is the kernel's own. The one path where it cannot, direct-I/O
+        // writes, carries FUSE_WRITE_KILL_SUIDGID instead, which `write`
+        // honours. With KILLPRIV_V2 truncate and chown would be ours too,
+        // flagged by FATTR_KILL_SUIDGID, which fuser 0.18's setattr does
+        // not pass on; and each rule would need the caller's groups and
+        // capabilities, which FUSE does not send (`in_group` reads them
+        // from /proc for the one case that needs them).
         // Deliberately not FUSE_WRITEBACK_CACHE: a write() that returned must
         // be on the media.
         Ok(())
@@ -403,7 +481,9 @@ impl Filesystem for PktFuse {
             // Permission checks (chmod/chown/utimes by whom) and the
             // suid/sgid clearing on chown and truncate are the kernel's:
             // with default_permissions and without handle_killpriv it sends
-            // the cleared mode in the same request.
+            // the cleared mode in the same request (see `init`). A chmod
+            // changes the access ACL with the mode: the Volume reads the
+            // ACL's mode-expressed entries from the mode.
             let s = SetAttr {
                 mode: mode.map(|m| m & 0o7777),
                 uid,
@@ -433,7 +513,7 @@ impl Filesystem for PktFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         rdev: u32,
         reply: ReplyEntry,
     ) {
@@ -446,11 +526,8 @@ impl Filesystem for PktFuse {
                 return reply.error(Errno::from_i32(libc::EINVAL));
             }
             let r = self
-                .new_owner(req, parent.0, mode & 0o7777, false)
-                .and_then(|(uid, gid, perm)| {
-                    self.vol
-                        .mknod(parent.0, name_bytes(name), k, perm, uid, gid, rdev)
-                });
+                .new_owner(req, parent.0, mode & 0o7777, umask, false)
+                .and_then(|m| self.vol.create_node(parent.0, name_bytes(name), k, m, rdev));
             match r {
                 Ok(a) => self.entry(reply, &a),
                 Err(e) => reply.error(err(&e)),
@@ -464,16 +541,17 @@ impl Filesystem for PktFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         reply: ReplyEntry,
     ) {
         shield(&self.vol, || {
             let _gate = self.creating();
-            let r =
-                self.new_owner(req, parent.0, mode & 0o7777, true)
-                    .and_then(|(uid, gid, perm)| {
-                        self.vol.mkdir(parent.0, name_bytes(name), perm, uid, gid)
-                    });
+            let r = self
+                .new_owner(req, parent.0, mode & 0o7777, umask, true)
+                .and_then(|m| {
+                    self.vol
+                        .create_node(parent.0, name_bytes(name), FileType::Directory, m, 0)
+                });
             match r {
                 Ok(a) => self.entry(reply, &a),
                 Err(e) => reply.error(err(&e)),
@@ -509,9 +587,8 @@ impl Filesystem for PktFuse {
     ) {
         shield(&self.vol, || {
             let _gate = self.creating();
-            let r = self
-                .new_owner(req, parent.0, 0o777, false)
-                .and_then(|(uid, gid, _)| {
+            let r = self.new_owner(req, parent.0, 0o777, 0, false).and_then(
+                |NewMode { uid, gid, .. }| {
                     self.vol.symlink(
                         parent.0,
                         name_bytes(link_name),
@@ -519,7 +596,8 @@ impl Filesystem for PktFuse {
                         uid,
                         gid,
                     )
-                });
+                },
+            );
             match r {
                 Ok(a) => self.entry(reply, &a),
                 Err(e) => reply.error(err(&e)),
@@ -632,21 +710,33 @@ impl Filesystem for PktFuse {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
         // The kernel gives the offset, also for O_APPEND (it holds the inode
         // lock and knows the size), so the page cache it filled matches.
-        shield(&self.vol, || match self.vol.write(ino.0, offset, data) {
-            Ok(n) => reply.written(n as u32),
-            Err(e) => reply.error(err(&e)),
+        shield(&self.vol, || {
+            // A direct-I/O write by a writer without CAP_FSETID: the kernel
+            // sets this flag instead of clearing setuid/setgid itself (see
+            // `init`). Cleared before the data goes in.
+            if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
+                match self.vol.kill_suidgid(ino.0, |gid| in_group(req, gid)) {
+                    Ok(true) => self.attrs_changed(ino.0),
+                    Ok(false) => {}
+                    Err(e) => return reply.error(err(&e)),
+                }
+            }
+            match self.vol.write(ino.0, offset, data) {
+                Ok(n) => reply.written(n as u32),
+                Err(e) => reply.error(err(&e)),
+            }
         })
     }
 
@@ -861,7 +951,7 @@ impl Filesystem for PktFuse {
 
     fn setxattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
@@ -883,7 +973,13 @@ impl Filesystem for PktFuse {
                 create: flags & libc::XATTR_CREATE != 0,
                 replace: flags & libc::XATTR_REPLACE != 0,
             };
-            match self.vol.setxattr(ino.0, name_bytes(name), value, f) {
+            // Only an access ACL asks: setgid goes unless the caller may
+            // keep it (the kernel leaves this to us, see `in_group`).
+            let keeps_sgid = |gid| in_group(req, gid) || has_cap_fsetid(req);
+            match self
+                .vol
+                .setxattr_as(ino.0, name_bytes(name), value, f, keeps_sgid)
+            {
                 Ok(()) => reply.ok(),
                 Err(FsError::TooBig) => reply.error(Errno::from_i32(libc::E2BIG)),
                 Err(e) => reply.error(err(&e)),
@@ -971,16 +1067,17 @@ impl Filesystem for PktFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         _flags: i32,
         reply: ReplyCreate,
     ) {
         shield(&self.vol, || {
             let _gate = self.creating();
             let r = self
-                .new_owner(req, parent.0, mode & 0o7777, false)
-                .and_then(|(uid, gid, perm)| {
-                    self.vol.create(parent.0, name_bytes(name), perm, uid, gid)
+                .new_owner(req, parent.0, mode & 0o7777, umask, false)
+                .and_then(|m| {
+                    self.vol
+                        .create_node(parent.0, name_bytes(name), FileType::Regular, m, 0)
                 });
             let a = match r {
                 Ok(a) => a,

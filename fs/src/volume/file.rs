@@ -459,6 +459,47 @@ impl Volume {
         Ok(self.attr_of(&i))
     }
 
+    /// What a write or truncate by someone without CAP_FSETID does to a
+    /// regular file on Linux (file_remove_privs, setattr_should_drop_suidgid):
+    /// clear setuid; clear setgid when group-execute is set, or when the
+    /// writer is not in the file's group (`in_group(gid)`, asked only
+    /// then). One commit, and none when there is nothing to clear;
+    /// callers clear before they write, so no crash leaves the new data
+    /// under the old privileges. Returns whether the mode changed.
+    pub fn kill_suidgid(&self, ino: u64, in_group: impl Fn(u32) -> bool) -> Result<bool> {
+        const S_ISUID: u32 = 0o4000;
+        const S_ISGID: u32 = 0o2000;
+        const S_IXGRP: u32 = 0o0010;
+        let kill = |a: &AttrSlot| {
+            let mut k = a.mode & S_ISUID;
+            if a.mode & S_ISGID != 0 && (a.mode & S_IXGRP != 0 || !in_group(a.gid)) {
+                k |= S_ISGID;
+            }
+            k
+        };
+        let arc = self.inode(ino)?;
+        {
+            // The common case, no privilege bits: a shared lock and no commit.
+            let i = super::rlock(&arc)?;
+            if i.attr.kind != FileType::Regular || kill(&i.attr) == 0 {
+                return Ok(false);
+            }
+        }
+        self.check_writable()?;
+        let mut i = super::wlock(&arc)?;
+        let k = kill(&i.attr);
+        if i.attr.kind != FileType::Regular || k == 0 {
+            return Ok(false);
+        }
+        let mut a = i.attr;
+        a.mode &= !k;
+        a.ctime_ns = now_ns();
+        let mut tx = Tx::new();
+        self.set_attr(&mut tx, &mut i, a);
+        tx.commit(self);
+        Ok(true)
+    }
+
     /// fallocate(2): mode 0 / KEEP_SIZE fill holes with zeroed buffer space;
     /// PUNCH_HOLE (with KEEP_SIZE) drops the range's data.
     pub fn fallocate(&self, ino: u64, off: u64, len: u64, mode: FallocMode) -> Result<()> {

@@ -20,6 +20,9 @@
 //! the media always mirror it, and every edit computes its link stores from
 //! the map.
 
+mod acl;
+#[cfg(test)]
+mod acl_tests;
 mod alloc;
 mod digest;
 mod failstop;
@@ -52,10 +55,11 @@ use layout::{
     ROOT_INO,
 };
 
+pub use acl::{Acl, AclEntry, AclKind, ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
 pub use alloc::Slice;
 pub use digest::ContentDigest;
 pub use file::{FallocMode, Seg};
-pub use ns::RenameFlags;
+pub use ns::{NewMode, RenameFlags};
 pub use recover::OpenReport;
 pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TmpFile, TxHold, TxSeg};
 pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats};
@@ -823,11 +827,26 @@ pub(crate) fn write_new_inode(
     attr: &AttrSlot,
     data_head: RecordId,
 ) -> SlotState {
+    write_new_inode_heads(pm, g, ino, attr, data_head, RecordId::NONE)
+}
+
+/// [`write_new_inode`] with an xattr chain already written for it.
+pub(crate) fn write_new_inode_heads(
+    pm: &Pm,
+    g: &Geometry,
+    ino: u32,
+    attr: &AttrSlot,
+    data_head: RecordId,
+    xattr_head: RecordId,
+) -> SlotState {
     let pos = g.inode_pos(ino).0;
     let mut bytes = [0u8; INODE_SIZE];
     let generation = 1u64;
     bytes[0..8].copy_from_slice(&InodeHeader::selector(generation, 0).to_le_bytes());
-    bytes[8..16].copy_from_slice(&data_head.0.to_le_bytes());
+    bytes[DATA_HEAD_OFF as usize..DATA_HEAD_OFF as usize + 8]
+        .copy_from_slice(&data_head.0.to_le_bytes());
+    bytes[XATTR_HEAD_OFF as usize..XATTR_HEAD_OFF as usize + 8]
+        .copy_from_slice(&xattr_head.0.to_le_bytes());
     bytes[64..128].copy_from_slice(&attr.to_bytes(generation));
     pm.write(pos, &bytes);
     pm.flush(pos, INODE_SIZE as u64);

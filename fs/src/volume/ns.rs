@@ -9,7 +9,9 @@ use layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
 
 use super::alloc::Slice;
 use super::tx::Tx;
-use super::{check_name, now_ns, write_new_inode, Attr, DirEntry, Inode, Rec, Volume, MAX_NLINK};
+use super::{
+    check_name, now_ns, write_new_inode_heads, Attr, DirEntry, Inode, Rec, Volume, MAX_NLINK,
+};
 use crate::error::{FsError, Result};
 
 /// Cookies 1 and 2 are left for "." and ".." in readdir.
@@ -44,6 +46,30 @@ impl<'a> Locked<'a> {
             .find(|(n, _)| *n == ino)
             .expect("inode locked")
             .1
+    }
+}
+
+/// Who a new inode belongs to and the mode asked for it (see
+/// [`Volume::create_node`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewMode {
+    /// The mode asked for (permission bits, setuid/setgid/sticky).
+    pub perm: u32,
+    /// The creator's umask, applied when the directory has no default ACL.
+    pub umask: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl NewMode {
+    /// `perm` as it is (no umask).
+    pub fn plain(perm: u32, uid: u32, gid: u32) -> NewMode {
+        NewMode {
+            perm,
+            umask: 0,
+            uid,
+            gid,
+        }
     }
 }
 
@@ -141,7 +167,9 @@ impl Volume {
         Ok(v)
     }
 
-    /// Create a regular file, FIFO, socket or device node.
+    /// Create a regular file, FIFO, socket or device node. `perm` is the
+    /// mode as given (no umask); in a directory with a default ACL the new
+    /// inode inherits it and `perm` is masked by it ([`Self::create_node`]).
     #[allow(clippy::too_many_arguments)] // mirrors mknod(2)'s own arguments
     pub fn mknod(
         &self,
@@ -156,16 +184,39 @@ impl Volume {
         if matches!(kind, FileType::Directory | FileType::Symlink) {
             return Err(FsError::Invalid("use mkdir/symlink"));
         }
-        self.make_node(parent, name, kind, perm, uid, gid, rdev, None)
+        self.make_node(
+            parent,
+            name,
+            kind,
+            NewMode::plain(perm, uid, gid),
+            rdev,
+            None,
+        )
     }
 
-    /// Create a regular file.
+    /// Create a regular file (`perm` as for [`Self::mknod`]).
     pub fn create(&self, parent: u64, name: &[u8], perm: u32, uid: u32, gid: u32) -> Result<Attr> {
-        self.make_node(parent, name, FileType::Regular, perm, uid, gid, 0, None)
+        self.make_node(
+            parent,
+            name,
+            FileType::Regular,
+            NewMode::plain(perm, uid, gid),
+            0,
+            None,
+        )
     }
 
+    /// Create a directory (`perm` as for [`Self::mknod`]; a default ACL of
+    /// `parent` becomes the new directory's default ACL too).
     pub fn mkdir(&self, parent: u64, name: &[u8], perm: u32, uid: u32, gid: u32) -> Result<Attr> {
-        self.make_node(parent, name, FileType::Directory, perm, uid, gid, 0, None)
+        self.make_node(
+            parent,
+            name,
+            FileType::Directory,
+            NewMode::plain(perm, uid, gid),
+            0,
+            None,
+        )
     }
 
     pub fn symlink(
@@ -186,12 +237,31 @@ impl Volume {
             parent,
             name,
             FileType::Symlink,
-            0o777,
-            uid,
-            gid,
+            NewMode::plain(0o777, uid, gid),
             0,
             Some(target),
         )
+    }
+
+    /// Create a regular file, directory, FIFO, socket or device node as
+    /// open(2)/mkdir(2)/mknod(2) do on a local file system: `m.perm` is
+    /// the mode asked for; in a directory with a default ACL the new inode
+    /// inherits it (and its mode is masked by it), elsewhere `m.umask` is
+    /// taken away. The FUSE mount uses this (the kernel leaves the umask
+    /// to the file system when ACLs are on). `create`, `mkdir` and
+    /// `mknod` are this with no umask.
+    pub fn create_node(
+        &self,
+        parent: u64,
+        name: &[u8],
+        kind: FileType,
+        m: NewMode,
+        rdev: u32,
+    ) -> Result<Attr> {
+        if kind == FileType::Symlink {
+            return Err(FsError::Invalid("use symlink"));
+        }
+        self.make_node(parent, name, kind, m, rdev, None)
     }
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
@@ -274,12 +344,11 @@ impl Volume {
         parent: u64,
         name: &[u8],
         kind: FileType,
-        perm: u32,
-        uid: u32,
-        gid: u32,
+        m: NewMode,
         rdev: u32,
         symlink: Option<&[u8]>,
     ) -> Result<Attr> {
+        let NewMode { uid, gid, .. } = m;
         self.check_writable()?;
         check_name(name)?;
         let mut ns = self.ns.lock().or_stop();
@@ -304,6 +373,21 @@ impl Volume {
             .alloc_inode()
             .ok_or(FsError::NoSpace("no free inodes"))?;
         let give_back_ino = |v: &Volume| v.alloc.lock().or_stop().free_inode(ino);
+        // Inherited ACLs: records of the new inode, written before the
+        // inode that heads them (like a symlink's target).
+        let inherited = self.inherit_acl(&p, kind, m.perm, m.umask);
+        let perm = inherited.mode;
+        let xattr_recs = match self.write_new_xattrs(&inherited.xattrs) {
+            Ok(r) => r,
+            Err(e) => {
+                give_back_ino(self);
+                return Err(e);
+            }
+        };
+        let give_back_ino = |v: &Volume| {
+            v.free_new_xattrs(&xattr_recs);
+            v.alloc.lock().or_stop().free_inode(ino)
+        };
         // Symlink target: data records of the new inode, written before the
         // inode that heads them.
         let mut target_recs: Vec<Rec> = Vec::new();
@@ -346,6 +430,7 @@ impl Volume {
             }
         }
         let undo_target = |v: &Volume, recs: &[Rec]| {
+            v.free_new_xattrs(&xattr_recs);
             let mut a = v.alloc.lock().or_stop();
             for r in recs {
                 a.free_record(r.id.0);
@@ -379,7 +464,8 @@ impl Volume {
             },
         };
         let head = target_recs.first().map(|r| r.id).unwrap_or(RecordId::NONE);
-        let slot = write_new_inode(&self.pm, &self.geo, ino, &attr, head);
+        let xhead = xattr_recs.first().map(|r| r.id).unwrap_or(RecordId::NONE);
+        let slot = write_new_inode_heads(&self.pm, &self.geo, ino, &attr, head, xhead);
         let cookie = p.next_seq.max(FIRST_COOKIE);
         // A new non-directory leaves the parent's link count alone, so the
         // parent's new mtime/ctime can ride on the dirent (FLAG_DIR_TIME)
@@ -418,6 +504,12 @@ impl Volume {
         if kind == FileType::Directory {
             child.next_seq = FIRST_COOKIE;
             ns.dir_parent.insert(ino, p.ino);
+        }
+        for r in xattr_recs {
+            let name = &self.slice_bytes(r.slice())[..r.r.aux as usize];
+            child.xnames.insert(name.into(), r.r.seq);
+            child.next_xkey = child.next_xkey.max(r.r.seq + 1);
+            child.xattrs.insert(r.r.seq, r);
         }
         for r in target_recs {
             child.next_seq = child.next_seq.max(r.r.seq.saturating_add(1));

@@ -4,9 +4,27 @@
 
 use layout::{Record, RecordId, RecordKind};
 
+use super::acl::AclKind;
+use super::failstop::OrStop;
 use super::tx::Tx;
 use super::{now_ns, Inode, Rec, Volume, MAX_XATTR_VALUE};
 use crate::error::{FsError, Result};
+
+/// An attribute a new inode is created with (its inherited ACLs).
+#[derive(Clone, Debug)]
+pub(crate) struct NewXattr {
+    pub name: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+impl NewXattr {
+    pub fn new(name: &[u8], value: Vec<u8>) -> NewXattr {
+        NewXattr {
+            name: name.to_vec(),
+            value,
+        }
+    }
+}
 
 /// setxattr(2) flags.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,12 +53,24 @@ impl Volume {
         &self.slice_bytes(r.slice())[r.r.aux as usize..]
     }
 
+    /// A stored attribute's value.
+    pub(crate) fn xattr_of<'a>(&'a self, i: &Inode, name: &[u8]) -> Option<&'a [u8]> {
+        let key = i.xnames.get(name)?;
+        Some(self.xattr_value(&i.xattrs[key]))
+    }
+
+    /// An attribute's value. The access ACL comes with the mode's bits in
+    /// the entries the mode expresses (see `acl.rs`).
     pub fn getxattr(&self, ino: u64, name: &[u8]) -> Result<Vec<u8>> {
         check_xattr_name(name)?;
         let arc = self.inode(ino)?;
         let i = super::rlock(&arc)?;
-        let key = i.xnames.get(name).ok_or(FsError::NoXattr)?;
-        Ok(self.xattr_value(&i.xattrs[key]).to_vec())
+        if let Some(kind) = AclKind::of_xattr(name) {
+            return self.get_acl(&i, kind);
+        }
+        self.xattr_of(&i, name)
+            .map(<[u8]>::to_vec)
+            .ok_or(FsError::NoXattr)
     }
 
     /// Names, in the order they were first set.
@@ -53,21 +83,89 @@ impl Volume {
             .collect())
     }
 
+    /// Set an attribute. The two ACL names are checked as ACLs (EINVAL if
+    /// malformed) and an access ACL changes the mode with it (`acl.rs`).
     pub fn setxattr(&self, ino: u64, name: &[u8], value: &[u8], flags: XattrFlags) -> Result<()> {
+        self.setxattr_as(ino, name, value, flags, |_| true)
+    }
+
+    /// [`Self::setxattr`] on behalf of a caller: setting an access ACL
+    /// clears the setgid bit unless `in_group_or_capable(file's gid)` (the
+    /// caller is in the file's group or has CAP_FSETID), as chmod does.
+    pub fn setxattr_as(
+        &self,
+        ino: u64,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+        in_group_or_capable: impl Fn(u32) -> bool,
+    ) -> Result<()> {
         self.check_writable()?;
         check_xattr_name(name)?;
         if value.len() > MAX_XATTR_VALUE {
             return Err(FsError::TooBig);
         }
+        if let Some(kind) = AclKind::of_xattr(name) {
+            return self.set_acl(ino, kind, value, flags, in_group_or_capable);
+        }
         let arc = self.inode(ino)?;
         let mut i = super::wlock(&arc)?;
-        let existing = i.xnames.get(name).copied();
-        if flags.create && existing.is_some() {
+        let existing = i.xnames.contains_key(name);
+        if flags.create && existing {
             return Err(FsError::Exists);
         }
-        if flags.replace && existing.is_none() {
+        if flags.replace && !existing {
             return Err(FsError::NoXattr);
         }
+        let mut tx = Tx::new();
+        self.put_xattr(&mut tx, &mut i, name, value)?;
+        self.touch_ctime(&mut tx, &mut i);
+        tx.commit(self);
+        Ok(())
+    }
+
+    /// Write `name = value` as a new record and link it into `i`'s chain
+    /// in `tx` (replacing the record of the same name in place). All that
+    /// can fail comes before `i` changes.
+    pub(crate) fn put_xattr(
+        &self,
+        tx: &mut Tx,
+        i: &mut Inode,
+        name: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let existing = i.xnames.get(name).copied();
+        let key = existing.unwrap_or(i.next_xkey);
+        let (id, r) = self.write_xattr_record(name, value, key)?;
+        let succ = i
+            .xattrs
+            .range(key + 1..)
+            .next()
+            .map(|(_, r)| r.id)
+            .unwrap_or(RecordId::NONE);
+        self.write_record(id, &r, succ);
+        tx.store(
+            self.xattr_link_before(i, key),
+            id.0,
+            Some((self.geo.record_pos(id).0, 64)),
+        );
+        if let Some(old) = i.xattrs.insert(key, Rec { id, r }) {
+            tx.free_record(old.id, old.slice());
+        } else {
+            i.xnames.insert(name.into(), key);
+            i.next_xkey = key + 1;
+        }
+        Ok(())
+    }
+
+    /// The payload and record (not yet written) of attribute `name` with
+    /// chain key `key`.
+    fn write_xattr_record(
+        &self,
+        name: &[u8],
+        value: &[u8],
+        key: u64,
+    ) -> Result<(RecordId, Record)> {
         let mut payload = Vec::with_capacity(name.len() + value.len());
         payload.extend_from_slice(name);
         payload.extend_from_slice(value);
@@ -89,48 +187,75 @@ impl Volume {
         };
         let crc = self.write_payload(&slices, &payload)[0];
         let s = slices[0];
-        let key = existing.unwrap_or(i.next_xkey);
-        let succ = i
-            .xattrs
-            .range(key + 1..)
-            .next()
-            .map(|(_, r)| r.id)
-            .unwrap_or(RecordId::NONE);
-        let r = Record {
-            kind: RecordKind::Xattr,
-            flags: 0,
-            buffer: s.buffer,
-            buf_off: s.buf_off,
-            len: s.len,
-            payload_crc: crc,
-            file_off: 0,
-            seq: key,
-            timestamp_ns: now_ns() as u64,
-            aux: name.len() as u64,
-        };
-        self.write_record(id, &r, succ);
-        let mut tx = Tx::new();
-        tx.store(
-            self.xattr_link_before(&i, key),
-            id.0,
-            Some((self.geo.record_pos(id).0, 64)),
-        );
-        if let Some(old) = i.xattrs.insert(key, Rec { id, r }) {
-            tx.free_record(old.id, old.slice());
-        } else {
-            i.xnames.insert(name.into(), key);
-            i.next_xkey = key + 1;
-        }
-        self.touch_ctime(&mut tx, &mut i);
-        tx.commit(self);
-        Ok(())
+        Ok((
+            id,
+            Record {
+                kind: RecordKind::Xattr,
+                flags: 0,
+                buffer: s.buffer,
+                buf_off: s.buf_off,
+                len: s.len,
+                payload_crc: crc,
+                file_off: 0,
+                seq: key,
+                timestamp_ns: now_ns() as u64,
+                aux: name.len() as u64,
+            },
+        ))
     }
 
+    /// The xattr chain of an inode not yet named anywhere: written (and
+    /// flushed) now, reachable only once the commit that names the inode
+    /// publishes it, with keys 1, 2, ... in `list` order. On error nothing
+    /// stays allocated.
+    pub(crate) fn write_new_xattrs(&self, list: &[NewXattr]) -> Result<Vec<Rec>> {
+        let mut recs: Vec<Rec> = Vec::with_capacity(list.len());
+        for (k, x) in list.iter().enumerate() {
+            match self.write_xattr_record(&x.name, &x.value, k as u64 + 1) {
+                Ok((id, r)) => recs.push(Rec { id, r }),
+                Err(e) => {
+                    self.free_new_xattrs(&recs);
+                    return Err(e);
+                }
+            }
+        }
+        for (k, rec) in recs.iter().enumerate() {
+            let next = recs.get(k + 1).map(|r| r.id).unwrap_or(RecordId::NONE);
+            self.write_record(rec.id, &rec.r, next);
+        }
+        Ok(recs)
+    }
+
+    /// Give back what `write_new_xattrs` allocated (nothing reached it).
+    pub(crate) fn free_new_xattrs(&self, recs: &[Rec]) {
+        let mut a = self.alloc.lock().or_stop();
+        for r in recs {
+            a.free_record(r.id.0);
+            a.drop_ref(r.slice());
+        }
+    }
+
+    /// Remove an attribute. Removing an ACL that is not there succeeds,
+    /// as on ext4 and tmpfs (the kernel asks for it on `setfacl -k` and
+    /// `setfattr -x system.posix_acl_*`, and the mode may say an access ACL
+    /// that is not stored); it changes nothing.
     pub fn removexattr(&self, ino: u64, name: &[u8]) -> Result<()> {
         self.check_writable()?;
         check_xattr_name(name)?;
         let arc = self.inode(ino)?;
         let mut i = super::wlock(&arc)?;
+        if AclKind::of_xattr(name).is_some() && !i.xnames.contains_key(name) {
+            return Ok(());
+        }
+        let mut tx = Tx::new();
+        self.drop_xattr(&mut tx, &mut i, name)?;
+        self.touch_ctime(&mut tx, &mut i);
+        tx.commit(self);
+        Ok(())
+    }
+
+    /// Unlink attribute `name` from `i`'s chain in `tx`.
+    pub(crate) fn drop_xattr(&self, tx: &mut Tx, i: &mut Inode, name: &[u8]) -> Result<()> {
         let key = *i.xnames.get(name).ok_or(FsError::NoXattr)?;
         let succ = i
             .xattrs
@@ -138,13 +263,10 @@ impl Volume {
             .next()
             .map(|(_, r)| r.id)
             .unwrap_or(RecordId::NONE);
-        let mut tx = Tx::new();
-        tx.store(self.xattr_link_before(&i, key), succ.0, None);
+        tx.store(self.xattr_link_before(i, key), succ.0, None);
         let old = i.xattrs.remove(&key).expect("indexed");
         i.xnames.remove(name);
         tx.free_record(old.id, old.slice());
-        self.touch_ctime(&mut tx, &mut i);
-        tx.commit(self);
         Ok(())
     }
 

@@ -36,7 +36,11 @@ fn install_hint(cmd: &str) -> &'static str {
         "curl" => "apt-get install -y curl",
         "nc" => "apt-get install -y netcat-openbsd",
         "fusermount3" => "apt-get install -y fuse3",
-        "runuser" => "apt-get install -y util-linux",
+        "runuser" | "fallocate" => "apt-get install -y util-linux",
+        "getfacl" | "setfacl" => "apt-get install -y acl",
+        "getfattr" | "setfattr" => "apt-get install -y attr",
+        "rsync" => "apt-get install -y rsync",
+        "tar" => "apt-get install -y tar",
         _ => "install it (see .ci/run)",
     }
 }
