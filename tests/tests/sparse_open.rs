@@ -168,6 +168,13 @@ fn writable_open_of_a_sparse_image_without_room_is_refused() {
     .expect("read-only needs no backing");
     assert_eq!(read_keep(&v), vec![0x5a; 10_000]);
     drop(v);
+    // Nor does a read-only open take room: it is not pre-faulted (on tmpfs
+    // a read fault on a hole allocates a page).
+    assert_eq!(
+        allocated_bytes(&p),
+        sparse_blocks,
+        "a read-only open allocated"
+    );
 
     std::fs::remove_file(&filler).unwrap();
     // Completing changes no byte of the image.

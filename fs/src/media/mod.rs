@@ -584,10 +584,16 @@ impl Pm {
         let base = map.as_mut_ptr();
         // Pre-fault in the background so opening does not wait for it and
         // copies (or a scrub's reads) do not take a page fault per 4 KiB.
-        // The file is fully allocated by now (complete_sparse), so this only
-        // maps pages that exist: it cannot run a tmpfs out of room. Drop
-        // stops it at the next step and joins it before the mapping goes.
-        let populate = (!opts.no_populate).then(|| {
+        // A writable open has allocated the whole file by now
+        // (complete_sparse), so this only maps pages that exist. A read-only
+        // open of a sparse image is not populated: on tmpfs a read fault on
+        // a hole allocates a page, so populating would take room (and could
+        // fill the file system) for an open that promised to need none.
+        // Drop stops it at the next step and joins it before the mapping
+        // goes.
+        let sparse_read_only =
+            opts.read_only && space::is_allocatable(&meta) && space::allocated_bytes(&meta) < len;
+        let populate = (!opts.no_populate && !sparse_read_only).then(|| {
             let (addr, n) = (base as usize, len as usize);
             let advice = if opts.read_only {
                 libc::MADV_POPULATE_READ
