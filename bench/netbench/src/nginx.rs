@@ -90,8 +90,11 @@ pub fn start(
     conns: usize,
     nofile: u64,
 ) -> Result<Nginx, String> {
-    let Some(bin) = find(explicit) else {
-        return Err("not installed (apt-get install nginx-light)".into());
+    let Some(bin) = find(explicit).filter(|b| b.is_file()) else {
+        return Err(match explicit {
+            Some(p) => format!("{p} not found"),
+            None => "not installed (apt-get install nginx-light)".into(),
+        });
     };
     let v = Command::new(&bin)
         .arg("-V")
