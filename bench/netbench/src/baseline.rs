@@ -1,0 +1,324 @@
+//! The baseline servers: the same minimal keep-alive HTTP server with a
+//! different sink for the body (drop it, copy+persist it, write+fdatasync
+//! it, or answer GET with sendfile).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pktfs::media::{ExclusivePm, MapOptions, PersistChoice, Pm};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    NetOnly,
+    Copy,
+    Ext4,
+    Sendfile,
+}
+
+impl Base {
+    /// The name the tables use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Base::NetOnly => "network-only",
+            Base::Copy => "copy+clwb",
+            Base::Ext4 => "ext4+fdatasync",
+            Base::Sendfile => "sendfile-tmpfs",
+        }
+    }
+}
+
+pub struct Baseline {
+    pub kind: Base,
+    /// The sendfile baseline's file.
+    pub pm: Option<Arc<Pm>>,
+    /// The copy baseline's file, cut into windows: a connection leases
+    /// one and copies into it (wrapping), so no two threads write the
+    /// same bytes and no lock is taken per copy.
+    pub copy: Option<Mutex<Vec<ExclusivePm<'static>>>>,
+    pub ext4_dir: PathBuf,
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Windows of the copy baseline's file (the mapping lives as long as the
+/// process: the windows borrow it for `'static`).
+pub fn copy_windows(pm: Pm) -> Mutex<Vec<ExclusivePm<'static>>> {
+    const WINDOW: u64 = 2 << 20;
+    let mut rest = Box::leak(Box::new(pm)).exclusive();
+    let mut out = Vec::new();
+    while rest.window().end - rest.window().start >= WINDOW {
+        let at = rest.window().start + WINDOW;
+        let (w, r) = rest.split_at(at);
+        out.push(w);
+        rest = r;
+    }
+    Mutex::new(out)
+}
+
+/// A connection's window of the copy file, given back when it ends.
+struct Lease<'b> {
+    pool: &'b Mutex<Vec<ExclusivePm<'static>>>,
+    w: Option<ExclusivePm<'static>>,
+    /// Next write position in the window (wraps).
+    at: u64,
+}
+
+impl<'b> Lease<'b> {
+    fn take(pool: &'b Mutex<Vec<ExclusivePm<'static>>>) -> Lease<'b> {
+        loop {
+            if let Some(w) = pool.lock().expect("copy windows").pop() {
+                return Lease {
+                    pool,
+                    w: Some(w),
+                    at: 0,
+                };
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.w.take() {
+            if let Ok(mut p) = self.pool.lock() {
+                p.push(w);
+            }
+        }
+    }
+}
+
+pub fn start_baseline(b: Arc<Baseline>) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    l.set_nonblocking(true).expect("nonblocking");
+    std::thread::spawn(move || {
+        let mut id = 0u64;
+        while !b.stop.load(Ordering::Relaxed) {
+            match l.accept() {
+                Ok((s, _)) => {
+                    id += 1;
+                    let b = b.clone();
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_nodelay(true);
+                    let _ = std::thread::Builder::new().spawn(move || baseline_conn(&b, s, id));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+    });
+    addr
+}
+
+/// A minimal keep-alive HTTP server for the baselines.
+fn baseline_conn(b: &Baseline, mut s: TcpStream, id: u64) {
+    let mut hdr = vec![0u8; 64 << 10];
+    let mut body = vec![0u8; 1 << 20];
+    let (mut start, mut end) = (0usize, 0usize);
+    let mut copy = b.copy.as_ref().map(Lease::take);
+    let mut ext4 = if b.kind == Base::Ext4 {
+        Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(b.ext4_dir.join(format!("c{id}")))
+                .expect("ext4 file"),
+        )
+    } else {
+        None
+    };
+    loop {
+        // Parse a head from hdr[start..end], reading more as needed.
+        let (len, clen, is_get) = loop {
+            if end > start {
+                let mut h = [httparse::EMPTY_HEADER; 32];
+                let mut r = httparse::Request::new(&mut h);
+                if let Ok(httparse::Status::Complete(n)) = r.parse(&hdr[start..end]) {
+                    let cl = r
+                        .headers
+                        .iter()
+                        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                        .and_then(|h| {
+                            std::str::from_utf8(h.value)
+                                .ok()?
+                                .trim()
+                                .parse::<u64>()
+                                .ok()
+                        })
+                        .unwrap_or(0);
+                    break (n, cl, r.method == Some("GET"));
+                }
+            }
+            if start > 0 {
+                hdr.copy_within(start..end, 0);
+                end -= start;
+                start = 0;
+            }
+            match s.read(&mut hdr[end..]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => end += n,
+            }
+        };
+        start += len;
+        // Body: what came with the head, then reads into the reused buffer.
+        let mut left = clen;
+        let mut pos = 0u64;
+        let first = (end - start).min(left as usize);
+        if first > 0 {
+            sink(b, &hdr[start..start + first], &mut ext4, &mut copy, pos);
+            pos += first as u64;
+            left -= first as u64;
+            start += first;
+        }
+        while left > 0 {
+            let want = (left as usize).min(body.len());
+            match s.read(&mut body[..want]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    sink(b, &body[..n], &mut ext4, &mut copy, pos);
+                    pos += n as u64;
+                    left -= n as u64;
+                }
+            }
+        }
+        if let Some(f) = &ext4 {
+            if clen > 0 {
+                f.sync_data().expect("fdatasync");
+            }
+        }
+        if is_get && b.kind == Base::Sendfile {
+            let pm = b.pm.as_ref().expect("file");
+            let size = pm.len();
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n");
+            if s.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            let mut off = 0u64;
+            while off < size {
+                match pm.sendfile_to(
+                    std::os::fd::AsRawFd::as_raw_fd(&s),
+                    off,
+                    (size - off).min(1 << 30) as usize,
+                ) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => off += n as u64,
+                }
+            }
+        } else if s
+            .write_all(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+fn sink(
+    b: &Baseline,
+    data: &[u8],
+    ext4: &mut Option<std::fs::File>,
+    copy: &mut Option<Lease<'_>>,
+    pos: u64,
+) {
+    match b.kind {
+        Base::NetOnly | Base::Sendfile => {}
+        Base::Copy => {
+            let l = copy.as_mut().expect("copy window");
+            let w = l.w.as_mut().expect("leased");
+            let n = data.len() as u64;
+            let win = w.window();
+            if l.at + n > win.end - win.start {
+                l.at = 0;
+            }
+            let at = win.start + l.at;
+            w.write(at, data);
+            w.persist(at, n);
+            l.at += n;
+        }
+        Base::Ext4 => {
+            use std::os::unix::fs::FileExt;
+            ext4.as_ref()
+                .expect("file")
+                .write_all_at(data, pos)
+                .expect("ext4 write");
+        }
+    }
+}
+
+/// The baselines that can run as a process of their own.
+pub const SERVABLE: &[&str] = &["network-only", "copy+clwb", "ext4+fdatasync"];
+
+/// `--serve-baseline KIND [--port N] [--dir D] [--conns N] [--until-eof]`:
+/// run one baseline server, on its own for profiling (until killed), or as
+/// netbench's child (`--until-eof`: until the parent closes our stdin, so
+/// a child never outlives its benchmark). The first line on stdout names
+/// the address (`--port 0`: a free one). `--conns` sizes copy+clwb's file:
+/// each connection holds a 2 MiB window of it for its lifetime.
+pub fn serve_baseline(args: &[String], kind: &str) {
+    let kind = match kind {
+        "network-only" => Base::NetOnly,
+        "copy+clwb" => Base::Copy,
+        "ext4+fdatasync" => Base::Ext4,
+        other => {
+            eprintln!(
+                "netbench: unknown baseline {other:?} ({})",
+                SERVABLE.join(", ")
+            );
+            std::process::exit(2);
+        }
+    };
+    let port = crate::arg(args, "--port", 18081.0) as u16;
+    let conns = crate::arg(args, "--conns", 32.0) as u64;
+    let dir = crate::arg_str(args, "--dir")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
+        });
+    std::fs::create_dir_all(&dir).expect("baseline dir");
+    let pm = (kind == Base::Copy).then(|| {
+        let f = dir.join("copy.dat");
+        std::fs::File::create(&f)
+            .and_then(|h| h.set_len(conns.max(1) * (2 << 20)))
+            .expect("copy file");
+        copy_windows(
+            Pm::open(
+                &f,
+                &MapOptions {
+                    persist: PersistChoice::Clwb,
+                    ..Default::default()
+                },
+            )
+            .expect("map copy file"),
+        )
+    });
+    let b = Arc::new(Baseline {
+        kind,
+        pm: None,
+        copy: pm,
+        ext4_dir: dir.clone(),
+        stop: Arc::new(AtomicBool::new(false)),
+    });
+    let l = TcpListener::bind(("127.0.0.1", port)).expect("bind");
+    let addr = l.local_addr().expect("addr");
+    crate::child::announce(kind.name(), addr, "threads (one per connection)");
+    let accept = move || {
+        for (id, s) in l.incoming().flatten().enumerate() {
+            let b = b.clone();
+            let _ = s.set_nodelay(true);
+            // Past the thread limit a connection is dropped (the client
+            // sees a socket error) rather than the server dying.
+            let _ = std::thread::Builder::new().spawn(move || baseline_conn(&b, s, id as u64 + 1));
+        }
+    };
+    if args.iter().any(|a| a == "--until-eof") {
+        std::thread::spawn(accept);
+        crate::child::wait_for_parent();
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        accept();
+    }
+}

@@ -1,0 +1,160 @@
+//! Servers as child processes, so that a server's CPU time can be read on
+//! its own (/proc/PID/stat: utime + stime of all its threads, also the
+//! finished ones) while the client (wrk) runs as another process.
+//!
+//! A child is netbench itself (`--serve-baseline`, `--serve-pktfs`) or
+//! nginx. netbench children print one line, `serving NAME on ADDR (IO)`,
+//! and serve until their stdin closes, which happens when the parent drops
+//! the [`ChildServer`] or dies: no server outlives its benchmark.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// First line of a netbench child, read by [`ChildServer::spawn`].
+pub fn announce(name: &str, addr: SocketAddr, io: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "serving {name} on {addr} ({io})");
+    let _ = out.flush();
+}
+
+/// Block until the parent closes our stdin.
+pub fn wait_for_parent() {
+    let mut buf = [0u8; 64];
+    let mut stdin = std::io::stdin().lock();
+    while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+}
+
+/// A server running as a child process.
+#[derive(Debug)]
+pub struct ChildServer {
+    pub name: String,
+    pub addr: SocketAddr,
+    /// How it serves its connections, as it said.
+    pub io: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl ChildServer {
+    /// Run `netbench ARGS` and wait for its `serving` line.
+    pub fn spawn(name: &str, args: &[String]) -> Result<ChildServer, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
+        let mut child = Command::new(exe)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("{name}: cannot start: {e}"))?;
+        let mut out = BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = String::new();
+        let _ = out.read_line(&mut line);
+        let parsed = line
+            .trim()
+            .split_once(" on ")
+            .and_then(|(_, rest)| {
+                let (addr, io) = rest.split_once(' ').unwrap_or((rest, ""));
+                Some((addr.parse::<SocketAddr>().ok()?, io))
+            })
+            .map(|(a, io)| {
+                let inner = io.strip_prefix('(').and_then(|i| i.strip_suffix(')'));
+                (a, inner.unwrap_or(io).to_string())
+            });
+        let Some((addr, io)) = parsed else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{name}: did not start (said {:?})", line.trim()));
+        };
+        // Anything else it prints goes to our stdout, so its pipe never
+        // fills and blocks it.
+        std::thread::spawn(move || {
+            for l in out.lines().map_while(Result::ok) {
+                println!("  [child] {l}");
+            }
+        });
+        Ok(ChildServer {
+            name: name.to_string(),
+            addr,
+            io,
+            stdin: child.stdin.take(),
+            child,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        drop(self.stdin.take()); // its cue to stop
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("netbench: {} did not stop in 10 s; killed", self.name);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// (parent pid, utime + stime in clock ticks) of a process, from
+/// /proc/PID/stat (all its threads, live and finished).
+fn stat(pid: u32) -> Option<(u32, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields are counted
+    // from after its closing one (field 3, state, comes first).
+    let rest = &s[s.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ppid = f.get(1)?.parse().ok()?;
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((ppid, utime + stime))
+}
+
+/// CPU seconds used so far by `pid` and every live descendant (nginx's
+/// workers are its master's children).
+pub fn tree_cpu_s(pid: u32) -> f64 {
+    let mut all: Vec<(u32, u32, u64)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            if let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) {
+                if let Some((pp, t)) = stat(p) {
+                    all.push((p, pp, t));
+                }
+            }
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(all.iter().filter(|x| x.1 == parent).map(|x| x.0));
+        i += 1;
+    }
+    let ticks: u64 = all
+        .iter()
+        .filter(|x| tree.contains(&x.0))
+        .map(|x| x.2)
+        .sum();
+    ticks as f64 / rustix::param::clock_ticks_per_second() as f64
+}
+
+/// Raise this process's soft RLIMIT_NOFILE to its hard limit (children,
+/// wrk among them, inherit it: 10,000 connections need more than the
+/// usual 1024 descriptors on both ends). Returns the limit now in force.
+pub fn raise_nofile() -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut l = getrlimit(Resource::Nofile);
+    if l.maximum.is_some() && l.current != l.maximum {
+        l.current = l.maximum;
+        let _ = setrlimit(Resource::Nofile, l);
+    }
+    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+}

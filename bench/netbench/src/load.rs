@@ -1,0 +1,244 @@
+//! Small-PUT load against servers running as processes of their own:
+//! requests/s, latency percentiles and the server's CPU time per request
+//! (from /proc, the client being another process), at a few connection
+//! counts, and the 10,000-connection run.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::child::tree_cpu_s;
+use crate::client::{own_small_puts, wrk_small_puts, Load, WrkOpts};
+use crate::report::Results;
+
+/// A server under load: its address and the process whose CPU (with its
+/// children's) is its cost.
+#[derive(Clone, Debug)]
+pub struct LoadServer {
+    pub name: String,
+    pub addr: SocketAddr,
+    pub pid: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct LoadOpts {
+    /// Rounds of runs, every server once per round, medians across them.
+    pub rounds: usize,
+    pub secs_per_run: f64,
+    pub wrk_threads: usize,
+    /// None: wrk is missing, the built-in client runs instead.
+    pub script: Option<PathBuf>,
+}
+
+/// The ext4 baseline runs last in a round: its write-back must not
+/// overlap another server's run.
+fn is_last(name: &str) -> bool {
+    name.starts_with("ext4")
+}
+
+/// One run of `conns` connections against `s`: what the client saw and
+/// the server's CPU seconds per request.
+fn run(s: &LoadServer, o: &LoadOpts, conns: usize, timeout_s: f64) -> (Load, f64) {
+    let c0 = tree_cpu_s(s.pid);
+    let l = match &o.script {
+        Some(script) => wrk_small_puts(
+            s.addr,
+            WrkOpts {
+                conns,
+                threads: o.wrk_threads,
+                secs: o.secs_per_run,
+                timeout_s,
+            },
+            script,
+        ),
+        None => {
+            let (p50_us, rps) = own_small_puts(s.addr, conns, o.secs_per_run);
+            Load {
+                rps,
+                p50_us,
+                p99_us: f64::NAN,
+                requests: rps * o.secs_per_run,
+                ..Default::default()
+            }
+        }
+    };
+    let cpu = (tree_cpu_s(s.pid) - c0) / l.requests.max(1.0);
+    (l, cpu)
+}
+
+fn conns_label(conns: usize) -> String {
+    format!("{conns} conn{}", if conns == 1 { "" } else { "s" })
+}
+
+/// 1 KiB PUTs at each of `conns_list`, `o.rounds` rounds, each round
+/// starting with a different server so that none always runs right after
+/// the same other one; medians across rounds.
+pub fn small_puts(
+    servers: &[LoadServer],
+    conns_list: &[usize],
+    o: &LoadOpts,
+    results: &mut Results,
+) {
+    let tool = if o.script.is_some() {
+        "wrk"
+    } else {
+        "built-in client"
+    };
+    let rotating: Vec<usize> = (0..servers.len())
+        .filter(|&k| !is_last(&servers[k].name))
+        .collect();
+    let last: Vec<usize> = (0..servers.len())
+        .filter(|&k| is_last(&servers[k].name))
+        .collect();
+    for &conns in conns_list {
+        println!(
+            "small PUTs, {}: {} rounds x {} servers x {} s ({tool})",
+            conns_label(conns),
+            o.rounds,
+            servers.len(),
+            o.secs_per_run
+        );
+        let mut runs: Vec<Vec<(Load, f64)>> = vec![Vec::new(); servers.len()];
+        for round in 0..o.rounds {
+            let m = rotating.len().max(1);
+            let order = (0..rotating.len())
+                .map(|i| rotating[(i + round) % m])
+                .chain(last.iter().copied());
+            for k in order {
+                std::thread::sleep(Duration::from_millis(300)); // let the previous run's work settle
+                runs[k].push(run(&servers[k], o, conns, 2.0));
+            }
+        }
+        let c = conns_label(conns);
+        for (k, s) in servers.iter().enumerate() {
+            let r = &runs[k];
+            let med = |f: &dyn Fn(&(Load, f64)) -> f64| median(r.iter().map(f).collect());
+            let n = &s.name;
+            results.push((
+                format!("1 KiB PUT, {c}: req/s ({tool})"),
+                n.clone(),
+                med(&|x| x.0.rps),
+                "req/s".into(),
+            ));
+            results.push((
+                format!("1 KiB PUT, {c}: p50, median of rounds"),
+                n.clone(),
+                med(&|x| x.0.p50_us),
+                "us".into(),
+            ));
+            if conns == 1 {
+                // On a small VM the one-connection round trip is bimodal:
+                // about 3x longer when the scheduler puts the client and
+                // the server's thread on different vCPUs (a wake-up IPI to
+                // a halted vCPU), and the placement changes from run to
+                // run; the best round shows the same-vCPU case.
+                let best = r.iter().map(|x| x.0.p50_us).fold(f64::INFINITY, f64::min);
+                results.push((
+                    format!("1 KiB PUT, {c}: p50, best round"),
+                    n.clone(),
+                    best,
+                    "us".into(),
+                ));
+            }
+            if o.script.is_some() {
+                results.push((
+                    format!("1 KiB PUT, {c}: p99"),
+                    n.clone(),
+                    med(&|x| x.0.p99_us),
+                    "us".into(),
+                ));
+            }
+            results.push((
+                format!("1 KiB PUT, {c}: server CPU per request"),
+                n.clone(),
+                med(&|x| x.1 * 1e6),
+                "us".into(),
+            ));
+            let errors: u64 = r.iter().map(|x| x.0.non2xx + x.0.socket_errors).sum();
+            if errors > 0 {
+                results.push((
+                    format!("1 KiB PUT, {c}: non-2xx + socket errors, all rounds"),
+                    n.clone(),
+                    errors as f64,
+                    "count".into(),
+                ));
+            }
+        }
+    }
+}
+
+/// Many connections at once (`conns`, 10,000 by default): requests/s, p99
+/// and whether every request was answered 2xx, per server. wrk's timeout
+/// is long (`timeout_s`): a slow answer is reported in p99, not as an
+/// error, and an answer that never comes is a timeout error.
+pub fn many_conns(
+    servers: &[LoadServer],
+    conns: usize,
+    o: &LoadOpts,
+    timeout_s: f64,
+    results: &mut Results,
+) {
+    println!(
+        "{}: {} rounds x {} servers x {} s (wrk, --timeout {timeout_s} s)",
+        conns_label(conns),
+        o.rounds,
+        servers.len(),
+        o.secs_per_run
+    );
+    let mut runs: Vec<Vec<(Load, f64)>> = vec![Vec::new(); servers.len()];
+    for round in 0..o.rounds {
+        for i in 0..servers.len() {
+            let k = (i + round) % servers.len();
+            // Longer pause: the previous run's 10,000 connections close
+            // and their server-side state goes away.
+            std::thread::sleep(Duration::from_secs(1));
+            runs[k].push(run(&servers[k], o, conns, timeout_s));
+        }
+    }
+    let c = conns_label(conns);
+    for (k, s) in servers.iter().enumerate() {
+        let r = &runs[k];
+        let med = |f: &dyn Fn(&(Load, f64)) -> f64| median(r.iter().map(f).collect());
+        let n = &s.name;
+        let requests: f64 = r.iter().map(|x| x.0.requests).sum();
+        let errors: u64 = r.iter().map(|x| x.0.non2xx + x.0.socket_errors).sum();
+        results.push((
+            format!("1 KiB PUT, {c}: req/s"),
+            n.clone(),
+            med(&|x| x.0.rps),
+            "req/s".into(),
+        ));
+        results.push((
+            format!("1 KiB PUT, {c}: p99"),
+            n.clone(),
+            med(&|x| x.0.p99_us),
+            "us".into(),
+        ));
+        results.push((
+            format!("1 KiB PUT, {c}: server CPU per request"),
+            n.clone(),
+            med(&|x| x.1 * 1e6),
+            "us".into(),
+        ));
+        results.push((
+            format!("1 KiB PUT, {c}: requests, all rounds"),
+            n.clone(),
+            requests,
+            "count".into(),
+        ));
+        results.push((
+            format!("1 KiB PUT, {c}: non-2xx + socket errors, all rounds"),
+            n.clone(),
+            errors as f64,
+            "count".into(),
+        ));
+    }
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}

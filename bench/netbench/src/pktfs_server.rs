@@ -1,0 +1,146 @@
+//! The pktfs netpath server under test: in this process (large PUT/GET,
+//! where the verify mode is switched between requests) or as a child
+//! process of its own (`--serve-pktfs`, the small-PUT load, where its CPU
+//! time is read from /proc).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pktfs::media::PersistChoice;
+use pktfs::{FormatOptions, OpenOptions, Volume};
+
+/// How a pktfs server is set up.
+#[derive(Clone, Debug)]
+pub struct PktfsSpec {
+    pub name: String,
+    pub persist: PersistChoice,
+    pub io: netpath::IoMode,
+    /// With the persister thread for large bodies (the default).
+    pub persister: bool,
+    pub max_connections: usize,
+}
+
+impl PktfsSpec {
+    pub fn new(name: &str, persist: PersistChoice, io: netpath::IoMode) -> PktfsSpec {
+        PktfsSpec {
+            name: name.into(),
+            persist,
+            io,
+            persister: true,
+            max_connections: netpath::Config::default().max_connections,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct PktfsServer {
+    pub name: String,
+    pub addr: SocketAddr,
+    pub vol: Arc<Volume>,
+    /// How it serves its connections (`Services::io_summary`).
+    pub io: String,
+    _svc: netpath::Services,
+}
+
+/// Whether io_uring event loops can run here; why not, when not.
+pub fn uring_usable() -> Result<(), String> {
+    netpath::uring::choose(netpath::IoMode::Uring, 0)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Format an image of `image_bytes` in `dir` and serve it over HTTP on a
+/// free loopback port.
+pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServer {
+    let img = dir.join(format!("{}.img", spec.name).replace([' ', ','], "-"));
+    Volume::format(
+        &img,
+        &FormatOptions {
+            params: layout::GeometryParams::for_size(image_bytes),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .expect("format");
+    let vol = Arc::new(
+        Volume::open(
+            &img,
+            &OpenOptions {
+                persist: spec.persist,
+                ..Default::default()
+            },
+        )
+        .expect("open"),
+    );
+    let mut cfg = netpath::Config {
+        http_listen: Some("127.0.0.1:0".parse().expect("addr")),
+        io: spec.io,
+        max_connections: spec.max_connections,
+        ..Default::default()
+    };
+    if !spec.persister {
+        cfg.persister_min = u64::MAX;
+    }
+    let svc = netpath::Services::start(vol.clone(), cfg, None).expect("start");
+    PktfsServer {
+        name: spec.name.clone(),
+        addr: svc.http_addr().expect("http"),
+        vol,
+        io: svc.io_summary(),
+        _svc: svc,
+    }
+}
+
+/// The arguments that make a netbench child serve `spec`.
+pub fn child_args(spec: &PktfsSpec, dir: &Path, image_bytes: u64) -> Vec<String> {
+    let persist = match spec.persist {
+        PersistChoice::Eadr => "eadr",
+        PersistChoice::Msync => "msync",
+        PersistChoice::Auto => "auto",
+        PersistChoice::Clwb => "clwb",
+    };
+    [
+        "--serve-pktfs",
+        &spec.name,
+        "--persist",
+        persist,
+        "--io",
+        &spec.io.to_string(),
+        "--max-connections",
+        &spec.max_connections.to_string(),
+        "--image-mib",
+        &(image_bytes >> 20).to_string(),
+        "--dir",
+        &dir.display().to_string(),
+        "--until-eof",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// `--serve-pktfs NAME --persist P --io M --max-connections N --image-mib
+/// N --dir D --until-eof`: a pktfs server as netbench's child.
+pub fn serve_pktfs(args: &[String], name: &str) {
+    let persist = crate::arg_str(args, "--persist")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(PersistChoice::Clwb);
+    let io = crate::arg_str(args, "--io")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_default();
+    let mut spec = PktfsSpec::new(name, persist, io);
+    spec.max_connections = crate::arg(args, "--max-connections", 256.0) as usize;
+    let image_bytes = (crate::arg(args, "--image-mib", 1024.0) as u64) << 20;
+    let dir = crate::arg_str(args, "--dir")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
+        });
+    std::fs::create_dir_all(&dir).expect("image dir");
+    let s = start_pktfs(&dir, &spec, image_bytes);
+    crate::child::announce(name, s.addr, &s.io);
+    crate::child::wait_for_parent();
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

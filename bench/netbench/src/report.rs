@@ -1,0 +1,176 @@
+//! The results table, and the summary of issue 11's targets: each target's
+//! measured ratio and whether it was met, computed from this run's rows.
+
+/// (measurement, server, median, unit) rows, in the order measured.
+pub type Results = Vec<(String, String, f64, String)>;
+
+/// The value of the first row whose measurement starts with `what` for
+/// `server`.
+pub fn get(r: &Results, what: &str, server: &str) -> Option<f64> {
+    get_unit(r, what, server).map(|x| x.0)
+}
+
+/// [`get`] with the row's unit.
+fn get_unit<'r>(r: &'r Results, what: &str, server: &str) -> Option<(f64, &'r str)> {
+    r.iter()
+        .find(|(w, s, v, _)| w.starts_with(what) && s == server && !v.is_nan())
+        .map(|x| (x.2, x.3.as_str()))
+}
+
+fn fmt_value(v: f64, unit: &str) -> String {
+    match unit {
+        "GB/s" => format!("{v:.2} {unit}"),
+        "ns/B" => format!("{v:.3} {unit}"),
+        "us" => format!("{v:.2} {unit}"),
+        "count" => format!("{v:.0}"),
+        _ => format!("{v:.1} {unit}"),
+    }
+}
+
+/// All rows, with ratios to the row group's reference (network-only;
+/// sendfile-tmpfs for GET) and to nginx where it ran.
+pub fn print_table(results: &Results) {
+    println!();
+    println!("| measurement | server | median | vs reference | vs nginx |");
+    println!("|---|---|---|---|---|");
+    for (what, server, v, unit) in results {
+        let refname = if what.starts_with("GET") {
+            "sendfile-tmpfs"
+        } else {
+            "network-only"
+        };
+        let ratio = |to: &str| match results.iter().find(|(w, s, _, _)| w == what && s == to) {
+            Some(r) if unit != "count" && r.2 != 0.0 && !r.2.is_nan() => format!("{:.2}x", v / r.2),
+            _ => String::new(),
+        };
+        println!(
+            "| {what} | {server} | {} | {} | {} |",
+            fmt_value(*v, unit),
+            ratio(refname),
+            ratio("nginx")
+        );
+    }
+}
+
+/// A target: `server`'s value of `what` divided by `base`'s, compared
+/// with `bound`.
+struct Ratio<'a> {
+    what: &'a str,
+    label: String,
+    base: &'a str,
+    at_least: bool,
+    bound: f64,
+}
+
+fn ratio_line(r: &Results, server: &str, t: &Ratio<'_>) -> String {
+    let op = if t.at_least { ">=" } else { "<=" };
+    let target = format!("{} {op} {:.2}x {}", t.label, t.bound, t.base);
+    let (measured, verdict) = match (get_unit(r, t.what, server), get(r, t.what, t.base)) {
+        (Some((a, unit)), Some(b)) if b > 0.0 => {
+            let x = a / b;
+            // Compared at the printed precision, so the verdict agrees
+            // with the ratio shown.
+            let x2 = (x * 100.0).round() / 100.0;
+            let met = if t.at_least {
+                x2 >= t.bound
+            } else {
+                x2 <= t.bound
+            };
+            (
+                format!("{x:.2}x ({} vs {})", fmt_value(a, unit), fmt_value(b, unit)),
+                if met { "met" } else { "MISSED" },
+            )
+        }
+        (None, _) => ("not measured".to_string(), "-"),
+        _ => (format!("not measured ({} did not run)", t.base), "-"),
+    };
+    format!("| {target} | {server} | {measured} | {verdict} |")
+}
+
+/// Issue 11's targets against this run.
+pub fn print_summary(r: &Results, machine: &str, pktfs: &[&str], many: usize, notes: &[String]) {
+    println!();
+    println!("## Issue 11 targets, this run");
+    println!();
+    println!("machine: {machine}");
+    for n in notes {
+        println!("note: {n}");
+    }
+    println!();
+    println!("| target | server | measured | verdict |");
+    println!("|---|---|---|---|");
+    let mut targets: Vec<Ratio<'_>> = Vec::new();
+    for (c, what) in [
+        (16, "1 KiB PUT, 16 conns: req/s"),
+        (256, "1 KiB PUT, 256 conns: req/s"),
+    ] {
+        targets.push(Ratio {
+            what,
+            label: format!("1 KiB PUT req/s, {c} conns"),
+            base: "network-only",
+            at_least: true,
+            bound: 1.0,
+        });
+        targets.push(Ratio {
+            what,
+            label: format!("1 KiB PUT req/s, {c} conns"),
+            base: "nginx",
+            at_least: true,
+            bound: 2.5,
+        });
+    }
+    targets.push(Ratio {
+        what: "1 KiB PUT, 1 conn: p50, median of rounds",
+        label: "1 KiB PUT p50, 1 conn (median of rounds)".into(),
+        base: "network-only",
+        at_least: false,
+        bound: 1.05,
+    });
+    for c in ["1 conn", "16 conns", "256 conns"] {
+        targets.push(Ratio {
+            what: match c {
+                "1 conn" => "1 KiB PUT, 1 conn: server CPU per request",
+                "16 conns" => "1 KiB PUT, 16 conns: server CPU per request",
+                _ => "1 KiB PUT, 256 conns: server CPU per request",
+            },
+            label: format!("server CPU per 1 KiB PUT, {c}"),
+            base: "network-only",
+            at_least: false,
+            bound: 1.2,
+        });
+    }
+    targets.push(Ratio {
+        what: "PUT big",
+        label: "large PUT GB/s".into(),
+        base: "network-only",
+        at_least: true,
+        bound: 0.9,
+    });
+    targets.push(Ratio {
+        what: "GET big",
+        label: "large GET GB/s".into(),
+        base: "sendfile-tmpfs",
+        at_least: true,
+        bound: 1.0,
+    });
+    for server in pktfs {
+        for t in &targets {
+            println!("{}", ratio_line(r, server, t));
+        }
+        let c = format!("1 KiB PUT, {many} conns");
+        let errors = get(r, &format!("{c}: non-2xx + socket errors"), server);
+        let requests = get(r, &format!("{c}: requests"), server);
+        let p99 = get(r, &format!("{c}: p99"), server);
+        let (measured, verdict) = match (errors, requests) {
+            (Some(e), Some(n)) => (
+                format!(
+                    "{n:.0} requests, {e:.0} non-2xx or socket errors; p99 {}",
+                    p99.map_or("?".into(), |p| fmt_value(p / 1e3, "ms"))
+                ),
+                if e == 0.0 && n > 0.0 { "met" } else { "MISSED" },
+            ),
+            _ => ("not measured".to_string(), "-"),
+        };
+        println!("| {many} connections: every request answered 2xx, p99 reported | {server} | {measured} | {verdict} |");
+    }
+}

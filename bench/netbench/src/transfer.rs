@@ -1,0 +1,240 @@
+//! Large PUT and GET (`--size-mib`, one fresh connection each, median of
+//! `--reps`, servers interleaved within each repetition) against servers
+//! in this process, plus nginx when it runs. CPU is client + server: this
+//! process's CPU time, and nginx's own (from /proc) for its rows.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pktfs::media::{MapOptions, PersistChoice, Pm};
+
+use crate::baseline::{copy_windows, start_baseline, Base, Baseline};
+use crate::client::{get_big, put_big};
+use crate::load::median;
+use crate::pktfs_server::{start_pktfs, PktfsServer, PktfsSpec};
+use crate::report::Results;
+
+/// CPU time of this whole process (all threads, also finished ones), s.
+fn cpu_s() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// A server of the large transfers; `pid` when it is another process
+/// whose CPU time counts too.
+struct Target {
+    name: String,
+    addr: SocketAddr,
+    pid: Option<u32>,
+}
+
+fn client_server_cpu_s(t: &Target) -> f64 {
+    cpu_s() + t.pid.map_or(0.0, crate::child::tree_cpu_s)
+}
+
+pub struct Opts<'a> {
+    pub shm: &'a Path,
+    pub ext4_dir: &'a Path,
+    pub size: u64,
+    pub reps: usize,
+    /// The pktfs servers (name, persist mode, io mode) for PUT and GET.
+    pub pktfs: &'a [PktfsSpec],
+    pub nginx: Option<(SocketAddr, u32)>,
+    pub put: bool,
+    pub get: bool,
+}
+
+pub fn run(o: &Opts<'_>, results: &mut Results) {
+    let size = o.size;
+    let stop = Arc::new(AtomicBool::new(false));
+    let image_bytes = size * 3 + (64 << 20);
+    let copy_file = o.shm.join("copy.dat");
+    std::fs::File::create(&copy_file)
+        .and_then(|f| f.set_len(size + (8 << 20)))
+        .expect("copy file");
+    let copy_pm = copy_windows(
+        Pm::open(
+            &copy_file,
+            &MapOptions {
+                persist: PersistChoice::Clwb,
+                ..Default::default()
+            },
+        )
+        .expect("map copy file"),
+    );
+    let sf_file = o.shm.join("sendfile.dat");
+    {
+        let mut f = std::fs::File::create(&sf_file).expect("sendfile file");
+        let chunk = vec![0x5au8; 1 << 20];
+        for _ in 0..(size >> 20) {
+            f.write_all(&chunk).expect("write");
+        }
+    }
+    let sf_pm = Arc::new(
+        Pm::open(
+            &sf_file,
+            &MapOptions {
+                read_only: true,
+                ..Default::default()
+            },
+        )
+        .expect("map sendfile file"),
+    );
+    let mk = |kind, pm, copy| {
+        Arc::new(Baseline {
+            kind,
+            pm,
+            copy,
+            ext4_dir: o.ext4_dir.to_path_buf(),
+            stop: stop.clone(),
+        })
+    };
+    let base = |kind: Base, addr| Target {
+        name: kind.name().into(),
+        addr,
+        pid: None,
+    };
+    let netonly = base(Base::NetOnly, start_baseline(mk(Base::NetOnly, None, None)));
+    let copy = base(
+        Base::Copy,
+        start_baseline(mk(Base::Copy, None, Some(copy_pm))),
+    );
+    let ext4 = base(Base::Ext4, start_baseline(mk(Base::Ext4, None, None)));
+    let sendfile = base(
+        Base::Sendfile,
+        start_baseline(mk(Base::Sendfile, Some(sf_pm), None)),
+    );
+    // The large-body persister thread on (the default) and, for the PUT
+    // only, off, for the first clwb and the first eadr server.
+    let mut specs: Vec<PktfsSpec> = o.pktfs.to_vec();
+    for persist in [PersistChoice::Clwb, PersistChoice::Eadr] {
+        if let Some(s) = o.pktfs.iter().find(|s| s.persist == persist) {
+            let mut s = s.clone();
+            s.name = format!("{}, no persister thread", s.name);
+            s.persister = false;
+            specs.push(s);
+        }
+    }
+    let servers: Vec<PktfsServer> = specs
+        .iter()
+        .map(|s| start_pktfs(o.shm, s, image_bytes))
+        .collect();
+    for s in &servers {
+        println!("{} (large transfers, in this process): io {}", s.name, s.io);
+    }
+    let pk = |s: &PktfsServer| Target {
+        name: s.name.clone(),
+        addr: s.addr,
+        pid: None,
+    };
+
+    if o.put {
+        let mut puts = vec![netonly, copy];
+        puts.extend(servers.iter().map(pk));
+        if let Some((addr, pid)) = o.nginx {
+            puts.push(Target {
+                name: "nginx".into(),
+                addr,
+                pid: Some(pid),
+            });
+        }
+        puts.push(ext4); // last: its write-back must not overlap the others
+        let chunk = vec![0xa5u8; 1 << 20];
+        let mut by: Vec<Vec<f64>> = vec![Vec::new(); puts.len()];
+        let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); puts.len()];
+        for _ in 0..o.reps {
+            for (k, t) in puts.iter().enumerate() {
+                let c0 = client_server_cpu_s(t);
+                let dt = put_big(t.addr, "/big", size, &chunk);
+                cpu[k].push((client_server_cpu_s(t) - c0) / size as f64 * 1e9);
+                by[k].push(size as f64 / dt / 1e9);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        for (k, t) in puts.iter().enumerate() {
+            results.push((
+                "PUT big".into(),
+                t.name.clone(),
+                median(by[k].clone()),
+                "GB/s".into(),
+            ));
+        }
+        for (k, t) in puts.iter().enumerate() {
+            results.push((
+                "PUT big: CPU (client+server)".into(),
+                t.name.clone(),
+                median(cpu[k].clone()),
+                "ns/B".into(),
+            ));
+        }
+    }
+    if o.get {
+        let chunk = vec![0x5au8; 1 << 20];
+        // The servers with the persister thread (the first o.pktfs.len()).
+        let with = &servers[..o.pktfs.len()];
+        for s in with {
+            put_big(s.addr, "/getme", size, &chunk);
+        }
+        // The received records start verified (their CRCs were computed as
+        // they arrived), so the plain rows pay no checksum; the
+        // "verify=always" row (the first clwb server) checks every record
+        // on every GET, as a GET after a restart does once (verify=once).
+        let mut gets: Vec<(String, SocketAddr, &str, Option<&Arc<pktfs::Volume>>)> =
+            vec![(sendfile.name.clone(), sendfile.addr, "/x", None)];
+        for s in with {
+            gets.push((s.name.clone(), s.addr, "/getme", None));
+        }
+        if let Some(s) = with.iter().find(|s| {
+            o.pktfs
+                .iter()
+                .any(|p| p.name == s.name && p.persist == PersistChoice::Clwb)
+        }) {
+            gets.push((
+                format!("{}, verify=always", s.name),
+                s.addr,
+                "/getme",
+                Some(&s.vol),
+            ));
+        }
+        let mut buf = vec![0u8; 1 << 20];
+        let mut by: Vec<Vec<f64>> = vec![Vec::new(); gets.len()];
+        let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); gets.len()];
+        for _ in 0..o.reps {
+            for (k, (_, a, p, always)) in gets.iter().enumerate() {
+                if let Some(v) = always {
+                    v.set_verify_mode(pktfs::VerifyMode::Always);
+                }
+                let c0 = cpu_s();
+                let (dt, n) = get_big(*a, p, &mut buf);
+                cpu[k].push((cpu_s() - c0) / n as f64 * 1e9);
+                by[k].push(n as f64 / dt / 1e9);
+                if let Some(v) = always {
+                    v.set_verify_mode(pktfs::VerifyMode::Once);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        for (k, (n, _, _, _)) in gets.iter().enumerate() {
+            results.push((
+                "GET big".into(),
+                n.clone(),
+                median(by[k].clone()),
+                "GB/s".into(),
+            ));
+        }
+        for (k, (n, _, _, _)) in gets.iter().enumerate() {
+            results.push((
+                "GET big: CPU (client+server)".into(),
+                n.clone(),
+                median(cpu[k].clone()),
+                "ns/B".into(),
+            ));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(servers);
+}

@@ -1,0 +1,136 @@
+//! Where a small PUT's time goes without sockets.
+
+use std::path::Path;
+use std::time::Instant;
+
+use pktfs::media::PersistChoice;
+use pktfs::{FormatOptions, OpenOptions, Volume};
+
+/// Where a small PUT's time goes without sockets: the Volume calls the
+/// server makes for one 1 KiB upload, and CRC32C speed.
+pub fn volume_costs(dir: &Path, results: &mut crate::report::Results) {
+    let p = dir.join("calls.img");
+    for persist in [PersistChoice::Clwb, PersistChoice::Eadr] {
+        Volume::format(
+            &p,
+            &FormatOptions {
+                params: layout::GeometryParams::for_size(256 << 20),
+                label: None,
+            },
+            &mut |_, _| {},
+        )
+        .expect("format");
+        let v = Volume::open(
+            &p,
+            &OpenOptions {
+                persist,
+                ..Default::default()
+            },
+        )
+        .expect("open");
+        let d = v.mkdir(v.root(), b"k", 0o755, 0, 0).expect("mkdir").ino;
+        let body = [7u8; 1024];
+        let n = 20_000;
+        let mode = format!("{persist:?}").to_lowercase();
+        // Two ways to store one 1 KiB upload under a name that exists: what
+        // the server does (the piece committed with the name, `rx_link`)
+        // and the two-commit way it replaced (`rx_commit`, `link_tmpfile`).
+        for one_commit in [true, false] {
+            let mut t = [0f64; 4];
+            let mut buf = v.rx_reserve(64 << 10).expect("reserve");
+            let mut at = 0u32;
+            for i in 0..n {
+                if at + 1200 > buf.cap() {
+                    buf = v.rx_reserve(64 << 10).expect("reserve");
+                    at = 0;
+                }
+                // Stands in for recv: a 150-byte head, the body, padding.
+                buf.append(&[b'h'; 150]);
+                buf.append(&body);
+                buf.append(&[0; 26]);
+                let name = format!("{}", i % 64);
+                let t0 = Instant::now();
+                let tmp = v.create_tmpfile(0o644, 0, 0).expect("tmpfile").ino;
+                let t1 = Instant::now();
+                let pc = v.rx_piece(&buf, at + 150, 1024, 1, 1);
+                at += 1200;
+                let t2 = Instant::now();
+                let t3 = if one_commit {
+                    // As the server does: the replaced file is freed when
+                    // `Linked` drops, after the answer (t3..t4).
+                    let linked = v
+                        .rx_link_deferred(tmp, vec![pc], d, name.as_bytes(), true)
+                        .expect("rx_link");
+                    let t3 = Instant::now();
+                    drop(linked);
+                    t3
+                } else {
+                    v.rx_commit(tmp, vec![pc]).expect("commit");
+                    let t3 = Instant::now();
+                    v.link_tmpfile(tmp, d, name.as_bytes(), true).expect("link");
+                    t3
+                };
+                let t4 = Instant::now();
+                for (k, (a, b)) in [(t0, t1), (t1, t2), (t2, t3), (t3, t4)].iter().enumerate() {
+                    t[k] += (*b - *a).as_secs_f64();
+                }
+            }
+            drop(buf);
+            let calls: &[(usize, &str)] = if one_commit {
+                &[
+                    (0, "create_tmpfile (after the previous answer)"),
+                    (1, "rx_piece (1 KiB)"),
+                    (2, "rx_link_deferred (piece + name, replacing)"),
+                    (3, "freeing the replaced file (after the answer)"),
+                ]
+            } else {
+                &[
+                    (2, "two-commit way: rx_commit"),
+                    (3, "two-commit way: link_tmpfile (replacing)"),
+                ]
+            };
+            for (k, call) in calls {
+                results.push((
+                    format!("Volume call per 1 KiB PUT: {call}"),
+                    format!("pktfs {mode}"),
+                    t[*k] / n as f64 * 1e6,
+                    "us".into(),
+                ));
+            }
+            if one_commit {
+                results.push((
+                    "Volume calls per 1 KiB PUT: before the answer (rx_piece + rx_link_deferred)"
+                        .into(),
+                    format!("pktfs {mode}"),
+                    (t[1] + t[2]) / n as f64 * 1e6,
+                    "us".into(),
+                ));
+            }
+            results.push((
+                if one_commit {
+                    "Volume calls per 1 KiB PUT: total".into()
+                } else {
+                    "Volume calls per 1 KiB PUT, two-commit way: total".into()
+                },
+                format!("pktfs {mode}"),
+                t.iter().sum::<f64>() / n as f64 * 1e6,
+                "us".into(),
+            ));
+        }
+        drop(v);
+    }
+    let _ = std::fs::remove_file(&p);
+    let buf = vec![3u8; 256 << 10];
+    let t0 = Instant::now();
+    let mut x = 0;
+    for _ in 0..4096 {
+        x ^= layout::crc32c(&buf);
+    }
+    let gbs = 4096.0 * buf.len() as f64 / t0.elapsed().as_secs_f64() / 1e9;
+    results.push((
+        format!("CRC32C speed, 256 KiB hot buffer ({x:x})"),
+        "layout::crc32c".into(),
+        gbs,
+        "GB/s".into(),
+    ));
+}
