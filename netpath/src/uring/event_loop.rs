@@ -342,8 +342,8 @@ impl<'v> Loop<'v> {
                         self.apply(tag, f);
                     }
                     RxData::Eof => {
+                        c.peer_eof = true;
                         if c.finishing && c.closing.is_none() {
-                            c.peer_eof = true;
                             if c.lingering {
                                 self.close(tag, CloseReason::Session);
                             }
