@@ -69,7 +69,13 @@ impl Protocol for HttpProtocol {
         if !std::ptr::eq(vol, &*self.sh.vol) {
             return None;
         }
-        self.sh.metrics.accepted.inc();
+        // Over the configured cap: answered 503 at once (`on_open`).
+        let refused = self.sh.open_connections() >= self.sh.cfg.max_connections;
+        if refused {
+            self.sh.metrics.refused.inc();
+        } else {
+            self.sh.metrics.accepted.inc();
+        }
         let mut c = Conn::new(&self.sh, None, peer, RxStream::detached(vol));
         c.outbox = Some(Outbox::default());
         Some(Box::new(HttpSession {
@@ -84,6 +90,7 @@ impl Protocol for HttpProtocol {
             finishing: false,
             backlog: VecDeque::new(),
             backlog_bytes: 0,
+            refused,
         }))
     }
 }
@@ -138,6 +145,8 @@ struct HttpSession<'v> {
     /// Landed bytes waiting while parsing is paused.
     backlog: VecDeque<(RxHeld<'v>, u64)>,
     backlog_bytes: u64,
+    /// Over `max_connections`: answer 503 and close.
+    refused: bool,
 }
 
 /// Parse something (a head, a chunk-size line, a trailer section) from
@@ -508,6 +517,19 @@ impl<'v> HttpSession<'v> {
 }
 
 impl<'v> Session<'v> for HttpSession<'v> {
+    fn on_open(&mut self) -> Flow<'v> {
+        if self.refused {
+            tracing::warn!(
+                "HTTP connection from {} refused: {} connections are being served (max_connections)",
+                self.c.peer,
+                self.sh.cfg.max_connections
+            );
+            self.c.error(503, "too many connections; try again", false);
+            self.finishing = true;
+        }
+        self.flow()
+    }
+
     fn on_data(&mut self, data: RxHeld<'v>, rx_ns: u64) -> Flow<'v> {
         self.c.add_in(data.len() as u64);
         self.feed(data, rx_ns)

@@ -99,6 +99,8 @@ struct Conn<'v> {
     /// Got bytes this turn (its session commits at the end of the turn).
     touched: bool,
     closing: Option<CloseReason>,
+    /// The idle-heap entry that counts (older ones are stale).
+    idle_entry: Instant,
     sending: Option<Sending<'v>>,
     in_kernel_send: bool,
     queued: VecDeque<TxMsg<'v>>,
@@ -340,6 +342,7 @@ impl<'v> Loop<'v> {
                             self.rearm.push(tag);
                         }
                         self.apply(tag, f);
+                        self.refresh_idle(tag);
                     }
                     RxData::Eof => {
                         c.peer_eof = true;
@@ -426,6 +429,7 @@ impl<'v> Loop<'v> {
             rearm: false,
             touched: false,
             closing: None,
+            idle_entry: idle_until,
             sending: None,
             in_kernel_send: false,
             queued: VecDeque::new(),
@@ -438,6 +442,10 @@ impl<'v> Loop<'v> {
         self.report.max_open = self.report.max_open.max(self.table.len());
         self.idle.push(Reverse((idle_until, tag)));
         self.arm_recv(tag);
+        if let Some(c) = self.table.get(tag) {
+            let f = c.session.on_open();
+            self.apply(tag, f);
+        }
     }
 
     fn arm_recv(&mut self, tag: u64) {
@@ -474,6 +482,20 @@ impl<'v> Loop<'v> {
             }
         }
         self.schedule_timer(tag);
+    }
+
+    /// The silence limit from now, as the session's state says; a limit
+    /// sooner than the heap's entry gets an entry of its own.
+    fn refresh_idle(&mut self, tag: u64) {
+        let Some(c) = self.table.get(tag) else { return };
+        if c.lingering || c.closing.is_some() {
+            return;
+        }
+        c.idle_until = Instant::now() + c.session.idle_timeout();
+        if c.idle_until < c.idle_entry {
+            c.idle_entry = c.idle_until;
+            self.idle.push(Reverse((c.idle_until, tag)));
+        }
     }
 
     fn schedule_timer(&mut self, tag: u64) {
@@ -513,6 +535,7 @@ impl<'v> Loop<'v> {
                     // The linger is bounded: the idle deadline is not
                     // moved by what still arrives.
                     c.idle_until = Instant::now() + LINGER;
+                    c.idle_entry = c.idle_until;
                     self.idle.push(Reverse((c.idle_until, tag)));
                 }
                 return;
@@ -534,6 +557,9 @@ impl<'v> Loop<'v> {
             if !c.finishing {
                 let f = c.session.on_sent(Ok(total), head);
                 self.apply(tag, f);
+                // The session's state changed (an answer is out): its
+                // silence limit may be shorter now.
+                self.refresh_idle(tag);
             }
             self.pump_send(tag);
             return;
@@ -682,8 +708,8 @@ impl<'v> Loop<'v> {
             let Some(c) = self.table.get(tag) else {
                 continue;
             };
-            if c.closing.is_some() {
-                continue;
+            if c.closing.is_some() || c.idle_entry != t {
+                continue; // stale: a later entry counts
             }
             if c.idle_until <= now {
                 // A linger that ended is a close the session asked for.
@@ -696,6 +722,7 @@ impl<'v> Loop<'v> {
                 self.maybe_reap(tag);
             } else {
                 let u = c.idle_until;
+                c.idle_entry = u;
                 self.idle.push(Reverse((u, tag)));
             }
         }

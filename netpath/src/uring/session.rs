@@ -47,6 +47,11 @@ pub enum CloseReason {
 /// One connection's protocol state, driven by the loop thread that owns
 /// the connection.
 pub trait Session<'v> {
+    /// The connection is admitted and its receive armed (a session may
+    /// answer at once, e.g. refuse over a cap).
+    fn on_open(&mut self) -> Flow<'v> {
+        Flow::Continue
+    }
     /// Bytes of the stream landed in the image (`rx_ns`: the receive
     /// time, ns since the epoch). Make them a piece now, while they are
     /// hot; commit at [`Session::end_turn`].
