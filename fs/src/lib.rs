@@ -41,6 +41,6 @@ pub use layout::FileType;
 pub use volume::{
     Acl, AclKind, Attr, ChainEntry, ContentDigest, DirEntry, FallocMode, FormatOptions, Linked,
     NewMode, OpenOptions, OpenReport, RenameFlags, RingEvent, RxBuf, RxData, RxHeld, RxPiece,
-    RxRing, RxRingConfig, RxRingStats, TxMsg, TxPos, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg,
-    SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxSeg, VerifyMode, Volume, XattrFlags,
+    RxRing, RxRingConfig, RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg,
+    SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg, VerifyMode, Volume, XattrFlags,
 };

@@ -315,7 +315,11 @@ impl<'v> RxRing<'v> {
         at: TxPos,
         tag: u64,
     ) -> std::result::Result<(), (io::Error, TxMsg<'v>)> {
-        if msg.hold.as_ref().is_some_and(|h| !std::ptr::eq(h.volume(), self.vol)) {
+        if msg
+            .hold
+            .as_ref()
+            .is_some_and(|h| !std::ptr::eq(h.volume(), self.vol))
+        {
             return Err((
                 io::Error::new(io::ErrorKind::InvalidInput, "a hold of another volume"),
                 msg,

@@ -352,79 +352,80 @@ impl<'v> HttpSession<'v> {
         let max = self.sh.cfg.max_header_bytes;
         let b = self.body.as_mut().expect("a body");
         b.deadline = Instant::now() + self.sh.cfg.io_timeout;
-        let (n, next): (u64, Option<Frame>) = match b.frame {
-            Frame::Length(left) | Frame::Data(left) => {
-                let k = left.min(d.len() as u64) as u32;
-                if k < d.len() {
-                    let part = d.split_to(k);
-                    return self.body_data(part, ts, left, Some(d));
+        let (n, next): (u64, Option<Frame>) =
+            match b.frame {
+                Frame::Length(left) | Frame::Data(left) => {
+                    let k = left.min(d.len() as u64) as u32;
+                    if k < d.len() {
+                        let part = d.split_to(k);
+                        return self.body_data(part, ts, left, Some(d));
+                    }
+                    return self.body_data(d, ts, left, None);
                 }
-                return self.body_data(d, ts, left, None);
-            }
-            Frame::Size => {
-                if self.line.is_empty() && !d.bytes()[0].is_ascii_hexdigit() {
-                    return self.body_error(BodyError::Bad("bad chunk size"));
-                }
-                match assemble(&mut self.line, d.bytes(), max, |w| {
-                    match httparse::parse_chunk_size(w) {
-                        Ok(httparse::Status::Complete((n, size))) => Ok(Some((n, size))),
-                        Ok(httparse::Status::Partial) => Ok(None),
-                        Err(_) => Err(()),
+                Frame::Size => {
+                    if self.line.is_empty() && !d.bytes()[0].is_ascii_hexdigit() {
+                        return self.body_error(BodyError::Bad("bad chunk size"));
                     }
-                }) {
-                    Ok(Some((n, 0))) => (n as u64, Some(Frame::Trailers)),
-                    Ok(Some((n, size))) => (n as u64, Some(Frame::Data(size))),
-                    Ok(None) => (d.len() as u64, None),
-                    Err(Some(())) => return self.body_error(BodyError::Bad("bad chunk size")),
-                    Err(None) => return self.body_error(BodyError::Bad("chunk line too long")),
-                }
-            }
-            Frame::Crlf => {
-                let k = (2 - self.line.len()).min(d.len() as usize);
-                self.line.extend_from_slice(&d.bytes()[..k]);
-                if self.line.len() < 2 {
-                    (k as u64, None)
-                } else if self.line != b"\r\n" {
-                    return self.body_error(BodyError::Bad("chunk data not followed by CRLF"));
-                } else {
-                    self.line.clear();
-                    (k as u64, Some(Frame::Size))
-                }
-            }
-            Frame::Trailers => {
-                match assemble(&mut self.line, d.bytes(), max, |w| {
-                    if w.starts_with(b"\r\n") {
-                        return Ok(Some((2, ())));
-                    }
-                    if w == b"\r" {
-                        return Ok(None);
-                    }
-                    let mut hs = [httparse::EMPTY_HEADER; 32];
-                    match httparse::parse_headers(w, &mut hs) {
-                        Ok(httparse::Status::Complete((n, _))) => Ok(Some((n, ()))),
-                        Ok(httparse::Status::Partial) => Ok(None),
-                        Err(_) => Err(()),
-                    }
-                }) {
-                    Ok(Some((n, ()))) => {
-                        self.seq += n as u64;
-                        let rest = (n < d.len() as usize).then(|| {
-                            let _t = d.split_to(n as u32);
-                            d
-                        });
-                        self.body_complete();
-                        return rest;
-                    }
-                    Ok(None) => (d.len() as u64, None),
-                    Err(Some(())) => {
-                        return self.body_error(BodyError::Bad("malformed trailer section"))
-                    }
-                    Err(None) => {
-                        return self.body_error(BodyError::Bad("trailer section too large"))
+                    match assemble(&mut self.line, d.bytes(), max, |w| {
+                        match httparse::parse_chunk_size(w) {
+                            Ok(httparse::Status::Complete((n, size))) => Ok(Some((n, size))),
+                            Ok(httparse::Status::Partial) => Ok(None),
+                            Err(_) => Err(()),
+                        }
+                    }) {
+                        Ok(Some((n, 0))) => (n as u64, Some(Frame::Trailers)),
+                        Ok(Some((n, size))) => (n as u64, Some(Frame::Data(size))),
+                        Ok(None) => (d.len() as u64, None),
+                        Err(Some(())) => return self.body_error(BodyError::Bad("bad chunk size")),
+                        Err(None) => return self.body_error(BodyError::Bad("chunk line too long")),
                     }
                 }
-            }
-        };
+                Frame::Crlf => {
+                    let k = (2 - self.line.len()).min(d.len() as usize);
+                    self.line.extend_from_slice(&d.bytes()[..k]);
+                    if self.line.len() < 2 {
+                        (k as u64, None)
+                    } else if self.line != b"\r\n" {
+                        return self.body_error(BodyError::Bad("chunk data not followed by CRLF"));
+                    } else {
+                        self.line.clear();
+                        (k as u64, Some(Frame::Size))
+                    }
+                }
+                Frame::Trailers => {
+                    match assemble(&mut self.line, d.bytes(), max, |w| {
+                        if w.starts_with(b"\r\n") {
+                            return Ok(Some((2, ())));
+                        }
+                        if w == b"\r" {
+                            return Ok(None);
+                        }
+                        let mut hs = [httparse::EMPTY_HEADER; 32];
+                        match httparse::parse_headers(w, &mut hs) {
+                            Ok(httparse::Status::Complete((n, _))) => Ok(Some((n, ()))),
+                            Ok(httparse::Status::Partial) => Ok(None),
+                            Err(_) => Err(()),
+                        }
+                    }) {
+                        Ok(Some((n, ()))) => {
+                            self.seq += n as u64;
+                            let rest = (n < d.len() as usize).then(|| {
+                                let _t = d.split_to(n as u32);
+                                d
+                            });
+                            self.body_complete();
+                            return rest;
+                        }
+                        Ok(None) => (d.len() as u64, None),
+                        Err(Some(())) => {
+                            return self.body_error(BodyError::Bad("malformed trailer section"))
+                        }
+                        Err(None) => {
+                            return self.body_error(BodyError::Bad("trailer section too large"))
+                        }
+                    }
+                }
+            };
         self.seq += n;
         if let Some(f) = next {
             self.body.as_mut().expect("a body").frame = f;
@@ -510,9 +511,7 @@ impl<'v> HttpSession<'v> {
     }
 
     fn vol_abort(&mut self) {
-        self.c
-            .vol
-            .rx_abort(std::mem::take(&mut self.c.pieces));
+        self.c.vol.rx_abort(std::mem::take(&mut self.c.pieces));
     }
 }
 
@@ -562,9 +561,7 @@ impl<'v> Session<'v> for HttpSession<'v> {
 
     fn on_eof(&mut self) -> Flow<'v> {
         if self.body.is_some() {
-            self.body_error(BodyError::Gone(
-                "the client closed the connection".into(),
-            ));
+            self.body_error(BodyError::Gone("the client closed the connection".into()));
         } else if !self.head.is_empty() {
             tracing::info!(
                 "HTTP connection from {}: closed in the middle of a request head",

@@ -250,7 +250,8 @@ pub fn run(
 
 impl<'v> Loop<'v> {
     fn arm_accept(&mut self, k: usize) -> io::Result<()> {
-        self.ring.accept_multi(self.services[k].0.as_fd(), k as u64)?;
+        self.ring
+            .accept_multi(self.services[k].0.as_fd(), k as u64)?;
         self.accept_armed[k] = true;
         Ok(())
     }

@@ -21,8 +21,8 @@ use std::thread::JoinHandle;
 
 use pktfs::{RxRingConfig, Volume};
 
-pub use event_loop::{LoopReport, LoopShared};
 use event_loop::Service;
+pub use event_loop::{LoopReport, LoopShared};
 pub use session::{CloseReason, Flow, Protocol, Session};
 
 use crate::config::IoMode;

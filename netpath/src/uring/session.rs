@@ -89,6 +89,5 @@ pub trait Protocol: Send + Sync {
     fn name(&self) -> &'static str;
     /// A session for a new connection from `peer`, or `None` to close it
     /// at once.
-    fn open<'v>(&'v self, vol: &'v Volume, peer: SocketAddr)
-        -> Option<Box<dyn Session<'v> + 'v>>;
+    fn open<'v>(&'v self, vol: &'v Volume, peer: SocketAddr) -> Option<Box<dyn Session<'v> + 'v>>;
 }
