@@ -42,5 +42,5 @@ pub use volume::{
     Acl, AclKind, Attr, ChainEntry, ContentDigest, DirEntry, FallocMode, FormatOptions, Linked,
     NewMode, OpenOptions, OpenReport, RenameFlags, RingEvent, RxBuf, RxData, RxHeld, RxPiece,
     RxRing, RxRingConfig, RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg,
-    SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxSeg, VerifyMode, Volume, XattrFlags,
+    SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg, VerifyMode, Volume, XattrFlags,
 };

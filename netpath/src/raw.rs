@@ -141,7 +141,7 @@ impl crate::uring::Protocol for RawProtocol {
     }
 
     fn open<'v>(
-        &self,
+        &'v self,
         vol: &'v Volume,
         peer: SocketAddr,
     ) -> Option<Box<dyn crate::uring::Session<'v> + 'v>> {

@@ -39,7 +39,9 @@ const DRAM_FALLBACK: usize = 64 << 10;
 #[derive(Debug)]
 pub struct RxStream<'a> {
     vol: &'a Volume,
-    sock: &'a TcpStream,
+    /// None: detached (an event loop's session receives for itself; the
+    /// stream is never filled).
+    sock: Option<&'a TcpStream>,
     /// The current reservation. Jobs handed to a persister thread share
     /// its reference on its buffers ([`RxJob`]); the last of them and the
     /// reservation to be dropped gives it back.
@@ -61,6 +63,16 @@ impl<'a> RxStream<'a> {
     /// `chunk`: largest reservation. Turns on SO_TIMESTAMPNS.
     pub fn new(vol: &'a Volume, sock: &'a TcpStream, chunk: u32) -> RxStream<'a> {
         let _ = pktfs::media::net::enable_rx_timestamps(sock.as_raw_fd());
+        RxStream::with(vol, Some(sock), chunk)
+    }
+
+    /// A stream nothing is received into: [`RxStream::fill`] fails. For
+    /// the io_uring loops' HTTP sessions, whose bytes land elsewhere.
+    pub fn detached(vol: &'a Volume) -> RxStream<'a> {
+        RxStream::with(vol, None, IDLE_RESERVATION)
+    }
+
+    fn with(vol: &'a Volume, sock: Option<&'a TcpStream>, chunk: u32) -> RxStream<'a> {
         RxStream {
             vol,
             sock,
@@ -122,9 +134,14 @@ impl<'a> RxStream<'a> {
     /// Receive more bytes, expecting about `want` (sizes a new reservation).
     /// Ok(0) is end of stream. A timeout is `ErrorKind::TimedOut`.
     pub fn fill(&mut self, want: u32, timeout: Duration) -> std::io::Result<usize> {
+        let Some(sock) = self.sock else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "a detached stream receives nothing",
+            ));
+        };
         if self.timeout != Some(timeout) {
-            self.sock
-                .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
+            sock.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
             self.timeout = Some(timeout);
         }
         if self.will_move(want) {
@@ -133,11 +150,11 @@ impl<'a> RxStream<'a> {
         loop {
             let r = if self.in_dram {
                 let end = self.end as usize;
-                (&*self.sock).read(&mut self.dram[end..]).map(|n| (n, None))
+                (&*sock).read(&mut self.dram[end..]).map(|n| (n, None))
             } else {
                 let b = self.res.as_mut().expect("storage after move");
                 debug_assert_eq!(b.filled(), self.end);
-                b.recv_timestamped(self.sock, 0)
+                b.recv_timestamped(sock, 0)
             };
             match r {
                 Ok((n, ts)) => {

@@ -54,9 +54,9 @@ pub struct Services {
     threads: Vec<JoinHandle<()>>,
     http_addr: Option<SocketAddr>,
     raw_addr: Option<SocketAddr>,
-    /// How raw connections are served (None: no raw mode).
-    raw_io: Option<crate::uring::IoChoice>,
-    /// The raw server's io_uring loops, when it runs on them.
+    /// How connections are served (None: no listener).
+    io: Option<crate::uring::IoChoice>,
+    /// The io_uring loops (HTTP and raw), when connections run on them.
     loops: Option<crate::uring::Loops>,
 }
 
@@ -93,18 +93,15 @@ impl Services {
                 std::io::Error::other(format!("raw directory {}: {e}", cfg.raw_dir))
             })?;
         }
-        // Raw mode on the io_uring loops when they can run here (chosen
-        // once, at start; Auto falls back to threads with the reason).
-        let raw_io = match cfg.raw_listen {
-            Some(_) => Some(crate::uring::choose(cfg.io, cfg.loops)?),
-            None => None,
+        // HTTP and raw mode on the io_uring loops when they can run here
+        // (chosen once, at start; Auto falls back to threads with the
+        // reason). Both protocols share each loop and its ring.
+        let any = cfg.raw_listen.is_some() || cfg.http_listen.is_some();
+        let io = match any {
+            true => Some(crate::uring::choose(cfg.io, cfg.loops)?),
+            false => None,
         };
-        let on_loops = matches!(raw_io, Some(crate::uring::IoChoice::Uring { .. }));
-        let http = cfg.http_listen.map(TcpListener::bind).transpose()?;
-        let mut raw = match on_loops {
-            true => None,
-            false => cfg.raw_listen.map(TcpListener::bind).transpose()?,
-        };
+        let loop_shared = Arc::new(crate::uring::LoopShared::default());
         let shared = Arc::new(Shared {
             vol,
             cfg,
@@ -117,50 +114,77 @@ impl Services {
             conns: Mutex::new(HashMap::new()),
             idle: Condvar::new(),
             next_id: AtomicU64::new(1),
+            loops: loop_shared.clone(),
         });
         let mut s = Services {
             shared,
             threads: Vec::new(),
             http_addr: None,
             raw_addr: None,
-            raw_io,
+            io,
             loops: None,
         };
-        if let (true, Some(addr)) = (on_loops, s.shared.cfg.raw_listen) {
+        let mut on_loops = matches!(s.io, Some(crate::uring::IoChoice::Uring { .. }));
+        if on_loops {
             let c = &s.shared.cfg;
             let ring = pktfs::RxRingConfig {
                 entries: c.ring_entries,
                 entry_bytes: c.ring_entry_bytes,
                 ..Default::default()
             };
-            let proto = Arc::new(crate::raw::RawProtocol {
-                sh: s.shared.clone(),
-            });
+            let mut services: Vec<(SocketAddr, Arc<dyn crate::uring::Protocol>)> = Vec::new();
+            if let Some(a) = c.http_listen {
+                let p = crate::http::HttpProtocol {
+                    sh: s.shared.clone(),
+                };
+                services.push((a, Arc::new(p)));
+            }
+            if let Some(a) = c.raw_listen {
+                let p = crate::raw::RawProtocol {
+                    sh: s.shared.clone(),
+                };
+                services.push((a, Arc::new(p)));
+            }
             match crate::uring::Loops::start(
                 s.shared.vol.clone(),
-                addr,
+                services,
                 crate::uring::loop_count(c.loops),
                 ring,
-                proto,
+                loop_shared,
             ) {
                 Ok(l) => {
-                    s.raw_addr = Some(l.addr());
+                    let mut k = 0;
+                    if c.http_listen.is_some() {
+                        s.http_addr = Some(l.addr(k));
+                        k += 1;
+                    }
+                    if c.raw_listen.is_some() {
+                        s.raw_addr = Some(l.addr(k));
+                    }
                     s.loops = Some(l);
                 }
                 // The probe passed but a loop could not start here (a
                 // ring's memory, the listeners): Auto still falls back.
                 Err(e) if c.io == crate::config::IoMode::Auto => {
-                    tracing::warn!(
-                        "io_uring loops could not start ({e}); serving raw mode with threads"
-                    );
-                    s.raw_io = Some(crate::uring::IoChoice::Threads {
+                    tracing::warn!("io_uring loops could not start ({e}); serving with threads");
+                    s.io = Some(crate::uring::IoChoice::Threads {
                         reason: Some(format!("the loops could not start: {e}")),
                     });
-                    raw = Some(TcpListener::bind(addr)?);
+                    on_loops = false;
                 }
                 Err(e) => return Err(e),
             }
         }
+        let (http, raw) = match on_loops {
+            true => (None, None),
+            false => {
+                let c = &s.shared.cfg;
+                (
+                    c.http_listen.map(TcpListener::bind).transpose()?,
+                    c.raw_listen.map(TcpListener::bind).transpose()?,
+                )
+            }
+        };
         for (l, kind) in [(http, Kind::Http), (raw, Kind::Raw)] {
             let Some(l) = l else { continue };
             let addr = l.local_addr()?;
@@ -190,26 +214,28 @@ impl Services {
         self.raw_addr
     }
 
-    /// How raw connections are served (None: no raw server).
+    /// How connections are served (None: no listener).
     pub fn io_mode(&self) -> Option<&crate::uring::IoChoice> {
-        self.raw_io.as_ref()
+        self.io.as_ref()
     }
 
-    /// The io mode for a person, e.g. "raw: io_uring (2 loops), http:
-    /// threads".
+    /// The io mode for a person, e.g. "http+raw: io_uring (2 loops)".
     pub fn io_summary(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(c) = &self.raw_io {
-            parts.push(format!("raw: {c}"));
-        }
+        let Some(c) = &self.io else {
+            return String::new();
+        };
+        let mut who = Vec::new();
         if self.http_addr.is_some() {
-            parts.push("http: threads".to_string());
+            who.push("http");
         }
-        parts.join(", ")
+        if self.raw_addr.is_some() {
+            who.push("raw");
+        }
+        format!("{}: {c}", who.join("+"))
     }
 
     /// The io_uring loops' counters (connections, timeouts, the fd limit
-    /// that bounds them), when raw mode runs on them.
+    /// that bounds them), when connections run on them.
     pub fn loop_stats(&self) -> Option<crate::uring::LoopStats> {
         self.loops.as_ref().map(|l| l.stats())
     }
@@ -232,7 +258,7 @@ impl Services {
 
     /// Connections being served now.
     pub fn active(&self) -> usize {
-        self.shared.open_connections() + self.loops.as_ref().map_or(0, |l| l.stats().active)
+        self.shared.open_connections()
     }
 
     /// Stop accepting, cut every connection (uploads in progress are

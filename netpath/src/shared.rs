@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     /// Signalled when a connection ends.
     pub idle: Condvar,
     pub next_id: AtomicU64,
+    /// The io_uring loops' counters (connections open on them).
+    pub loops: Arc<crate::uring::LoopShared>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -50,9 +52,10 @@ impl Shared {
         self.cfg.read_only || self.vol.is_read_only()
     }
 
-    /// Connections being served now.
+    /// Connections being served now: by threads, and on the loops.
     pub fn open_connections(&self) -> usize {
         self.conns.lock().unwrap_or_else(|e| e.into_inner()).len()
+            + self.loops.active.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -320,12 +320,18 @@ impl NetRing {
     /// most 64 KiB per segment). `user_data` must be unique among sends in
     /// flight.
     ///
+    /// `head`: DRAM bytes sent first (an HTTP response head), as the first
+    /// iovec.
+    ///
     /// Contract (crate-internal): the image bytes stay allocated and
-    /// unwritten until the completion for `user_data` is reaped or
-    /// [`Self::quiesce`] returned `true` (`TxHold` keeps them referenced).
+    /// unwritten, and the `head` bytes stay allocated and unmoved, until
+    /// the completion for `user_data` is reaped or [`Self::quiesce`]
+    /// returned `true` (`TxHold` keeps the image bytes referenced; the
+    /// caller keeps the head's heap allocation, `RxRing`'s `sends` map).
     pub(crate) fn send_segments(
         &mut self,
         fd: RawFd,
+        head: Option<&[u8]>,
         segs: impl IntoIterator<Item = (Option<u64>, usize)>,
         user_data: u64,
     ) -> io::Result<()> {
@@ -335,9 +341,14 @@ impl NetRing {
                 "a send with this user_data is in flight",
             ));
         }
-        let iovs: Box<[libc::iovec]> = segs
+        let head = head.filter(|h| !h.is_empty()).map(|h| libc::iovec {
+            // The kernel only reads; the caller keeps the bytes alive.
+            iov_base: h.as_ptr() as *mut libc::c_void,
+            iov_len: h.len(),
+        });
+        let iovs: Box<[libc::iovec]> = head
             .into_iter()
-            .map(|(off, len)| libc::iovec {
+            .chain(segs.into_iter().map(|(off, len)| libc::iovec {
                 iov_base: match off {
                     Some(o) => {
                         let end = o.checked_add(len as u64);
@@ -354,7 +365,7 @@ impl NetRing {
                     }
                 },
                 iov_len: len,
-            })
+            }))
             .collect();
         // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
         let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });

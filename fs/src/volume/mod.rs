@@ -62,7 +62,7 @@ pub use file::{FallocMode, Seg};
 pub use ns::{NewMode, RenameFlags};
 pub use recover::OpenReport;
 pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TmpFile, TxHold, TxSeg};
-pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats};
+pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats, TxMsg, TxPos};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;

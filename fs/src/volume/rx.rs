@@ -184,6 +184,20 @@ impl<'v> RxHeld<'v> {
         self.space.vol.slice_bytes(self.slice)
     }
 
+    /// Split off the first `n` held bytes (a request head, framing, or the
+    /// body of one request before the next pipelined one): both parts keep
+    /// the reservation's space alive. Panics unless `0 < n < len`.
+    pub fn split_to(&mut self, n: u32) -> RxHeld<'v> {
+        assert!(n > 0 && n < self.slice.len, "split outside the held bytes");
+        let bs = self.space.vol.geo.buffer_size_bytes;
+        let front = self.slice.sub(0, n, bs);
+        self.slice = self.slice.sub(n, self.slice.len - n, bs);
+        RxHeld {
+            space: Arc::clone(&self.space),
+            slice: front,
+        }
+    }
+
     /// Make the piece: CRC32C computed and cache lines flushed now; the
     /// reference moves to the piece.
     pub fn piece(self, timestamp_ns: u64, seq: u64) -> RxPiece<'v> {

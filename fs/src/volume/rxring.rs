@@ -92,14 +92,71 @@ pub enum RingEvent<'v> {
         data: RxData<'v>,
         more: bool,
     },
-    /// A send of [`RxRing::send`] ended; the hold comes back.
+    /// A send of [`RxRing::send`] ended; the message comes back.
     Sent {
         tag: u64,
         result: io::Result<usize>,
-        hold: TxHold<'v>,
+        msg: TxMsg<'v>,
     },
     /// A cancellation of [`RxRing::cancel`] ended.
     Cancelled { tag: u64 },
+}
+
+/// What one send carries: DRAM bytes (a response head, a small body)
+/// followed by a held range of a file.
+#[derive(Debug, Default)]
+pub struct TxMsg<'v> {
+    pub head: Vec<u8>,
+    pub hold: Option<TxHold<'v>>,
+}
+
+impl TxMsg<'_> {
+    /// Bytes in all.
+    pub fn len(&self) -> u64 {
+        self.head.len() as u64
+            + self.hold.as_ref().map_or(0, |h| {
+                h.segs()
+                    .iter()
+                    .map(|s| match *s {
+                        TxSeg::Image { len, .. } => len as u64,
+                        TxSeg::Zero { len } => len,
+                    })
+                    .sum()
+            })
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `pos` moved on by `n` bytes the kernel took.
+    pub fn advance(&self, pos: &mut TxPos, mut n: u64) {
+        let h = (self.head.len() - pos.head.min(self.head.len())) as u64;
+        let t = h.min(n);
+        pos.head += t as usize;
+        n -= t;
+        let segs = self.hold.as_ref().map_or(&[][..], |h| h.segs());
+        while n > 0 && pos.seg < segs.len() {
+            let len = match segs[pos.seg] {
+                TxSeg::Image { len, .. } => len as u64,
+                TxSeg::Zero { len } => len,
+            };
+            let take = n.min(len - pos.skip);
+            pos.skip += take;
+            n -= take;
+            if pos.skip == len {
+                pos.seg += 1;
+                pos.skip = 0;
+            }
+        }
+    }
+}
+
+/// How far a [`TxMsg`] got: head bytes sent, then segment and bytes into it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxPos {
+    pub head: usize,
+    pub seg: usize,
+    pub skip: u64,
 }
 
 /// Counters of a ring.
@@ -147,7 +204,7 @@ pub struct RxRing<'v> {
     slots: Vec<Option<RxBuf<'v>>>,
     /// Entries to replenish.
     empty: Vec<u16>,
-    sends: HashMap<u64, TxHold<'v>>,
+    sends: HashMap<u64, TxMsg<'v>>,
     cqes: Vec<Cqe>,
     enobufs: u64,
 }
@@ -244,29 +301,33 @@ impl<'v> RxRing<'v> {
         self.ring.recv_multi(sock.as_raw_fd(), u)
     }
 
-    /// Send a held range of a file on `sock`, one iovec per record (holes
-    /// from a zero page), starting at segment `first` with its first
-    /// `skip` bytes already sent. At most one send per tag in flight; the
-    /// hold comes back with [`RingEvent::Sent`] (the kernel may take fewer
-    /// bytes than offered: continue from there). On error the hold is
-    /// handed back.
+    /// Send `msg` on `sock` in one sendmsg: its DRAM head bytes (from
+    /// `head_skip`) as the first iovec, then its held range of a file, one
+    /// iovec per record (holes from a zero page), starting at segment
+    /// `first` with its first `skip` bytes already sent. At most one send
+    /// per tag in flight; the message comes back with [`RingEvent::Sent`]
+    /// (the kernel may take fewer bytes than offered: continue from
+    /// there). On error the message is handed back.
     pub fn send(
         &mut self,
         sock: BorrowedFd<'_>,
-        hold: TxHold<'v>,
-        first: usize,
-        skip: u64,
+        msg: TxMsg<'v>,
+        at: TxPos,
         tag: u64,
-    ) -> std::result::Result<(), (io::Error, TxHold<'v>)> {
-        if !std::ptr::eq(hold.volume(), self.vol) {
+    ) -> std::result::Result<(), (io::Error, TxMsg<'v>)> {
+        if msg
+            .hold
+            .as_ref()
+            .is_some_and(|h| !std::ptr::eq(h.volume(), self.vol))
+        {
             return Err((
                 io::Error::new(io::ErrorKind::InvalidInput, "a hold of another volume"),
-                hold,
+                msg,
             ));
         }
         let u = match ud(SEND, tag) {
             Ok(u) => u,
-            Err(e) => return Err((e, hold)),
+            Err(e) => return Err((e, msg)),
         };
         if self.sends.contains_key(&tag) {
             return Err((
@@ -274,12 +335,13 @@ impl<'v> RxRing<'v> {
                     io::ErrorKind::InvalidInput,
                     "a send of this tag is in flight",
                 ),
-                hold,
+                msg,
             ));
         }
         let mut segs: Vec<(Option<u64>, usize)> = Vec::new();
-        for (k, s) in hold.segs().iter().enumerate().skip(first) {
-            let skip = if k == first { skip } else { 0 };
+        let held = msg.hold.as_ref().map_or(&[][..], |h| h.segs());
+        for (k, s) in held.iter().enumerate().skip(at.seg) {
+            let skip = if k == at.seg { at.skip } else { 0 };
             match *s {
                 TxSeg::Image { image_off, len } => {
                     let skip = skip.min(len as u64);
@@ -289,24 +351,27 @@ impl<'v> RxRing<'v> {
                 }
                 TxSeg::Zero { len } => {
                     let mut left = len.saturating_sub(skip);
-                    while left > 0 && segs.len() < MAX_IOV {
+                    while left > 0 && segs.len() < MAX_IOV - 1 {
                         let n = left.min(64 << 10);
                         segs.push((None, n as usize));
                         left -= n;
                     }
                 }
             }
-            if segs.len() >= MAX_IOV {
-                segs.truncate(MAX_IOV);
+            if segs.len() >= MAX_IOV - 1 {
+                segs.truncate(MAX_IOV - 1);
                 break;
             }
         }
-        // The hold references every image segment until the send's
-        // completion hands it back (`NetRing::send_segments`' contract).
-        if let Err(e) = self.ring.send_segments(sock.as_raw_fd(), segs, u) {
-            return Err((e, hold));
+        let head = msg.head.get(at.head..).filter(|h| !h.is_empty());
+        // The hold references every image segment and `msg.head`'s heap
+        // bytes stay where they are (moving the Vec does not move them)
+        // until the send's completion hands the message back
+        // (`NetRing::send_segments`' contract).
+        if let Err(e) = self.ring.send_segments(sock.as_raw_fd(), head, segs, u) {
+            return Err((e, msg));
         }
-        self.sends.insert(tag, hold);
+        self.sends.insert(tag, msg);
         Ok(())
     }
 
@@ -367,13 +432,13 @@ impl<'v> RxRing<'v> {
                 Some(RingEvent::Received { tag, data, more })
             }
             SEND => {
-                let hold = self.sends.remove(&tag)?;
+                let msg = self.sends.remove(&tag)?;
                 let result = if c.result < 0 {
                     Err(err())
                 } else {
                     Ok(c.result as usize)
                 };
-                Some(RingEvent::Sent { tag, result, hold })
+                Some(RingEvent::Sent { tag, result, msg })
             }
             CANCEL => Some(RingEvent::Cancelled { tag }),
             _ => None,

@@ -5,10 +5,12 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use pktfs::{RxPiece, Volume};
+use std::collections::VecDeque;
+
+use pktfs::{RxPiece, TmpFile, TxHold, TxMsg, Volume};
 use rustix::net::SendFlags;
 
-use super::head::{read_head, Head, Method, MAX_HEADERS};
+use super::head::{read_head, Framing, Head, Method, MAX_HEADERS};
 use super::response::{begin, error_body, http_date};
 use crate::metrics::RequestLabels;
 use crate::path::ReqPath;
@@ -51,11 +53,31 @@ pub(super) struct ReqState {
     pub json: bool,
 }
 
-/// One HTTP connection.
+/// Where answers go when the connection is an event loop's session
+/// ([`super::session`]): queued as messages the loop sends, and what the
+/// session must do with the request's body noted instead of done here.
+#[derive(Debug, Default)]
+pub(super) struct Outbox<'a> {
+    pub msgs: VecDeque<TxMsg<'a>>,
+    /// Close gracefully once what is queued is out (the linger).
+    pub finish: bool,
+    /// The request's body is to be read and dropped.
+    pub skip_body: Option<Framing>,
+    /// The request's body is an upload into this unnamed file.
+    pub upload: Option<(TmpFile<'a>, Framing)>,
+    /// Emptied head buffers back from the loop, for the next answers.
+    pub bufs: Vec<Vec<u8>>,
+}
+
+/// One HTTP connection: the protocol's per-connection state and the
+/// request handlers, over a blocking socket (`sock`, `rx`) or for an event
+/// loop's session (`outbox`).
 pub(super) struct Conn<'a> {
     pub sh: &'a Shared,
     pub vol: &'a Volume,
-    pub sock: &'a TcpStream,
+    /// The blocking socket (None on an event loop).
+    pub sock: Option<&'a TcpStream>,
+    pub outbox: Option<Outbox<'a>>,
     pub peer: SocketAddr,
     pub rx: RxStream<'a>,
     pub path: ReqPath,
@@ -89,30 +111,43 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
         return;
     }
     let vol = &*sh.vol;
-    let mut c = Conn {
-        sh,
-        vol,
-        sock: &sock,
-        peer,
-        rx: RxStream::new(vol, &sock, sh.cfg.rx_chunk),
-        path: ReqPath::new(),
-        out: Vec::with_capacity(512),
-        pieces: Vec::new(),
-        date: (0, String::new()),
-        spare: None,
-        tally: Tally::default(),
-        conn_in: 0,
-        conn_out: 0,
-        req: ReqState {
-            method: "-",
-            status: 0,
-            started: Instant::now(),
-            in_before: 0,
-            out_before: 0,
-            json: false,
-        },
-    };
+    let rx = RxStream::new(vol, &sock, sh.cfg.rx_chunk);
+    let mut c = Conn::new(sh, Some(&sock), peer, rx);
     c.run();
+}
+
+impl<'a> Conn<'a> {
+    pub(super) fn new(
+        sh: &'a Shared,
+        sock: Option<&'a TcpStream>,
+        peer: SocketAddr,
+        rx: RxStream<'a>,
+    ) -> Conn<'a> {
+        Conn {
+            sh,
+            vol: &sh.vol,
+            sock,
+            outbox: None,
+            peer,
+            rx,
+            path: ReqPath::new(),
+            out: Vec::with_capacity(512),
+            pieces: Vec::new(),
+            date: (0, String::new()),
+            spare: None,
+            tally: Tally::default(),
+            conn_in: 0,
+            conn_out: 0,
+            req: ReqState {
+                method: "-",
+                status: 0,
+                started: Instant::now(),
+                in_before: 0,
+                out_before: 0,
+                json: false,
+            },
+        }
+    }
 }
 
 impl Drop for Conn<'_> {
@@ -123,22 +158,28 @@ impl Drop for Conn<'_> {
 }
 
 impl<'a> Conn<'a> {
+    /// A new request begins (its head was just read or failed).
+    pub(super) fn begin_request(&mut self) {
+        self.req = ReqState {
+            method: "-",
+            status: 0,
+            started: Instant::now(),
+            in_before: self.conn_in,
+            out_before: self.conn_out,
+            json: false,
+        };
+    }
+
     fn run(&mut self) {
         loop {
             if self.sh.stop.load(Ordering::Relaxed) {
                 return;
             }
             self.rx.at_rest();
-            let before = (self.conn_in, self.conn_out);
+            let (i, o) = (self.conn_in, self.conn_out);
             let h = self.next_head();
-            self.req = ReqState {
-                method: "-",
-                status: 0,
-                started: Instant::now(),
-                in_before: before.0,
-                out_before: before.1,
-                json: false,
-            };
+            self.begin_request();
+            (self.req.in_before, self.req.out_before) = (i, o);
             let h = match h {
                 HeadResult::Req(h) => h,
                 HeadResult::Done => return,
@@ -152,7 +193,7 @@ impl<'a> Conn<'a> {
             self.req.method = h.method.as_str();
             self.req.json = h.accept_json;
             let was_put = matches!(h.method, Method::Put | Method::Post);
-            let keep = self.handle(h);
+            let keep = self.handle(&h);
             self.end_request();
             if !keep {
                 return;
@@ -164,7 +205,7 @@ impl<'a> Conn<'a> {
     }
 
     /// Count the request and write its access-log line.
-    fn end_request(&mut self) {
+    pub(super) fn end_request(&mut self) {
         let r = &self.req;
         let t = &mut self.tally;
         t.requests += 1;
@@ -304,24 +345,24 @@ impl<'a> Conn<'a> {
     }
 
     /// Handle one request; false = close the connection.
-    fn handle(&mut self, h: Head) -> bool {
+    pub(super) fn handle(&mut self, h: &Head) -> bool {
         if let Some((code, msg)) = h.error {
             self.error(code, msg, false);
             self.linger();
             return false;
         }
         if h.metrics {
-            return self.metrics(&h);
+            return self.metrics(h);
         }
         if let Some(msg) = h.path_error {
-            return self.refuse(&h, 400, msg);
+            return self.refuse(h, 400, msg);
         }
         match h.method {
-            Method::Get | Method::Head => self.get(&h),
-            Method::Put | Method::Post => self.put(&h),
-            Method::Delete => self.delete(&h),
+            Method::Get | Method::Head => self.get(h),
+            Method::Put | Method::Post => self.put(h),
+            Method::Delete => self.delete(h),
             Method::Options => {
-                if h.has_body() && !self.discard_body(&h) {
+                if h.has_body() && !self.discard_body(h) {
                     return false;
                 }
                 self.head_only(
@@ -331,7 +372,7 @@ impl<'a> Conn<'a> {
                 );
                 h.keep_alive
             }
-            Method::Other => self.refuse(&h, 501, "method not implemented"),
+            Method::Other => self.refuse(h, 501, "method not implemented"),
         }
     }
 
@@ -374,8 +415,62 @@ impl<'a> Conn<'a> {
         begin(&mut self.out, code, len, keep, &self.date.1, extra);
     }
 
-    /// Send `self.out`; false: the client is gone (logged).
+    /// Send `self.out` (on an event loop: queue it); false: the client is
+    /// gone (logged).
     pub(super) fn send_out(&mut self, more: bool) -> bool {
+        self.send_with(None, more)
+    }
+
+    /// Send `self.out`, then the held bytes (on an event loop: one
+    /// message, one sendmsg); false: the client is gone (logged).
+    pub(super) fn send_with(&mut self, hold: Option<TxHold<'a>>, more: bool) -> bool {
+        let Some(sock) = self.sock else {
+            let ob = self.outbox.get_or_insert_with(Outbox::default);
+            let spare = ob.bufs.pop().unwrap_or_default();
+            let head = std::mem::replace(&mut self.out, spare);
+            let n = head.len() as u64 + hold.as_ref().map_or(0, |h| held_len(h));
+            match ob.msgs.back_mut() {
+                // Bytes after bytes: one message.
+                Some(last) if last.hold.is_none() && hold.is_none() => {
+                    last.head.extend_from_slice(&head);
+                    ob.bufs.push(head);
+                }
+                _ => ob.msgs.push_back(TxMsg { head, hold }),
+            }
+            self.add_out(n);
+            return true;
+        };
+        if !self.send_socket(sock, more || hold.is_some()) {
+            return false;
+        }
+        let Some(hold) = hold else { return true };
+        match crate::tx::send_held(sock, &hold, self.sh.cfg.io_timeout) {
+            Ok(st) => {
+                self.add_out(st.bytes);
+                true
+            }
+            Err(e) => {
+                // The head promised a length we cannot honour: cut the
+                // connection so the client sees the transfer failed.
+                match &e {
+                    crate::tx::TxError::Fs(_) => tracing::warn!(
+                        peer = %self.peer,
+                        path = %self.path.display(),
+                        "sending the file failed: {e}; connection cut"
+                    ),
+                    _ => tracing::info!(
+                        peer = %self.peer,
+                        path = %self.path.display(),
+                        "sending the file failed: {e}; connection cut"
+                    ),
+                }
+                let _ = sock.shutdown(Shutdown::Both);
+                false
+            }
+        }
+    }
+
+    fn send_socket(&mut self, sock: &TcpStream, more: bool) -> bool {
         let flags = if more {
             SendFlags::NOSIGNAL | SendFlags::MORE
         } else {
@@ -383,7 +478,7 @@ impl<'a> Conn<'a> {
         };
         let mut at = 0;
         while at < self.out.len() {
-            match rustix::net::send(self.sock, &self.out[at..], flags) {
+            match rustix::net::send(sock, &self.out[at..], flags) {
                 Ok(n) => at += n,
                 Err(rustix::io::Errno::INTR) => {}
                 Err(e) => {
@@ -454,16 +549,32 @@ impl<'a> Conn<'a> {
     /// drop what the client is still sending for a short while, so the
     /// close does not reset the connection before the answer is read.
     pub(super) fn linger(&mut self) {
-        let _ = self.sock.shutdown(Shutdown::Write);
-        let _ = self.sock.set_read_timeout(Some(Duration::from_millis(500)));
+        let Some(sock) = self.sock else {
+            // The loop lingers once the answer is out (`Flow::Finish`).
+            self.outbox.get_or_insert_with(Outbox::default).finish = true;
+            return;
+        };
+        let _ = sock.shutdown(Shutdown::Write);
+        let _ = sock.set_read_timeout(Some(Duration::from_millis(500)));
         let start = Instant::now();
         let mut buf = [0u8; 16 << 10];
         let mut total = 0usize;
         while start.elapsed() < Duration::from_secs(2) && total < (64 << 20) {
-            match std::io::Read::read(&mut &*self.sock, &mut buf) {
+            match std::io::Read::read(&mut &*sock, &mut buf) {
                 Ok(n) if n > 0 => total += n,
                 _ => break,
             }
         }
     }
+}
+
+/// Bytes a hold sends.
+fn held_len(h: &TxHold<'_>) -> u64 {
+    h.segs()
+        .iter()
+        .map(|s| match *s {
+            pktfs::TxSeg::Image { len, .. } => len as u64,
+            pktfs::TxSeg::Zero { len } => len,
+        })
+        .sum()
 }

@@ -1,8 +1,6 @@
 //! GET/HEAD (files with Range and conditional requests, directory
 //! listings as text or JSON), DELETE, and the metrics endpoint.
 
-use std::net::Shutdown;
-
 use pktfs::{ContentDigest, FileType, FsError};
 
 use super::cond::{etag, evaluate, Current, Decision};
@@ -10,7 +8,6 @@ use super::conn::Conn;
 use super::head::{resolve_range, Head, Method};
 use super::response::{content_type, http_date, status_of};
 use crate::config::Change;
-use crate::tx::send_held;
 
 /// A JSON listing is sent in pieces of about this size (chunked), so a
 /// large directory costs its sorted names in memory, not its whole body.
@@ -206,9 +203,7 @@ impl<'a> Conn<'a> {
             let stable = (a.mtime_ns, a.size) == version
                 && after.is_ok_and(|b| (b.mtime_ns, b.size) == version);
             let label = stable.then_some(&d);
-            let r = self.send_file(label, a.size, code, start, end, hold.as_ref(), keep);
-            drop(hold);
-            return r;
+            return self.send_file(label, a.size, code, start, end, hold, keep);
         }
         self.error(503, "the file keeps changing; try again", keep);
         keep
@@ -222,7 +217,7 @@ impl<'a> Conn<'a> {
         code: u16,
         start: u64,
         end: u64,
-        hold: Option<&pktfs::TxHold<'_>>,
+        hold: Option<pktfs::TxHold<'a>>,
         keep: bool,
     ) -> bool {
         let name = self.path.name().unwrap_or_default();
@@ -241,33 +236,7 @@ impl<'a> Conn<'a> {
             ));
         }
         self.begin(code, Some(end - start), keep, &extra);
-        if !self.send_out(hold.is_some()) {
-            return false;
-        }
-        if let Some(hold) = hold {
-            match send_held(self.sock, hold, self.sh.cfg.io_timeout) {
-                Ok(st) => self.add_out(st.bytes),
-                Err(e) => {
-                    // The head promised a length we cannot honour: cut the
-                    // connection so the client sees the transfer failed.
-                    match &e {
-                        crate::tx::TxError::Fs(_) => tracing::warn!(
-                            peer = %self.peer,
-                            path = %self.path.display(),
-                            "sending the file failed: {e}; connection cut"
-                        ),
-                        _ => tracing::info!(
-                            peer = %self.peer,
-                            path = %self.path.display(),
-                            "sending the file failed: {e}; connection cut"
-                        ),
-                    }
-                    let _ = self.sock.shutdown(Shutdown::Both);
-                    return false;
-                }
-            }
-        }
-        keep
+        self.send_with(hold, false) && keep
     }
 
     /// A directory as text: one name per line, "/" after directories.

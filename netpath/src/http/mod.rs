@@ -49,6 +49,8 @@ mod framing;
 mod handlers;
 pub(crate) mod head;
 pub(crate) mod response;
+mod session;
 mod upload;
 
 pub(crate) use conn::serve_connection;
+pub(crate) use session::HttpProtocol;

@@ -114,7 +114,7 @@ impl<'a> Conn<'a> {
                 return self.refuse(h, 412, why);
             }
         }
-        let mut tmp = match self.spare.take() {
+        let tmp = match self.spare.take() {
             Some(t) => t,
             None => match self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid) {
                 Ok(t) => t,
@@ -129,6 +129,12 @@ impl<'a> Conn<'a> {
                 return false;
             }
         }
+        if let Some(ob) = self.outbox.as_mut() {
+            // On an event loop the session receives the body where it
+            // lands and then calls `put_finish`.
+            ob.upload = Some((tmp, framing));
+            return true;
+        }
         let big = match framing {
             Framing::Length(n) => n >= self.sh.cfg.persister_min,
             Framing::Chunked => self.sh.cfg.persister_min != u64::MAX,
@@ -138,6 +144,19 @@ impl<'a> Conn<'a> {
         } else {
             self.receive_inline(framing, tmp.ino())
         };
+        self.put_finish(h, tmp, r)
+    }
+
+    /// The body is in (`r`: its bytes and records, the last pieces still
+    /// in `self.pieces`) or failed: name the file in one commit with the
+    /// last pieces, and answer 201/204 only after it returned.
+    pub(super) fn put_finish(
+        &mut self,
+        h: &Head,
+        mut tmp: pktfs::TmpFile<'a>,
+        r: Result<(u64, u64), BodyError>,
+    ) -> bool {
+        let n = self.path.len();
         let (bytes, records) = match r {
             Ok(t) => t,
             Err(e) => {

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use std::cmp::Reverse;
 
-use pktfs::{RingEvent, RxData, RxRing, RxRingConfig, TxHold, TxSeg, Volume};
+use pktfs::{RingEvent, RxData, RxRing, RxRingConfig, TxMsg, TxPos, Volume};
 
 use super::session::{CloseReason, Flow, Protocol, Session};
 
@@ -37,8 +37,10 @@ const MAX_WAIT: Duration = Duration::from_millis(100);
 /// After accept failed (EMFILE, ENFILE): wait this long before re-arming,
 /// so a full fd table does not turn the loop into a busy loop.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
-/// Tag of the accept request; connection tags start above it.
-const ACCEPT_TAG: u64 = 0;
+/// After a graceful close's answer is out: how long what the peer still
+/// sends is read and dropped before the connection is cut (as the
+/// threaded transport's linger).
+const LINGER: Duration = Duration::from_secs(2);
 
 /// State shared by the loops of one server and its handle.
 #[derive(Debug, Default)]
@@ -63,18 +65,30 @@ pub struct LoopParams {
     pub max_connections: usize,
 }
 
-/// A send in progress: the hold and how far it got.
+/// A send in progress: the message and how far it got.
 struct Sending<'v> {
-    /// The hold, while not in the kernel's hands.
-    hold: Option<TxHold<'v>>,
-    seg: usize,
-    skip: u64,
+    /// The message, while not in the kernel's hands.
+    msg: Option<TxMsg<'v>>,
+    pos: TxPos,
     sent: u64,
     total: u64,
 }
 
+/// A listener of the loop and the protocol it serves (accept tag: its
+/// index).
+pub type Service = (TcpListener, Arc<dyn Protocol>);
+
 struct Conn<'v> {
     sock: TcpStream,
+    /// Index of the service that accepted it.
+    svc: usize,
+    /// The session asked to finish ([`Flow::Finish`]): no more data for
+    /// it; once its sends are out the sending side is shut down and the
+    /// connection lingers until the peer closes or `LINGER` ends.
+    finishing: bool,
+    lingering: bool,
+    /// The peer closed its side.
+    peer_eof: bool,
     session: Box<dyn Session<'v> + 'v>,
     gen: u32,
     idle_until: Instant,
@@ -85,9 +99,11 @@ struct Conn<'v> {
     /// Got bytes this turn (its session commits at the end of the turn).
     touched: bool,
     closing: Option<CloseReason>,
+    /// The idle-heap entry that counts (older ones are stale).
+    idle_entry: Instant,
     sending: Option<Sending<'v>>,
     in_kernel_send: bool,
-    queued: VecDeque<TxHold<'v>>,
+    queued: VecDeque<TxMsg<'v>>,
     timer_at: Option<Instant>,
 }
 
@@ -164,20 +180,20 @@ pub struct LoopReport {
     pub enobufs: u64,
 }
 
-struct Loop<'v, 'p> {
+struct Loop<'v> {
     vol: &'v Volume,
     ring: RxRing<'v>,
     table: Table<'v>,
-    proto: &'p dyn Protocol,
-    shared: &'p LoopShared,
+    services: &'v [Service],
+    shared: &'v LoopShared,
     params: LoopParams,
     idle: BinaryHeap<Reverse<(Instant, u64)>>,
     timers: BinaryHeap<Reverse<(Instant, u64)>>,
     touched: Vec<u64>,
     rearm: Vec<u64>,
     starved: Vec<u64>,
-    accept_armed: bool,
-    accept_retry_at: Option<Instant>,
+    accept_armed: Vec<bool>,
+    accept_retry_at: Vec<Option<Instant>>,
     report: LoopReport,
 }
 
@@ -185,8 +201,7 @@ struct Loop<'v, 'p> {
 /// set up; once running, failures close connections, not the loop.
 pub fn run(
     vol: Arc<Volume>,
-    listener: TcpListener,
-    proto: Arc<dyn Protocol>,
+    services: Vec<Service>,
     shared: Arc<LoopShared>,
     params: LoopParams,
     ready: std::sync::mpsc::Sender<io::Result<()>>,
@@ -202,7 +217,7 @@ pub fn run(
         vol: &vol,
         ring,
         table: Table::new(),
-        proto: &*proto,
+        services: &services,
         shared: &shared,
         params,
         idle: BinaryHeap::new(),
@@ -210,17 +225,19 @@ pub fn run(
         touched: Vec::new(),
         rearm: Vec::new(),
         starved: Vec::new(),
-        accept_armed: false,
-        accept_retry_at: None,
+        accept_armed: vec![false; services.len()],
+        accept_retry_at: vec![None; services.len()],
         report: LoopReport::default(),
     };
-    if let Err(e) = l.arm_accept(&listener) {
-        let _ = ready.send(Err(e));
-        return LoopReport::default();
+    for k in 0..services.len() {
+        if let Err(e) = l.arm_accept(k) {
+            let _ = ready.send(Err(e));
+            return LoopReport::default();
+        }
     }
     shared.running.fetch_add(1, Ordering::SeqCst);
     let _ = ready.send(Ok(()));
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l.serve(&listener)));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l.serve()));
     if let Err(p) = r {
         // A panic may leave the Volume's DRAM state half-changed: stop it
         // (fail-stop), as the thread-per-connection server does.
@@ -231,14 +248,19 @@ pub fn run(
     l.report
 }
 
-impl<'v> Loop<'v, '_> {
-    fn arm_accept(&mut self, listener: &TcpListener) -> io::Result<()> {
-        self.ring.accept_multi(listener.as_fd(), ACCEPT_TAG)?;
-        self.accept_armed = true;
+impl<'v> Loop<'v> {
+    fn arm_accept(&mut self, k: usize) -> io::Result<()> {
+        self.ring
+            .accept_multi(self.services[k].0.as_fd(), k as u64)?;
+        self.accept_armed[k] = true;
         Ok(())
     }
 
-    fn serve(&mut self, listener: &TcpListener) {
+    fn name(&self, svc: usize) -> &'static str {
+        self.services[svc].1.name()
+    }
+
+    fn serve(&mut self) {
         let mut events = Vec::new();
         while !self.shared.stop.load(Ordering::Relaxed) {
             let wait = self.next_deadline().map_or(MAX_WAIT, |t| {
@@ -255,7 +277,7 @@ impl<'v> Loop<'v, '_> {
             for ev in events.drain(..) {
                 self.handle(ev, rx_ns, now);
             }
-            self.end_turn(listener, now);
+            self.end_turn(now);
         }
     }
 
@@ -263,25 +285,29 @@ impl<'v> Loop<'v, '_> {
         [
             self.idle.peek().map(|r| r.0 .0),
             self.timers.peek().map(|r| r.0 .0),
-            self.accept_retry_at,
         ]
         .into_iter()
+        .chain(self.accept_retry_at.iter().copied())
         .flatten()
         .min()
     }
 
     fn handle(&mut self, ev: RingEvent<'v>, rx_ns: u64, now: Instant) {
         match ev {
-            RingEvent::Accepted { conn, more, .. } => {
+            RingEvent::Accepted { tag, conn, more } => {
+                let k = tag as usize;
+                if k >= self.services.len() {
+                    return;
+                }
                 if !more {
-                    self.accept_armed = false;
+                    self.accept_armed[k] = false;
                 }
                 match conn {
-                    Ok(fd) => self.admit(TcpStream::from(fd), now),
+                    Ok(fd) => self.admit(k, TcpStream::from(fd), now),
                     Err(e) => {
                         if !more {
-                            tracing::warn!("{}: accept: {e}; retrying", self.proto.name());
-                            self.accept_retry_at = Some(now + ACCEPT_BACKOFF);
+                            tracing::warn!("{}: accept: {e}; retrying", self.name(k));
+                            self.accept_retry_at[k] = Some(now + ACCEPT_BACKOFF);
                         }
                     }
                 }
@@ -293,6 +319,14 @@ impl<'v> Loop<'v, '_> {
                 }
                 match data {
                     RxData::Bytes(h) => {
+                        if c.finishing {
+                            // Lingering (or about to): dropped unread.
+                            if !more {
+                                c.rearm = true;
+                                self.rearm.push(tag);
+                            }
+                            return;
+                        }
                         if c.closing.is_some() {
                             // Dropped: the connection is going.
                             self.maybe_reap(tag);
@@ -309,9 +343,16 @@ impl<'v> Loop<'v, '_> {
                             self.rearm.push(tag);
                         }
                         self.apply(tag, f);
+                        self.refresh_idle(tag);
                     }
                     RxData::Eof => {
-                        if c.closing.is_none() {
+                        c.peer_eof = true;
+                        if c.finishing && c.closing.is_none() {
+                            if c.lingering {
+                                self.close(tag, CloseReason::Session);
+                            }
+                            // Otherwise closed once the answer is out.
+                        } else if c.closing.is_none() {
                             // Commit what this turn brought before the end.
                             let f = if c.touched {
                                 c.touched = false;
@@ -340,7 +381,7 @@ impl<'v> Loop<'v, '_> {
                     RxData::Error(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                         self.shared.enobufs.fetch_add(1, Ordering::Relaxed);
                         self.report.enobufs += 1;
-                        if c.closing.is_none() {
+                        if c.closing.is_none() && !(c.finishing && c.peer_eof) {
                             self.starved.push(tag);
                         } else {
                             self.maybe_reap(tag);
@@ -348,19 +389,19 @@ impl<'v> Loop<'v, '_> {
                     }
                     RxData::Error(e) => {
                         if e.raw_os_error() != Some(libc::ECANCELED) {
-                            tracing::debug!("{}: receive: {e}", self.proto.name());
+                            tracing::debug!("{}: receive: {e}", self.services[c.svc].1.name());
                         }
                         self.close(tag, CloseReason::Error);
                         self.maybe_reap(tag);
                     }
                 }
             }
-            RingEvent::Sent { tag, result, hold } => self.sent(tag, result, hold),
+            RingEvent::Sent { tag, result, msg } => self.sent(tag, result, msg),
             RingEvent::Cancelled { .. } => {}
         }
     }
 
-    fn admit(&mut self, sock: TcpStream, now: Instant) {
+    fn admit(&mut self, svc: usize, sock: TcpStream, now: Instant) {
         let open = self.shared.active.load(Ordering::Relaxed);
         if open >= self.params.max_connections {
             self.shared.refused.fetch_add(1, Ordering::Relaxed);
@@ -371,13 +412,17 @@ impl<'v> Loop<'v, '_> {
             Ok(p) => p,
             Err(_) => return, // already gone
         };
-        let Some(session) = self.proto.open(self.vol, peer) else {
+        let Some(session) = self.services[svc].1.open(self.vol, peer) else {
             let _ = sock.shutdown(std::net::Shutdown::Both);
             return;
         };
         let idle_until = now + session.idle_timeout();
         let c = Conn {
             sock,
+            svc,
+            finishing: false,
+            lingering: false,
+            peer_eof: false,
             session,
             gen: 0,
             idle_until,
@@ -385,6 +430,7 @@ impl<'v> Loop<'v, '_> {
             rearm: false,
             touched: false,
             closing: None,
+            idle_entry: idle_until,
             sending: None,
             in_kernel_send: false,
             queued: VecDeque::new(),
@@ -397,6 +443,10 @@ impl<'v> Loop<'v, '_> {
         self.report.max_open = self.report.max_open.max(self.table.len());
         self.idle.push(Reverse((idle_until, tag)));
         self.arm_recv(tag);
+        if let Some(c) = self.table.get(tag) {
+            let f = c.session.on_open();
+            self.apply(tag, f);
+        }
     }
 
     fn arm_recv(&mut self, tag: u64) {
@@ -407,7 +457,7 @@ impl<'v> Loop<'v, '_> {
         match self.ring.recv_multi(c.sock.as_fd(), tag) {
             Ok(()) => c.recv_armed = true,
             Err(e) => {
-                tracing::warn!("{}: arming a receive: {e}", self.proto.name());
+                tracing::warn!("{}: arming a receive: {e}", self.services[c.svc].1.name());
                 self.close(tag, CloseReason::Error);
                 self.maybe_reap(tag);
             }
@@ -421,17 +471,40 @@ impl<'v> Loop<'v, '_> {
                 self.close(tag, CloseReason::Session);
                 self.maybe_reap(tag);
             }
-            Flow::Send(h) => {
+            Flow::Finish => {
                 let Some(c) = self.table.get(tag) else { return };
-                c.queued.push_back(h);
+                c.finishing = true;
+                self.pump_send(tag);
+            }
+            Flow::Send(m) => {
+                let Some(c) = self.table.get(tag) else { return };
+                c.queued.push_back(m);
                 self.pump_send(tag);
             }
         }
         self.schedule_timer(tag);
     }
 
+    /// The silence limit from now, as the session's state says; a limit
+    /// sooner than the heap's entry gets an entry of its own.
+    fn refresh_idle(&mut self, tag: u64) {
+        let Some(c) = self.table.get(tag) else { return };
+        if c.lingering || c.closing.is_some() {
+            return;
+        }
+        c.idle_until = Instant::now() + c.session.idle_timeout();
+        if c.idle_until < c.idle_entry {
+            c.idle_entry = c.idle_until;
+            self.idle.push(Reverse((c.idle_until, tag)));
+        }
+    }
+
     fn schedule_timer(&mut self, tag: u64) {
         let Some(c) = self.table.get(tag) else { return };
+        if c.finishing {
+            c.timer_at = None;
+            return;
+        }
         match c.session.next_timer() {
             Some(t) if c.timer_at != Some(t) => {
                 c.timer_at = Some(t);
@@ -442,28 +515,36 @@ impl<'v> Loop<'v, '_> {
         }
     }
 
-    /// Start the next queued send if none is in the kernel.
+    /// Start the next queued send if none is in the kernel; a finishing
+    /// connection with nothing left to send shuts its sending side down
+    /// and lingers.
     fn pump_send(&mut self, tag: u64) {
         let Some(c) = self.table.get(tag) else { return };
         if c.in_kernel_send || c.closing.is_some() {
             return;
         }
         if c.sending.is_none() {
-            let Some(h) = c.queued.pop_front() else {
+            let Some(m) = c.queued.pop_front() else {
+                if c.finishing && !c.lingering {
+                    c.lingering = true;
+                    let _ = c.sock.shutdown(std::net::Shutdown::Write);
+                    if c.peer_eof {
+                        self.close(tag, CloseReason::Session);
+                        self.maybe_reap(tag);
+                        return;
+                    }
+                    // The linger is bounded: the idle deadline is not
+                    // moved by what still arrives.
+                    c.idle_until = Instant::now() + LINGER;
+                    c.idle_entry = c.idle_until;
+                    self.idle.push(Reverse((c.idle_until, tag)));
+                }
                 return;
             };
-            let total = h
-                .segs()
-                .iter()
-                .map(|s| match *s {
-                    TxSeg::Image { len, .. } => len as u64,
-                    TxSeg::Zero { len } => len,
-                })
-                .sum();
+            let total = m.len();
             c.sending = Some(Sending {
-                hold: Some(h),
-                seg: 0,
-                skip: 0,
+                msg: Some(m),
+                pos: TxPos::default(),
                 sent: 0,
                 total,
             });
@@ -471,30 +552,47 @@ impl<'v> Loop<'v, '_> {
         let s = c.sending.as_mut().expect("a send");
         if s.sent >= s.total {
             let total = s.total;
+            let mut head = s.msg.take().map(|m| m.head).unwrap_or_default();
+            head.clear();
             c.sending = None;
-            let f = c.session.on_sent(Ok(total));
-            self.apply(tag, f);
+            if !c.finishing {
+                let f = c.session.on_sent(Ok(total), head);
+                self.apply(tag, f);
+                // The session's state changed (an answer is out): its
+                // silence limit may be shorter now.
+                self.refresh_idle(tag);
+            }
             self.pump_send(tag);
             return;
         }
-        let hold = s.hold.take().expect("the hold is here");
-        let (seg, skip) = (s.seg, s.skip);
-        match self.ring.send(c.sock.as_fd(), hold, seg, skip, tag) {
+        let msg = s.msg.take().expect("the message is here");
+        match self.ring.send(c.sock.as_fd(), msg, s.pos, tag) {
             Ok(()) => c.in_kernel_send = true,
-            Err((e, hold)) => {
-                drop(hold);
-                c.sending = None;
-                let f = c.session.on_sent(Err(e));
-                self.apply(tag, f);
+            Err((e, msg)) => {
+                drop(msg);
+                self.send_failed(tag, e);
             }
         }
     }
 
-    fn sent(&mut self, tag: u64, result: io::Result<usize>, hold: TxHold<'v>) {
+    fn send_failed(&mut self, tag: u64, e: io::Error) {
+        let Some(c) = self.table.get(tag) else { return };
+        c.sending = None;
+        c.queued.clear();
+        if c.finishing {
+            self.close(tag, CloseReason::Error);
+            self.maybe_reap(tag);
+            return;
+        }
+        let f = c.session.on_sent(Err(e), Vec::new());
+        self.apply(tag, f);
+    }
+
+    fn sent(&mut self, tag: u64, result: io::Result<usize>, msg: TxMsg<'v>) {
         let Some(c) = self.table.get(tag) else { return };
         c.in_kernel_send = false;
         if c.closing.is_some() {
-            drop(hold);
+            drop(msg);
             c.sending = None;
             self.maybe_reap(tag);
             return;
@@ -503,36 +601,21 @@ impl<'v> Loop<'v, '_> {
         match result {
             Ok(n) if n > 0 => {
                 // Continue a partial send where the kernel stopped.
-                let mut left = n as u64;
-                s.sent += left;
-                while left > 0 && s.seg < hold.segs().len() {
-                    let len = match hold.segs()[s.seg] {
-                        TxSeg::Image { len, .. } => len as u64,
-                        TxSeg::Zero { len } => len,
-                    };
-                    let take = left.min(len - s.skip);
-                    s.skip += take;
-                    left -= take;
-                    if s.skip == len {
-                        s.seg += 1;
-                        s.skip = 0;
-                    }
+                s.sent += n as u64;
+                msg.advance(&mut s.pos, n as u64);
+                s.msg = Some(msg);
+                if !c.lingering {
+                    c.idle_until = Instant::now() + c.session.idle_timeout();
                 }
-                s.hold = Some(hold);
-                c.idle_until = Instant::now() + c.session.idle_timeout();
                 self.pump_send(tag);
             }
             Ok(_) => {
-                c.sending = None;
-                let f = c
-                    .session
-                    .on_sent(Err(io::Error::from(io::ErrorKind::WriteZero)));
-                self.apply(tag, f);
+                drop(msg);
+                self.send_failed(tag, io::Error::from(io::ErrorKind::WriteZero));
             }
             Err(e) => {
-                c.sending = None;
-                let f = c.session.on_sent(Err(e));
-                self.apply(tag, f);
+                drop(msg);
+                self.send_failed(tag, e);
             }
         }
     }
@@ -574,7 +657,7 @@ impl<'v> Loop<'v, '_> {
         drop(c);
     }
 
-    fn end_turn(&mut self, listener: &TcpListener, now: Instant) {
+    fn end_turn(&mut self, now: Instant) {
         for tag in std::mem::take(&mut self.touched) {
             let Some(c) = self.table.get(tag) else {
                 continue;
@@ -583,7 +666,7 @@ impl<'v> Loop<'v, '_> {
                 continue;
             }
             c.touched = false;
-            if c.closing.is_some() {
+            if c.closing.is_some() || c.finishing {
                 continue;
             }
             let f = c.session.end_turn();
@@ -626,14 +709,21 @@ impl<'v> Loop<'v, '_> {
             let Some(c) = self.table.get(tag) else {
                 continue;
             };
-            if c.closing.is_some() {
-                continue;
+            if c.closing.is_some() || c.idle_entry != t {
+                continue; // stale: a later entry counts
             }
             if c.idle_until <= now {
-                self.close(tag, CloseReason::IdleTimeout);
+                // A linger that ended is a close the session asked for.
+                let why = if c.lingering {
+                    CloseReason::Session
+                } else {
+                    CloseReason::IdleTimeout
+                };
+                self.close(tag, why);
                 self.maybe_reap(tag);
             } else {
                 let u = c.idle_until;
+                c.idle_entry = u;
                 self.idle.push(Reverse((u, tag)));
             }
         }
@@ -645,18 +735,20 @@ impl<'v> Loop<'v, '_> {
             let Some(c) = self.table.get(tag) else {
                 continue;
             };
-            if c.timer_at != Some(t) || c.closing.is_some() {
+            if c.timer_at != Some(t) || c.closing.is_some() || c.finishing {
                 continue;
             }
             c.timer_at = None;
             let f = c.session.on_timer(now);
             self.apply(tag, f);
         }
-        if !self.accept_armed && self.accept_retry_at.is_none_or(|t| t <= now) {
-            self.accept_retry_at = None;
-            if let Err(e) = self.arm_accept(listener) {
-                tracing::warn!("{}: arming accept: {e}", self.proto.name());
-                self.accept_retry_at = Some(now + ACCEPT_BACKOFF);
+        for k in 0..self.services.len() {
+            if !self.accept_armed[k] && self.accept_retry_at[k].is_none_or(|t| t <= now) {
+                self.accept_retry_at[k] = None;
+                if let Err(e) = self.arm_accept(k) {
+                    tracing::warn!("{}: arming accept: {e}", self.name(k));
+                    self.accept_retry_at[k] = Some(now + ACCEPT_BACKOFF);
+                }
             }
         }
     }

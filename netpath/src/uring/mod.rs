@@ -21,6 +21,7 @@ use std::thread::JoinHandle;
 
 use pktfs::{RxRingConfig, Volume};
 
+use event_loop::Service;
 pub use event_loop::{LoopReport, LoopShared};
 pub use session::{CloseReason, Flow, Protocol, Session};
 
@@ -92,7 +93,8 @@ pub fn choose(mode: IoMode, loops: usize) -> std::io::Result<IoChoice> {
 pub struct Loops {
     shared: Arc<LoopShared>,
     threads: Vec<JoinHandle<LoopReport>>,
-    addr: SocketAddr,
+    /// The bound address of each service, in the order given.
+    addrs: Vec<SocketAddr>,
     loops: usize,
     nofile: u64,
     max_connections: usize,
@@ -143,28 +145,41 @@ pub fn fit_ring(want: RxRingConfig, vol: &Volume, loops: usize) -> RxRingConfig 
 }
 
 impl Loops {
-    /// Bind `loops` SO_REUSEPORT listeners on `addr` and run a loop on each.
+    /// Run `loops` loops, each serving every `(address, protocol)` of
+    /// `services` on its own SO_REUSEPORT listener, all through the loop's
+    /// one ring (one ring of packet buffers per core, whatever the
+    /// protocol). `shared`: the counters (the server's metrics read them).
     pub fn start(
         vol: Arc<Volume>,
-        addr: SocketAddr,
+        services: Vec<(SocketAddr, Arc<dyn Protocol>)>,
         loops: usize,
         ring: RxRingConfig,
-        proto: Arc<dyn Protocol>,
+        shared: Arc<LoopShared>,
     ) -> std::io::Result<Loops> {
         let ring = fit_ring(ring, &vol, loops);
         let nofile = limits::raise_nofile();
         let max_connections = limits::connection_limit(nofile);
+        let names: Vec<&str> = services.iter().map(|s| s.1.name()).collect();
         tracing::info!(
             "{}: RLIMIT_NOFILE {nofile}: up to {max_connections} connections on {loops} io_uring loop(s), each lending the kernel {} x {} bytes of packet buffers",
-            proto.name(),
+            names.join("+"),
             ring.entries,
             ring.entry_bytes
         );
-        let listeners = listen::reuseport_listeners(addr, loops)?;
-        let addr = listeners[0].local_addr()?;
-        let _ =
-            pktfs::media::net::enable_rx_timestamps(std::os::fd::AsRawFd::as_raw_fd(&listeners[0]));
-        let shared = Arc::new(LoopShared::default());
+        // Per service, one listener per loop (SO_REUSEPORT spreads the
+        // connections over the loops); the first fixes the port.
+        let mut per_loop: Vec<Vec<Service>> = (0..loops).map(|_| Vec::new()).collect();
+        let mut addrs = Vec::new();
+        for (addr, proto) in &services {
+            let listeners = listen::reuseport_listeners(*addr, loops)?;
+            addrs.push(listeners[0].local_addr()?);
+            let _ = pktfs::media::net::enable_rx_timestamps(std::os::fd::AsRawFd::as_raw_fd(
+                &listeners[0],
+            ));
+            for (k, lis) in listeners.into_iter().enumerate() {
+                per_loop[k].push((lis, proto.clone()));
+            }
+        }
         let params = event_loop::LoopParams {
             ring,
             max_connections,
@@ -172,17 +187,17 @@ impl Loops {
         let mut l = Loops {
             shared: shared.clone(),
             threads: Vec::new(),
-            addr,
+            addrs,
             loops,
             nofile,
             max_connections,
         };
-        for (k, lis) in listeners.into_iter().enumerate() {
+        for (k, svcs) in per_loop.into_iter().enumerate() {
             let (tx, rx) = std::sync::mpsc::channel();
-            let (vol, proto, shared) = (vol.clone(), proto.clone(), shared.clone());
+            let (vol, shared) = (vol.clone(), shared.clone());
             let t = std::thread::Builder::new()
                 .name(format!("pktfs-loop-{k}"))
-                .spawn(move || event_loop::run(vol, lis, proto, shared, params, tx))?;
+                .spawn(move || event_loop::run(vol, svcs, shared, params, tx))?;
             l.threads.push(t);
             match rx.recv() {
                 Ok(Ok(())) => {}
@@ -193,8 +208,9 @@ impl Loops {
         Ok(l)
     }
 
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
+    /// The bound address of service `k` (in the order given to `start`).
+    pub fn addr(&self, k: usize) -> SocketAddr {
+        self.addrs[k]
     }
 
     pub fn stats(&self) -> LoopStats {

@@ -7,18 +7,24 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use pktfs::{RxHeld, TxHold, Volume};
+use pktfs::{RxHeld, TxMsg, Volume};
 
 /// What a session wants next.
 #[derive(Debug)]
 pub enum Flow<'v> {
     /// Keep receiving.
     Continue,
-    /// Send this range of a file (one iovec per record), after any send
-    /// queued before it; [`Session::on_sent`] is told when it is all out.
-    Send(TxHold<'v>),
-    /// Close the connection (after sends already queued are abandoned).
+    /// Send these bytes and this range of a file in one sendmsg (the DRAM
+    /// bytes first, then one iovec per record), after any send queued
+    /// before it; [`Session::on_sent`] is told when it is all out.
+    Send(TxMsg<'v>),
+    /// Close the connection now (sends already queued are abandoned).
     Close,
+    /// Close gracefully: once every queued send is out, shut down the
+    /// sending side, then drop whatever the peer still sends until it
+    /// closes or a short linger ends (so an early answer is read, not
+    /// reset away). The session hears nothing more but `on_close`.
+    Finish,
 }
 
 /// Why a connection ended.
@@ -41,6 +47,11 @@ pub enum CloseReason {
 /// One connection's protocol state, driven by the loop thread that owns
 /// the connection.
 pub trait Session<'v> {
+    /// The connection is admitted and its receive armed (a session may
+    /// answer at once, e.g. refuse over a cap).
+    fn on_open(&mut self) -> Flow<'v> {
+        Flow::Continue
+    }
     /// Bytes of the stream landed in the image (`rx_ns`: the receive
     /// time, ns since the epoch). Make them a piece now, while they are
     /// hot; commit at [`Session::end_turn`].
@@ -50,8 +61,9 @@ pub trait Session<'v> {
     fn end_turn(&mut self) -> Flow<'v>;
     /// The peer closed its side (everything it sent was delivered first).
     fn on_eof(&mut self) -> Flow<'v>;
-    /// A [`Flow::Send`] is all out (`Ok(bytes)`) or failed.
-    fn on_sent(&mut self, result: io::Result<u64>) -> Flow<'v> {
+    /// A [`Flow::Send`] is all out (`Ok(bytes)`) or failed. The message's
+    /// head buffer comes back (cleared) for reuse.
+    fn on_sent(&mut self, result: io::Result<u64>, _spent: Vec<u8>) -> Flow<'v> {
         match result {
             Ok(_) => Flow::Continue,
             Err(_) => Flow::Close,
@@ -73,9 +85,9 @@ pub trait Session<'v> {
 
 /// A protocol served by the loops.
 pub trait Protocol: Send + Sync {
-    /// Short name for logs ("raw").
+    /// Short name for logs ("raw", "http").
     fn name(&self) -> &'static str;
     /// A session for a new connection from `peer`, or `None` to close it
     /// at once.
-    fn open<'v>(&self, vol: &'v Volume, peer: SocketAddr) -> Option<Box<dyn Session<'v> + 'v>>;
+    fn open<'v>(&'v self, vol: &'v Volume, peer: SocketAddr) -> Option<Box<dyn Session<'v> + 'v>>;
 }

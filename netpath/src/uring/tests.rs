@@ -30,7 +30,7 @@ impl Protocol for SendFile {
     fn name(&self) -> &'static str {
         "sendfile-test"
     }
-    fn open<'v>(&self, vol: &'v Volume, _peer: SocketAddr) -> Option<Box<dyn Session<'v> + 'v>> {
+    fn open<'v>(&'v self, vol: &'v Volume, _peer: SocketAddr) -> Option<Box<dyn Session<'v> + 'v>> {
         Some(Box::new(SendSession {
             vol,
             ino: self.ino,
@@ -45,7 +45,10 @@ impl<'v> Session<'v> for SendSession<'v> {
         if std::mem::replace(&mut self.asked, true) {
             return Flow::Continue;
         }
-        Flow::Send(self.vol.tx_hold(self.ino, 0, u64::MAX).unwrap())
+        Flow::Send(pktfs::TxMsg {
+            head: Vec::new(),
+            hold: Some(self.vol.tx_hold(self.ino, 0, u64::MAX).unwrap()),
+        })
     }
     fn end_turn(&mut self) -> Flow<'v> {
         Flow::Continue
@@ -53,9 +56,9 @@ impl<'v> Session<'v> for SendSession<'v> {
     fn on_eof(&mut self) -> Flow<'v> {
         Flow::Continue
     }
-    fn on_sent(&mut self, result: std::io::Result<u64>) -> Flow<'v> {
+    fn on_sent(&mut self, result: std::io::Result<u64>, _spent: Vec<u8>) -> Flow<'v> {
         self.sent.store(result.unwrap(), Ordering::SeqCst);
-        Flow::Close
+        Flow::Finish
     }
     fn idle_timeout(&self) -> Duration {
         Duration::from_secs(30)
@@ -92,16 +95,19 @@ fn a_session_sends_a_file_by_its_chain_over_partial_sends() {
     let sent = Arc::new(AtomicU64::new(0));
     let mut loops = Loops::start(
         vol.clone(),
-        "127.0.0.1:0".parse().unwrap(),
+        vec![(
+            "127.0.0.1:0".parse().unwrap(),
+            Arc::new(SendFile {
+                ino,
+                sent: sent.clone(),
+            }) as Arc<dyn Protocol>,
+        )],
         1,
         RxRingConfig::default(),
-        Arc::new(SendFile {
-            ino,
-            sent: sent.clone(),
-        }),
+        Default::default(),
     )
     .unwrap();
-    let mut c = TcpStream::connect(loops.addr()).unwrap();
+    let mut c = TcpStream::connect(loops.addr(0)).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     c.write_all(b"go").unwrap();
     let mut got = Vec::new();

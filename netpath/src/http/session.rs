@@ -1,0 +1,660 @@
+//! HTTP on the io_uring event loops: a [`Session`] per connection, fed the
+//! bytes that landed in the loop's ring of free packet buffers.
+//!
+//! The request handlers are the threaded transport's ([`Conn`]), run with
+//! an [`Outbox`] instead of a socket: their answers are queued as
+//! messages (head bytes, then a held file range: one sendmsg each), and
+//! what they would have read from the socket (a body to skip, an upload)
+//! is noted for this session to receive. One HTTP implementation, two
+//! drivers.
+//!
+//! # A request
+//! A head is parsed by `httparse` where it landed; one that spans landed
+//! chunks is assembled in a DRAM buffer of at most `max_header_bytes`.
+//! Body bytes become pieces where they landed (CRC while hot): the chunk
+//! is split at the body's edges, so framing and the next pipelined request
+//! are never linked. An upload's pieces are committed into its unnamed
+//! file at the end of a loop turn once a batch (`rx_chunk`) gathered; the
+//! last batch goes with the link (one commit for a small PUT), and
+//! 201/204 is queued only after that commit returned.
+//!
+//! # Timeouts
+//! A head must complete within `header_timeout` of its first byte, a body
+//! must progress within `io_timeout`: either answers 408 and closes. An
+//! idle connection (between requests) is closed by the loop after
+//! `idle_timeout`. None of it blocks the loop: they are deadlines on its
+//! timer heap.
+//!
+//! # Bounds
+//! At most [`MAX_QUEUED`] answers wait to be sent; past that, parsing
+//! pauses and landed bytes wait (at most [`MAX_BACKLOG_BYTES`], else the
+//! connection is closed): a client that pipelines without reading cannot
+//! grow the server's memory without bound.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pktfs::{RxHeld, TmpFile, Volume};
+
+use super::conn::{Conn, Outbox};
+use super::framing::BodyError;
+use super::head::{read_head, Framing, Head, MAX_HEADERS};
+use crate::rxstream::RxStream;
+use crate::shared::Shared;
+use crate::uring::{CloseReason, Flow, Protocol, Session};
+
+/// Answers queued (not yet handed to the loop) before parsing pauses.
+const MAX_QUEUED: usize = 64;
+/// Landed bytes kept while parsing is paused; beyond, the connection is
+/// closed.
+const MAX_BACKLOG_BYTES: u64 = 4 << 20;
+/// Slack on the loop's own deadline while a request is under way: the
+/// session's timers (408) fire first.
+const SLACK: Duration = Duration::from_secs(1);
+
+/// HTTP served by the loops.
+#[derive(Debug)]
+pub(crate) struct HttpProtocol {
+    pub sh: Arc<Shared>,
+}
+
+impl Protocol for HttpProtocol {
+    fn name(&self) -> &'static str {
+        "http"
+    }
+
+    fn open<'v>(&'v self, vol: &'v Volume, peer: SocketAddr) -> Option<Box<dyn Session<'v> + 'v>> {
+        if !std::ptr::eq(vol, &*self.sh.vol) {
+            return None;
+        }
+        // Over the configured cap: answered 503 at once (`on_open`).
+        let refused = self.sh.open_connections() >= self.sh.cfg.max_connections;
+        if refused {
+            self.sh.metrics.refused.inc();
+        } else {
+            self.sh.metrics.accepted.inc();
+        }
+        let mut c = Conn::new(&self.sh, None, peer, RxStream::detached(vol));
+        c.outbox = Some(Outbox::default());
+        Some(Box::new(HttpSession {
+            sh: &self.sh,
+            c,
+            head: Vec::new(),
+            head_started: None,
+            body: None,
+            line: Vec::new(),
+            seq: 0,
+            in_flight: false,
+            finishing: false,
+            backlog: VecDeque::new(),
+            backlog_bytes: 0,
+            refused,
+        }))
+    }
+}
+
+/// Where the body of the current request is.
+#[derive(Debug, Clone, Copy)]
+enum Frame {
+    /// `left` bytes of a Content-Length body.
+    Length(u64),
+    /// Chunked: a size line, `left` data bytes, the CRLF after data, the
+    /// trailer section.
+    Size,
+    Data(u64),
+    Crlf,
+    Trailers,
+}
+
+/// An upload being received.
+struct Upload<'v> {
+    tmp: TmpFile<'v>,
+    head: Head,
+    /// Bytes in pieces not yet committed (`Conn::pieces`).
+    batch: u64,
+    records: u64,
+}
+
+struct BodyRx<'v> {
+    frame: Frame,
+    bytes: u64,
+    /// None: the body is read and dropped.
+    upload: Option<Upload<'v>>,
+    /// The body must make progress by then.
+    deadline: Instant,
+}
+
+struct HttpSession<'v> {
+    sh: &'v Shared,
+    c: Conn<'v>,
+    /// A head that spans landed chunks, assembled (at most
+    /// `max_header_bytes`).
+    head: Vec<u8>,
+    head_started: Option<Instant>,
+    body: Option<BodyRx<'v>>,
+    /// A chunk-size line or trailer section that spans landed chunks.
+    line: Vec<u8>,
+    /// Stream position of the next landed byte to be handled.
+    seq: u64,
+    /// A message is with the loop.
+    in_flight: bool,
+    /// No more requests: close once the answers are out.
+    finishing: bool,
+    /// Landed bytes waiting while parsing is paused.
+    backlog: VecDeque<(RxHeld<'v>, u64)>,
+    backlog_bytes: u64,
+    /// Over `max_connections`: answer 503 and close.
+    refused: bool,
+}
+
+/// Parse something (a head, a chunk-size line, a trailer section) from
+/// the landed bytes `data`, in place when nothing is pending in `buf`,
+/// else from `buf` with `data` appended (never past `max` bytes).
+/// `Ok(Some((n, t)))`: complete, `n` bytes of `data` belong to it;
+/// `Ok(None)`: incomplete (all of `data` is in `buf` now); `Err(None)`:
+/// longer than `max`.
+fn assemble<T, E>(
+    buf: &mut Vec<u8>,
+    data: &[u8],
+    max: usize,
+    mut parse: impl FnMut(&[u8]) -> Result<Option<(usize, T)>, E>,
+) -> Result<Option<(usize, T)>, Option<E>> {
+    if buf.is_empty() {
+        return match parse(data).map_err(Some)? {
+            Some(r) => Ok(Some(r)),
+            None if data.len() >= max => Err(None),
+            None => {
+                buf.extend_from_slice(data);
+                Ok(None)
+            }
+        };
+    }
+    let prev = buf.len();
+    let take = data.len().min(max.saturating_sub(prev));
+    buf.extend_from_slice(&data[..take]);
+    match parse(buf).map_err(Some)? {
+        Some((n, t)) => {
+            buf.clear();
+            Ok(Some((n - prev, t)))
+        }
+        None if take < data.len() || buf.len() >= max => Err(None),
+        None => Ok(None),
+    }
+}
+
+impl<'v> HttpSession<'v> {
+    fn idle(&self) -> bool {
+        self.body.is_none() && self.head.is_empty()
+    }
+
+    /// The next thing for the loop: a queued answer, or the close.
+    fn flow(&mut self) -> Flow<'v> {
+        if !self.in_flight {
+            let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
+            if let Some(m) = ob.msgs.pop_front() {
+                self.in_flight = true;
+                return Flow::Send(m);
+            }
+        }
+        let ob = self.c.outbox.as_ref().expect("a loop session's outbox");
+        if (self.finishing || ob.finish) && ob.msgs.is_empty() {
+            self.finishing = true;
+            return Flow::Finish;
+        }
+        Flow::Continue
+    }
+
+    fn queued(&self) -> usize {
+        self.c.outbox.as_ref().map_or(0, |o| o.msgs.len())
+    }
+
+    /// Handle landed bytes (and, first, any that waited).
+    fn feed(&mut self, data: RxHeld<'v>, ts: u64) -> Flow<'v> {
+        if !self.backlog.is_empty() || self.queued() >= MAX_QUEUED {
+            self.backlog_bytes += data.len() as u64;
+            self.backlog.push_back((data, ts));
+            if self.backlog_bytes > MAX_BACKLOG_BYTES {
+                tracing::info!(
+                    peer = %self.c.peer,
+                    "HTTP connection: {} bytes of requests wait for answers the client does not read; closing",
+                    self.backlog_bytes
+                );
+                self.abort_upload();
+                return Flow::Close;
+            }
+            return self.flow();
+        }
+        let mut rest = Some(data);
+        while let Some(d) = rest.take() {
+            if self.finishing {
+                break; // dropped: nothing more is handled
+            }
+            rest = match self.body.is_some() {
+                true => self.body_bytes(d, ts),
+                false => self.head_bytes(d),
+            };
+            if rest.is_some() && self.queued() >= MAX_QUEUED {
+                let d = rest.take().expect("checked");
+                self.backlog_bytes += d.len() as u64;
+                self.backlog.push_back((d, ts));
+            }
+        }
+        self.flow()
+    }
+
+    /// Bytes of a request head; returns what follows it.
+    fn head_bytes(&mut self, mut d: RxHeld<'v>) -> Option<RxHeld<'v>> {
+        let cfg = &self.sh.cfg;
+        let max = cfg.max_header_bytes;
+        let path = &mut self.c.path;
+        let r = assemble(&mut self.head, d.bytes(), max, |w| {
+            let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut req = httparse::Request::new(&mut hs);
+            match req.parse(w) {
+                Ok(httparse::Status::Complete(n)) if n > max => {
+                    Err((431, "request head too large"))
+                }
+                Ok(httparse::Status::Complete(n)) => Ok(Some((n, read_head(&req, path, cfg)))),
+                Ok(httparse::Status::Partial) => Ok(None),
+                Err(httparse::Error::TooManyHeaders) => Err((431, "too many header fields")),
+                Err(_) => Err((400, "malformed request")),
+            }
+        });
+        match r {
+            Ok(None) => {
+                // The head's clock starts at its first bytes.
+                self.head_started.get_or_insert_with(Instant::now);
+                self.seq += d.len() as u64;
+                None
+            }
+            Err(e) => {
+                let (code, msg) = e.unwrap_or((431, "request head too large"));
+                self.head.clear();
+                self.c.begin_request();
+                self.c.error(code, msg, false);
+                self.c.linger();
+                self.c.end_request();
+                self.finishing = true;
+                None
+            }
+            Ok(Some((n, h))) => {
+                self.head_started = None;
+                self.seq += n as u64;
+                let rest = if n as u32 >= d.len() {
+                    None
+                } else {
+                    let _head = d.split_to(n as u32);
+                    Some(d)
+                };
+                self.dispatch(h);
+                rest
+            }
+        }
+    }
+
+    /// Handle a parsed request with the shared handlers.
+    fn dispatch(&mut self, h: Head) {
+        self.c.begin_request();
+        self.c.req.method = h.method.as_str();
+        self.c.req.json = h.accept_json;
+        let keep = self.c.handle(&h);
+        let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
+        let deadline = Instant::now() + self.sh.cfg.io_timeout;
+        let frame = |f: Framing| match f {
+            Framing::Length(n) => Frame::Length(n),
+            Framing::Chunked => Frame::Size,
+        };
+        if let Some((tmp, f)) = ob.upload.take() {
+            // Answered (and logged) when the body is in.
+            self.body = Some(BodyRx {
+                frame: frame(f),
+                bytes: 0,
+                upload: Some(Upload {
+                    tmp,
+                    head: h,
+                    batch: 0,
+                    records: 0,
+                }),
+                deadline,
+            });
+            self.body_done_if_empty();
+            return;
+        }
+        let skip = ob.skip_body.take();
+        self.c.end_request();
+        if let Some(f) = skip {
+            if keep {
+                self.body = Some(BodyRx {
+                    frame: frame(f),
+                    bytes: 0,
+                    upload: None,
+                    deadline,
+                });
+                self.body_done_if_empty();
+            }
+        }
+        if !keep {
+            self.finishing = true;
+        }
+    }
+
+    /// A Content-Length: 0 body is complete at once.
+    fn body_done_if_empty(&mut self) {
+        if matches!(self.body.as_ref().map(|b| b.frame), Some(Frame::Length(0))) {
+            self.body_complete();
+        }
+    }
+
+    /// Landed bytes of a body (data and framing); returns what follows it.
+    fn body_bytes(&mut self, mut d: RxHeld<'v>, ts: u64) -> Option<RxHeld<'v>> {
+        let max = self.sh.cfg.max_header_bytes;
+        let b = self.body.as_mut().expect("a body");
+        b.deadline = Instant::now() + self.sh.cfg.io_timeout;
+        let (n, next): (u64, Option<Frame>) =
+            match b.frame {
+                Frame::Length(left) | Frame::Data(left) => {
+                    let k = left.min(d.len() as u64) as u32;
+                    if k < d.len() {
+                        let part = d.split_to(k);
+                        return self.body_data(part, ts, left, Some(d));
+                    }
+                    return self.body_data(d, ts, left, None);
+                }
+                Frame::Size => {
+                    if self.line.is_empty() && !d.bytes()[0].is_ascii_hexdigit() {
+                        return self.body_error(BodyError::Bad("bad chunk size"));
+                    }
+                    match assemble(&mut self.line, d.bytes(), max, |w| {
+                        match httparse::parse_chunk_size(w) {
+                            Ok(httparse::Status::Complete((n, size))) => Ok(Some((n, size))),
+                            Ok(httparse::Status::Partial) => Ok(None),
+                            Err(_) => Err(()),
+                        }
+                    }) {
+                        Ok(Some((n, 0))) => (n as u64, Some(Frame::Trailers)),
+                        Ok(Some((n, size))) => (n as u64, Some(Frame::Data(size))),
+                        Ok(None) => (d.len() as u64, None),
+                        Err(Some(())) => return self.body_error(BodyError::Bad("bad chunk size")),
+                        Err(None) => return self.body_error(BodyError::Bad("chunk line too long")),
+                    }
+                }
+                Frame::Crlf => {
+                    let k = (2 - self.line.len()).min(d.len() as usize);
+                    self.line.extend_from_slice(&d.bytes()[..k]);
+                    if self.line.len() < 2 {
+                        (k as u64, None)
+                    } else if self.line != b"\r\n" {
+                        return self.body_error(BodyError::Bad("chunk data not followed by CRLF"));
+                    } else {
+                        self.line.clear();
+                        (k as u64, Some(Frame::Size))
+                    }
+                }
+                Frame::Trailers => {
+                    match assemble(&mut self.line, d.bytes(), max, |w| {
+                        if w.starts_with(b"\r\n") {
+                            return Ok(Some((2, ())));
+                        }
+                        if w == b"\r" {
+                            return Ok(None);
+                        }
+                        let mut hs = [httparse::EMPTY_HEADER; 32];
+                        match httparse::parse_headers(w, &mut hs) {
+                            Ok(httparse::Status::Complete((n, _))) => Ok(Some((n, ()))),
+                            Ok(httparse::Status::Partial) => Ok(None),
+                            Err(_) => Err(()),
+                        }
+                    }) {
+                        Ok(Some((n, ()))) => {
+                            self.seq += n as u64;
+                            let rest = (n < d.len() as usize).then(|| {
+                                let _t = d.split_to(n as u32);
+                                d
+                            });
+                            self.body_complete();
+                            return rest;
+                        }
+                        Ok(None) => (d.len() as u64, None),
+                        Err(Some(())) => {
+                            return self.body_error(BodyError::Bad("malformed trailer section"))
+                        }
+                        Err(None) => {
+                            return self.body_error(BodyError::Bad("trailer section too large"))
+                        }
+                    }
+                }
+            };
+        self.seq += n;
+        if let Some(f) = next {
+            self.body.as_mut().expect("a body").frame = f;
+        }
+        if n < d.len() as u64 {
+            let _framing = d.split_to(n as u32);
+            Some(d)
+        } else {
+            None
+        }
+    }
+
+    /// `part`: body data (at most `left` bytes of the current frame);
+    /// `rest`: what follows it in the landed chunk.
+    fn body_data(
+        &mut self,
+        part: RxHeld<'v>,
+        ts: u64,
+        left: u64,
+        rest: Option<RxHeld<'v>>,
+    ) -> Option<RxHeld<'v>> {
+        let k = part.len() as u64;
+        let b = self.body.as_mut().expect("a body");
+        b.bytes += k;
+        match b.upload.as_mut() {
+            Some(u) => {
+                // CRC and flush now, while the bytes are hot.
+                self.c.pieces.push(part.piece(ts, self.seq));
+                u.batch += k;
+            }
+            None => drop(part),
+        }
+        self.seq += k;
+        let left = left - k;
+        match b.frame {
+            Frame::Length(_) if left == 0 => {
+                self.body_complete();
+                return rest;
+            }
+            Frame::Length(_) => b.frame = Frame::Length(left),
+            Frame::Data(_) if left == 0 => b.frame = Frame::Crlf,
+            Frame::Data(_) => b.frame = Frame::Data(left),
+            _ => unreachable!("data only in a data frame"),
+        }
+        rest
+    }
+
+    /// The body is in: a skipped one is done; an upload is named (one
+    /// commit with its last pieces) and answered.
+    fn body_complete(&mut self) {
+        let Some(b) = self.body.take() else { return };
+        self.line.clear();
+        let Some(u) = b.upload else { return };
+        let records = u.records + self.c.pieces.len() as u64;
+        let keep = self.c.put_finish(&u.head, u.tmp, Ok((b.bytes, records)));
+        self.c.end_request();
+        if !keep {
+            self.finishing = true;
+        }
+    }
+
+    /// The body failed: an upload is given up (never visible), the
+    /// failure answered when there is anyone to answer, the connection
+    /// closed.
+    fn body_error(&mut self, e: BodyError) -> Option<RxHeld<'v>> {
+        let upload = self.abort_upload();
+        self.c.body_failed(e);
+        if upload {
+            self.c.end_request();
+        }
+        self.finishing = true;
+        None
+    }
+
+    /// Drop an upload in progress (its uncommitted pieces and its unnamed
+    /// file). Whether there was one.
+    fn abort_upload(&mut self) -> bool {
+        let Some(b) = self.body.take() else {
+            return false;
+        };
+        self.vol_abort();
+        b.upload.is_some()
+    }
+
+    fn vol_abort(&mut self) {
+        self.c.vol.rx_abort(std::mem::take(&mut self.c.pieces));
+    }
+}
+
+impl<'v> Session<'v> for HttpSession<'v> {
+    fn on_open(&mut self) -> Flow<'v> {
+        if self.refused {
+            tracing::warn!(
+                "HTTP connection from {} refused: {} connections are being served (max_connections)",
+                self.c.peer,
+                self.sh.cfg.max_connections
+            );
+            self.c.error(503, "too many connections; try again", false);
+            self.finishing = true;
+        }
+        self.flow()
+    }
+
+    fn on_data(&mut self, data: RxHeld<'v>, rx_ns: u64) -> Flow<'v> {
+        self.c.add_in(data.len() as u64);
+        self.feed(data, rx_ns)
+    }
+
+    fn end_turn(&mut self) -> Flow<'v> {
+        // An upload's batch is committed once it reached `rx_chunk` (the
+        // rest goes with the link).
+        let Some(b) = self.body.as_mut() else {
+            return self.flow();
+        };
+        let Some(u) = b.upload.as_mut() else {
+            return self.flow();
+        };
+        if u.batch < self.sh.cfg.rx_chunk as u64 {
+            return self.flow();
+        }
+        u.batch = 0;
+        let ino = u.tmp.ino();
+        let mut records = u.records;
+        let r = self.c.commit(ino, &mut records);
+        if let Some(u) = self.body.as_mut().and_then(|b| b.upload.as_mut()) {
+            u.records = records;
+        }
+        if let Err(e) = r {
+            self.body_error(e);
+        }
+        self.flow()
+    }
+
+    fn on_eof(&mut self) -> Flow<'v> {
+        if self.body.is_some() {
+            self.body_error(BodyError::Gone("the client closed the connection".into()));
+        } else if !self.head.is_empty() {
+            tracing::info!(
+                "HTTP connection from {}: closed in the middle of a request head",
+                self.c.peer
+            );
+        }
+        self.finishing = true;
+        self.flow()
+    }
+
+    fn on_sent(&mut self, result: std::io::Result<u64>, spent: Vec<u8>) -> Flow<'v> {
+        self.in_flight = false;
+        if let Err(e) = result {
+            tracing::info!(
+                "HTTP connection from {}: sending an answer: {e}",
+                self.c.peer
+            );
+            self.abort_upload();
+            return Flow::Close;
+        }
+        if let Some(ob) = self.c.outbox.as_mut() {
+            if ob.bufs.len() < 4 {
+                ob.bufs.push(spent);
+            }
+        }
+        // Landed bytes that waited for room are handled now.
+        while self.queued() < MAX_QUEUED && !self.finishing {
+            let Some((d, ts)) = self.backlog.pop_front() else {
+                break;
+            };
+            self.backlog_bytes -= d.len() as u64;
+            let f = self.feed(d, ts);
+            if matches!(f, Flow::Close) {
+                return f;
+            }
+            if let Flow::Send(m) = f {
+                // `feed` handed one over: it is the next to go.
+                self.in_flight = false;
+                self.c
+                    .outbox
+                    .as_mut()
+                    .expect("a loop session's outbox")
+                    .msgs
+                    .push_front(m);
+            }
+        }
+        self.flow()
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        if let Some(b) = &self.body {
+            return Some(b.deadline);
+        }
+        self.head_started
+            .filter(|_| !self.head.is_empty())
+            .map(|t| t + self.sh.cfg.header_timeout)
+    }
+
+    fn on_timer(&mut self, now: Instant) -> Flow<'v> {
+        if let Some(b) = &self.body {
+            if b.deadline <= now {
+                self.body_error(BodyError::Timeout);
+            }
+        } else if let Some(t) = self.head_started {
+            if !self.head.is_empty() && t + self.sh.cfg.header_timeout <= now {
+                self.head.clear();
+                self.c.begin_request();
+                self.c.error(408, "request head too slow", false);
+                self.c.end_request();
+                self.finishing = true;
+            }
+        }
+        self.flow()
+    }
+
+    fn idle_timeout(&self) -> Duration {
+        let cfg = &self.sh.cfg;
+        if self.idle() && !self.in_flight && self.queued() == 0 {
+            cfg.idle_timeout
+        } else {
+            cfg.io_timeout.max(cfg.header_timeout) + SLACK
+        }
+    }
+
+    fn on_close(&mut self, why: CloseReason) {
+        if self.abort_upload() {
+            tracing::info!(
+                peer = %self.c.peer,
+                path = %self.c.path.display(),
+                closed = ?why,
+                "request body incomplete; nothing was stored"
+            );
+        }
+        self.backlog.clear();
+    }
+}
