@@ -501,6 +501,21 @@ pub fn accepted_fd(c: &Cqe) -> io::Result<OwnedFd> {
 /// and a multishot receive into it that works (checked on a socket pair).
 /// `Err` says what is missing.
 pub fn probe() -> Result<Features, String> {
+    // On a thread of its own: the probe's ring runs a real receive, and the
+    // kernel's completion work for it (task work, on the ring's thread) can
+    // interrupt that thread's next blocking call. A socket read with
+    // SO_RCVTIMEO set then fails with EINTR instead of restarting, so the
+    // probe would leak a spurious error into the caller's own I/O (an
+    // embedding application's, or a test client's on the same thread).
+    std::thread::Builder::new()
+        .name("pktfs-uring-probe".into())
+        .spawn(probe_here)
+        .map_err(|e| format!("io_uring probe thread: {e}"))?
+        .join()
+        .unwrap_or_else(|_| Err("io_uring probe panicked".into()))
+}
+
+fn probe_here() -> Result<Features, String> {
     let pm = Pm::from_bytes(vec![0u8; 8192]);
     let mut ring = NetRing::new(&pm, 8, 1, true).map_err(|e| format!("io_uring setup: {e}"))?;
     let mut p = io_uring::Probe::new();

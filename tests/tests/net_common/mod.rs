@@ -308,7 +308,10 @@ impl Conn {
                 Ok(0) => return true,
                 Ok(_) => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
-                Err(_) => return false,
+                Err(e) => {
+                    eprintln!("closed_by_server: {e:?}");
+                    return false;
+                }
             }
         }
     }
