@@ -90,8 +90,11 @@ pub struct Config {
     /// Refuse every change (also implied by a read-only volume).
     pub read_only: bool,
     /// Connections served at once (HTTP and raw together); more are
-    /// answered 503 and closed.
-    pub max_connections: usize,
+    /// answered 503 (HTTP) or closed (raw). `None`: as the transport
+    /// allows: on the io_uring loops a connection costs an fd and no
+    /// thread, so the file-descriptor limit bounds them; a thread per
+    /// connection is capped at [`Config::THREADS_DEFAULT_MAX`].
+    pub max_connections: Option<usize>,
     /// Keep-alive: how long a connection may sit between requests.
     pub idle_timeout: Duration,
     /// How long a request head may take to arrive once it has started.
@@ -123,6 +126,22 @@ pub struct Config {
     pub ring_entry_bytes: u32,
 }
 
+impl Config {
+    /// The cap on thread-served connections when none is configured (each
+    /// costs a thread with its stack).
+    pub const THREADS_DEFAULT_MAX: usize = 256;
+
+    /// The cap for the thread-per-connection transport.
+    pub fn thread_cap(&self) -> usize {
+        self.max_connections.unwrap_or(Self::THREADS_DEFAULT_MAX)
+    }
+
+    /// The cap for the io_uring loops (beyond the fd limit they keep).
+    pub fn loop_cap(&self) -> usize {
+        self.max_connections.unwrap_or(usize::MAX)
+    }
+}
+
 impl Default for Config {
     fn default() -> Config {
         Config {
@@ -131,7 +150,7 @@ impl Default for Config {
             raw_dir: "/raw".into(),
             token: None,
             read_only: false,
-            max_connections: 256,
+            max_connections: None,
             idle_timeout: Duration::from_secs(60),
             header_timeout: Duration::from_secs(10),
             io_timeout: Duration::from_secs(30),

@@ -376,12 +376,12 @@ fn admit(sh: &Arc<Shared>, s: TcpStream, peer: SocketAddr, kind: Kind) {
     let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
     {
         let mut c = sh.conns.lock().unwrap_or_else(|e| e.into_inner());
-        if c.len() >= sh.cfg.max_connections {
+        if c.len() >= sh.cfg.thread_cap() {
             drop(c);
             sh.metrics.refused.inc();
             tracing::warn!(
                 "{kind:?} connection from {peer} refused: {} connections are being served (max_connections)",
-                sh.cfg.max_connections
+                sh.cfg.thread_cap()
             );
             refuse(s, kind);
             return;

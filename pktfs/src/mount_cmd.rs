@@ -74,10 +74,9 @@ fn net_args(n: &crate::net_cmd::NetArgs) -> Vec<std::ffi::OsString> {
     if n.read_only {
         v.push("--read-only".into());
     }
-    v.extend([
-        "--max-connections".into(),
-        n.max_connections.to_string().into(),
-    ]);
+    if let Some(m) = n.max_connections {
+        v.extend(["--max-connections".into(), m.to_string().into()]);
+    }
     v.extend(["--idle-timeout".into(), n.idle_timeout.to_string().into()]);
     v.extend(["--io-timeout".into(), n.io_timeout.to_string().into()]);
     v.extend([

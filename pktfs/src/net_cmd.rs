@@ -37,9 +37,11 @@ pub struct NetArgs {
     /// Refuse every change over the network (HTTP answers 405; no raw mode).
     #[arg(long)]
     pub read_only: bool,
-    /// Connections served at once; more are answered 503.
-    #[arg(long, value_name = "N", default_value_t = 256)]
-    pub max_connections: usize,
+    /// Connections served at once; more are answered 503 [default: as many
+    /// as file descriptors allow on the io_uring loops (the limit is
+    /// printed); 256 with a thread per connection].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
     /// Seconds an idle keep-alive connection is kept.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub idle_timeout: u64,
@@ -99,7 +101,7 @@ impl NetArgs {
             }
             None => None,
         };
-        if self.max_connections == 0 {
+        if self.max_connections == Some(0) {
             return Err("--max-connections must be at least 1".into());
         }
         let io = Duration::from_secs(self.io_timeout.max(1));
@@ -502,7 +504,7 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
         listen: Some(a.listen),
         raw_listen: a.raw_listen,
         raw_dir: "/raw".into(),
-        max_connections: 256,
+        max_connections: None,
         idle_timeout: 60,
         io_timeout: 30,
         raw_idle_timeout: 300,

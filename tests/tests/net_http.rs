@@ -635,7 +635,7 @@ fn sixty_four_concurrent_uploads_each_land_in_their_own_file() {
 
 #[test]
 fn connection_cap_answers_503() {
-    let s = server(16 * MIB, |c| c.max_connections = 4);
+    let s = server(16 * MIB, |c| c.max_connections = Some(4));
     let mut held: Vec<Conn> = (0..4).map(|_| Conn::new(s.http)).collect();
     for c in &mut held {
         assert_eq!(c.request("GET", "/", &[], b"").status, 200);

@@ -28,7 +28,7 @@ impl PktfsSpec {
             persist,
             io,
             persister: true,
-            max_connections: netpath::Config::default().max_connections,
+            max_connections: netpath::Config::THREADS_DEFAULT_MAX,
         }
     }
 }
@@ -76,7 +76,7 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServe
     let mut cfg = netpath::Config {
         http_listen: Some("127.0.0.1:0".parse().expect("addr")),
         io: spec.io,
-        max_connections: spec.max_connections,
+        max_connections: Some(spec.max_connections),
         ..Default::default()
     };
     if !spec.persister {

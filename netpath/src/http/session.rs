@@ -70,7 +70,7 @@ impl Protocol for HttpProtocol {
             return None;
         }
         // Over the configured cap: answered 503 at once (`on_open`).
-        let refused = self.sh.open_connections() >= self.sh.cfg.max_connections;
+        let refused = self.sh.open_connections() >= self.sh.cfg.loop_cap();
         if refused {
             self.sh.metrics.refused.inc();
         } else {
@@ -521,7 +521,7 @@ impl<'v> Session<'v> for HttpSession<'v> {
             tracing::warn!(
                 "HTTP connection from {} refused: {} connections are being served (max_connections)",
                 self.c.peer,
-                self.sh.cfg.max_connections
+                self.sh.cfg.loop_cap()
             );
             self.c.error(503, "too many connections; try again", false);
             self.finishing = true;
