@@ -768,3 +768,48 @@ fn get_while_replaced_or_deleted_sends_one_whole_version() {
     drop(slow);
     s.check();
 }
+
+#[test]
+fn uploads_inherit_the_directory_default_acl() {
+    let s = server(16 * MIB, |_| {});
+    assert_eq!(http(s.http, "PUT", "/acl/first", &[], b"1").status, 201);
+    let dir = s.lookup("/acl").expect("made by the upload").ino;
+    // default: user::rwx, user:1001:rwx, group::r-x, mask::rwx, other::---
+    let mut def = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 7u16, u32::MAX),
+        (0x02, 7, 1001),
+        (0x04, 5, u32::MAX),
+        (0x10, 7, u32::MAX),
+        (0x20, 0, u32::MAX),
+    ] {
+        def.extend_from_slice(&tag.to_le_bytes());
+        def.extend_from_slice(&perm.to_le_bytes());
+        def.extend_from_slice(&id.to_le_bytes());
+    }
+    s.vol
+        .setxattr(dir, b"system.posix_acl_default", &def, Default::default())
+        .unwrap();
+    // Before the default ACL: the server's 0644, no ACL.
+    let first = s.lookup("/acl/first").unwrap();
+    assert_eq!(first.perm, 0o644);
+    assert!(s
+        .vol
+        .getxattr(first.ino, b"system.posix_acl_access")
+        .is_err());
+    // After: an upload (and a replacing one) gets what a file created in
+    // the directory gets: the default ACL masked by 0644.
+    for path in ["/acl/second", "/acl/first"] {
+        let r = http(s.http, "PUT", path, &[], b"22");
+        assert!(r.status == 201 || r.status == 204, "{path}: {r:?}");
+        let a = s.lookup(path).unwrap();
+        assert_eq!(a.perm, 0o640, "{path}");
+        let got = s.vol.getxattr(a.ino, b"system.posix_acl_access").unwrap();
+        let user_1001 = got[4..]
+            .chunks(8)
+            .find(|e| e[0..2] == 0x02u16.to_le_bytes())
+            .expect("the named user's entry");
+        assert_eq!(&user_1001[4..8], &1001u32.to_le_bytes(), "{path}");
+    }
+    s.check();
+}

@@ -319,6 +319,54 @@ impl Volume {
         Inherited { mode, xattrs }
     }
 
+    /// Give the unnamed file `ino` (`create_tmpfile`) what creating it in
+    /// `dir` would have given it: with a default ACL there, its access ACL
+    /// (and the mode that ACL masks) as `posix_acl_create` makes them.
+    /// Called by the link that names it, so files received over the
+    /// network inherit like files made through the mount. Without a
+    /// default ACL nothing changes: the mode the server chose stays (no
+    /// umask applies to it). Its own commit, on an inode nothing reaches
+    /// yet: a crash before the link frees it with its attributes, and a
+    /// refused link leaves nothing visible.
+    pub(crate) fn inherit_into_unnamed(&self, ino: u64, dir: u64) -> Result<()> {
+        self.check_writable()?;
+        let perm = {
+            let arc = self.inode(ino)?;
+            let i = super::rlock(&arc)?;
+            if i.attr.nlink != 0 || i.attr.kind != FileType::Regular {
+                // Already named (a repeated link) or not an unnamed file:
+                // the link itself says what that means.
+                return Ok(());
+            }
+            i.attr.mode & 0o7777
+        };
+        let inherited = {
+            let darc = self.inode(dir)?;
+            let d = super::rlock(&darc)?;
+            if d.attr.kind != FileType::Directory
+                || !d.xnames.contains_key(AclKind::Default.xattr())
+            {
+                return Ok(());
+            }
+            self.inherit_acl(&d, FileType::Regular, perm, 0)
+        };
+        let arc = self.inode(ino)?;
+        let mut i = super::wlock(&arc)?;
+        if i.attr.nlink != 0 {
+            return Ok(());
+        }
+        let mut tx = Tx::new();
+        for x in &inherited.xattrs {
+            self.put_xattr(&mut tx, &mut i, &x.name, &x.value)?;
+        }
+        let mut a = i.attr;
+        a.mode = (a.mode & !0o7777) | (inherited.mode & 0o7777);
+        a.ctime_ns = super::now_ns();
+        self.set_attr(&mut tx, &mut i, a);
+        tx.commit(self);
+        Ok(())
+    }
+
     /// getxattr of an ACL: the default ACL as stored, the access ACL with
     /// the mode's bits in the entries the mode expresses.
     pub(crate) fn get_acl(&self, i: &Inode, kind: AclKind) -> Result<Vec<u8>> {

@@ -279,3 +279,48 @@ fn kill_suidgid_follows_the_kernel_rule() {
     assert_eq!(v.getattr(d).unwrap().perm, 0o2775);
     ok(&v);
 }
+
+#[test]
+fn unnamed_files_inherit_the_default_acl_when_linked() {
+    let v = fresh(8 << 20);
+    let d = v.mkdir(v.root(), b"d", 0o755, 0, 0).unwrap().ino;
+    // No default ACL: the mode the server chose stays, no ACL.
+    let t = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
+    v.link_tmpfile(t, d, b"plain", true).unwrap();
+    assert_eq!(v.getattr(t).unwrap().perm, 0o644);
+    assert!(matches!(v.getxattr(t, ACCESS), Err(FsError::NoXattr)));
+    let def = acl(&[
+        (USER_OBJ, 7, NONE),
+        (USER, 7, 1001),
+        (GROUP_OBJ, 5, NONE),
+        (MASK, 7, NONE),
+        (OTHER, 0, NONE),
+    ]);
+    v.setxattr(d, DEFAULT, &def, XattrFlags::default()).unwrap();
+    // As a file created in `d` with 0644: the ACL masked by the mode.
+    let t = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
+    v.link_tmpfile(t, d, b"got", true).unwrap();
+    assert_eq!(v.getattr(t).unwrap().perm, 0o640);
+    let want = [
+        (USER_OBJ, 6, NONE),
+        (USER, 7, 1001),
+        (GROUP_OBJ, 5, NONE),
+        (MASK, 4, NONE),
+        (OTHER, 0, NONE),
+    ];
+    assert_eq!(entries(&v.getxattr(t, ACCESS).unwrap()), want);
+    // Replacing a file inherits too; a refused link (create-only onto an
+    // existing name) leaves nothing visible and nothing behind.
+    let t2 = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
+    assert!(matches!(
+        v.link_tmpfile(t2, d, b"got", false),
+        Err(FsError::Exists)
+    ));
+    v.unpin(t2, 1);
+    ok(&v);
+    let v = reopen(v);
+    let got = v.lookup(d, b"got").unwrap().ino;
+    assert_eq!(entries(&v.getxattr(got, ACCESS).unwrap()), want);
+    assert_eq!(v.getattr(got).unwrap().perm, 0o640);
+    ok(&v);
+}

@@ -478,6 +478,12 @@ impl Volume {
         name: &[u8],
         replace: bool,
     ) -> Result<Linked<'_>> {
+        // A default ACL of `dir` is inherited before the name appears (a
+        // directory lookup when there is none).
+        if let Err(e) = self.inherit_into_unnamed(ino, dir) {
+            self.rx_abort(tail);
+            return Err(e);
+        }
         let mut tail = Some(tail);
         let r = self.rx_link_inner(ino, &mut tail, dir, name, replace);
         // Pieces the commit did not take (an error before the splice).
