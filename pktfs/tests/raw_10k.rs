@@ -7,10 +7,13 @@
 
 #[path = "cli_common/mod.rs"]
 mod cli_common;
+#[path = "many_common/mod.rs"]
+mod many_common;
 #[path = "../../tests/tests/prereq/mod.rs"]
 mod prereq;
 
 use cli_common::{free_port, mkfs, stop, wait_listening, PKTFS};
+use many_common::{raise_nofile, uring_usable};
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -25,27 +28,6 @@ fn body(i: usize) -> Vec<u8> {
     let n = 100 + (i * 7919) % 3000;
     b.extend((0..n).map(|k| (k as u32).wrapping_mul(2654435761).wrapping_add(i as u32) as u8));
     b
-}
-
-/// Raise this process's soft RLIMIT_NOFILE to the hard limit; the soft
-/// limit in force afterwards.
-fn raise_nofile() -> u64 {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let l = getrlimit(Resource::Nofile);
-    let _ = setrlimit(
-        Resource::Nofile,
-        Rlimit {
-            current: l.maximum,
-            maximum: l.maximum,
-        },
-    );
-    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
-}
-
-fn uring_usable() -> prereq::Check {
-    netpath::uring::choose(netpath::IoMode::Uring, 1)
-        .map(|_| ())
-        .map_err(|e| format!("io_uring is not usable in this process: {e}"))
 }
 
 #[test]

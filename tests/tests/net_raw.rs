@@ -37,13 +37,7 @@ fn settle_files(s: &Server, dir: &str, n: usize) {
 }
 
 fn raw_files(s: &Server) -> Vec<(String, u64)> {
-    let dir = s.lookup("/in/raw").expect("raw dir");
-    s.vol
-        .list_dir(dir.ino)
-        .unwrap()
-        .into_iter()
-        .map(|e| (String::from_utf8(e.name).unwrap(), e.ino))
-        .collect()
+    s.files_in("/in/raw")
 }
 
 #[test]

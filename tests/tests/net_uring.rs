@@ -41,13 +41,7 @@ fn raw_server_with(bytes: u64, io: IoMode, tweak: impl FnOnce(&mut netpath::Conf
 }
 
 fn raw_files(s: &Server) -> Vec<(String, u64)> {
-    let dir = s.lookup("/raw").expect("raw dir");
-    s.vol
-        .list_dir(dir.ino)
-        .unwrap()
-        .into_iter()
-        .map(|e| (String::from_utf8(e.name).unwrap(), e.ino))
-        .collect()
+    s.files_in("/raw")
 }
 
 fn file_of_port(s: &Server, port: u16) -> Option<u64> {

@@ -58,6 +58,19 @@ impl Server {
         a
     }
 
+    /// (name, inode) of every entry of directory `dir`.
+    pub fn files_in(&self, dir: &str) -> Vec<(String, u64)> {
+        let d = self
+            .lookup(dir)
+            .unwrap_or_else(|| panic!("no directory {dir}"));
+        self.vol
+            .list_dir(d.ino)
+            .unwrap()
+            .into_iter()
+            .map(|e| (String::from_utf8(e.name).unwrap(), e.ino))
+            .collect()
+    }
+
     pub fn read(&self, path: &str) -> Option<Vec<u8>> {
         let a = self.lookup(path)?;
         Some(self.vol.read(a.ino, 0, a.size).expect("read"))
