@@ -12,12 +12,11 @@ mod many_common;
 #[path = "../../tests/tests/prereq/mod.rs"]
 mod prereq;
 
-use cli_common::{free_port, mkfs, stop, wait_listening, PKTFS};
-use many_common::{raise_nofile, uring_usable};
+use cli_common::{free_port, mkfs, stop};
+use many_common::{fd_room, open_all, serve_on_loops, uring_usable};
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const CONNS: usize = 10_000;
@@ -62,46 +61,17 @@ fn response(c: &mut TcpStream, what: &str) -> (u16, Vec<u8>) {
 
 #[test]
 fn ten_thousand_concurrent_http_connections() {
-    let nofile = raise_nofile();
-    require!(
-        prereq::holds(nofile >= CONNS as u64 + 200, || {
-            format!(
-                "RLIMIT_NOFILE is {nofile} even at its hard limit; {CONNS} connections need {} (raise the hard limit: ulimit -Hn)",
-                CONNS + 200
-            )
-        }),
-        uring_usable()
-    );
+    require!(fd_room(CONNS), uring_usable());
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let img = dir.path().join("img");
     mkfs(&img, 512 << 20);
     let port = free_port();
-    let mut server = Command::new(PKTFS)
-        .args(["serve", img.to_str().unwrap(), "--listen"])
-        .arg(port.to_string())
-        .args(["--io", "uring", "--loops", "2"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(server.stdout.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("Ctrl-C") {
-        let mut l = String::new();
-        assert!(out.read_line(&mut l).unwrap() > 0, "server said: {said}");
-        said.push_str(&l);
-    }
-    assert!(said.contains("http: io_uring (2 loops)"), "{said}");
-    wait_listening(port);
+    let server = serve_on_loops(&img, "--listen", port, "http: io_uring (2 loops)", CONNS);
     let t0 = Instant::now();
-    let mut conns = Vec::with_capacity(CONNS);
-    for i in 0..CONNS {
-        let c = TcpStream::connect_timeout(&port, Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("connection {i}: {e}"));
+    let mut conns = open_all(port, CONNS);
+    for c in &conns {
         c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        conns.push(c);
     }
-    eprintln!("{CONNS} connections open after {:?}", t0.elapsed());
     for (i, c) in conns.iter_mut().enumerate() {
         let b = body(i);
         let mut req = format!(

@@ -12,13 +12,11 @@ mod many_common;
 #[path = "../../tests/tests/prereq/mod.rs"]
 mod prereq;
 
-use cli_common::{free_port, mkfs, stop, wait_listening, PKTFS};
-use many_common::{raise_nofile, uring_usable};
+use cli_common::{free_port, mkfs, stop};
+use many_common::{fd_room, open_all, serve_on_loops, uring_usable};
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 const CONNS: usize = 10_000;
@@ -32,54 +30,14 @@ fn body(i: usize) -> Vec<u8> {
 
 #[test]
 fn ten_thousand_concurrent_raw_connections() {
-    let nofile = raise_nofile();
-    require!(
-        prereq::holds(nofile >= CONNS as u64 + 200, || {
-            format!(
-            "RLIMIT_NOFILE is {nofile} even at its hard limit; {} connections need {} (raise the hard limit: ulimit -Hn, or LimitNOFILE= for the service)",
-            CONNS,
-            CONNS + 200
-        )
-        }),
-        uring_usable()
-    );
+    require!(fd_room(CONNS), uring_usable());
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let img = dir.path().join("img");
     mkfs(&img, 256 << 20);
     let raw = free_port();
-    let mut server = Command::new(PKTFS)
-        .args(["serve", img.to_str().unwrap(), "--raw-listen"])
-        .arg(raw.to_string())
-        .args(["--io", "uring", "--loops", "2"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    // It prints how it serves and what the fd limit allows.
-    let mut out = BufReader::new(server.stdout.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("Ctrl-C") {
-        let mut l = String::new();
-        assert!(out.read_line(&mut l).unwrap() > 0, "server said: {said}");
-        said.push_str(&l);
-    }
-    assert!(said.contains("raw: io_uring (2 loops)"), "{said}");
-    let allowed: usize = said
-        .split("up to ")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no connection limit printed: {said}"));
-    assert!(allowed >= CONNS, "the server allows only {allowed}: {said}");
-    wait_listening(raw);
+    let server = serve_on_loops(&img, "--raw-listen", raw, "raw: io_uring (2 loops)", CONNS);
     let t0 = Instant::now();
-    let mut conns = Vec::with_capacity(CONNS);
-    for i in 0..CONNS {
-        let c = TcpStream::connect_timeout(&raw, Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("connection {i}: {e}"));
-        conns.push(c);
-    }
-    eprintln!("{CONNS} connections open after {:?}", t0.elapsed());
+    let mut conns = open_all(raw, CONNS);
     let mut ports = HashMap::new();
     for (i, c) in conns.iter_mut().enumerate() {
         c.write_all(&body(i)).unwrap();
