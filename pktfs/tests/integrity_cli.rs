@@ -11,11 +11,9 @@ mod cli_common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
-use std::process::{Command, Output};
 use std::time::Duration;
 
-use cli_common::{free_port, mkfs, serve, stop, PKTFS};
+use cli_common::{chain_json, free_port, mkfs, pktfs, serve, stop};
 
 /// One HTTP/1.1 request with `Connection: close`; returns status and body.
 fn http(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
@@ -36,20 +34,6 @@ fn http(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8
     (code, resp[split..].to_vec())
 }
 
-fn pktfs(args: &[&str]) -> Output {
-    Command::new(PKTFS).args(args).output().unwrap()
-}
-
-fn chain_rows(img: &Path, path: &str) -> Vec<serde_json::Value> {
-    let o = pktfs(&["chain", img.to_str().unwrap(), path, "--json"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice::<serde_json::Value>(&o.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 #[test]
 fn damaged_payload_never_leaves_and_scrub_names_it() {
     let d = tempfile::tempdir().unwrap();
@@ -64,7 +48,7 @@ fn damaged_payload_never_leaves_and_scrub_names_it() {
     assert_eq!(http(addr, "GET", "/f.bin", b""), (200, body.clone()));
 
     // chain and scrub of a held image go through the server.
-    let rows = chain_rows(&img, "/f.bin");
+    let rows = chain_json(&img, "/f.bin");
     assert!(rows.len() >= 2, "{rows:?}");
     assert!(rows.iter().all(|r| r["damaged"] == false));
     let clean = pktfs(&["scrub", img.to_str().unwrap()]);
@@ -112,7 +96,7 @@ fn damaged_payload_never_leaves_and_scrub_names_it() {
         http(addr, "GET", "/other", b""),
         (200, b"untouched".to_vec())
     );
-    let rows = chain_rows(&img, "/f.bin");
+    let rows = chain_json(&img, "/f.bin");
     assert!(rows[1]["damaged"] == true && rows[0]["damaged"] == false);
     stop(server);
     let logged = std::fs::read_to_string(&log).unwrap();

@@ -8,17 +8,13 @@ mod cli_common;
 #[path = "../../tests/tests/prereq/mod.rs"]
 mod prereq;
 
-use cli_common::{free_port, mkfs, serve, stop, PKTFS};
+use cli_common::{chain_json, free_port, mkfs, pktfs, serve, stop, PKTFS};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn pktfs(args: &[&str]) -> Output {
-    Command::new(PKTFS).args(args).output().unwrap()
-}
 
 fn data(len: usize, seed: u32) -> Vec<u8> {
     (0..len as u32)
@@ -78,16 +74,6 @@ fn read_file(img: &Path, path: &str) -> Vec<u8> {
     v.read(ino, 0, u64::MAX).unwrap()
 }
 
-fn chain(img: &Path, path: &str) -> Vec<serde_json::Value> {
-    let o = pktfs(&["chain", img.to_str().unwrap(), path, "--json"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice::<serde_json::Value>(&o.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 #[test]
 fn recv_from_nc_and_connect_and_send_back() {
     require!(prereq::tool("nc"));
@@ -115,7 +101,7 @@ fn recv_from_nc_and_connect_and_send_back() {
     assert_eq!(read_file(&img, "/a.bin"), body);
     // Every record is a received packet: network flag, kernel receive
     // time, stream position as its sequence.
-    let rows = chain(&img, "/a.bin");
+    let rows = chain_json(&img, "/a.bin");
     assert_eq!(rows.len() as u64, rep["records"].as_u64().unwrap());
     for r in &rows {
         assert_eq!(r["from_network"], true);
@@ -169,6 +155,11 @@ fn recv_from_nc_and_connect_and_send_back() {
     assert_eq!(read_file(&img, "/b.bin"), body2);
 
     // send it back out, one record per segment.
+    assert_eq!(send_to_a_listener(&img, "/a.bin"), body);
+}
+
+/// `pktfs send IMG PATH` to a fresh listener: the bytes it received.
+fn send_to_a_listener(img: &Path, path: &str) -> Vec<u8> {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let at = l.local_addr().unwrap();
     let t = std::thread::spawn(move || {
@@ -177,9 +168,9 @@ fn recv_from_nc_and_connect_and_send_back() {
         c.read_to_end(&mut got).unwrap();
         got
     });
-    let o = pktfs(&["send", img.to_str().unwrap(), "/a.bin", &at.to_string()]);
+    let o = pktfs(&["send", img.to_str().unwrap(), path, &at.to_string()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(t.join().unwrap(), body);
+    t.join().unwrap()
 }
 
 fn http_get(addr: SocketAddr, path: &str) -> Vec<u8> {
@@ -224,17 +215,7 @@ fn recv_into_a_served_image_passes_the_socket_to_the_server() {
     // The server stored it: it serves it at once, while it holds the image.
     assert_eq!(http_get(http, "/in.bin"), body);
     // send through the server too.
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let at = l.local_addr().unwrap();
-    let t = std::thread::spawn(move || {
-        let (mut c, _) = l.accept().unwrap();
-        let mut got = Vec::new();
-        c.read_to_end(&mut got).unwrap();
-        got
-    });
-    let o = pktfs(&["send", img.to_str().unwrap(), "/in.bin", &at.to_string()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(t.join().unwrap(), body);
+    assert_eq!(send_to_a_listener(&img, "/in.bin"), body);
     stop(server);
 }
 

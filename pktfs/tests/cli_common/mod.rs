@@ -122,3 +122,19 @@ pub fn stop(mut c: Child) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Run `pktfs ARGS` to completion.
+pub fn pktfs(args: &[&str]) -> std::process::Output {
+    Command::new(PKTFS).args(args).output().unwrap()
+}
+
+/// `pktfs chain IMG PATH --json`: the file's records as JSON rows.
+pub fn chain_json(img: &std::path::Path, path: &str) -> Vec<serde_json::Value> {
+    let o = pktfs(&["chain", img.to_str().unwrap(), path, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
