@@ -329,6 +329,19 @@ impl Volume {
     /// yet: a crash before the link frees it with its attributes, and a
     /// refused link leaves nothing visible.
     pub(crate) fn inherit_into_unnamed(&self, ino: u64, dir: u64) -> Result<()> {
+        // On every upload's link: the common case (no default ACL) costs
+        // one directory lookup and nothing else.
+        // No two of these locks are held at once (lock order is by inode
+        // number elsewhere; this takes them one after the other).
+        let darc = self.inode(dir)?;
+        {
+            let d = super::rlock(&darc)?;
+            if d.attr.kind != FileType::Directory
+                || !d.xnames.contains_key(AclKind::Default.xattr())
+            {
+                return Ok(());
+            }
+        }
         self.check_writable()?;
         let perm = {
             let arc = self.inode(ino)?;
@@ -340,16 +353,7 @@ impl Volume {
             }
             i.attr.mode & 0o7777
         };
-        let inherited = {
-            let darc = self.inode(dir)?;
-            let d = super::rlock(&darc)?;
-            if d.attr.kind != FileType::Directory
-                || !d.xnames.contains_key(AclKind::Default.xattr())
-            {
-                return Ok(());
-            }
-            self.inherit_acl(&d, FileType::Regular, perm, 0)
-        };
+        let inherited = self.inherit_acl(&*super::rlock(&darc)?, FileType::Regular, perm, 0);
         let arc = self.inode(ino)?;
         let mut i = super::wlock(&arc)?;
         if i.attr.nlink != 0 {

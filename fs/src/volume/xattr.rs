@@ -137,12 +137,7 @@ impl Volume {
         let existing = i.xnames.get(name).copied();
         let key = existing.unwrap_or(i.next_xkey);
         let (id, r) = self.write_xattr_record(name, value, key)?;
-        let succ = i
-            .xattrs
-            .range(key + 1..)
-            .next()
-            .map(|(_, r)| r.id)
-            .unwrap_or(RecordId::NONE);
+        let succ = xattr_after(i, key);
         self.write_record(id, &r, succ);
         tx.store(
             self.xattr_link_before(i, key),
@@ -257,12 +252,7 @@ impl Volume {
     /// Unlink attribute `name` from `i`'s chain in `tx`.
     pub(crate) fn drop_xattr(&self, tx: &mut Tx, i: &mut Inode, name: &[u8]) -> Result<()> {
         let key = *i.xnames.get(name).ok_or(FsError::NoXattr)?;
-        let succ = i
-            .xattrs
-            .range(key + 1..)
-            .next()
-            .map(|(_, r)| r.id)
-            .unwrap_or(RecordId::NONE);
+        let succ = xattr_after(i, key);
         tx.store(self.xattr_link_before(i, key), succ.0, None);
         let old = i.xattrs.remove(&key).expect("indexed");
         i.xnames.remove(name);
@@ -275,4 +265,14 @@ impl Volume {
         a.ctime_ns = now_ns();
         self.set_attr(tx, i, a);
     }
+}
+
+/// The record of `i`'s first attribute after `key` in chain order (what a
+/// record put at `key`, or the link left when `key` goes, points to).
+fn xattr_after(i: &Inode, key: u64) -> RecordId {
+    i.xattrs
+        .range(key + 1..)
+        .next()
+        .map(|(_, r)| r.id)
+        .unwrap_or(RecordId::NONE)
 }
