@@ -113,19 +113,16 @@ pub fn small_puts(
         for (k, s) in servers.iter().enumerate() {
             let r = &runs[k];
             let med = |f: &dyn Fn(&(Load, f64)) -> f64| median(r.iter().map(f).collect());
-            let n = &s.name;
-            results.push((
-                format!("1 KiB PUT, {c}: req/s ({tool})"),
-                n.clone(),
-                med(&|x| x.0.rps),
-                "req/s".into(),
-            ));
-            results.push((
-                format!("1 KiB PUT, {c}: p50, median of rounds"),
-                n.clone(),
-                med(&|x| x.0.p50_us),
-                "us".into(),
-            ));
+            let mut row = |what: &str, v: f64, unit: &str| {
+                results.push((
+                    format!("1 KiB PUT, {c}: {what}"),
+                    s.name.clone(),
+                    v,
+                    unit.into(),
+                ))
+            };
+            row(&format!("req/s ({tool})"), med(&|x| x.0.rps), "req/s");
+            row("p50, median of rounds", med(&|x| x.0.p50_us), "us");
             if conns == 1 {
                 // On a small VM the one-connection round trip is bimodal:
                 // about 3x longer when the scheduler puts the client and
@@ -133,35 +130,19 @@ pub fn small_puts(
                 // a halted vCPU), and the placement changes from run to
                 // run; the best round shows the same-vCPU case.
                 let best = r.iter().map(|x| x.0.p50_us).fold(f64::INFINITY, f64::min);
-                results.push((
-                    format!("1 KiB PUT, {c}: p50, best round"),
-                    n.clone(),
-                    best,
-                    "us".into(),
-                ));
+                row("p50, best round", best, "us");
             }
             if o.script.is_some() {
-                results.push((
-                    format!("1 KiB PUT, {c}: p99"),
-                    n.clone(),
-                    med(&|x| x.0.p99_us),
-                    "us".into(),
-                ));
+                row("p99", med(&|x| x.0.p99_us), "us");
             }
-            results.push((
-                format!("1 KiB PUT, {c}: server CPU per request"),
-                n.clone(),
-                med(&|x| x.1 * 1e6),
-                "us".into(),
-            ));
+            row("server CPU per request", med(&|x| x.1 * 1e6), "us");
             let errors: u64 = r.iter().map(|x| x.0.non2xx + x.0.socket_errors).sum();
             if errors > 0 {
-                results.push((
-                    format!("1 KiB PUT, {c}: non-2xx + socket errors, all rounds"),
-                    n.clone(),
+                row(
+                    "non-2xx + socket errors, all rounds",
                     errors as f64,
-                    "count".into(),
-                ));
+                    "count",
+                );
             }
         }
     }
@@ -199,39 +180,25 @@ pub fn many_conns(
     for (k, s) in servers.iter().enumerate() {
         let r = &runs[k];
         let med = |f: &dyn Fn(&(Load, f64)) -> f64| median(r.iter().map(f).collect());
-        let n = &s.name;
         let requests: f64 = r.iter().map(|x| x.0.requests).sum();
         let errors: u64 = r.iter().map(|x| x.0.non2xx + x.0.socket_errors).sum();
-        results.push((
-            format!("1 KiB PUT, {c}: req/s"),
-            n.clone(),
-            med(&|x| x.0.rps),
-            "req/s".into(),
-        ));
-        results.push((
-            format!("1 KiB PUT, {c}: p99"),
-            n.clone(),
-            med(&|x| x.0.p99_us),
-            "us".into(),
-        ));
-        results.push((
-            format!("1 KiB PUT, {c}: server CPU per request"),
-            n.clone(),
-            med(&|x| x.1 * 1e6),
-            "us".into(),
-        ));
-        results.push((
-            format!("1 KiB PUT, {c}: requests, all rounds"),
-            n.clone(),
-            requests,
-            "count".into(),
-        ));
-        results.push((
-            format!("1 KiB PUT, {c}: non-2xx + socket errors, all rounds"),
-            n.clone(),
+        let mut row = |what: &str, v: f64, unit: &str| {
+            results.push((
+                format!("1 KiB PUT, {c}: {what}"),
+                s.name.clone(),
+                v,
+                unit.into(),
+            ))
+        };
+        row("req/s", med(&|x| x.0.rps), "req/s");
+        row("p99", med(&|x| x.0.p99_us), "us");
+        row("server CPU per request", med(&|x| x.1 * 1e6), "us");
+        row("requests, all rounds", requests, "count");
+        row(
+            "non-2xx + socket errors, all rounds",
             errors as f64,
-            "count".into(),
-        ));
+            "count",
+        );
     }
 }
 
