@@ -45,6 +45,8 @@ pub enum FsError {
          stored with them); the rest of the file is readable"
     )]
     Damaged { ino: u64, start: u64, end: u64 },
+    #[error("tiered data could not be read back: {0}")]
+    Remote(String),
     #[error("inode {ino} is damaged ({why}); run fsck.pktfs on the image")]
     DamagedInode { ino: u64, why: String },
     #[error(
@@ -98,6 +100,7 @@ impl FsError {
             FsError::NotSupported(_) => libc::EOPNOTSUPP,
             FsError::Corrupt(_)
             | FsError::Damaged { .. }
+            | FsError::Remote(_)
             | FsError::DamagedInode { .. }
             | FsError::Failed(_) => libc::EIO,
             FsError::Media(_) | FsError::Io { .. } | FsError::Refused { .. } => libc::EIO,

@@ -44,3 +44,6 @@ pub use volume::{
     RxRing, RxRingConfig, RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg,
     SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg, VerifyMode, Volume, XattrFlags,
 };
+pub use volume::{
+    ObjectLive, RemoteSlice, RemoteSource, SwitchReport, TierCandidate, TierExtent, TierOut,
+};

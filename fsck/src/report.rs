@@ -151,6 +151,10 @@ pub struct Counts {
     pub stored_bytes: u64,
     /// Payload bytes whose CRC32C was verified.
     pub payload_bytes_checked: u64,
+    /// Remote records (bytes tiered to an object store) and their bytes;
+    /// `--remote` checks their objects.
+    pub remote_records: u64,
+    pub remote_bytes: u64,
     pub buffers_used: u64,
     pub buffers_free: u64,
     pub records_free: u64,
@@ -434,6 +438,13 @@ impl Report {
             "{} inodes ({} dirs, {} files, {} symlinks, {} special), {} records, {} bytes stored, {} payload bytes verified",
             c.inodes, c.directories, c.regular_files, c.symlinks, c.special_files, c.records, c.stored_bytes, c.payload_bytes_checked
         );
+        if c.remote_records > 0 {
+            let _ = writeln!(
+                out,
+                "tiered: {} remote records, {} bytes in the object store",
+                c.remote_records, c.remote_bytes
+            );
+        }
         let _ = writeln!(
             out,
             "space: {} buffers used, {} free; {} records free; {} inodes free; {} shared ranges; {} journal slots pending",

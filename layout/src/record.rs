@@ -73,6 +73,13 @@ pub enum RecordKind {
     Dirent = 2,
     /// An extended attribute; payload is name followed by value.
     Xattr = 3,
+    /// File bytes at `file_off` whose slice lies in an object of the tier
+    /// (an S3-compatible store), not in the buffer region: `aux` is the
+    /// object number, `buffer` and `buf_off` are the low and high halves of
+    /// the slice's byte offset in the object. Everything else (length,
+    /// payload CRC, seq, timestamp, flags) is the data record's it replaced.
+    /// Guarded by the incompat feature `REMOTE_RECORDS`.
+    Remote = 4,
 }
 
 impl RecordKind {
@@ -81,6 +88,7 @@ impl RecordKind {
             1 => RecordKind::Data,
             2 => RecordKind::Dirent,
             3 => RecordKind::Xattr,
+            4 => RecordKind::Remote,
             _ => return None,
         })
     }
@@ -160,14 +168,16 @@ impl Record {
             ));
         }
         let (buffer, buf_off, len) = (raw.buffer.get(), raw.buf_off.get(), raw.len.get());
-        if buf_off >= g.buffer_size_bytes {
+        // A remote record's `buffer`/`buf_off` are an object offset, not a
+        // place in the buffer region.
+        if kind != RecordKind::Remote && buf_off >= g.buffer_size_bytes {
             return Err(Corrupt::at(
                 "record",
                 offset,
                 format!("buffer offset {buf_off} past the buffer size"),
             ));
         }
-        if !g.slice_in_range(buffer, buf_off, len) {
+        if kind != RecordKind::Remote && !g.slice_in_range(buffer, buf_off, len) {
             return Err(Corrupt::at(
                 "record",
                 offset,
@@ -191,6 +201,29 @@ impl Record {
             RecordKind::Data => {
                 if len == 0 {
                     return Err(Corrupt::at("record", offset, "empty data record"));
+                }
+            }
+            RecordKind::Remote => {
+                if len == 0 {
+                    return Err(Corrupt::at("record", offset, "empty remote record"));
+                }
+                if aux == 0 {
+                    return Err(Corrupt::at(
+                        "record",
+                        offset,
+                        "remote record names object 0",
+                    ));
+                }
+                let obj_off = buffer as u64 | (buf_off as u64) << 32;
+                if obj_off
+                    .checked_add(len as u64)
+                    .is_none_or(|e| e > MAX_OBJECT_BYTES)
+                {
+                    return Err(Corrupt::at(
+                        "record",
+                        offset,
+                        format!("remote slice at {obj_off}+{len} is past the largest object"),
+                    ));
                 }
             }
             RecordKind::Dirent => {
@@ -265,7 +298,27 @@ impl Record {
     pub fn file_end(&self) -> u64 {
         self.file_off + self.len as u64
     }
+
+    /// A remote record: its slice lies in an object of the tier.
+    pub fn is_remote(&self) -> bool {
+        self.kind == RecordKind::Remote
+    }
+    /// Remote: the object the slice lies in.
+    pub fn remote_obj(&self) -> u64 {
+        self.aux
+    }
+    /// Remote: the slice's byte offset in its object.
+    pub fn remote_off(&self) -> u64 {
+        self.buffer as u64 | (self.buf_off as u64) << 32
+    }
+    /// `buffer`/`buf_off` of a remote record at object offset `off`.
+    pub fn remote_fields(off: u64) -> (u32, u32) {
+        (off as u32, (off >> 32) as u32)
+    }
 }
+
+/// Largest object a remote record may name a slice of (5 TiB, S3's limit).
+pub const MAX_OBJECT_BYTES: u64 = 5 << 40;
 
 #[cfg(test)]
 mod tests {
@@ -329,5 +382,28 @@ mod tests {
         r.kind = RecordKind::Dirent;
         r.len = 300;
         assert!(Record::from_bytes(&r.to_bytes(RecordId(0)), PmOffset(0), &g).is_err());
+    }
+
+    #[test]
+    fn remote_records_name_object_slices() {
+        let g = g();
+        let mut r = rec();
+        r.kind = RecordKind::Remote;
+        r.aux = 42;
+        // An object offset far past the buffer region is fine.
+        let off = (3u64 << 32) + 17;
+        (r.buffer, r.buf_off) = Record::remote_fields(off);
+        let (back, _) = Record::from_bytes(&r.to_bytes(RecordId(0)), PmOffset(0), &g).unwrap();
+        assert!(back.is_remote());
+        assert_eq!((back.remote_obj(), back.remote_off()), (42, off));
+        let mut bad = r;
+        bad.aux = 0;
+        assert!(Record::from_bytes(&bad.to_bytes(RecordId(0)), PmOffset(0), &g).is_err());
+        let mut bad = r;
+        (bad.buffer, bad.buf_off) = Record::remote_fields(MAX_OBJECT_BYTES);
+        assert!(Record::from_bytes(&bad.to_bytes(RecordId(0)), PmOffset(0), &g).is_err());
+        let mut bad = r;
+        bad.len = 0;
+        assert!(Record::from_bytes(&bad.to_bytes(RecordId(0)), PmOffset(0), &g).is_err());
     }
 }

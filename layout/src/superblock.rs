@@ -27,6 +27,11 @@ bitflags::bitflags! {
         const SHARED_BUFFERS = 1 << 1;
         /// Multi-chain operations go through the redo journal.
         const REDO_JOURNAL = 1 << 2;
+        /// Data chains may hold remote records (kind 4), whose slices lie in
+        /// objects of an S3-compatible store. Set by the first tier-out, not
+        /// at mkfs: an image that never tiered stays readable by builds
+        /// without tiering.
+        const REMOTE_RECORDS = 1 << 3;
     }
 }
 
@@ -58,8 +63,12 @@ bitflags::bitflags! {
     }
 }
 
-/// The incompat features this build writes (and understands).
+/// The incompat features this build understands.
 pub const INCOMPAT_SUPPORTED: Features = Features::all();
+/// The incompat features mkfs sets (the others are set when first used).
+pub const INCOMPAT_AT_MKFS: Features = Features::SPANNING_SLICES
+    .union(Features::SHARED_BUFFERS)
+    .union(Features::REDO_JOURNAL);
 
 /// Superblock as it lies in the image (256 bytes).
 #[repr(C)]
@@ -115,7 +124,7 @@ impl Superblock {
     pub fn new(geometry: Geometry, uuid: [u8; 16], created_ns: u64) -> Superblock {
         Superblock {
             geometry,
-            incompat: INCOMPAT_SUPPORTED,
+            incompat: INCOMPAT_AT_MKFS,
             ro_compat: RO_COMPAT_SUPPORTED.bits(),
             compat: CompatFeatures::RX_TIMESTAMPS.bits(),
             uuid,

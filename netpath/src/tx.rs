@@ -56,13 +56,6 @@ pub struct TxStats {
     pub segments: u64,
 }
 
-fn seg_len(s: &TxSeg) -> u64 {
-    match *s {
-        TxSeg::Image { len, .. } => len as u64,
-        TxSeg::Zero { len } => len,
-    }
-}
-
 /// Send every segment of `hold`, in order, on `sock` (blocking; `timeout`
 /// is the longest wait for room in the socket buffer, set as SO_SNDTIMEO).
 /// The caller drops the hold afterwards, whatever the outcome: when this
@@ -84,10 +77,12 @@ pub fn send_held(
                 rustix::net::send(sock, &ZEROS[..n], rustix::net::SendFlags::NOSIGNAL)
                     .map_err(std::io::Error::from)
             }
-            TxSeg::Image { .. } => hold.send(sock, i, done, MAX_IOV, 0).map(|(n, offered)| {
-                st.segments += offered as u64;
-                n
-            }),
+            TxSeg::Image { .. } | TxSeg::Fetched { .. } => {
+                hold.send(sock, i, done, MAX_IOV, 0).map(|(n, offered)| {
+                    st.segments += offered as u64;
+                    n
+                })
+            }
         };
         st.syscalls += 1;
         let mut n = match r {
@@ -99,7 +94,7 @@ pub fn send_held(
         st.bytes += n;
         // Advance the cursor by n bytes.
         while n > 0 {
-            let left = seg_len(&segs[i]) - done;
+            let left = segs[i].len() - done;
             if n >= left {
                 n -= left;
                 i += 1;
@@ -109,7 +104,7 @@ pub fn send_held(
                 n = 0;
             }
         }
-        while i < segs.len() && seg_len(&segs[i]) == 0 {
+        while i < segs.len() && segs[i].len() == 0 {
             i += 1;
         }
     }

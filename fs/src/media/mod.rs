@@ -1186,9 +1186,10 @@ impl<'a> ExclusivePm<'a> {
         segs: impl IntoIterator<Item = (u64, usize)>,
         flags: i32,
     ) -> std::io::Result<usize> {
-        let segs = segs
-            .into_iter()
-            .inspect(|&(off, len)| self.inside(off, len as u64));
+        let segs = segs.into_iter().map(|(off, len)| {
+            self.inside(off, len as u64);
+            net::IoSeg::Image { off, len }
+        });
         self.pm
             .send_segments(std::os::fd::AsFd::as_fd(&fd).as_raw_fd(), segs, flags)
     }

@@ -28,6 +28,14 @@ pub fn enable_rx_timestamps(fd: RawFd) -> std::io::Result<()> {
     Ok(())
 }
 
+/// One iovec of a send: bytes of the image, or bytes in DRAM (tiered data
+/// fetched back, a response head).
+#[derive(Clone, Copy, Debug)]
+pub enum IoSeg<'a> {
+    Image { off: u64, len: usize },
+    Mem(&'a [u8]),
+}
+
 impl Pm {
     /// recvmsg(2) into `[off, off+len)` of the mapping. Returns the byte
     /// count and the kernel receive time in ns since the epoch, when the
@@ -89,25 +97,32 @@ impl Pm {
         Ok((n, ts))
     }
 
-    /// sendmsg(2) with one iovec per `(image offset, len)` segment. Returns
+    /// sendmsg(2) with one iovec per segment (bytes of the image, or DRAM). Returns
     /// the bytes the kernel took (may be fewer than asked, like any send).
     /// Crate-internal: the segments must stay allocated and unwritten for
     /// the call (`TxHold::send` holds references on them).
-    pub(crate) fn send_segments(
+    pub(crate) fn send_segments<'a>(
         &self,
         fd: RawFd,
-        segs: impl IntoIterator<Item = (u64, usize)>,
+        segs: impl IntoIterator<Item = IoSeg<'a>>,
         flags: i32,
     ) -> std::io::Result<usize> {
         let iovs: Vec<libc::iovec> = segs
             .into_iter()
-            .map(|(off, len)| {
-                let o = self.check(off, len);
-                libc::iovec {
-                    // SAFETY: in bounds (checked); the kernel only reads it.
-                    iov_base: unsafe { self.base.add(o) } as *mut libc::c_void,
-                    iov_len: len,
+            .map(|s| match s {
+                IoSeg::Image { off, len } => {
+                    let o = self.check(off, len);
+                    libc::iovec {
+                        // SAFETY: in bounds (checked); the kernel only reads it.
+                        iov_base: unsafe { self.base.add(o) } as *mut libc::c_void,
+                        iov_len: len,
+                    }
                 }
+                // Borrowed for the call; the kernel only reads it.
+                IoSeg::Mem(b) => libc::iovec {
+                    iov_base: b.as_ptr() as *mut libc::c_void,
+                    iov_len: b.len(),
+                },
             })
             .collect();
         // SAFETY: as above; zeroed msghdr is a valid empty header.

@@ -168,6 +168,17 @@ fn build(sq_entries: u32, defer: bool) -> io::Result<IoUring> {
     b.build(sq_entries)
 }
 
+/// One iovec of a ring send after the head.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RingSeg {
+    /// Bytes of the image.
+    Image { off: u64, len: usize },
+    /// Zeros (a hole), at most 64 KiB.
+    Zero(usize),
+    /// DRAM bytes the caller keeps alive and unmoved until the completion.
+    Mem { ptr: *const u8, len: usize },
+}
+
 impl NetRing {
     /// A ring with `sq_entries` submission slots and a buffer ring of
     /// `buf_entries` (a power of two, at most 32768) over `pm`'s memory.
@@ -321,10 +332,11 @@ impl NetRing {
     /// flight.
     ///
     /// `head`: DRAM bytes sent first (an HTTP response head), as the first
-    /// iovec.
+    /// iovec. `RingSeg::Mem` segments are DRAM bytes too (tiered data
+    /// fetched back), under the same contract as `head`.
     ///
     /// Contract (crate-internal): the image bytes stay allocated and
-    /// unwritten, and the `head` bytes stay allocated and unmoved, until
+    /// unwritten, and the `head` and `Mem` bytes stay allocated and unmoved, until
     /// the completion for `user_data` is reaped or [`Self::quiesce`]
     /// returned `true` (`TxHold` keeps the image bytes referenced; the
     /// caller keeps the head's heap allocation, `RxRing`'s `sends` map).
@@ -332,7 +344,7 @@ impl NetRing {
         &mut self,
         fd: RawFd,
         head: Option<&[u8]>,
-        segs: impl IntoIterator<Item = (Option<u64>, usize)>,
+        segs: impl IntoIterator<Item = RingSeg>,
         user_data: u64,
     ) -> io::Result<()> {
         if self.sends.contains_key(&user_data) {
@@ -348,23 +360,32 @@ impl NetRing {
         });
         let iovs: Box<[libc::iovec]> = head
             .into_iter()
-            .chain(segs.into_iter().map(|(off, len)| libc::iovec {
-                iov_base: match off {
-                    Some(o) => {
-                        let end = o.checked_add(len as u64);
-                        assert!(
-                            end.is_some_and(|e| e <= self.len as u64),
-                            "send segment outside the image"
-                        );
+            .chain(segs.into_iter().map(|s| match s {
+                RingSeg::Image { off: o, len } => {
+                    let end = o.checked_add(len as u64);
+                    assert!(
+                        end.is_some_and(|e| e <= self.len as u64),
+                        "send segment outside the image"
+                    );
+                    libc::iovec {
                         // SAFETY: in bounds (checked); the kernel only reads.
-                        unsafe { self.base.add(o as usize) as *mut libc::c_void }
+                        iov_base: unsafe { self.base.add(o as usize) as *mut libc::c_void },
+                        iov_len: len,
                     }
-                    None => {
-                        assert!(len <= ZEROS.len(), "hole segment too long");
-                        ZEROS.as_ptr() as *mut libc::c_void
+                }
+                RingSeg::Zero(len) => {
+                    assert!(len <= ZEROS.len(), "hole segment too long");
+                    libc::iovec {
+                        iov_base: ZEROS.as_ptr() as *mut libc::c_void,
+                        iov_len: len,
                     }
+                }
+                // The kernel only reads; the caller keeps the bytes alive
+                // and unmoved until the completion (the contract above).
+                RingSeg::Mem { ptr, len } => libc::iovec {
+                    iov_base: ptr as *mut libc::c_void,
+                    iov_len: len,
                 },
-                iov_len: len,
             }))
             .collect();
         // SAFETY: msghdr is plain old data; zeroed is a valid empty header.

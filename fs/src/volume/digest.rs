@@ -84,6 +84,21 @@ impl Volume {
                     };
                     crc = layout::crc32c_combine(crc, part, sl.len as u64);
                 }
+                Cover::Remote(sl, r) => {
+                    // The record's CRC vouches for its object bytes; the
+                    // store is not asked.
+                    if r.r.flags & FLAG_DAMAGED != 0 {
+                        self.verify_rec(&i, &r)?;
+                    }
+                    let part = if sl.len == r.r.len {
+                        r.r.payload_crc
+                    } else {
+                        let b = self.fetch_rec(&i, &r)?;
+                        let skip = (sl.off - r.r.remote_off()) as usize;
+                        layout::crc32c(&b[skip..skip + sl.len as usize])
+                    };
+                    crc = layout::crc32c_combine(crc, part, sl.len as u64);
+                }
             }
         }
         Ok(ContentDigest {

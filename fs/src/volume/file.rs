@@ -6,10 +6,11 @@
 //! publish (plus the attribute slot, through the journal) commits it.
 
 use super::failstop::OrStop;
-use layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
+use layout::{AttrSlot, FileType, Record, RecordId};
 use smallvec::SmallVec;
 
 use super::alloc::Slice;
+use super::remote::{Loc, RemoteSlice};
 use super::tx::Tx;
 use super::{now_ns, resolve_time, Attr, ChainEntry, Inode, Rec, SetAttr, Volume, MAX_FILE_SIZE};
 use crate::error::{FsError, Result};
@@ -29,10 +30,10 @@ pub struct FallocMode {
 }
 
 /// A slice about to become a data record. Its buffer reference is already
-/// taken.
+/// taken (local slices).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Piece {
-    pub slice: Slice,
+    pub loc: Loc,
     pub crc: u32,
     pub file_off: u64,
     pub seq: u64,
@@ -48,6 +49,8 @@ pub(crate) enum Cover {
     /// The part of one record's slice that lies in the range, and the
     /// record it came from.
     Data(Slice, Rec),
+    /// The same for a remote record: the part of its object slice.
+    Remote(RemoteSlice, Rec),
 }
 
 /// Walk `[off, end)` of a data chain: the records covering it, cut to the
@@ -75,11 +78,11 @@ pub(crate) fn cover(i: &Inode, off: u64, end: u64, bs: u32) -> Vec<Cover> {
             pos = rs;
         }
         let take_end = re.min(end);
-        out.push(Cover::Data(
-            r.slice()
-                .sub((pos - rs) as u32, (take_end - pos) as u32, bs),
-            *r,
-        ));
+        let (skip, take) = ((pos - rs) as u32, (take_end - pos) as u32);
+        out.push(match r.loc() {
+            Loc::Local(s) => Cover::Data(s.sub(skip, take, bs), *r),
+            Loc::Remote(s) => Cover::Remote(s.sub(skip, take), *r),
+        });
         pos = take_end;
     }
     if pos < end {
@@ -130,6 +133,21 @@ impl Volume {
         pieces: Vec<Piece>,
         attr: AttrSlot,
     ) -> Result<()> {
+        self.splice_range_tx_keep_attr(tx, i, off, end, pieces)?;
+        self.set_attr(tx, i, attr);
+        Ok(())
+    }
+
+    /// [`Self::splice_range_tx`] without an attribute change (tier-out
+    /// switches where the bytes are, not what they are).
+    pub(crate) fn splice_range_tx_keep_attr(
+        &self,
+        tx: &mut Tx,
+        i: &mut Inode,
+        off: u64,
+        end: u64,
+        pieces: Vec<Piece>,
+    ) -> Result<()> {
         let bs = self.geo.buffer_size_bytes;
         // Records overlapping the range: a straddler before `off`, then
         // everything keyed inside it.
@@ -146,29 +164,19 @@ impl Volume {
         if let Some(f) = over.first() {
             if f.r.file_off < off {
                 let len = (off - f.r.file_off) as u32;
-                let s = f.slice().sub(0, len, bs);
-                left = Some(Piece {
-                    slice: s,
-                    flags: self.derived_flags(i, f),
-                    crc: layout::crc32c(self.slice_bytes(s)),
-                    file_off: f.r.file_off,
-                    seq: f.r.seq,
-                    timestamp_ns: f.r.timestamp_ns,
-                });
+                left = Some(
+                    self.remnant(i, f, 0, len, f.r.file_off, bs)
+                        .inspect_err(|_| self.release_pieces(&pieces))?,
+                );
             }
         }
         if let Some(l) = over.last() {
             if l.r.file_end() > end {
                 let skip = (end - l.r.file_off) as u32;
-                let s = l.slice().sub(skip, l.r.len - skip, bs);
-                right = Some(Piece {
-                    slice: s,
-                    flags: self.derived_flags(i, l),
-                    crc: layout::crc32c(self.slice_bytes(s)),
-                    file_off: end,
-                    seq: l.r.seq,
-                    timestamp_ns: l.r.timestamp_ns,
-                });
+                right = Some(
+                    self.remnant(i, l, skip, l.r.len - skip, end, bs)
+                        .inspect_err(|_| self.release_pieces(&pieces))?,
+                );
             }
         }
         remnants.extend(left);
@@ -181,14 +189,14 @@ impl Volume {
         let ids = match self.alloc_records(new_list.len()) {
             Ok(ids) => ids,
             Err(e) => {
-                self.release_payload(&pieces.iter().map(|p| p.slice).collect::<Vec<_>>());
+                self.release_pieces(&pieces);
                 return Err(e);
             }
         };
-        if !remnants.is_empty() {
+        if remnants.iter().any(|r| r.loc.local().is_some()) {
             let mut a = self.alloc.lock().or_stop();
-            for r in &remnants {
-                a.take_ref(r.slice);
+            for s in remnants.iter().filter_map(|r| r.loc.local()) {
+                a.take_ref(s);
             }
         }
         let first_key = over.first().map(|r| r.r.file_off).unwrap_or(off);
@@ -201,17 +209,18 @@ impl Volume {
             .unwrap_or(RecordId::NONE);
         let mut recs: SmallVec<[Rec; 4]> = SmallVec::with_capacity(new_list.len());
         for (k, p) in new_list.iter().enumerate() {
+            let (kind, buffer, buf_off, aux) = p.loc.record_fields();
             let r = Record {
-                kind: RecordKind::Data,
+                kind,
                 flags: p.flags,
-                buffer: p.slice.buffer,
-                buf_off: p.slice.buf_off,
-                len: p.slice.len,
+                buffer,
+                buf_off,
+                len: p.loc.len(),
                 payload_crc: p.crc,
                 file_off: p.file_off,
                 seq: p.seq,
                 timestamp_ns: p.timestamp_ns,
-                aux: 0,
+                aux,
             };
             let next = ids.get(k + 1).copied().unwrap_or(succ);
             self.write_record(ids[k], &r, next);
@@ -227,16 +236,72 @@ impl Volume {
             );
         }
         for r in &over {
-            tx.free_record(r.id, r.slice());
+            match r.loc() {
+                Loc::Local(s) => tx.free_record(r.id, s),
+                Loc::Remote(s) => tx.free_remote(r.id, s),
+            }
             i.data.remove(&r.r.file_off);
             i.data_bytes -= r.r.len as u64;
         }
         for r in recs {
+            if let Loc::Remote(s) = r.loc() {
+                self.remote.add(s);
+            }
             i.data_bytes += r.r.len as u64;
             i.data.insert(r.r.file_off, r);
         }
-        self.set_attr(tx, i, attr);
         Ok(())
+    }
+
+    /// Give back the buffer references of pieces that will not be linked.
+    pub(crate) fn release_pieces(&self, pieces: &[Piece]) {
+        let local: Vec<Slice> = pieces.iter().filter_map(|p| p.loc.local()).collect();
+        if !local.is_empty() {
+            self.release_payload(&local);
+        }
+    }
+
+    /// The part `[skip, skip+len)` of record `r` as a piece at `file_off`,
+    /// with a CRC of its own. The record is checked first, so a fresh CRC
+    /// never vouches for bytes that were already wrong (a damaged record
+    /// leaves damaged remnants). A remote record's remnant stays in its
+    /// object: its bytes are fetched (and checked) once, for the CRC.
+    fn remnant(
+        &self,
+        i: &Inode,
+        r: &Rec,
+        skip: u32,
+        len: u32,
+        file_off: u64,
+        bs: u32,
+    ) -> Result<Piece> {
+        let (loc, flags, crc) = match r.loc() {
+            Loc::Local(s) => {
+                let s = s.sub(skip, len, bs);
+                (
+                    Loc::Local(s),
+                    self.derived_flags(i, r),
+                    layout::crc32c(self.slice_bytes(s)),
+                )
+            }
+            Loc::Remote(s) => {
+                let bytes = self.fetch_rec(i, r)?;
+                let part = &bytes[skip as usize..(skip + len) as usize];
+                (
+                    Loc::Remote(s.sub(skip, len)),
+                    r.r.flags,
+                    layout::crc32c(part),
+                )
+            }
+        };
+        Ok(Piece {
+            loc,
+            flags,
+            crc,
+            file_off,
+            seq: r.r.seq,
+            timestamp_ns: r.r.timestamp_ns,
+        })
     }
 
     /// Write `data` at `off`. Durable when it returns.
@@ -299,7 +364,7 @@ impl Volume {
                 seq0 + k as u64
             };
             pieces.push(Piece {
-                slice: *s,
+                loc: Loc::Local(*s),
                 crc: crcs[k],
                 file_off: at,
                 seq,
@@ -342,44 +407,47 @@ impl Volume {
         }
         let end = size.min(off.saturating_add(len));
         let bs = self.geo.buffer_size_bytes;
-        // (image offset, len) of data, or (None, len) for a hole; records
-        // that lie back to back in the buffer region (as sequential writes
-        // leave them) become one segment.
-        let mut parts: Vec<(Option<u64>, u64)> = Vec::new();
-        let mut push = |img: Option<u64>, len: u64| {
-            if let Some((last_img, last_len)) = parts.last_mut() {
-                match (img, *last_img) {
-                    (Some(a), Some(b)) if b + *last_len == a => {
-                        *last_len += len;
-                        return;
-                    }
-                    (None, None) => {
-                        *last_len += len;
-                        return;
-                    }
-                    _ => {}
-                }
-            }
-            parts.push((img, len));
-        };
+        // Data in the image, fetched bytes of remote records, or holes;
+        // records that lie back to back in the buffer region (as sequential
+        // writes leave them) become one segment.
+        enum Part {
+            Image(u64, u64),
+            Fetched(usize, usize, usize),
+            Zero(u64),
+        }
+        let mut parts: Vec<Part> = Vec::new();
+        let mut fetched: Vec<Vec<u8>> = Vec::new();
         for c in cover(&i, off, end, bs) {
             match c {
-                Cover::Hole(n) => push(None, n),
+                Cover::Hole(n) => match parts.last_mut() {
+                    Some(Part::Zero(l)) => *l += n,
+                    _ => parts.push(Part::Zero(n)),
+                },
                 Cover::Data(sl, r) => {
                     // No byte of a record leaves before its CRC matched.
                     self.verify_rec(&i, &r)?;
-                    push(
-                        Some(self.geo.buffer_pos(sl.buffer, sl.buf_off).0),
-                        sl.len as u64,
-                    )
+                    let img = self.geo.buffer_pos(sl.buffer, sl.buf_off).0;
+                    match parts.last_mut() {
+                        Some(Part::Image(a, l)) if *a + *l == img => *l += sl.len as u64,
+                        _ => parts.push(Part::Image(img, sl.len as u64)),
+                    }
+                }
+                Cover::Remote(sl, r) => {
+                    // The whole record comes back and is checked, whatever
+                    // part of it the read wants.
+                    let bytes = self.fetch_rec(&i, &r)?;
+                    let skip = (sl.off - r.r.remote_off()) as usize;
+                    parts.push(Part::Fetched(fetched.len(), skip, sl.len as usize));
+                    fetched.push(bytes);
                 }
             }
         }
         let segs: Vec<Seg<'_>> = parts
             .into_iter()
-            .map(|(img, len)| match img {
-                Some(o) => Seg::Data(self.pm.slice(o, len as usize)),
-                None => Seg::Zero(len as usize),
+            .map(|p| match p {
+                Part::Image(o, len) => Seg::Data(self.pm.slice(o, len as usize)),
+                Part::Fetched(k, skip, len) => Seg::Data(&fetched[k][skip..skip + len]),
+                Part::Zero(len) => Seg::Zero(len as usize),
             })
             .collect();
         Ok(f(&segs))
@@ -551,6 +619,7 @@ impl Volume {
                     pos += n;
                 }
                 Cover::Data(sl, _) => pos += sl.len as u64,
+                Cover::Remote(sl, _) => pos += sl.len as u64,
             }
         }
         let total: u64 = holes.iter().map(|(a, b)| b - a).sum();
@@ -571,7 +640,7 @@ impl Volume {
                 let pos = self.geo.buffer_pos(s.buffer, s.buf_off).0;
                 let crc = self.pm.zero_nt(pos, s.len as u64);
                 pieces.push(Piece {
-                    slice: *s,
+                    loc: Loc::Local(*s),
                     crc,
                     file_off: at,
                     seq: i.next_seq,
@@ -648,7 +717,15 @@ impl Volume {
                 len: r.r.len,
                 buffer: r.r.buffer,
                 buf_off: r.r.buf_off,
-                image_off: self.geo.buffer_pos(r.r.buffer, r.r.buf_off).0,
+                image_off: if r.r.is_remote() {
+                    0
+                } else {
+                    self.geo.buffer_pos(r.r.buffer, r.r.buf_off).0
+                },
+                remote: r
+                    .r
+                    .is_remote()
+                    .then(|| (r.r.remote_obj(), r.r.remote_off())),
                 payload_crc: r.r.payload_crc,
                 timestamp_ns: r.r.timestamp_ns,
                 seq: r.r.seq,
@@ -684,31 +761,56 @@ impl Volume {
             let mut a = self.alloc.lock().or_stop();
             let mut pos = soff;
             for c in cover(&s, soff, end, bs) {
-                let (sl, r) = match c {
+                let (loc, r) = match c {
                     Cover::Hole(n) => {
                         pos += n; // a hole stays a hole
                         continue;
                     }
-                    Cover::Data(sl, r) => (sl, r),
+                    Cover::Data(sl, r) => (Loc::Local(sl), r),
+                    Cover::Remote(sl, r) => (Loc::Remote(sl), r),
                 };
                 // Verified before its CRC is reused or a part of it gets a
-                // fresh one: a damaged source makes a damaged copy.
-                let flags = self.derived_flags(&s, &r);
-                let crc = if sl == r.slice() {
-                    r.r.payload_crc
-                } else {
-                    layout::crc32c(self.slice_bytes(sl))
+                // fresh one: a damaged source makes a damaged copy. A
+                // remote record's copy names the same object slice; a part
+                // of one is fetched (and checked) for its CRC.
+                let whole = loc.len() == r.r.len;
+                let (flags, crc) = match loc {
+                    Loc::Local(sl) => {
+                        let flags = self.derived_flags(&s, &r);
+                        let crc = if whole {
+                            r.r.payload_crc
+                        } else {
+                            layout::crc32c(self.slice_bytes(sl))
+                        };
+                        a.take_ref(sl);
+                        (flags, crc)
+                    }
+                    Loc::Remote(_) if whole => (r.r.flags, r.r.payload_crc),
+                    Loc::Remote(rs) => {
+                        let bytes = match self.fetch_rec(&s, &r) {
+                            Ok(b) => b,
+                            Err(e) => {
+                                drop(a);
+                                self.release_pieces(&pieces);
+                                return Err(e);
+                            }
+                        };
+                        let skip = (rs.off - r.r.remote_off()) as usize;
+                        (
+                            r.r.flags,
+                            layout::crc32c(&bytes[skip..skip + rs.len as usize]),
+                        )
+                    }
                 };
-                a.take_ref(sl);
                 pieces.push(Piece {
-                    slice: sl,
+                    loc,
                     crc,
                     file_off: pos - soff + doff,
                     seq: r.r.seq,
                     timestamp_ns: r.r.timestamp_ns,
                     flags,
                 });
-                pos += sl.len as u64;
+                pos += loc.len() as u64;
             }
             (pieces, end - soff)
         };
@@ -718,7 +820,7 @@ impl Volume {
             .ok_or(FsError::TooBig)?;
         let mut d = super::wlock(&darc)?;
         if let Err(e) = Self::file_inode(&d) {
-            self.release_payload(&pieces.iter().map(|p| p.slice).collect::<Vec<_>>());
+            self.release_pieces(&pieces);
             return Err(e);
         }
         let now = now_ns();

@@ -31,6 +31,9 @@ mod itable;
 pub mod journal;
 mod ns;
 mod recover;
+mod remote;
+#[cfg(test)]
+mod remote_tests;
 mod rx;
 pub mod rxring;
 mod scrub;
@@ -61,6 +64,9 @@ pub use digest::ContentDigest;
 pub use file::{FallocMode, Seg};
 pub use ns::{NewMode, RenameFlags};
 pub use recover::OpenReport;
+pub use remote::{
+    ObjectLive, RemoteSlice, RemoteSource, SwitchReport, TierCandidate, TierExtent, TierOut,
+};
 pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TmpFile, TxHold, TxSeg};
 pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats, TxMsg, TxPos};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
@@ -265,6 +271,9 @@ pub struct ChainEntry {
     /// Marked damaged, or its bytes do not match `payload_crc`: reads of
     /// its range fail with EIO.
     pub damaged: bool,
+    /// A remote record: (object, offset in the object); `buffer`, `buf_off`
+    /// and `image_off` then mean nothing.
+    pub remote: Option<(u64, u64)>,
 }
 
 impl ChainEntry {
@@ -276,6 +285,7 @@ impl ChainEntry {
             "buffer": self.buffer, "buffer_offset": self.buf_off, "image_offset": self.image_off,
             "crc32c": format!("{:08x}", self.payload_crc), "timestamp_ns": self.timestamp_ns,
             "seq": self.seq, "from_network": self.from_network, "damaged": self.damaged,
+            "remote": self.remote.map(|(obj, off)| serde_json::json!({"object": obj, "offset": off})),
         })
     }
 }
@@ -350,6 +360,8 @@ pub struct Volume {
     fail_state: failstop::FailState,
     /// Inodes that failed their checks at open, and why: they answer EIO.
     damaged_inodes: FxHashMap<u32, String>,
+    /// Read-through source and per-object liveness of remote records.
+    pub(crate) remote: remote::RemoteState,
 }
 
 impl std::fmt::Debug for Volume {
@@ -691,7 +703,10 @@ impl Volume {
         let mut a = self.alloc.lock().or_stop();
         for r in i.data.values().chain(i.xattrs.values()) {
             a.free_record(r.id.0);
-            a.drop_ref(r.slice());
+            match r.loc() {
+                remote::Loc::Local(s) => a.drop_ref(s),
+                remote::Loc::Remote(s) => self.remote.drop_slice(s),
+            }
         }
         i.data.clear();
         i.xattrs.clear();
@@ -898,6 +913,13 @@ impl Volume {
         read_only: bool,
         report: OpenReport,
     ) -> Volume {
+        let remote = remote::RemoteState::default();
+        for a in inodes.values() {
+            // Freshly built by open: nobody else holds these locks.
+            if let Ok(i) = a.try_read() {
+                remote.count(&i.data);
+            }
+        }
         Volume {
             pm,
             geo,
@@ -912,6 +934,7 @@ impl Volume {
             verify: verify::Verifier::new(geo.record_count),
             fail_state: Default::default(),
             damaged_inodes: Default::default(),
+            remote,
         }
     }
 }

@@ -151,14 +151,17 @@ impl Walk<'_> {
             )
             .into());
         }
-        let s = Slice {
-            buffer: r.buffer,
-            buf_off: r.buf_off,
-            len: r.len,
-        };
-        let (a, b) = s.buffers(self.g.buffer_size_bytes);
-        for x in a..=b {
-            self.refs[x as usize] += 1;
+        // A remote record's slice is in an object: no buffer reference.
+        if !r.is_remote() {
+            let s = Slice {
+                buffer: r.buffer,
+                buf_off: r.buf_off,
+                len: r.len,
+            };
+            let (a, b) = s.buffers(self.g.buffer_size_bytes);
+            for x in a..=b {
+                self.refs[x as usize] += 1;
+            }
         }
         self.records += 1;
         Ok(())
@@ -225,7 +228,8 @@ impl Walk<'_> {
                         i.next_seq = r.seq.saturating_add(1);
                         i.data.insert(r.seq, rec);
                     }
-                    (FileType::Regular | FileType::Symlink, RecordKind::Data) => {
+                    (FileType::Regular, RecordKind::Data | RecordKind::Remote)
+                    | (FileType::Symlink, RecordKind::Data) => {
                         if r.file_off < prev_end {
                             return Err(Corrupt::at(
                                 "data record",
@@ -577,9 +581,11 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
                         r.id.0, r.r
                     ));
                 }
-                let (x, y) = r.slice().buffers(g.buffer_size_bytes);
-                for b in x..=y {
-                    refs[b as usize] += 1;
+                if !r.r.is_remote() {
+                    let (x, y) = r.slice().buffers(g.buffer_size_bytes);
+                    for b in x..=y {
+                        refs[b as usize] += 1;
+                    }
                 }
                 used_records += 1;
                 expect = next.0;
@@ -628,6 +634,9 @@ pub fn stray_buffer_refs(vol: &Volume) -> u64 {
     for (_, i) in map.iter() {
         let i = i.read().or_stop();
         for r in i.data.values().chain(i.xattrs.values()) {
+            if r.r.is_remote() {
+                continue;
+            }
             let (x, y) = r.slice().buffers(g.buffer_size_bytes);
             for b in x..=y {
                 refs[b as usize] += 1;

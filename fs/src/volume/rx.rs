@@ -19,6 +19,7 @@ use super::ns::FIRST_COOKIE;
 use super::tx::Tx;
 use super::{check_name, now_ns, write_new_inode, Attr, Inode, Volume};
 use crate::error::{FsError, Result};
+use crate::media::net::IoSeg;
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 
@@ -217,7 +218,7 @@ impl<'v> RxHeld<'v> {
         RxPiece {
             vol,
             piece: Piece {
-                slice: s,
+                loc: super::remote::Loc::Local(s),
                 crc,
                 file_off: 0,
                 seq,
@@ -238,11 +239,23 @@ pub struct RxPiece<'v> {
 }
 
 impl RxPiece<'_> {
+    /// The buffer space the piece references (always local: received
+    /// bytes land in PM).
+    fn slice(&self) -> Slice {
+        match self.piece.loc {
+            super::remote::Loc::Local(s) => s,
+            super::remote::Loc::Remote(_) => Slice {
+                buffer: 0,
+                buf_off: 0,
+                len: 0,
+            },
+        }
+    }
     pub fn len(&self) -> u32 {
-        self.piece.slice.len
+        self.piece.loc.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.piece.slice.len == 0
+        self.piece.loc.len() == 0
     }
     pub fn crc(&self) -> u32 {
         self.piece.crc
@@ -266,7 +279,7 @@ impl RxPiece<'_> {
 
 impl Drop for RxPiece<'_> {
     fn drop(&mut self) {
-        self.vol.drop_ref_quiet(self.piece.slice);
+        self.vol.drop_ref_quiet(self.slice());
     }
 }
 
@@ -340,10 +353,7 @@ impl Volume {
             return;
         }
         let ps: Vec<Piece> = pieces.into_iter().map(|p| p.take(self)).collect();
-        let mut a = self.alloc.lock().or_stop();
-        for p in ps {
-            a.drop_ref(p.slice);
-        }
+        self.release_pieces(&ps);
     }
 
     /// Link `pieces`, in order, at the end of file `ino`: one commit (the
@@ -389,12 +399,12 @@ impl Volume {
             .map(|p| {
                 let mut q = p.take(self);
                 q.file_off = at;
-                at += q.slice.len as u64;
+                at += q.loc.len() as u64;
                 q
             })
             .collect();
         if at > super::MAX_FILE_SIZE {
-            self.release_payload(&ps.iter().map(|p| p.slice).collect::<Vec<_>>());
+            self.release_pieces(&ps);
             return Err(FsError::TooBig);
         }
         Ok((ps, at))
@@ -796,8 +806,25 @@ impl Drop for Linked<'_> {
 pub enum TxSeg {
     /// `len` bytes at image offset `image_off` (one record, or part of one).
     Image { image_off: u64, len: u32 },
+    /// Bytes of a remote record, fetched from the tier and checked against
+    /// its CRC when the hold was taken: `len` bytes from `skip` of the
+    /// hold's fetched buffer `buf` (see [`TxHold::fetched`]).
+    Fetched { buf: u32, skip: u32, len: u32 },
     /// A hole: send `len` zero bytes.
     Zero { len: u64 },
+}
+
+impl TxSeg {
+    /// Bytes in the segment.
+    pub fn len(&self) -> u64 {
+        match *self {
+            TxSeg::Image { len, .. } | TxSeg::Fetched { len, .. } => len as u64,
+            TxSeg::Zero { len } => len,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A range of a file held for transmission: the buffer space its segments
@@ -810,6 +837,9 @@ pub struct TxHold<'v> {
     vol: &'v Volume,
     segs: Vec<TxSeg>,
     slices: Vec<Slice>,
+    /// Remote records' bytes, fetched and checked (heap memory that stays
+    /// where it is while the hold lives, however the hold moves).
+    fetched: Vec<Vec<u8>>,
     /// The file size when the hold was taken.
     size: u64,
 }
@@ -829,6 +859,11 @@ impl<'v> TxHold<'v> {
         self.size
     }
 
+    /// The bytes of a [`TxSeg::Fetched`] segment.
+    pub fn fetched(&self, buf: u32, skip: u32, len: u32) -> &[u8] {
+        &self.fetched[buf as usize][skip as usize..(skip + len) as usize]
+    }
+
     /// sendmsg(2) on `fd`, one iovec per segment: the run of image
     /// segments starting at segment `first` (its first `skip` bytes
     /// already sent), up to `max_iov` of them, stopping before a hole.
@@ -846,20 +881,27 @@ impl<'v> TxHold<'v> {
         let mut offered = 0usize;
         let iov = self.segs[first..]
             .iter()
-            .map_while(|s| match *s {
-                TxSeg::Image { image_off, len } => Some((image_off, len)),
-                TxSeg::Zero { .. } => None,
-            })
+            .take_while(|s| !matches!(s, TxSeg::Zero { .. }))
             .take(max_iov)
             .enumerate()
-            .map(|(k, (off, len))| {
+            .map(|(k, s)| {
                 offered += 1;
-                let skip = if k == 0 { skip.min(len as u64) } else { 0 };
-                (off + skip, (len as u64 - skip) as usize)
+                let skip = if k == 0 { skip.min(s.len()) } else { 0 };
+                match *s {
+                    TxSeg::Image { image_off, len } => IoSeg::Image {
+                        off: image_off + skip,
+                        len: (len as u64 - skip) as usize,
+                    },
+                    TxSeg::Fetched { buf, skip: s0, len } => {
+                        IoSeg::Mem(&self.fetched(buf, s0, len)[skip as usize..])
+                    }
+                    TxSeg::Zero { .. } => IoSeg::Mem(&[]),
+                }
             });
-        // The segments name buffer space this hold references, whose bytes
-        // nothing writes while referenced (records are written once, before
-        // they are linked): the kernel only reads them.
+        // The image segments name buffer space this hold references, whose
+        // bytes nothing writes while referenced (records are written once,
+        // before they are linked), and the fetched ones are the hold's own:
+        // the kernel only reads them.
         let n = self
             .vol
             .pm
@@ -906,9 +948,21 @@ impl Volume {
         let bs = self.geo.buffer_size_bytes;
         let mut segs = Vec::new();
         let mut slices = Vec::new();
+        let mut fetched = Vec::new();
         for c in super::file::cover(&i, off, end, bs) {
             match c {
                 Cover::Hole(n) => segs.push(TxSeg::Zero { len: n }),
+                Cover::Remote(sl, r) => {
+                    // Fetched now, whole, and checked: nothing goes to a
+                    // socket before its CRC matched.
+                    let bytes = self.fetch_rec(&i, &r)?;
+                    segs.push(TxSeg::Fetched {
+                        buf: fetched.len() as u32,
+                        skip: (sl.off - r.r.remote_off()) as u32,
+                        len: sl.len,
+                    });
+                    fetched.push(bytes);
+                }
                 Cover::Data(sl, r) => {
                     // Nothing goes to a socket before its CRC matched.
                     self.verify_rec(&i, &r)?;
@@ -928,6 +982,7 @@ impl Volume {
             vol: self,
             segs,
             slices,
+            fetched,
             size,
         })
     }

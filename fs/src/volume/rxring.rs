@@ -33,7 +33,7 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
-use crate::media::uring::{self, Cqe, NetRing};
+use crate::media::uring::{self, Cqe, NetRing, RingSeg};
 
 use super::rx::{RxBuf, RxHeld, TxHold, TxSeg};
 use super::Volume;
@@ -114,15 +114,10 @@ impl TxMsg<'_> {
     /// Bytes in all.
     pub fn len(&self) -> u64 {
         self.head.len() as u64
-            + self.hold.as_ref().map_or(0, |h| {
-                h.segs()
-                    .iter()
-                    .map(|s| match *s {
-                        TxSeg::Image { len, .. } => len as u64,
-                        TxSeg::Zero { len } => len,
-                    })
-                    .sum()
-            })
+            + self
+                .hold
+                .as_ref()
+                .map_or(0, |h| h.segs().iter().map(TxSeg::len).sum())
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -136,10 +131,7 @@ impl TxMsg<'_> {
         n -= t;
         let segs = self.hold.as_ref().map_or(&[][..], |h| h.segs());
         while n > 0 && pos.seg < segs.len() {
-            let len = match segs[pos.seg] {
-                TxSeg::Image { len, .. } => len as u64,
-                TxSeg::Zero { len } => len,
-            };
+            let len = segs[pos.seg].len();
             let take = n.min(len - pos.skip);
             pos.skip += take;
             n -= take;
@@ -338,7 +330,7 @@ impl<'v> RxRing<'v> {
                 msg,
             ));
         }
-        let mut segs: Vec<(Option<u64>, usize)> = Vec::new();
+        let mut segs: Vec<RingSeg> = Vec::new();
         let held = msg.hold.as_ref().map_or(&[][..], |h| h.segs());
         for (k, s) in held.iter().enumerate().skip(at.seg) {
             let skip = if k == at.seg { at.skip } else { 0 };
@@ -346,14 +338,29 @@ impl<'v> RxRing<'v> {
                 TxSeg::Image { image_off, len } => {
                     let skip = skip.min(len as u64);
                     if skip < len as u64 {
-                        segs.push((Some(image_off + skip), (len as u64 - skip) as usize));
+                        segs.push(RingSeg::Image {
+                            off: image_off + skip,
+                            len: (len as u64 - skip) as usize,
+                        });
+                    }
+                }
+                TxSeg::Fetched { buf, skip: s0, len } => {
+                    let skip = skip.min(len as u64) as usize;
+                    if let Some(h) = msg.hold.as_ref() {
+                        let b = &h.fetched(buf, s0, len)[skip..];
+                        if !b.is_empty() {
+                            segs.push(RingSeg::Mem {
+                                ptr: b.as_ptr(),
+                                len: b.len(),
+                            });
+                        }
                     }
                 }
                 TxSeg::Zero { len } => {
                     let mut left = len.saturating_sub(skip);
                     while left > 0 && segs.len() < MAX_IOV - 1 {
                         let n = left.min(64 << 10);
-                        segs.push((None, n as usize));
+                        segs.push(RingSeg::Zero(n as usize));
                         left -= n;
                     }
                 }
@@ -364,8 +371,9 @@ impl<'v> RxRing<'v> {
             }
         }
         let head = msg.head.get(at.head..).filter(|h| !h.is_empty());
-        // The hold references every image segment and `msg.head`'s heap
-        // bytes stay where they are (moving the Vec does not move them)
+        // The hold references every image segment, owns the fetched ones,
+        // and those and `msg.head`'s heap bytes stay where they are (moving
+        // the Vec or the hold does not move them)
         // until the send's completion hands the message back
         // (`NetRing::send_segments`' contract).
         if let Err(e) = self.ring.send_segments(sock.as_raw_fd(), head, segs, u) {

@@ -135,9 +135,12 @@ impl Volume {
         } else {
             "data"
         };
+        // Remote records' bytes are in the tier: every fetch checks them,
+        // and `fsck.pktfs --remote` checks the objects; scrub reads PM.
         let recs: Vec<(Rec, &'static str)> = i
             .data
             .values()
+            .filter(|r| !r.r.is_remote())
             .map(|r| (*r, what))
             .chain(i.xattrs.values().map(|r| (*r, "xattr")))
             .collect();

@@ -501,14 +501,7 @@ fn transmit_hold_keeps_space_until_released() {
     v.write(f.ino, 8000, &[8u8; 100]).unwrap();
     let h = v.tx_hold(f.ino, 10, 1 << 20).unwrap();
     assert_eq!(h.size(), 8100);
-    let kinds: Vec<u64> = h
-        .segs()
-        .iter()
-        .map(|s| match *s {
-            TxSeg::Image { len, .. } => len as u64,
-            TxSeg::Zero { len } => len,
-        })
-        .collect();
+    let kinds: Vec<u64> = h.segs().iter().map(TxSeg::len).collect();
     assert_eq!(kinds, vec![4990, 3000, 100]);
     let TxSeg::Image { image_off, len } = h.segs()[0] else {
         panic!()

@@ -112,6 +112,10 @@ pub struct Tx {
     /// place in step 1, durable with the payload, never journalled.
     early_stores: SmallVec<[(u64, u64); 2]>,
     early_slots: SmallVec<[SlotSwitch; 1]>,
+    /// Remote slices whose records this commit unlinks: their objects'
+    /// live counts drop only once that is durable (the tier engine may
+    /// delete an object whose count reaches zero).
+    freed_remote: SmallVec<[super::remote::RemoteSlice; 1]>,
 }
 
 impl SlotSwitch {
@@ -200,6 +204,13 @@ impl Tx {
         self.freed_slices.push(slice);
     }
 
+    /// Return this remote record once the commit is durable, and count
+    /// its object slice dead then.
+    pub fn free_remote(&mut self, id: RecordId, s: super::remote::RemoteSlice) {
+        self.freed_records.push(id);
+        self.freed_remote.push(s);
+    }
+
     /// Return this record once the commit is durable, but not its
     /// payload reference: a new record took that over.
     pub fn free_record_keep_payload(&mut self, id: RecordId) {
@@ -213,6 +224,7 @@ impl Tx {
             && self.freed_slices.is_empty()
             && self.early_stores.is_empty()
             && self.early_slots.is_empty()
+            && self.freed_remote.is_empty()
     }
 
     pub fn commit(mut self, vol: &Volume) {
@@ -300,6 +312,9 @@ impl Tx {
             for s in self.freed_slices.drain(..) {
                 a.drop_ref(s);
             }
+        }
+        for s in self.freed_remote.drain(..) {
+            vol.remote.drop_slice(s);
         }
     }
 }

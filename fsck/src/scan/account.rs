@@ -32,6 +32,12 @@ impl Scan<'_> {
                     }
                     RecordKind::Dirent => c.dirents += 1,
                     RecordKind::Xattr => c.xattrs += 1,
+                    RecordKind::Remote => {
+                        c.remote_records += 1;
+                        c.remote_bytes += n.rec.len as u64;
+                        // Its slice is in an object, not in the buffers.
+                        continue;
+                    }
                 }
                 let start = n.rec.buffer as u64 * bs + n.rec.buf_off as u64;
                 spans.push((start, start + n.rec.len as u64, n.id, n.rec.kind, i.ino));

@@ -223,7 +223,9 @@ impl Scan<'_> {
                     break;
                 }
             };
-            if Some(r.kind) != expected {
+            // A regular file's data chain may hold remote records too.
+            let remote_ok = r.kind == RecordKind::Remote && kind == FileType::Regular && !xattr;
+            if Some(r.kind) != expected && !remote_ok {
                 let msg = match expected {
                     None => format!(
                         "a {} has no data chain, but its head links to a {:?} record",
@@ -251,7 +253,7 @@ impl Scan<'_> {
                 rec: r,
             };
             match r.kind {
-                RecordKind::Data => {
+                RecordKind::Data | RecordKind::Remote => {
                     if r.file_off < prev_end {
                         let f = self.find(
                             Severity::Error,
@@ -285,7 +287,8 @@ impl Scan<'_> {
                     self.owner[cur as usize] = ino;
                     // Large regular-file payloads are checked afterwards, in
                     // parallel (`check_deferred`); they assume good here.
-                    let defer = kind == FileType::Regular && r.len >= DEFER_BYTES;
+                    let remote = r.is_remote();
+                    let defer = !remote && kind == FileType::Regular && r.len >= DEFER_BYTES;
                     if defer {
                         self.deferred.push((ino, c.nodes.len(), r));
                     }
@@ -293,7 +296,15 @@ impl Scan<'_> {
                     // dropped with --drop-damaged, see `damage`); a symlink
                     // target cannot be "damaged but kept": it is cut.
                     let flagged = r.flags & FLAG_DAMAGED != 0;
-                    let computed = if defer { None } else { self.payload_crc(&r) };
+                    // A remote record's bytes are in the object store:
+                    // `--remote` checks them there.
+                    let computed = if remote {
+                        Some(r.payload_crc)
+                    } else if defer {
+                        None
+                    } else {
+                        self.payload_crc(&r)
+                    };
                     let bad = !defer && (flagged || computed != Some(r.payload_crc));
                     let keep = if !bad {
                         true
@@ -324,7 +335,11 @@ impl Scan<'_> {
                     if !keep {
                         node.keep = false;
                     } else {
-                        if kind == FileType::Regular && r.file_end() > i.attr.size && !i.rebuilt {
+                        if kind == FileType::Regular
+                            && r.file_end() > i.attr.size
+                            && !i.rebuilt
+                            && !remote
+                        {
                             let f = self.find(
                                 Severity::Error,
                                 "data.past_size",

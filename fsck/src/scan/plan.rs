@@ -282,7 +282,7 @@ impl Scan<'_> {
         };
         for i in self.inodes.values() {
             for n in i.data.nodes.iter().chain(i.xattr.nodes.iter()) {
-                if n.keep || all_claimed {
+                if (n.keep || all_claimed) && !n.rec.is_remote() {
                     mark(&n.rec);
                 }
             }

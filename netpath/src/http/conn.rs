@@ -570,11 +570,5 @@ impl<'a> Conn<'a> {
 
 /// Bytes a hold sends.
 fn held_len(h: &TxHold<'_>) -> u64 {
-    h.segs()
-        .iter()
-        .map(|s| match *s {
-            pktfs::TxSeg::Image { len, .. } => len as u64,
-            pktfs::TxSeg::Zero { len } => len,
-        })
-        .sum()
+    h.segs().iter().map(pktfs::TxSeg::len).sum()
 }
