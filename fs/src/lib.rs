@@ -45,5 +45,6 @@ pub use volume::{
     SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg, VerifyMode, Volume, XattrFlags,
 };
 pub use volume::{
-    ObjectLive, RemoteSlice, RemoteSource, SwitchReport, TierCandidate, TierExtent, TierOut,
+    ObjectLive, RemoteExtent, RemoteSlice, RemoteSource, SwitchReport, TierCandidate, TierExtent,
+    TierOut,
 };

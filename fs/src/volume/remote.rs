@@ -243,6 +243,20 @@ impl Drop for TierOut<'_> {
     }
 }
 
+/// A remote extent to link into a file ([`Volume::link_remote`], used by
+/// `pktfs restore`): the record a tiered record was, field by field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteExtent {
+    pub file_off: u64,
+    pub obj: u64,
+    pub obj_off: u64,
+    pub len: u32,
+    pub crc32c: u32,
+    pub seq: u64,
+    pub timestamp_ns: u64,
+    pub flags: u8,
+}
+
 /// What [`Volume::tier_switch`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SwitchReport {
@@ -430,6 +444,114 @@ impl Volume {
         drop(i);
         drop(out);
         Ok(rep)
+    }
+
+    /// Link remote extents (sorted by file offset, not overlapping, not
+    /// empty) into regular file `ino`, replacing whatever was in their
+    /// range, and grow the size to cover them. Commits in batches; each
+    /// commit leaves a consistent file. Rebuilding an image from a bucket
+    /// is the user.
+    pub fn link_remote(&self, ino: u64, extents: &[RemoteExtent]) -> Result<()> {
+        self.check_writable()?;
+        for w in extents.windows(2) {
+            if w[0].file_off + w[0].len as u64 > w[1].file_off {
+                return Err(FsError::Invalid(
+                    "remote extents overlap or are out of order",
+                ));
+            }
+        }
+        if extents.iter().any(|e| e.len == 0 || e.obj == 0) {
+            return Err(FsError::Invalid("an empty remote extent or object 0"));
+        }
+        if extents
+            .last()
+            .is_some_and(|e| e.file_off.saturating_add(e.len as u64) > super::MAX_FILE_SIZE)
+        {
+            return Err(FsError::TooBig);
+        }
+        self.enable_remote_records()?;
+        let arc = self.inode(ino)?;
+        let mut i = super::wlock(&arc)?;
+        if i.attr.kind != FileType::Regular {
+            return Err(FsError::Invalid("not a regular file"));
+        }
+        for batch in extents.chunks(1024) {
+            let first = batch[0].file_off;
+            let last = &batch[batch.len() - 1];
+            let end = last.file_off + last.len as u64;
+            let pieces: Vec<Piece> = batch
+                .iter()
+                .map(|e| Piece {
+                    loc: Loc::Remote(RemoteSlice {
+                        obj: e.obj,
+                        off: e.obj_off,
+                        len: e.len,
+                    }),
+                    crc: e.crc32c,
+                    file_off: e.file_off,
+                    seq: e.seq,
+                    timestamp_ns: e.timestamp_ns,
+                    flags: e.flags & !layout::record::FLAG_DIR_TIME,
+                })
+                .collect();
+            let mut attr = i.attr;
+            attr.size = attr.size.max(end);
+            let mut tx = Tx::new();
+            self.splice_range_tx(&mut tx, &mut i, first, end, pieces, attr)?;
+            tx.commit(self);
+        }
+        Ok(())
+    }
+
+    /// Bring the remote records of `ino` back into PM (at most `max_bytes`
+    /// of them, from the start): fetched, checked, written, and switched
+    /// back in commits of whole runs. Returns the bytes brought back.
+    pub fn tier_recall(&self, ino: u64, max_bytes: u64) -> Result<u64> {
+        self.check_writable()?;
+        let arc = self.inode(ino)?;
+        let mut i = super::wlock(&arc)?;
+        if i.attr.kind != FileType::Regular {
+            return Err(FsError::Invalid("not a regular file"));
+        }
+        let remote: Vec<Rec> = i
+            .data
+            .values()
+            .filter(|r| r.r.is_remote())
+            .copied()
+            .collect();
+        let mut done = 0u64;
+        for r in remote {
+            if done >= max_bytes {
+                break;
+            }
+            let bytes = self.fetch_rec(&i, &r)?;
+            let slices = self.alloc_payload(bytes.len() as u64)?;
+            let crcs = self.write_payload(&slices, &bytes);
+            // One record stays one record when it fits one slice; a slice
+            // split by the allocator gets CRCs of its own parts.
+            let mut at = r.r.file_off;
+            let pieces: Vec<Piece> = slices
+                .iter()
+                .zip(&crcs)
+                .map(|(s, c)| {
+                    let p = Piece {
+                        loc: Loc::Local(*s),
+                        crc: *c,
+                        file_off: at,
+                        seq: r.r.seq,
+                        timestamp_ns: r.r.timestamp_ns,
+                        flags: r.r.flags,
+                    };
+                    at += s.len as u64;
+                    p
+                })
+                .collect();
+            let mut tx = Tx::new();
+            self.splice_range_tx_keep_attr(&mut tx, &mut i, r.r.file_off, r.r.file_end(), pieces)?;
+            tx.commit(self);
+            done += r.r.len as u64;
+        }
+        Ok(done)
     }
 
     /// Fetch a remote record's whole slice and check it against its CRC:

@@ -217,3 +217,58 @@ fn a_switch_skips_records_changed_meanwhile() {
     v.set_remote_source(store);
     assert_eq!(v.read(f.ino, 0, 1 << 20).unwrap(), want);
 }
+
+#[test]
+fn recall_brings_bytes_back_and_link_remote_rebuilds_a_file() {
+    let v = fresh(16 << 20);
+    let store = Arc::new(MemStore::default());
+    v.set_remote_source(store.clone());
+    let f = v.create(v.root(), b"f", 0o644, 0, 0).unwrap();
+    let want = data(700_000, 5);
+    v.write(f.ino, 0, &want).unwrap();
+    tier(&v, &store, f.ino, 3);
+    let before = v.chain(f.ino).unwrap();
+    // Rebuild the same file elsewhere from its remote records alone.
+    let g = v.create(v.root(), b"g", 0o644, 0, 0).unwrap();
+    let ext: Vec<RemoteExtent> = before
+        .iter()
+        .map(|c| RemoteExtent {
+            file_off: c.file_off,
+            obj: c.remote.unwrap().0,
+            obj_off: c.remote.unwrap().1,
+            len: c.len,
+            crc32c: c.payload_crc,
+            seq: c.seq,
+            timestamp_ns: c.timestamp_ns,
+            flags: 0,
+        })
+        .collect();
+    v.link_remote(g.ino, &ext).unwrap();
+    assert_eq!(v.getattr(g.ino).unwrap().size, 700_000);
+    assert_eq!(v.read(g.ino, 0, 1 << 20).unwrap(), want);
+    // Overlapping extents are refused, nothing changes.
+    let mut bad = ext.clone();
+    bad[1].file_off -= 1;
+    assert!(v.link_remote(g.ino, &bad).is_err());
+    // Recall: back in PM, same metadata, no fetch needed afterwards.
+    assert_eq!(v.tier_recall(f.ino, u64::MAX).unwrap(), 700_000);
+    let after = v.chain(f.ino).unwrap();
+    assert!(after.iter().all(|c| c.remote.is_none()));
+    assert_eq!(
+        after
+            .iter()
+            .map(|c| (c.file_off, c.payload_crc, c.seq))
+            .collect::<Vec<_>>(),
+        before
+            .iter()
+            .map(|c| (c.file_off, c.payload_crc, c.seq))
+            .collect::<Vec<_>>()
+    );
+    let n = store.fetches.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(v.read(f.ino, 0, 1 << 20).unwrap(), want);
+    assert_eq!(store.fetches.load(std::sync::atomic::Ordering::Relaxed), n);
+    v.check_invariants().unwrap();
+    let v = reopen(v);
+    v.check_invariants().unwrap();
+    assert_eq!(v.remote_objects()[&3].records as usize, before.len());
+}
