@@ -15,6 +15,7 @@
 pub mod ace;
 pub mod crash;
 pub mod gen;
+pub mod tier;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -129,6 +130,16 @@ pub enum Op {
         default: bool,
         entries: Vec<(u16, u16, u32)>,
     },
+    /// Tier-out: every local record of `path` uploaded to the tier (the
+    /// test store, `model::tier`) and switched to a remote record, its PM
+    /// space freed. The content does not change.
+    TierOut {
+        path: String,
+    },
+    /// Recall: every remote record of `path` brought back into PM.
+    Recall {
+        path: String,
+    },
     /// An upload, as the network path does it: an unnamed file (like
     /// O_TMPFILE) filled through the receive path (`rx_reserve`, the bytes
     /// stored into the reserved buffers as recv() would, a request header
@@ -214,6 +225,8 @@ impl fmt::Display for Op {
                 write!(f, "setxattr {path} {name} len {len} seed {seed} create={create} replace={replace}")
             }
             Op::RemoveXattr { path, name } => write!(f, "removexattr {path} {name}"),
+            Op::TierOut { path } => write!(f, "tier-out {path}"),
+            Op::Recall { path } => write!(f, "recall {path}"),
             Op::SetAcl {
                 path,
                 default,
@@ -700,6 +713,11 @@ impl Model {
                     None if acl => Ok(0), // as on ext4: nothing to remove
                     None => Err(libc::ENODATA),
                 }
+            }
+            Op::TierOut { path } | Op::Recall { path } => {
+                let id = self.resolve(path)?;
+                self.file(id)?;
+                Ok(0)
             }
             Op::SetAcl {
                 path,
@@ -1249,6 +1267,15 @@ pub fn apply_vol(v: &Volume, op: &Op) -> OpResult {
             let i = vresolve(v, path)?;
             v.removexattr(i, name.as_bytes()).map(|_| 0).map_err(e)
         }
+        Op::TierOut { path } => {
+            let i = vresolve(v, path)?;
+            tier::tier_out(v, i).map(|_| 0).map_err(e)
+        }
+        Op::Recall { path } => {
+            let i = vresolve(v, path)?;
+            tier::use_store(v);
+            v.tier_recall(i, u64::MAX).map(|_| 0).map_err(e)
+        }
         Op::SetAcl {
             path,
             default,
@@ -1463,6 +1490,7 @@ pub fn format_image(size: u64, inodes: Option<u32>) -> Vec<u8> {
 /// return the image afterwards with the model.
 pub fn seed_image(image: Vec<u8>, ops: &[Op]) -> Result<(Vec<u8>, Model), String> {
     let mut v = Volume::open_pm(Pm::from_bytes(image), false).map_err(|e| format!("open: {e}"))?;
+    tier::use_store(&v);
     let mut m = Model::new();
     for op in ops {
         let want = m.apply(op);

@@ -60,7 +60,10 @@ struct Harness {
 }
 
 fn open(img: &[u8]) -> Result<Volume, String> {
-    Volume::open_pm(Pm::recording(img.to_vec()), false).map_err(|e| format!("open: {e}"))
+    let v =
+        Volume::open_pm(Pm::recording(img.to_vec()), false).map_err(|e| format!("open: {e}"))?;
+    pktfs_tests::model::tier::use_store(&v);
+    Ok(v)
 }
 
 /// Payload bytes an operation needs, for judging ENOSPC.
@@ -275,6 +278,7 @@ impl Harness {
         self.v = None;
         let v =
             Volume::open_pm(Pm::from_bytes(img), false).map_err(|e| format!("final open: {e}"))?;
+        pktfs_tests::model::tier::use_store(&v);
         check(&v, "after the final remount")?;
         Ok(())
     }

@@ -92,7 +92,7 @@ pub(crate) fn cover(i: &Inode, off: u64, end: u64, bs: u32) -> Vec<Cover> {
 }
 
 impl Volume {
-    fn file_inode(i: &Inode) -> Result<()> {
+    pub(crate) fn file_inode(i: &Inode) -> Result<()> {
         match i.attr.kind {
             FileType::Regular => Ok(()),
             FileType::Directory => Err(FsError::IsDir),

@@ -338,9 +338,7 @@ impl Volume {
     pub fn tier_begin(&self, ino: u64, max_bytes: u64) -> Result<TierOut<'_>> {
         let arc = self.inode(ino)?;
         let i = super::rlock(&arc)?;
-        if i.attr.kind != FileType::Regular {
-            return Err(FsError::Invalid("only regular files are tiered"));
-        }
+        Self::file_inode(&i)?;
         let mut extents = Vec::new();
         let mut total = 0u64;
         for r in i.data.values() {
@@ -472,9 +470,7 @@ impl Volume {
         self.enable_remote_records()?;
         let arc = self.inode(ino)?;
         let mut i = super::wlock(&arc)?;
-        if i.attr.kind != FileType::Regular {
-            return Err(FsError::Invalid("not a regular file"));
-        }
+        Self::file_inode(&i)?;
         for batch in extents.chunks(1024) {
             let first = batch[0].file_off;
             let last = &batch[batch.len() - 1];
@@ -510,9 +506,7 @@ impl Volume {
         self.check_writable()?;
         let arc = self.inode(ino)?;
         let mut i = super::wlock(&arc)?;
-        if i.attr.kind != FileType::Regular {
-            return Err(FsError::Invalid("not a regular file"));
-        }
+        Self::file_inode(&i)?;
         let remote: Vec<Rec> = i
             .data
             .values()

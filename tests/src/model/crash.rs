@@ -113,6 +113,7 @@ pub fn record(
 ) -> Result<Workload, String> {
     let v = Volume::open_pm(Pm::recording(base.to_vec()), false)
         .map_err(|e| format!("{name}: open: {e}"))?;
+    super::tier::use_store(&v);
     let mut m = model.clone();
     let mut trees = vec![m.tree()];
     let mut results = Vec::new();
@@ -174,6 +175,7 @@ pub fn record_custom(
 ) -> Result<Workload, String> {
     let v = Volume::open_pm(Pm::recording(base.to_vec()), false)
         .map_err(|e| format!("{name}: open: {e}"))?;
+    super::tier::use_store(&v);
     let n = trees.len().checked_sub(1).ok_or("no trees")?;
     run(&v, &|k| v.pm().mark(k))?;
     v.pm().mark(n as u64);
@@ -376,6 +378,7 @@ pub fn check_image(
     let fsck_failed = !bad.is_empty() || rep.operational_error.is_some();
     let mut v = Volume::open_pm(pm, false)
         .map_err(|e| format!("recovery failed: {e}\n  fsck -n said: {}", rep.to_text()))?;
+    super::tier::use_store(&v);
     if fsck_failed {
         return Err(format!(
             "fsck -n before recovery (recovery itself succeeded): {}",

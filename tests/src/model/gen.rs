@@ -39,6 +39,8 @@ pub enum AOp {
     Write(u8, u64, u32, u8),
     Append(u8, u32, u8),
     Truncate(u8, u64),
+    TierOut(u8),
+    Recall(u8),
     Fallocate(u8, u64, u64, u8),
     CopyRange(u8, u8, u64, u64, u64),
     Link(u8, u8, Name),
@@ -89,6 +91,8 @@ pub fn aop() -> impl Strategy<Value = AOp> {
         10 => (s(), off(), len(), s()).prop_map(|(p, o, l, x)| AOp::Write(p, o, l, x)),
         3 => (s(), len(), s()).prop_map(|(p, l, x)| AOp::Append(p, l, x)),
         3 => (s(), off()).prop_map(|(p, o)| AOp::Truncate(p, o)),
+        2 => s().prop_map(AOp::TierOut),
+        1 => s().prop_map(AOp::Recall),
         2 => (s(), off(), 1u64..40_000, s()).prop_map(|(p, o, l, m)| AOp::Fallocate(p, o, l, m)),
         2 => (s(), s(), off(), off(), 0u64..60_000).prop_map(|(a, b, x, y, l)| AOp::CopyRange(a, b, x, y, l)),
         3 => (s(), s(), name()).prop_map(|(a, d, n)| AOp::Link(a, d, n)),
@@ -196,6 +200,8 @@ pub fn concretize(a: &AOp, m: &Model) -> Op {
             path: file(*p),
             size: *size,
         },
+        AOp::TierOut(p) => Op::TierOut { path: file(*p) },
+        AOp::Recall(p) => Op::Recall { path: file(*p) },
         AOp::Fallocate(p, off, len, mode) => {
             let (keep_size, punch) = match mode % 3 {
                 0 => (false, false),
