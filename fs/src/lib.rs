@@ -45,6 +45,6 @@ pub use volume::{
     SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg, VerifyMode, Volume, XattrFlags,
 };
 pub use volume::{
-    ObjectLive, RemoteExtent, RemoteSlice, RemoteSource, SwitchReport, TierCandidate, TierExtent,
-    TierOut,
+    ObjectLive, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource, SwitchReport,
+    TierCandidate, TierExtent, TierOut,
 };

@@ -102,8 +102,10 @@ impl Rec {
 /// (ranged GETs, read-ahead, a cache); the Volume checks every record's
 /// CRC32C on what it returns, so an implementation never has to.
 pub trait RemoteSource: Send + Sync + std::fmt::Debug {
-    /// Exactly `len` bytes at `off` of object `obj`, or why not.
-    fn fetch(&self, obj: u64, off: u64, len: u32) -> std::result::Result<Vec<u8>, String>;
+    /// Exactly `len` bytes at `off` of object `obj`, or why not. `ino` is
+    /// the file that wants them (a promotion policy counts its reads).
+    fn fetch(&self, ino: u64, obj: u64, off: u64, len: u32)
+        -> std::result::Result<Vec<u8>, String>;
 }
 
 /// Live bytes and records of one object, as the chains name them.
@@ -241,6 +243,18 @@ impl Drop for TierOut<'_> {
             }
         }
     }
+}
+
+/// A remote record as `fsck.pktfs --remote` checks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteRecordInfo {
+    pub ino: u64,
+    pub file_off: u64,
+    pub len: u32,
+    pub crc32c: u32,
+    pub obj: u64,
+    pub obj_off: u64,
+    pub damaged: bool,
 }
 
 /// A remote extent to link into a file ([`Volume::link_remote`], used by
@@ -571,7 +585,7 @@ impl Volume {
                 s.obj
             ))
         })?;
-        let bytes = src.fetch(s.obj, s.off, s.len).map_err(|e| {
+        let bytes = src.fetch(i.ino as u64, s.obj, s.off, s.len).map_err(|e| {
             tracing::warn!(ino = i.ino, obj = s.obj, "tier read failed: {e}");
             FsError::Remote(format!(
                 "inode {} bytes [{}, {}) (object {}): {e}",

@@ -16,7 +16,13 @@ struct MemStore {
 }
 
 impl RemoteSource for MemStore {
-    fn fetch(&self, obj: u64, off: u64, len: u32) -> std::result::Result<Vec<u8>, String> {
+    fn fetch(
+        &self,
+        _ino: u64,
+        obj: u64,
+        off: u64,
+        len: u32,
+    ) -> std::result::Result<Vec<u8>, String> {
         self.fetches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let o = self.objs.lock().unwrap();
