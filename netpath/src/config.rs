@@ -75,6 +75,28 @@ impl std::fmt::Display for IoMode {
     }
 }
 
+/// One fact another part of the process (the tier engine) adds to
+/// `/metrics` and `pktfs stat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtraStat {
+    /// Metric name (`pktfs_` is prefixed on /metrics) and JSON key.
+    pub name: &'static str,
+    pub help: &'static str,
+    pub value: u64,
+    /// A counter (only grows) rather than a gauge.
+    pub counter: bool,
+}
+
+/// Where the extra facts come from, read at every scrape or stat.
+#[derive(Clone)]
+pub struct Extra(pub std::sync::Arc<dyn Fn() -> Vec<ExtraStat> + Send + Sync>);
+
+impl std::fmt::Debug for Extra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Extra(..)")
+    }
+}
+
 /// What the servers do and their limits.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -124,6 +146,8 @@ pub struct Config {
     /// (a power of two) and bytes per entry.
     pub ring_entries: u16,
     pub ring_entry_bytes: u32,
+    /// More facts for /metrics (the tier engine's counters).
+    pub extra: Option<Extra>,
 }
 
 impl Config {
@@ -163,6 +187,7 @@ impl Default for Config {
             loops: 0,
             ring_entries: 64,
             ring_entry_bytes: 64 << 10,
+            extra: None,
         }
     }
 }

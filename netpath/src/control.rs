@@ -70,6 +70,16 @@ impl Drop for Control {
 impl Control {
     /// Listen for requests about `image`, answered from `vol`.
     pub fn start(vol: Arc<Volume>, image: &Path) -> std::io::Result<Control> {
+        Self::start_with(vol, image, None)
+    }
+
+    /// [`Control::start`], with more facts for `pktfs stat` (the tier
+    /// engine's counters, under `"tier"`).
+    pub fn start_with(
+        vol: Arc<Volume>,
+        image: &Path,
+        extra: Option<crate::config::Extra>,
+    ) -> std::io::Result<Control> {
         let addr = SocketAddr::from_abstract_name(name_for(image)?)?;
         let l = UnixListener::bind_addr(&addr)?;
         l.set_nonblocking(true)?;
@@ -78,7 +88,7 @@ impl Control {
         let st = stop.clone();
         let thread = std::thread::Builder::new()
             .name("pktfs-control".into())
-            .spawn(move || accept_loop(vol, l, owner, st))?;
+            .spawn(move || accept_loop(vol, l, owner, st, extra))?;
         Ok(Control {
             stop,
             thread: Some(thread),
@@ -86,15 +96,22 @@ impl Control {
     }
 }
 
-fn accept_loop(vol: Arc<Volume>, l: UnixListener, owner: u32, stop: Arc<AtomicBool>) {
+fn accept_loop(
+    vol: Arc<Volume>,
+    l: UnixListener,
+    owner: u32,
+    stop: Arc<AtomicBool>,
+    extra: Option<crate::config::Extra>,
+) {
     let me = rustix::process::getuid().as_raw();
     while !stop.load(Ordering::SeqCst) {
         match l.accept() {
             Ok((s, _)) => {
                 let vol = vol.clone();
+                let extra = extra.clone();
                 let _ = std::thread::Builder::new()
                     .name("pktfs-control-conn".into())
-                    .spawn(move || serve(&vol, s, owner, me));
+                    .spawn(move || serve(&vol, s, owner, me, extra.as_ref()));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 let mut fds = [rustix::event::PollFd::new(&l, rustix::event::PollFlags::IN)];
@@ -119,7 +136,7 @@ fn send(s: &mut UnixStream, v: &Value) -> bool {
     s.write_all(line.as_bytes()).is_ok()
 }
 
-fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
+fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32, extra: Option<&crate::config::Extra>) {
     let _ = s.set_nonblocking(false);
     let Ok(mut out) = s.try_clone() else { return };
     let (uid, gid) = match rustix::net::sockopt::socket_peercred(&s) {
@@ -161,7 +178,17 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32) {
         }
     };
     let r = match req["op"].as_str() {
-        Some("stat") => Ok(stat_json(vol)),
+        Some("stat") => {
+            let mut v = stat_json(vol);
+            if let Some(x) = extra {
+                let t: serde_json::Map<String, Value> = (x.0)()
+                    .into_iter()
+                    .map(|s| (s.name.to_string(), json!(s.value)))
+                    .collect();
+                v["tier"] = Value::Object(t);
+            }
+            Ok(v)
+        }
         Some("chain") => match req["path"].as_str() {
             Some(p) => chain_json(vol, p),
             None => Err("chain needs a \"path\"".to_string()),
@@ -309,7 +336,9 @@ pub fn stat_json(vol: &Volume) -> Value {
     let sb = vol.superblock();
     let g = vol.geometry();
     let s = vol.statfs();
+    let remote = vol.remote_objects();
     json!({
+        "remote_objects": remote.len(), "remote_bytes": remote.values().map(|o| o.bytes).sum::<u64>(),
         "image_bytes": g.image_len_bytes, "buffer_size": g.buffer_size_bytes,
         "buffers": g.buffer_count, "buffers_free": s.blocks_free,
         "inodes": g.inode_count, "inodes_free": s.files_free,

@@ -47,5 +47,5 @@ pub mod tx;
 pub mod uring;
 mod util;
 
-pub use config::{Change, Config, IoMode, OnChange, Token};
+pub use config::{Change, Config, Extra, ExtraStat, IoMode, OnChange, Token};
 pub use server::{Services, Stats};

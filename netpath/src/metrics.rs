@@ -137,7 +137,12 @@ impl Metrics {
 
     /// The text exposition (format 0.0.4 / OpenMetrics text), with the
     /// gauges read now.
-    pub fn render(&self, vol: &Volume, open: usize) -> String {
+    pub fn render(
+        &self,
+        vol: &Volume,
+        open: usize,
+        extra: Option<&crate::config::Extra>,
+    ) -> String {
         let st = vol.statfs();
         let bs = st.block_size as u64;
         let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
@@ -150,6 +155,24 @@ impl Metrics {
         let mut out = String::with_capacity(4096);
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        if let Some(x) = extra {
+            // Before the OpenMetrics end marker, in the same text form.
+            let eof = out.rfind("# EOF").unwrap_or(out.len());
+            let mut more = String::new();
+            for s in (x.0)() {
+                let (kind, suffix) = if s.counter {
+                    ("counter", "_total")
+                } else {
+                    ("gauge", "")
+                };
+                let name = format!("pktfs_{}", s.name);
+                more += &format!(
+                    "# HELP {name} {}\n# TYPE {name} {kind}\n{name}{suffix} {}\n",
+                    s.help, s.value
+                );
+            }
+            out.insert_str(eof, &more);
+        }
         out
     }
 }

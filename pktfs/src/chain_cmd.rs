@@ -154,6 +154,18 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
     pktfs::outln!("inodes       {}, {} free", n("inodes"), n("inodes_free"));
     pktfs::outln!("records      {}, {} free", n("records"), n("records_free"));
     pktfs::outln!("mounts       {}", n("mount_count"));
+    if n("remote_objects") > 0 {
+        pktfs::outln!(
+            "tiered       {} bytes in {} objects",
+            n("remote_bytes"),
+            n("remote_objects")
+        );
+    }
+    if let Some(t) = j["tier"].as_object() {
+        for (k, v) in t {
+            pktfs::outln!("tier         {k}: {v}");
+        }
+    }
     if let Some(f) = j["failed"].as_str() {
         pktfs::outln!("STOPPED      {f}");
     }

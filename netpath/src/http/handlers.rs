@@ -376,7 +376,11 @@ impl<'a> Conn<'a> {
         if h.has_body() && !self.discard_body(h) {
             return false;
         }
-        let text = self.sh.metrics.render(self.vol, self.sh.open_connections());
+        let text = self.sh.metrics.render(
+            self.vol,
+            self.sh.open_connections(),
+            self.sh.cfg.extra.as_ref(),
+        );
         let extra = format!("Content-Type: {METRICS_TYPE}\r\nCache-Control: no-store\r\n");
         self.with_body(
             200,
