@@ -317,13 +317,7 @@ impl Volume {
     /// engine's policy picks from these.
     pub fn tier_candidates(&self) -> Vec<TierCandidate> {
         let mut out = Vec::new();
-        // The inode handles first, then each inode alone: no table shard is
-        // held while inodes are locked.
-        let all: Vec<_> = {
-            let map = self.inodes.lock_all();
-            map.iter().map(|(_, a)| a.clone()).collect()
-        };
-        for a in all {
+        for a in self.all_inodes() {
             let Ok(i) = a.read() else { continue };
             if i.dead || i.attr.kind != FileType::Regular {
                 continue;
@@ -517,6 +511,65 @@ impl Volume {
     /// of them, from the start): fetched, checked, written, and switched
     /// back in commits of whole runs. Returns the bytes brought back.
     pub fn tier_recall(&self, ino: u64, max_bytes: u64) -> Result<u64> {
+        self.recall_where(ino, max_bytes, |_| true)
+    }
+
+    /// [`Self::tier_recall`] of only the records of `ino` in object `obj`
+    /// (compaction stages an object's live records through PM).
+    pub fn tier_recall_object(&self, ino: u64, obj: u64) -> Result<u64> {
+        self.recall_where(ino, u64::MAX, |r| r.r.remote_obj() == obj)
+    }
+
+    /// Handles of every inode, taken without holding the table while any
+    /// inode is locked.
+    fn all_inodes(&self) -> Vec<Arc<std::sync::RwLock<Inode>>> {
+        let map = self.inodes.lock_all();
+        map.iter().map(|(_, a)| a.clone()).collect()
+    }
+
+    /// Regular files with a remote record in object `obj`.
+    pub fn files_referencing(&self, obj: u64) -> Vec<u64> {
+        self.all_inodes()
+            .into_iter()
+            .filter_map(|a| {
+                let i = a.read().ok()?;
+                (!i.dead
+                    && i.data
+                        .values()
+                        .any(|r| r.r.is_remote() && r.r.remote_obj() == obj))
+                .then_some(i.ino as u64)
+            })
+            .collect()
+    }
+
+    /// Every remote record of the volume, by inode and file offset.
+    pub fn remote_records(&self) -> Vec<RemoteRecordInfo> {
+        let mut out = Vec::new();
+        for a in self.all_inodes() {
+            let Ok(i) = a.read() else { continue };
+            if i.dead || i.attr.kind != FileType::Regular {
+                continue;
+            }
+            out.extend(
+                i.data
+                    .values()
+                    .filter(|r| r.r.is_remote())
+                    .map(|r| RemoteRecordInfo {
+                        ino: i.ino as u64,
+                        file_off: r.r.file_off,
+                        len: r.r.len,
+                        crc32c: r.r.payload_crc,
+                        obj: r.r.remote_obj(),
+                        obj_off: r.r.remote_off(),
+                        damaged: r.r.flags & layout::record::FLAG_DAMAGED != 0,
+                    }),
+            );
+        }
+        out.sort_by_key(|r| (r.ino, r.file_off));
+        out
+    }
+
+    fn recall_where(&self, ino: u64, max_bytes: u64, which: impl Fn(&Rec) -> bool) -> Result<u64> {
         self.check_writable()?;
         let arc = self.inode(ino)?;
         let mut i = super::wlock(&arc)?;
@@ -524,7 +577,7 @@ impl Volume {
         let remote: Vec<Rec> = i
             .data
             .values()
-            .filter(|r| r.r.is_remote())
+            .filter(|r| r.r.is_remote() && which(r))
             .copied()
             .collect();
         let mut done = 0u64;
