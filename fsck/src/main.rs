@@ -46,6 +46,17 @@ struct Args {
     /// Most repair passes (each pass rescans the image).
     #[arg(long, default_value_t = 8)]
     max_passes: u32,
+    /// Also check the tier: every remote record's object in
+    /// s3://BUCKET/PREFIX exists, is a pktfs segment, and holds the
+    /// record's bytes under its CRC32C; list objects nothing references.
+    /// Credentials and endpoint as AWS tools take them (AWS_* variables,
+    /// ~/.aws/config and credentials).
+    #[arg(long, value_name = "URL")]
+    remote: Option<String>,
+    /// With --remote: fetch and check every remote record's bytes, not
+    /// only what the segment indexes vouch for.
+    #[arg(long, requires = "remote")]
+    remote_deep: bool,
     /// The image: a file, a file on /dev/shm, or a DAX device.
     image: PathBuf,
 }
@@ -169,5 +180,61 @@ fn main() {
     }
     let _ = out.flush();
     drop(out);
-    std::process::exit(report.exit_code);
+    let mut code = report.exit_code;
+    if let Some(url) = &a.remote {
+        if code & (exit::OPERATIONAL | exit::UNCORRECTED) == 0 {
+            code |= check_remote(&a.image, url, a.remote_deep, a.json);
+        } else {
+            eprintln!("fsck.pktfs: the image has errors; the tier is not checked");
+        }
+    }
+    std::process::exit(code);
+}
+
+/// `--remote`: the tier's objects against the image's remote records.
+/// Returns the exit bits to add.
+fn check_remote(image: &std::path::Path, url: &str, deep: bool, json: bool) -> i32 {
+    let target: pktfs_tier::target::TierTarget = match url.parse() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("fsck.pktfs: --remote {url}: {e}");
+            return exit::USAGE;
+        }
+    };
+    let opts = pktfs::OpenOptions {
+        read_only: true,
+        ..Default::default()
+    };
+    let vol = match pktfs::Volume::open(image, &opts) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("fsck.pktfs: {}: {e}", image.display());
+            return exit::OPERATIONAL;
+        }
+    };
+    let store = match pktfs_tier::s3::ObjectStore::connect(&target, &Default::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fsck.pktfs: {target}: {e}");
+            return exit::OPERATIONAL;
+        }
+    };
+    match pktfs_tier::check::check_remote(&vol, &store, &target, deep) {
+        Ok(r) => {
+            if json {
+                println!("{}", serde_json::to_value(&r).unwrap_or_default());
+            } else {
+                print!("{}", r.to_text());
+            }
+            if r.is_clean() {
+                0
+            } else {
+                exit::UNCORRECTED
+            }
+        }
+        Err(e) => {
+            eprintln!("fsck.pktfs: {target}: {e}");
+            exit::OPERATIONAL
+        }
+    }
 }

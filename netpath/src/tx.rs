@@ -104,7 +104,7 @@ pub fn send_held(
                 n = 0;
             }
         }
-        while i < segs.len() && segs[i].len() == 0 {
+        while i < segs.len() && segs[i].is_empty() {
             i += 1;
         }
     }

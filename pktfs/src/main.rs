@@ -14,6 +14,7 @@ mod offline_cmd;
 mod quickstart;
 mod scrub_cmd;
 mod stream_cmd;
+mod tier_cmd;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -62,6 +63,13 @@ enum Cmd {
     /// damaged files and ranges (exit 0 clean, 4 damage, 8 error).
     #[command(after_help = pktfs::size::SIZE_FORMS)]
     Scrub(scrub_cmd::ScrubArgs),
+    /// Tier an image's cold data to an S3-compatible store now, bring it
+    /// back, or collect unreferenced objects (the image not mounted).
+    Tier(tier_cmd::TierCmdArgs),
+    /// Build a new image from a bucket an image tiered to: every file
+    /// tiered before the newest snapshot, byte-identical.
+    #[command(after_help = pktfs::size::SIZE_FORMS)]
+    Restore(tier_cmd::RestoreArgs),
     /// Show the CPU features and checksum/copy speeds that set pktfs's pace
     /// (every benchmark prints this).
     Machine {
@@ -116,6 +124,8 @@ fn main() {
         Cmd::Chain(a) => chain_cmd::chain(a),
         Cmd::Stat(a) => chain_cmd::stat(a),
         Cmd::Up(a) => net_cmd::up(a),
+        Cmd::Tier(a) => tier_cmd::run(a),
+        Cmd::Restore(a) => tier_cmd::restore(a),
         Cmd::Scrub(a) => std::process::exit(scrub_cmd::run(a)),
         Cmd::Recv(a) => match stream_cmd::recv(a) {
             Ok(code) => std::process::exit(code),

@@ -56,6 +56,9 @@ pub struct MountArgs {
     /// files received appear in the mount at once.
     #[command(flatten)]
     pub net: crate::net_cmd::NetArgs,
+    /// Tier cold data to an S3-compatible store (`--tier`, ...).
+    #[command(flatten)]
+    pub tier: crate::tier_cmd::TierArgs,
 }
 
 /// The network flags again, for the daemon's command line.
@@ -190,6 +193,7 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     }
     if a.net.wanted() {
         cmd.args(net_args(&a.net));
+        cmd.args(a.tier.to_args());
     }
     cmd.arg("--daemon-child");
     // The daemon keeps none of our descriptors: a caller waiting for our
@@ -333,9 +337,19 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
         );
     }
     let vol = Arc::new(vol);
-    let control = crate::net_cmd::start_control(&vol, &image);
+    let tier = a.tier.start(&vol)?;
+    let extra = tier.as_ref().map(crate::tier_cmd::extra);
+    let control = crate::net_cmd::start_control(&vol, &image, extra.clone());
     let handle = fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
-    let services = start_services(&vol, &handle, &a.net)?;
+    let services = start_services(&vol, &handle, &a.net, extra)?;
+    if let Some(t) = &tier {
+        let l = format!("tier  {}", t.target());
+        if a.daemon_child {
+            tell_parent(&format!("{NOTE}{l}"));
+        } else {
+            eprintln!("pktfs: {l}");
+        }
+    }
     // Where the servers listen, for the person who mounted: the daemon
     // hands the lines to its parent, which prints them.
     if let Some(s) = &services {
@@ -378,6 +392,10 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     if let Some(s) = services {
         s.shutdown();
     }
+    // A last snapshot of what was tiered, before the image closes.
+    if let Some(t) = tier {
+        t.stop();
+    }
     drop(control);
     close(vol, &image)?;
     served.map_err(|e| format!("FUSE session: {e}"))?;
@@ -396,12 +414,13 @@ fn start_services(
     vol: &Arc<Volume>,
     handle: &MountHandle,
     net: &crate::net_cmd::NetArgs,
+    extra: Option<netpath::Extra>,
 ) -> Result<Option<crate::net_cmd::ServicesHandle>, String> {
     if !net.wanted() {
         return Ok(None);
     }
     let on_change = crate::net_cmd::invalidate_with(handle.invalidator());
-    let s = crate::net_cmd::start_services(vol.clone(), net, Some(on_change))?;
+    let s = crate::net_cmd::start_services(vol.clone(), net, Some(on_change), extra)?;
     Ok(Some(s))
 }
 

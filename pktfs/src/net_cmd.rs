@@ -146,8 +146,10 @@ pub fn start_services(
     vol: Arc<Volume>,
     args: &NetArgs,
     on_change: Option<netpath::OnChange>,
+    extra: Option<netpath::Extra>,
 ) -> Result<ServicesHandle, String> {
-    let cfg = args.config()?;
+    let mut cfg = args.config()?;
+    cfg.extra = extra;
     for a in [cfg.http_listen, cfg.raw_listen].into_iter().flatten() {
         crate::cli::check_listen(a)?;
         if !a.ip().is_loopback() && cfg.token.is_none() && !cfg.read_only {
@@ -198,6 +200,8 @@ pub struct ServeArgs {
     pub net: NetArgs,
     #[command(flatten)]
     pub durability: crate::cli::DurabilityArgs,
+    #[command(flatten)]
+    pub tier: crate::tier_cmd::TierArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -242,6 +246,8 @@ pub struct UpArgs {
     pub io: Option<netpath::IoMode>,
     #[command(flatten)]
     pub durability: crate::cli::DurabilityArgs,
+    #[command(flatten)]
+    pub tier: crate::tier_cmd::TierArgs,
 }
 
 fn open_rw(
@@ -286,8 +292,12 @@ pub fn warn_open_report(v: &Volume, image: &Path) {
 /// Answer `pktfs chain`, `stat` and `scrub` about `image` from this
 /// process (see netpath::control). Without it those commands would refuse
 /// the image while it is held; a failure is reported and service goes on.
-pub fn start_control(vol: &Arc<Volume>, image: &Path) -> Option<netpath::control::Control> {
-    match netpath::control::Control::start(vol.clone(), image) {
+pub fn start_control(
+    vol: &Arc<Volume>,
+    image: &Path,
+    extra: Option<netpath::Extra>,
+) -> Option<netpath::control::Control> {
+    match netpath::control::Control::start_with(vol.clone(), image, extra) {
         Ok(c) => Some(c),
         Err(e) => {
             tracing::warn!(
@@ -321,15 +331,20 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         a.durability.verify(),
         net.read_only,
     )?);
-    let control = start_control(&vol, &a.image);
+    let tier = a.tier.start(&vol)?;
+    let extra = tier.as_ref().map(crate::tier_cmd::extra);
+    let control = start_control(&vol, &a.image, extra.clone());
     let sig = netpath::signal::shutdown_signal()?;
-    let svc = start_services(vol.clone(), &net, None)?;
+    let svc = start_services(vol.clone(), &net, None, extra)?;
     pktfs::sayln!(
         "pktfs: serving {} ({} persistence)",
         a.image.display(),
         vol.persist_mode()
     );
     pktfs::sayln!("{}", describe(&svc, &net).trim_end());
+    if let Some(t) = &tier {
+        pktfs::sayln!("  tier  {}", t.target());
+    }
     pktfs::sayln!("Ctrl-C stops.");
     let _ = sig.recv();
     eprintln!("pktfs: stopping");
@@ -338,6 +353,9 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         "pktfs: {} connections, {} requests, {} files stored",
         st.connections, st.requests, st.files_stored
     );
+    if let Some(t) = tier {
+        t.stop();
+    }
     drop(control);
     close(vol)
 }
@@ -482,7 +500,9 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
         a.durability.verify(),
         false,
     )?);
-    let control = start_control(&vol, image);
+    let tier = a.tier.start(&vol)?;
+    let extra = tier.as_ref().map(crate::tier_cmd::extra);
+    let control = start_control(&vol, image, extra.clone());
     let sig = netpath::signal::shutdown_signal()?;
     // The mount, when this build has it and it works here.
     let mp = a.mountpoint.clone().unwrap_or_else(default_mountpoint);
@@ -511,7 +531,7 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
         io: a.io,
         ..NetArgs::default()
     };
-    let svc = start_services(vol.clone(), &net, on_change)?;
+    let svc = start_services(vol.clone(), &net, on_change, extra)?;
     let g = vol.geometry();
     pktfs::sayln!(
         "pktfs is up: {} {} ({} MiB, {} persistence)",
@@ -524,6 +544,9 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
     match &mount {
         Some(_) => pktfs::sayln!("  mount {}", mp.display()),
         None => pktfs::sayln!("  mount {mount_note}"),
+    }
+    if let Some(t) = &tier {
+        pktfs::sayln!("  tier  {}", t.target());
     }
     let http = svc.http_addr().expect("listening");
     let exe = std::env::args().next().unwrap_or_else(|| "pktfs".into());
@@ -568,6 +591,9 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
     svc.shutdown();
     if let Some(m) = mount {
         m.stop();
+    }
+    if let Some(t) = tier {
+        t.stop();
     }
     drop(control);
     close(vol)

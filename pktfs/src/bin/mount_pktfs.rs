@@ -22,6 +22,9 @@ mod net_cmd;
 #[path = "../quickstart.rs"]
 #[allow(dead_code)]
 mod quickstart;
+#[path = "../tier_cmd.rs"]
+#[allow(dead_code)]
+mod tier_cmd;
 
 use std::path::PathBuf;
 
@@ -85,6 +88,7 @@ fn main() {
         net: Default::default(),
         durability: Default::default(),
         log: Default::default(),
+        tier: Default::default(),
     };
     let mut spec = logging::LogSpec::default();
     if let Err(e) = mount_cmd::take_log_options(&mut margs, &mut spec) {

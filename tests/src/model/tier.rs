@@ -18,7 +18,7 @@ pub struct MemTier {
 }
 
 impl RemoteSource for MemTier {
-    fn fetch(&self, obj: u64, off: u64, len: u32) -> Result<Vec<u8>, String> {
+    fn fetch(&self, _ino: u64, obj: u64, off: u64, len: u32) -> Result<Vec<u8>, String> {
         let o = self
             .objs
             .lock()

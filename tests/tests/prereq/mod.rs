@@ -41,6 +41,8 @@ fn install_hint(cmd: &str) -> &'static str {
         "getfattr" | "setfattr" => "apt-get install -y attr",
         "rsync" => "apt-get install -y rsync",
         "tar" => "apt-get install -y tar",
+        "rclone" => "apt-get install -y rclone",
+        "s3fs" => "apt-get install -y s3fs",
         _ => "install it (see .ci/run)",
     }
 }

@@ -1,0 +1,346 @@
+//! Real Garage processes for tests and benchmarks (the tier's tests run
+//! against a real store, never a mock).
+//!
+//! [`Garage::start`] makes a scratch directory, picks free ports, starts
+//! one or three `garage server` processes (replication factor 1 or 3),
+//! applies a layout, and creates a bucket and a key allowed to use it.
+//! Readiness is polled with deadlines, never waited for with fixed sleeps;
+//! a failure says what failed with the tail of the server's log. Dropping
+//! the value kills the servers.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::s3::{ObjectStore, StoreOptions};
+use crate::target::TierTarget;
+
+#[derive(Debug)]
+struct Node {
+    conf: PathBuf,
+    rpc_port: u16,
+    s3_port: u16,
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+/// Running Garage servers with a bucket and a key.
+#[derive(Debug)]
+pub struct Garage {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    nodes: Vec<Node>,
+    bucket: String,
+    key_id: String,
+    secret: String,
+}
+
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
+fn random_hex(n: usize) -> String {
+    let mut b = vec![0u8; n];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut b);
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn tail(p: &Path) -> String {
+    let s = std::fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+impl Garage {
+    /// The garage binary: $GARAGE_BIN, `garage` on PATH, ~/.cargo/bin/garage.
+    pub fn binary() -> Option<PathBuf> {
+        if let Some(b) = std::env::var_os("GARAGE_BIN") {
+            let p = PathBuf::from(b);
+            return p.is_file().then_some(p);
+        }
+        let on_path = std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("garage"))
+                .find(|p| p.is_file())
+        });
+        on_path.or_else(|| {
+            let p = PathBuf::from(std::env::var_os("HOME")?).join(".cargo/bin/garage");
+            p.is_file().then_some(p)
+        })
+    }
+
+    /// Start `nodes` (1 or 3) servers on 127.0.0.1 with replication factor
+    /// `nodes`, a bucket and a key.
+    pub fn start(nodes: usize) -> Result<Garage, String> {
+        if nodes != 1 && nodes != 3 {
+            return Err("a Garage of 1 or 3 nodes".into());
+        }
+        let bin =
+            Self::binary().ok_or("garage is not installed (cargo install --locked garage)")?;
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let secret = random_hex(32);
+        let mut g = Garage {
+            dir,
+            bin,
+            nodes: Vec::new(),
+            bucket: format!("pktfs-{}", &random_hex(4)),
+            key_id: String::new(),
+            secret: String::new(),
+        };
+        for k in 0..nodes {
+            let d = g.dir.path().join(format!("n{k}"));
+            std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
+            let (rpc_port, s3_port, admin_port) = (free_port()?, free_port()?, free_port()?);
+            let conf = d.join("garage.toml");
+            std::fs::write(
+                &conf,
+                format!(
+                    "metadata_dir = \"{d}/meta\"\ndata_dir = \"{d}/data\"\ndb_engine = \"sqlite\"\n\
+                     replication_factor = {nodes}\nrpc_bind_addr = \"127.0.0.1:{rpc_port}\"\n\
+                     rpc_public_addr = \"127.0.0.1:{rpc_port}\"\nrpc_secret = \"{secret}\"\n\
+                     [s3_api]\ns3_region = \"garage\"\napi_bind_addr = \"127.0.0.1:{s3_port}\"\n\
+                     root_domain = \".s3.garage.localhost\"\n[admin]\n\
+                     api_bind_addr = \"127.0.0.1:{admin_port}\"\n",
+                    d = d.display()
+                ),
+            )
+            .map_err(|e| e.to_string())?;
+            g.nodes.push(Node {
+                conf,
+                rpc_port,
+                s3_port,
+                child: None,
+                log: d.join("server.log"),
+            });
+            g.start_node(k)?;
+        }
+        g.setup()?;
+        Ok(g)
+    }
+
+    fn cli(&self, node: usize, args: &[&str]) -> Result<String, String> {
+        let o = Command::new(&self.bin)
+            .arg("-c")
+            .arg(&self.nodes[node].conf)
+            .args(args)
+            .output()
+            .map_err(|e| format!("garage {args:?}: {e}"))?;
+        if !o.status.success() {
+            return Err(format!(
+                "garage {args:?}: {}\n{}\nserver log:\n{}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr),
+                tail(&self.nodes[node].log)
+            ));
+        }
+        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    }
+
+    /// Retry `f` until it succeeds or `secs` pass.
+    fn poll<T>(&self, secs: u64, mut f: impl FnMut() -> Result<T, String>) -> Result<T, String> {
+        let t0 = Instant::now();
+        loop {
+            match f() {
+                Ok(v) => return Ok(v),
+                Err(e) if t0.elapsed() > Duration::from_secs(secs) => return Err(e),
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+
+    fn setup(&mut self) -> Result<(), String> {
+        let n = self.nodes.len();
+        let mut ids = Vec::new();
+        for k in 0..n {
+            let id = self.poll(30, || self.cli(k, &["node", "id", "-q"]))?;
+            let id = id.trim().to_string();
+            ids.push(id);
+        }
+        for addr in ids.iter().skip(1) {
+            self.poll(30, || self.cli(0, &["node", "connect", addr]))?;
+        }
+        // Every node known to the first before the layout is applied.
+        self.poll(30, || {
+            let s = self.cli(0, &["status"])?;
+            let up = ids
+                .iter()
+                .filter(|id| s.contains(&id.split('@').next().unwrap_or("")[..16]))
+                .count();
+            if up == n {
+                Ok(())
+            } else {
+                Err(format!("{up} of {n} nodes up:\n{s}"))
+            }
+        })?;
+        for (k, id) in ids.iter().enumerate() {
+            let short = id.split('@').next().unwrap_or("");
+            let zone = format!("dc{}", k + 1);
+            self.cli(0, &["layout", "assign", "-z", &zone, "-c", "1G", short])?;
+        }
+        self.cli(0, &["layout", "apply", "--version", "1"])?;
+        let bucket = self.bucket.clone();
+        self.poll(30, || self.cli(0, &["bucket", "create", &bucket]))?;
+        let out = self.cli(0, &["key", "create", "pktfs-test"])?;
+        let field = |name: &str| {
+            out.lines()
+                .find_map(|l| {
+                    let l = l.trim();
+                    l.strip_prefix(name)
+                        .map(|r| r.trim_start_matches([':', ' ']).trim().to_string())
+                })
+                .ok_or_else(|| format!("no {name} in `garage key create`'s output:\n{out}"))
+        };
+        self.key_id = field("Key ID")?;
+        self.secret = field("Secret key")?;
+        self.cli(
+            0,
+            &[
+                "bucket",
+                "allow",
+                "--read",
+                "--write",
+                "--owner",
+                &bucket,
+                "--key",
+                "pktfs-test",
+            ],
+        )?;
+        // Ready when a request through the S3 API works on every node.
+        for k in 0..n {
+            let store = self.store_at(k)?;
+            let key = format!("ready-{k}");
+            self.poll(60, || {
+                store
+                    .put(&key, b"ok".to_vec(), crc_ok())
+                    .map_err(|e| e.to_string())
+            })?;
+            store.delete(&key).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Start (or restart, with its data) node `k`.
+    pub fn start_node(&mut self, k: usize) -> Result<(), String> {
+        let node = &mut self.nodes[k];
+        if node.child.is_some() {
+            return Ok(());
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log)
+            .map_err(|e| e.to_string())?;
+        let err = log.try_clone().map_err(|e| e.to_string())?;
+        let child = Command::new(&self.bin)
+            .arg("-c")
+            .arg(&node.conf)
+            .arg("server")
+            .env("RUST_LOG", "garage=warn")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot start garage: {e}"))?;
+        node.child = Some(child);
+        let port = node.s3_port;
+        let rpc = node.rpc_port;
+        self.poll(30, || {
+            std::net::TcpStream::connect(("127.0.0.1", port))
+                .and(std::net::TcpStream::connect(("127.0.0.1", rpc)))
+                .map(drop)
+                .map_err(|e| format!("garage node {k} not listening on {port}: {e}"))
+        })
+    }
+
+    /// Kill node `k` (SIGKILL: a machine failing, not a clean stop).
+    pub fn stop_node(&mut self, k: usize) {
+        if let Some(mut c) = self.nodes[k].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        self.endpoint_at(0)
+    }
+    fn endpoint_at(&self, k: usize) -> String {
+        format!("http://127.0.0.1:{}", self.nodes[k].s3_port)
+    }
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+    pub fn key_id(&self) -> &str {
+        &self.key_id
+    }
+    pub fn secret(&self) -> &str {
+        &self.secret
+    }
+    pub fn region(&self) -> &str {
+        "garage"
+    }
+    /// `s3://BUCKET/PREFIX`.
+    pub fn target(&self, prefix: &str) -> TierTarget {
+        TierTarget {
+            bucket: self.bucket.clone(),
+            prefix: prefix.trim_matches('/').to_string(),
+        }
+    }
+    /// The environment a child process reaches the store with, the way
+    /// AWS tools are configured.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID".into(), self.key_id.clone()),
+            ("AWS_SECRET_ACCESS_KEY".into(), self.secret.clone()),
+            ("AWS_REGION".into(), "garage".into()),
+            ("AWS_ENDPOINT_URL".into(), self.endpoint()),
+            // No shared config of the machine's user is read.
+            ("AWS_CONFIG_FILE".into(), "/dev/null".into()),
+            ("AWS_SHARED_CREDENTIALS_FILE".into(), "/dev/null".into()),
+        ]
+    }
+    /// The store's options (explicit: the test process's environment is
+    /// not touched).
+    pub fn options(&self) -> StoreOptions {
+        self.options_at(0)
+    }
+    fn options_at(&self, k: usize) -> StoreOptions {
+        StoreOptions {
+            endpoint: Some(self.endpoint_at(k)),
+            region: Some("garage".into()),
+            credentials: Some((self.key_id.clone(), self.secret.clone())),
+            ..StoreOptions::default()
+        }
+    }
+    /// A client of the bucket through node 0.
+    pub fn store(&self) -> Result<ObjectStore, String> {
+        self.store_at(0)
+    }
+    /// A client of the bucket through node `k`.
+    pub fn store_at(&self, k: usize) -> Result<ObjectStore, String> {
+        ObjectStore::connect(&self.target(""), &self.options_at(k)).map_err(|e| e.to_string())
+    }
+    /// Where the servers keep their data and logs.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// CRC32C of "ok".
+fn crc_ok() -> u32 {
+    layout::crc32c(b"ok")
+}
+
+impl Drop for Garage {
+    fn drop(&mut self) {
+        for k in 0..self.nodes.len() {
+            self.stop_node(k);
+        }
+    }
+}

@@ -1,0 +1,579 @@
+//! The object store: a blocking facade over `aws-sdk-s3`.
+//!
+//! pktfs's threads are plain threads (FUSE workers, event loops, the tier
+//! engine), so the store offers blocking calls that any of them may make at
+//! once; underneath, one small tokio runtime of the store's own drives the
+//! SDK. Credentials, region and endpoint come from `aws-config`'s default
+//! chain, as AWS tools take them (AWS_* environment variables, AWS_PROFILE,
+//! ~/.aws/config and ~/.aws/credentials; AWS_ENDPOINT_URL[_S3] for a store
+//! other than AWS), overridden by [`StoreOptions`]. Requests are path-style.
+//!
+//! Checksums: a PUT or a part carries the CRC32C the caller supplies
+//! (combined from record CRCs, never recomputed here) as
+//! `x-amz-checksum-crc32c`, and the store refuses bytes that do not match
+//! it. The SDK is told to add no checksum of its own
+//! (`RequestChecksumCalculation::WhenRequired`), so no second pass over the
+//! data is made and no trailer is sent. Garage 2.x stores the CRC32C of a
+//! single PUT as a full-object checksum and returns it on HEAD with
+//! `x-amz-checksum-mode: ENABLED`; for a multipart upload the parts are each
+//! verified, and the object's checksum (if any) is whatever the store
+//! composes, which [`ObjectInfo::crc32c_full_object`] reports only when the
+//! store says it is of the full object.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{ChecksumMode, ChecksumType, CompletedMultipartUpload, CompletedPart};
+use aws_sdk_s3::Client;
+
+use crate::target::TierTarget;
+
+/// Overrides of what the environment and config files say.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    /// Path-style requests (`http://host/bucket/key`): Garage and MinIO
+    /// need them.
+    pub path_style: bool,
+    /// Attempts per request (the SDK's standard retry, with backoff).
+    pub max_attempts: u32,
+    /// Explicit credentials (tests, benchmarks), instead of the chain.
+    pub credentials: Option<(String, String)>,
+    pub timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            endpoint: None,
+            region: None,
+            path_style: true,
+            max_attempts: 3,
+            credentials: None,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What went wrong, in words a person can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{key}: not found in bucket {bucket}")]
+    NotFound { bucket: String, key: String },
+    #[error("{key}: the store refused the bytes: they do not match their CRC32C ({detail})")]
+    ChecksumMismatch { key: String, detail: String },
+    #[error(
+        "{key}: access denied by {endpoint} ({detail}); set AWS_ACCESS_KEY_ID and \
+         AWS_SECRET_ACCESS_KEY (or a profile in ~/.aws/credentials) to a key allowed to read \
+         and write bucket {bucket}, and AWS_REGION to the store's region"
+    )]
+    AccessDenied {
+        bucket: String,
+        key: String,
+        endpoint: String,
+        detail: String,
+    },
+    #[error("{key}: cannot reach the store at {endpoint} ({detail}); check AWS_ENDPOINT_URL or --tier-endpoint")]
+    Unreachable {
+        key: String,
+        endpoint: String,
+        detail: String,
+    },
+    #[error("{key}: {detail}")]
+    Other { key: String, detail: String },
+    #[error("the object store client: {0}")]
+    Setup(String),
+}
+
+/// An object as listed or HEADed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub key: String,
+    pub size: u64,
+    /// The CRC32C the store keeps, if it returned one.
+    pub crc32c: Option<u32>,
+    /// The store's checksum type ("FULL_OBJECT", "COMPOSITE"), if given.
+    pub checksum_type: Option<String>,
+}
+
+impl ObjectInfo {
+    /// The stored CRC32C when it is of the whole object's bytes.
+    pub fn crc32c_full_object(&self) -> Option<u32> {
+        match self.checksum_type.as_deref() {
+            None | Some("FULL_OBJECT") => self.crc32c,
+            _ => None,
+        }
+    }
+}
+
+/// `x-amz-checksum-crc32c`'s form: base64 of the big-endian CRC.
+pub fn crc32c_base64(crc: u32) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(crc.to_be_bytes())
+}
+
+fn crc32c_from_base64(s: &str) -> Option<u32> {
+    use base64::Engine;
+    // A composite checksum has a "-N" suffix: not a CRC of the bytes.
+    let b = base64::engine::general_purpose::STANDARD.decode(s).ok()?;
+    Some(u32::from_be_bytes(b.try_into().ok()?))
+}
+
+#[derive(Debug)]
+struct Inner {
+    client: Client,
+    bucket: String,
+    endpoint: String,
+    rt: tokio::runtime::Runtime,
+}
+
+/// A bucket of an S3-compatible store. Cheap to clone; every method
+/// blocks and may be called from many threads at once.
+#[derive(Clone, Debug)]
+pub struct ObjectStore {
+    inner: Arc<Inner>,
+}
+
+impl ObjectStore {
+    /// A client for `target`'s bucket (no request is made yet).
+    pub fn connect(target: &TierTarget, opts: &StoreOptions) -> Result<ObjectStore, StoreError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("pktfs-s3")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Setup(format!("cannot start its runtime: {e}")))?;
+        let conf = rt.block_on(async {
+            let mut l = aws_config::defaults(aws_config::BehaviorVersion::latest());
+            if let Some(r) = &opts.region {
+                l = l.region(aws_config::Region::new(r.clone()));
+            }
+            if let Some(e) = &opts.endpoint {
+                l = l.endpoint_url(e.clone());
+            }
+            if let Some((id, secret)) = &opts.credentials {
+                l = l.credentials_provider(aws_sdk_s3::config::Credentials::new(
+                    id.clone(),
+                    secret.clone(),
+                    None,
+                    None,
+                    "pktfs",
+                ));
+            }
+            l.load().await
+        });
+        let endpoint = conf
+            .endpoint_url()
+            .map(str::to_string)
+            .unwrap_or_else(|| "AWS S3".to_string());
+        let mut b = aws_sdk_s3::config::Builder::from(&conf)
+            .force_path_style(opts.path_style)
+            .request_checksum_calculation(
+                aws_sdk_s3::config::RequestChecksumCalculation::WhenRequired,
+            )
+            .response_checksum_validation(
+                aws_sdk_s3::config::ResponseChecksumValidation::WhenRequired,
+            )
+            .retry_config(
+                aws_sdk_s3::config::retry::RetryConfig::standard()
+                    .with_max_attempts(opts.max_attempts.max(1)),
+            )
+            .timeout_config(
+                aws_sdk_s3::config::timeout::TimeoutConfig::builder()
+                    .operation_attempt_timeout(opts.timeout)
+                    .connect_timeout(Duration::from_secs(10))
+                    .build(),
+            );
+        if conf.region().is_none() {
+            b = b.region(aws_config::Region::new("us-east-1"));
+        }
+        Ok(ObjectStore {
+            inner: Arc::new(Inner {
+                client: Client::from_conf(b.build()),
+                bucket: target.bucket.clone(),
+                endpoint,
+                rt,
+            }),
+        })
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.inner.bucket
+    }
+    pub fn endpoint(&self) -> &str {
+        &self.inner.endpoint
+    }
+
+    fn map<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static>(
+        &self,
+        key: &str,
+        e: SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+    ) -> StoreError {
+        let key = key.to_string();
+        let endpoint = self.inner.endpoint.clone();
+        let bucket = self.inner.bucket.clone();
+        match &e {
+            SdkError::DispatchFailure(d) => StoreError::Unreachable {
+                key,
+                endpoint,
+                detail: format!("{:?}", d),
+            },
+            SdkError::TimeoutError(_) => StoreError::Unreachable {
+                key,
+                endpoint,
+                detail: "timed out".into(),
+            },
+            SdkError::ServiceError(se) => {
+                let status = se.raw().status().as_u16();
+                let code = se.err().code().unwrap_or("").to_string();
+                let msg = se.err().message().unwrap_or("").to_string();
+                let detail = format!("HTTP {status} {code} {msg}").trim().to_string();
+                match (status, code.as_str()) {
+                    (404, _) | (_, "NoSuchKey" | "NotFound") => {
+                        StoreError::NotFound { bucket, key }
+                    }
+                    (_, "InvalidDigest" | "BadDigest" | "XAmzContentChecksumMismatch") => {
+                        StoreError::ChecksumMismatch { key, detail }
+                    }
+                    (403, _)
+                    | (_, "AccessDenied" | "InvalidAccessKeyId" | "SignatureDoesNotMatch") => {
+                        StoreError::AccessDenied {
+                            bucket,
+                            key,
+                            endpoint,
+                            detail,
+                        }
+                    }
+                    (400, _) if msg.to_ascii_lowercase().contains("checksum") => {
+                        StoreError::ChecksumMismatch { key, detail }
+                    }
+                    _ => StoreError::Other { key, detail },
+                }
+            }
+            other => {
+                let detail = format!(
+                    "{}",
+                    aws_smithy_types::error::display::DisplayErrorContext(other)
+                );
+                if detail.contains("credentials") {
+                    StoreError::AccessDenied {
+                        bucket,
+                        key,
+                        endpoint,
+                        detail,
+                    }
+                } else {
+                    StoreError::Other { key, detail }
+                }
+            }
+        }
+    }
+
+    /// PUT `body` at `key`; the store checks it against `crc32c`.
+    pub fn put(&self, key: &str, body: Vec<u8>, crc32c: u32) -> Result<(), StoreError> {
+        let c = &self.inner.client;
+        let r = self.inner.rt.block_on(
+            c.put_object()
+                .bucket(&self.inner.bucket)
+                .key(key)
+                .checksum_crc32_c(crc32c_base64(crc32c))
+                .body(ByteStream::from(body))
+                .send(),
+        );
+        r.map(|_| ()).map_err(|e| self.map(key, e))
+    }
+
+    /// Bytes `[off, off+len)` of `key`.
+    pub fn get_range(&self, key: &str, off: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let c = &self.inner.client;
+        let r = self.inner.rt.block_on(async {
+            let resp = c
+                .get_object()
+                .bucket(&self.inner.bucket)
+                .key(key)
+                .range(format!("bytes={off}-{}", off + len - 1))
+                .send()
+                .await
+                .map_err(|e| self.map(key, e))?;
+            resp.body
+                .collect()
+                .await
+                .map(|b| b.into_bytes().to_vec())
+                .map_err(|e| StoreError::Other {
+                    key: key.to_string(),
+                    detail: format!("reading the body: {e}"),
+                })
+        })?;
+        if r.len() as u64 != len {
+            return Err(StoreError::Other {
+                key: key.to_string(),
+                detail: format!("asked for {len} bytes at {off}, got {}", r.len()),
+            });
+        }
+        Ok(r)
+    }
+
+    /// The whole object.
+    pub fn get(&self, key: &str) -> Result<Vec<u8>, StoreError> {
+        let c = &self.inner.client;
+        self.inner.rt.block_on(async {
+            let resp = c
+                .get_object()
+                .bucket(&self.inner.bucket)
+                .key(key)
+                .send()
+                .await
+                .map_err(|e| self.map(key, e))?;
+            resp.body
+                .collect()
+                .await
+                .map(|b| b.into_bytes().to_vec())
+                .map_err(|e| StoreError::Other {
+                    key: key.to_string(),
+                    detail: format!("reading the body: {e}"),
+                })
+        })
+    }
+
+    /// Size and stored checksum of `key`; `None` when it does not exist.
+    pub fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        let c = &self.inner.client;
+        let r = self.inner.rt.block_on(
+            c.head_object()
+                .bucket(&self.inner.bucket)
+                .key(key)
+                .checksum_mode(ChecksumMode::Enabled)
+                .send(),
+        );
+        match r {
+            Ok(h) => Ok(Some(ObjectInfo {
+                key: key.to_string(),
+                size: h.content_length().unwrap_or(0).max(0) as u64,
+                crc32c: h.checksum_crc32_c().and_then(crc32c_from_base64),
+                checksum_type: h.checksum_type().map(|t| match t {
+                    ChecksumType::FullObject => "FULL_OBJECT".to_string(),
+                    ChecksumType::Composite => "COMPOSITE".to_string(),
+                    other => other.as_str().to_string(),
+                }),
+            })),
+            Err(e) => match self.map(key, e) {
+                StoreError::NotFound { .. } => Ok(None),
+                e => Err(e),
+            },
+        }
+    }
+
+    /// Every object whose key starts with `prefix`, with sizes.
+    pub fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, StoreError> {
+        let c = &self.inner.client;
+        self.inner.rt.block_on(async {
+            let mut out = Vec::new();
+            let mut token: Option<String> = None;
+            loop {
+                let resp = c
+                    .list_objects_v2()
+                    .bucket(&self.inner.bucket)
+                    .prefix(prefix)
+                    .set_continuation_token(token.take())
+                    .send()
+                    .await
+                    .map_err(|e| self.map(prefix, e))?;
+                for o in resp.contents() {
+                    out.push(ObjectInfo {
+                        key: o.key().unwrap_or("").to_string(),
+                        size: o.size().unwrap_or(0).max(0) as u64,
+                        crc32c: None,
+                        checksum_type: None,
+                    });
+                }
+                match resp.next_continuation_token() {
+                    Some(t) if resp.is_truncated().unwrap_or(false) => token = Some(t.to_string()),
+                    _ => break,
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    pub fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let c = &self.inner.client;
+        let r = self
+            .inner
+            .rt
+            .block_on(c.delete_object().bucket(&self.inner.bucket).key(key).send());
+        r.map(|_| ()).map_err(|e| self.map(key, e))
+    }
+
+    /// Delete many keys, 1,000 per request.
+    pub fn delete_many(&self, keys: &[String]) -> Result<(), StoreError> {
+        use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+        let c = &self.inner.client;
+        for chunk in keys.chunks(1000) {
+            let objs: Vec<ObjectIdentifier> = chunk
+                .iter()
+                .filter_map(|k| ObjectIdentifier::builder().key(k).build().ok())
+                .collect();
+            let del = Delete::builder()
+                .set_objects(Some(objs))
+                .quiet(true)
+                .build()
+                .map_err(|e| StoreError::Other {
+                    key: chunk[0].clone(),
+                    detail: e.to_string(),
+                })?;
+            let r = self.inner.rt.block_on(
+                c.delete_objects()
+                    .bucket(&self.inner.bucket)
+                    .delete(del)
+                    .send(),
+            );
+            let resp = r.map_err(|e| self.map(&chunk[0], e))?;
+            if let Some(e) = resp.errors().first() {
+                return Err(StoreError::Other {
+                    key: e.key().unwrap_or("").to_string(),
+                    detail: format!(
+                        "delete failed: {} {}",
+                        e.code().unwrap_or(""),
+                        e.message().unwrap_or("")
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Start a multipart upload of `key`.
+    pub fn begin_multipart(&self, key: &str) -> Result<MultipartUpload, StoreError> {
+        let c = &self.inner.client;
+        let r = self.inner.rt.block_on(
+            c.create_multipart_upload()
+                .bucket(&self.inner.bucket)
+                .key(key)
+                .checksum_algorithm(aws_sdk_s3::types::ChecksumAlgorithm::Crc32C)
+                .send(),
+        );
+        let resp = r.map_err(|e| self.map(key, e))?;
+        let id = resp.upload_id().ok_or_else(|| StoreError::Other {
+            key: key.to_string(),
+            detail: "the store gave no upload id".into(),
+        })?;
+        Ok(MultipartUpload {
+            store: self.clone(),
+            key: key.to_string(),
+            id: id.to_string(),
+            parts: Vec::new(),
+            finished: false,
+        })
+    }
+}
+
+/// A multipart upload in progress: [`Self::part`]s, then
+/// [`Self::complete`]; dropped unfinished, it is aborted.
+#[derive(Debug)]
+pub struct MultipartUpload {
+    store: ObjectStore,
+    key: String,
+    id: String,
+    parts: Vec<CompletedPart>,
+    finished: bool,
+}
+
+impl MultipartUpload {
+    /// Upload part `number` (1-based; every part but the last at least
+    /// 5 MiB), checked by the store against `crc32c`.
+    pub fn part(&mut self, number: i32, body: Vec<u8>, crc32c: u32) -> Result<(), StoreError> {
+        let s = &self.store.inner;
+        let sum = crc32c_base64(crc32c);
+        let r = s.rt.block_on(
+            s.client
+                .upload_part()
+                .bucket(&s.bucket)
+                .key(&self.key)
+                .upload_id(&self.id)
+                .part_number(number)
+                .checksum_crc32_c(sum.clone())
+                .body(ByteStream::from(body))
+                .send(),
+        );
+        let resp = r.map_err(|e| self.store.map(&self.key, e))?;
+        self.parts.push(
+            CompletedPart::builder()
+                .part_number(number)
+                .set_e_tag(resp.e_tag().map(str::to_string))
+                .checksum_crc32_c(sum)
+                .build(),
+        );
+        Ok(())
+    }
+
+    /// Make the object of the uploaded parts.
+    pub fn complete(mut self) -> Result<(), StoreError> {
+        let s = self.store.inner.clone();
+        let parts = std::mem::take(&mut self.parts);
+        let r = s.rt.block_on(
+            s.client
+                .complete_multipart_upload()
+                .bucket(&s.bucket)
+                .key(&self.key)
+                .upload_id(&self.id)
+                .multipart_upload(
+                    CompletedMultipartUpload::builder()
+                        .set_parts(Some(parts))
+                        .build(),
+                )
+                .send(),
+        );
+        self.finished = true;
+        r.map(|_| ()).map_err(|e| self.store.map(&self.key, e))
+    }
+
+    /// Give up: the store drops the parts.
+    pub fn abort(mut self) {
+        self.abort_inner();
+    }
+
+    fn abort_inner(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let s = &self.store.inner;
+        let r = s.rt.block_on(
+            s.client
+                .abort_multipart_upload()
+                .bucket(&s.bucket)
+                .key(&self.key)
+                .upload_id(&self.id)
+                .send(),
+        );
+        if let Err(e) = r {
+            tracing::warn!(
+                "aborting the upload of {}: {}",
+                self.key,
+                self.store.map(&self.key, e)
+            );
+        }
+    }
+}
+
+impl Drop for MultipartUpload {
+    fn drop(&mut self) {
+        self.abort_inner();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn crc_header_form() {
+        assert_eq!(super::crc32c_base64(0xc994_65aa), "yZRlqg==");
+        assert_eq!(super::crc32c_from_base64("yZRlqg=="), Some(0xc994_65aa));
+        assert_eq!(super::crc32c_from_base64("yZRlqg==-3"), None);
+    }
+}
