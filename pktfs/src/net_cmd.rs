@@ -215,6 +215,10 @@ pub struct SendArgs {
     /// Seconds to wait to connect or for the peer to take data.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
+    /// Where the image's tiered bytes are (an image no process holds):
+    /// they are fetched, checked, and sent.
+    #[command(flatten)]
+    pub tier: crate::tier_cmd::TierArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -374,7 +378,8 @@ pub fn send(a: SendArgs) -> Result<(), String> {
             elapsed: Duration::from_secs_f64(v["elapsed_s"].as_f64().unwrap_or(0.0)),
         },
         Err(netpath::control::ControlError::NotServed(_)) => {
-            let vol = crate::chain_cmd::open_ro(&a.image)?;
+            let vol = Arc::new(crate::chain_cmd::open_ro(&a.image)?);
+            let _tier = a.tier.start(&vol)?;
             let ino =
                 netpath::control::resolve(&vol, &a.path).map_err(|e| format!("{}: {e}", a.path))?;
             let at = vol.getattr(ino).map_err(|e| e.to_string())?;
