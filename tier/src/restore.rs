@@ -5,7 +5,8 @@
 //! every regular file that was wholly in the tier at the snapshot gets its
 //! remote records back, field for field (`Volume::link_remote`); times and
 //! modes are set last, deepest first, so creating children does not move a
-//! directory's times. Files that still had bytes in PM at the snapshot are
+//! directory's times (ctime is the time of the restore, as with any
+//! copy). Files that still had bytes in PM at the snapshot are
 //! not restored (those bytes were never in the bucket): the report names
 //! them. No request goes to the store: reads of the restored files fetch
 //! through whatever tier the restored image is served with.
@@ -81,6 +82,11 @@ pub enum RestoreError {
     },
 }
 
+fn is_acl(name: &[u8]) -> bool {
+    name == pktfs::volume::ACL_ACCESS_XATTR.as_bytes()
+        || name == pktfs::volume::ACL_DEFAULT_XATTR.as_bytes()
+}
+
 /// Restore `snap` into `vol`, a freshly formatted, empty image.
 pub fn restore_into(vol: &Volume, snap: &ParsedSnapshot) -> Result<RestoreReport, RestoreError> {
     let mut rep = RestoreReport {
@@ -142,7 +148,9 @@ pub fn restore_into(vol: &Volume, snap: &ParsedSnapshot) -> Result<RestoreReport
             }
         }
         .map_err(fs_err(&path))?;
-        for (name, value) in &i.xattrs {
+        // ACLs wait for the last pass: a default ACL set now would be
+        // inherited by the children created next, which had their own.
+        for (name, value) in i.xattrs.iter().filter(|(n, _)| !is_acl(n)) {
             vol.setxattr(a.ino, name, value, XattrFlags::default())
                 .map_err(fs_err(&path))?;
         }
@@ -204,12 +212,15 @@ pub fn restore_into(vol: &Volume, snap: &ParsedSnapshot) -> Result<RestoreReport
             vol.setxattr(*ino, name, value, XattrFlags::default())
                 .map_err(fs_err(&path))?;
         }
+        // ctime is the restore's (as with any copy): a directory's times
+        // may also be carried by its dirents (FLAG_DIR_TIME), which win
+        // over a slot ctime older than them, so a ctime set into the past
+        // would not hold.
         vol.setattr(
             *ino,
             &SetAttr {
                 atime: Some(TimeSet::Ns(i.atime_ns)),
                 mtime: Some(TimeSet::Ns(i.mtime_ns)),
-                ctime: Some(TimeSet::Ns(i.ctime_ns)),
                 ..Default::default()
             },
         )
