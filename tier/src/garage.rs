@@ -326,6 +326,15 @@ impl Garage {
     pub fn store_at(&self, k: usize) -> Result<ObjectStore, String> {
         ObjectStore::connect(&self.target(""), &self.options_at(k)).map_err(|e| e.to_string())
     }
+    /// The servers' process ids (a benchmark lowers their priority: on a
+    /// small machine the store stands in for one that is elsewhere).
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.child.as_ref().map(Child::id))
+            .collect()
+    }
+
     /// Where the servers keep their data and logs.
     pub fn dir(&self) -> &Path {
         self.dir.path()

@@ -143,6 +143,9 @@ impl ObjectStore {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("pktfs-s3")
+            // The store's traffic is background work next to the clients
+            // a server serves (see engine::out::background_priority).
+            .on_thread_start(crate::engine::background_priority)
             .enable_all()
             .build()
             .map_err(|e| StoreError::Setup(format!("cannot start its runtime: {e}")))?;

@@ -305,6 +305,107 @@ mod tests {
         assert_eq!(parse_footer(1, &[0u8; 3]), Err(SegmentError::Short(1)));
     }
 
+    /// docs/TIER.md's tables of the segment structs are the structs: every
+    /// row's offset and size, and every field in a row.
+    #[test]
+    fn the_format_doc_tables_match_the_structs() {
+        let doc = include_str!("../../docs/TIER.md");
+        let fields: &[(&str, &str, usize, usize)] = &[
+            (
+                "IndexEntryRaw",
+                "obj_off",
+                std::mem::offset_of!(IndexEntryRaw, obj_off),
+                8,
+            ),
+            (
+                "IndexEntryRaw",
+                "len",
+                std::mem::offset_of!(IndexEntryRaw, len),
+                4,
+            ),
+            (
+                "IndexEntryRaw",
+                "crc",
+                std::mem::offset_of!(IndexEntryRaw, crc),
+                4,
+            ),
+            (
+                "IndexEntryRaw",
+                "ino",
+                std::mem::offset_of!(IndexEntryRaw, ino),
+                4,
+            ),
+            (
+                "IndexEntryRaw",
+                "reserved",
+                std::mem::offset_of!(IndexEntryRaw, reserved),
+                4,
+            ),
+            (
+                "IndexEntryRaw",
+                "file_off",
+                std::mem::offset_of!(IndexEntryRaw, file_off),
+                8,
+            ),
+            ("IndexEntryRaw", "(total)", 0, INDEX_ENTRY_BYTES),
+            (
+                "FooterRaw",
+                "magic",
+                std::mem::offset_of!(FooterRaw, magic),
+                8,
+            ),
+            (
+                "FooterRaw",
+                "object",
+                std::mem::offset_of!(FooterRaw, object),
+                8,
+            ),
+            (
+                "FooterRaw",
+                "entries",
+                std::mem::offset_of!(FooterRaw, entries),
+                4,
+            ),
+            (
+                "FooterRaw",
+                "index_crc",
+                std::mem::offset_of!(FooterRaw, index_crc),
+                4,
+            ),
+            (
+                "FooterRaw",
+                "reserved",
+                std::mem::offset_of!(FooterRaw, reserved),
+                4,
+            ),
+            ("FooterRaw", "crc", std::mem::offset_of!(FooterRaw, crc), 4),
+            ("FooterRaw", "(total)", 0, FOOTER_BYTES),
+        ];
+        let rows: Vec<Vec<&str>> = doc
+            .lines()
+            .filter(|l| l.starts_with("| IndexEntryRaw") || l.starts_with("| FooterRaw"))
+            .map(|l| {
+                l.split('|')
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            rows.len(),
+            fields.len(),
+            "a row too many or too few in docs/TIER.md"
+        );
+        for (s, f, off, size) in fields {
+            let row = rows
+                .iter()
+                .find(|r| r[0] == *s && r[1] == *f)
+                .unwrap_or_else(|| panic!("docs/TIER.md has no row for {s}.{f}"));
+            assert_eq!(row[2].parse::<usize>().ok(), Some(*off), "{s}.{f} offset");
+            assert_eq!(row[3].parse::<usize>().ok(), Some(*size), "{s}.{f} size");
+        }
+    }
+
     #[test]
     fn object_keys() {
         assert_eq!(object_key_rel(0xabc), "seg/0000000000000abc");

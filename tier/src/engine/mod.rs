@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use pktfs::Volume;
 
 pub use gc::GcReport;
-pub use out::PassReport;
+pub use out::{background_priority, PassReport};
 pub use read::TierReader;
 pub use stats::{TierStats, TierStatsSnapshot};
 
@@ -91,9 +91,9 @@ impl Default for TierConfig {
             scan_interval: Duration::from_secs(5),
             snapshot_interval: Duration::from_secs(300),
             promote_after_reads: Some(64),
-            cache_bytes: 64 << 20,
-            window_bytes: 4 << 20,
-            readahead_windows: 2,
+            cache_bytes: 128 << 20,
+            window_bytes: 8 << 20,
+            readahead_windows: 4,
             compact_below: 0.5,
             keep_snapshots: 2,
         }
@@ -267,6 +267,13 @@ impl Tier {
         out::pass(&self.sh, all)
     }
 
+    /// Bring files read often through the tier back into PM now (the
+    /// policy thread does it after every pass).
+    pub fn promote_now(&self) -> Result<(), TierError> {
+        let _g = self.sh.pass_lock.lock().map_err(|_| poisoned())?;
+        out::promote(&self.sh)
+    }
+
     /// Upload a metadata snapshot now; returns its sequence number.
     pub fn snapshot_now(&self) -> Result<u64, TierError> {
         let _g = self.sh.pass_lock.lock().map_err(|_| poisoned())?;
@@ -307,6 +314,7 @@ fn poisoned() -> TierError {
 }
 
 fn worker(sh: Arc<Shared>) {
+    out::background_priority();
     let mut last_snapshot = Instant::now();
     loop {
         {

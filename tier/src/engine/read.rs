@@ -1,6 +1,6 @@
 //! Read-through: the [`RemoteSource`] the engine installs on the Volume.
 //!
-//! Objects are read in aligned windows (4 MiB by default) with ranged GETs
+//! Objects are read in aligned windows (8 MiB by default) with ranged GETs
 //! and kept in a small LRU cache, so a sequential read of a tiered file
 //! costs one GET per window, not one per record; a miss also starts GETs
 //! of the next windows in the background (read-ahead), so a reader rarely
@@ -72,7 +72,9 @@ impl TierReader {
             // the engine.
             let (tx, rx) = sync_channel::<(u64, u64)>(64);
             let rx = Arc::new(Mutex::new(rx));
-            for k in 0..2 {
+            // As many GETs in flight as windows read ahead: one stream from
+            // the store is slower than several.
+            for k in 0..readahead_windows.clamp(1, 8) {
                 let weak = Arc::downgrade(&r);
                 let rx = rx.clone();
                 let _ = std::thread::Builder::new()

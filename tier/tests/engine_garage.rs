@@ -1,0 +1,202 @@
+//! The engine's policies against real Garage, in process: the high/low
+//! watermarks tier out the least recently used files first; files read
+//! often through the tier come back into PM; an object mostly dead is
+//! compacted and then collected; the bandwidth limit holds.
+//!
+//! Garage missing: under CI a failure, elsewhere a loud SKIPPED line.
+
+#[path = "../../tests/tests/prereq/mod.rs"]
+#[macro_use]
+mod prereq;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use layout::GeometryParams;
+use pktfs::media::Pm;
+use pktfs::{FormatOptions, SetAttr, TimeSet, Volume};
+use pktfs_tier::engine::{Tier, TierConfig};
+use pktfs_tier::garage::Garage;
+use pktfs_tier::segment::parse_object_key_rel;
+
+fn garage() -> prereq::Check {
+    prereq::holds(Garage::binary().is_some(), || {
+        "`garage` is not installed (cargo install --locked garage; .ci/run does)".into()
+    })
+}
+
+fn fresh(size: u64) -> Arc<Volume> {
+    let params = GeometryParams::for_size(size);
+    let mut pm = Pm::from_bytes(vec![0u8; params.image_len_bytes as usize]);
+    Volume::format_pm(
+        &mut pm,
+        &FormatOptions {
+            params,
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+    Arc::new(Volume::open_pm(pm, false).unwrap())
+}
+
+fn used(v: &Volume) -> f64 {
+    let s = v.statfs();
+    (s.blocks - s.blocks_free) as f64 / s.blocks as f64
+}
+
+fn remote(v: &Volume, ino: u64) -> bool {
+    let c = v.chain(ino).unwrap();
+    !c.is_empty() && c.iter().all(|r| r.remote.is_some())
+}
+
+fn start(g: &Garage, v: &Arc<Volume>, prefix: &str, cfg: TierConfig) -> Tier {
+    Tier::start(v.clone(), g.target(prefix), g.store().unwrap(), cfg, false).unwrap()
+}
+
+#[test]
+fn watermarks_tier_out_the_least_recently_used_first() {
+    require!(garage());
+    let g = Garage::start(1).unwrap();
+    let v = fresh(48 << 20);
+    let mut files = Vec::new();
+    // Fill to about 70%: 16 files of 2 MiB, accessed long ago to recently.
+    for k in 0..16i64 {
+        let f = v
+            .create(v.root(), format!("f{k}").as_bytes(), 0o644, 0, 0)
+            .unwrap()
+            .ino;
+        v.write(f, 0, &vec![k as u8; 2 << 20]).unwrap();
+        let t = 1_000_000_000 * (k + 1);
+        v.setattr(
+            f,
+            &SetAttr {
+                atime: Some(TimeSet::Ns(t)),
+                mtime: Some(TimeSet::Ns(t)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        files.push(f);
+    }
+    let before = used(&v);
+    assert!(before > 0.6, "filled to {before}");
+    let cfg = TierConfig {
+        age: None,
+        high_watermark: 0.5,
+        low_watermark: 0.3,
+        ..TierConfig::default()
+    };
+    let t = start(&g, &v, "wm", cfg);
+    let rep = t.tier_out_now(false).unwrap();
+    let after = used(&v);
+    println!("used {before:.2} -> {after:.2}: {rep:?}");
+    assert!(after <= 0.31, "under the low watermark: {after}");
+    // The oldest went, the newest stayed.
+    let gone: Vec<bool> = files.iter().map(|f| remote(&v, *f)).collect();
+    let first_kept = gone.iter().position(|g| !g).unwrap();
+    assert!(
+        gone[..first_kept].iter().all(|g| *g) && gone[first_kept..].iter().all(|g| !*g),
+        "{gone:?}"
+    );
+    assert!(first_kept > 0 && first_kept < 16);
+    for (k, f) in files.iter().enumerate() {
+        assert_eq!(v.read(*f, 0, 4 << 20).unwrap(), vec![k as u8; 2 << 20]);
+    }
+    // Under the high watermark and no age: the next pass does nothing.
+    assert_eq!(t.tier_out_now(false).unwrap().files_chosen, 0);
+}
+
+#[test]
+fn hot_files_come_back_and_dead_objects_are_compacted_then_collected() {
+    require!(garage());
+    let g = Garage::start(1).unwrap();
+    let v = fresh(64 << 20);
+    let files: Vec<u64> = (0..10u8)
+        .map(|k| {
+            let f = v
+                .create(v.root(), format!("f{k}").as_bytes(), 0o644, 0, 0)
+                .unwrap()
+                .ino;
+            v.write(f, 0, &vec![k; 300_000]).unwrap();
+            f
+        })
+        .collect();
+    let cfg = TierConfig {
+        promote_after_reads: Some(3),
+        ..TierConfig::default()
+    };
+    let t = start(&g, &v, "pc", cfg);
+    let rep = t.tier_out_now(true).unwrap();
+    assert_eq!((rep.files_tiered, rep.objects), (10, 1), "{rep:?}");
+    let obj = *v.remote_objects().keys().next().unwrap();
+    // Read f0 through the tier again and again: promoted back into PM.
+    for _ in 0..4 {
+        assert_eq!(v.read(files[0], 0, 1 << 20).unwrap(), vec![0u8; 300_000]);
+    }
+    t.promote_now().unwrap();
+    assert!(
+        v.chain(files[0])
+            .unwrap()
+            .iter()
+            .all(|r| r.remote.is_none()),
+        "f0 promoted"
+    );
+    assert!(remote(&v, files[1]));
+    // Delete 7 of the others: the object is mostly dead.
+    for k in 3..10 {
+        v.unlink(v.root(), format!("f{k}").as_bytes()).unwrap();
+    }
+    let rep = t.collect_now().unwrap();
+    assert_eq!(rep.objects_compacted, 1, "{rep:?}");
+    // Its live records came back to PM; the next pass tiers them into a
+    // new object, and the old one is collected.
+    assert!(!v.remote_objects().contains_key(&obj));
+    t.tier_out_now(true).unwrap();
+    let rep = t.collect_now().unwrap();
+    assert!(rep.objects_deleted >= 1, "{rep:?}");
+    let store = g.store().unwrap();
+    let listed: Vec<u64> = store
+        .list(&g.target("pc").key("seg/"))
+        .unwrap()
+        .iter()
+        .filter_map(|o| g.target("pc").rel(&o.key).and_then(parse_object_key_rel))
+        .collect();
+    assert!(
+        !listed.contains(&obj),
+        "the dead object is gone: {listed:?}"
+    );
+    for k in 0..3u8 {
+        assert_eq!(
+            v.read(files[k as usize], 0, 1 << 20).unwrap(),
+            vec![k; 300_000]
+        );
+    }
+    v.check_invariants().unwrap();
+}
+
+#[test]
+fn the_bandwidth_limit_holds() {
+    require!(garage());
+    let g = Garage::start(1).unwrap();
+    let v = fresh(64 << 20);
+    for k in 0..8u8 {
+        let f = v
+            .create(v.root(), format!("f{k}").as_bytes(), 0o644, 0, 0)
+            .unwrap()
+            .ino;
+        v.write(f, 0, &vec![k; 1 << 20]).unwrap();
+    }
+    let cfg = TierConfig {
+        bandwidth_bytes_per_s: Some(4 << 20),
+        segment_bytes: 1 << 20,
+        ..TierConfig::default()
+    };
+    let t = start(&g, &v, "bw", cfg);
+    let t0 = Instant::now();
+    let rep = t.tier_out_now(true).unwrap();
+    let took = t0.elapsed();
+    assert_eq!(rep.files_tiered, 8);
+    // 8 MiB at 4 MiB/s with one second of burst: at least a second.
+    assert!(took >= Duration::from_millis(900), "took {took:?}");
+}
