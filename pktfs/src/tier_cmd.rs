@@ -309,12 +309,14 @@ pub enum TierWhat {
     },
     /// Bring every tiered file of the image back into PM.
     Recall {
+        /// The image file (not mounted or served).
         image: PathBuf,
         #[command(flatten)]
         tier: TierArgs,
     },
     /// Delete objects nothing references and compact mostly dead ones.
     Collect {
+        /// The image file (not mounted or served).
         image: PathBuf,
         #[command(flatten)]
         tier: TierArgs,
