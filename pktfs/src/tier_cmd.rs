@@ -66,6 +66,11 @@ pub struct TierArgs {
     /// Upload bandwidth limit per second, e.g. 100M [default: none].
     #[arg(long, value_name = "SIZE", value_parser = pktfs::size::parse_size, requires = "tier")]
     pub tier_bandwidth: Option<u64>,
+    /// While clients are writing, tier-out that PM use does not force
+    /// (below the high watermark) goes at most this fast, so ingest keeps
+    /// its pace; "off": never yield [default: 32M].
+    #[arg(long, value_name = "SIZE", value_parser = size_or_off, requires = "tier")]
+    pub tier_busy_bandwidth: Option<SizeOrOff>,
     /// How often the policy runs [default: 5s].
     #[arg(long, value_name = "DURATION", value_parser = duration, requires = "tier")]
     pub tier_interval: Option<Duration>,
@@ -115,6 +120,9 @@ impl TierArgs {
             c.concurrency = v;
         }
         c.bandwidth_bytes_per_s = self.tier_bandwidth;
+        if let Some(SizeOrOff(v)) = self.tier_busy_bandwidth {
+            c.busy_bandwidth_bytes_per_s = v;
+        }
         if let Some(v) = self.tier_interval {
             c.scan_interval = v.max(Duration::from_millis(100));
         }
@@ -173,6 +181,11 @@ impl TierArgs {
             self.tier_bandwidth.map(|n| n.to_string()),
         );
         opt(
+            "--tier-busy-bandwidth",
+            self.tier_busy_bandwidth
+                .map(|SizeOrOff(v)| v.map_or("off".into(), |n| n.to_string())),
+        );
+        opt(
             "--tier-interval",
             self.tier_interval.map(|d| format!("{}ms", d.as_millis())),
         );
@@ -197,6 +210,19 @@ impl TierArgs {
             .map(Some)
             .map_err(|e| format!("tier {t}: {e}"))
     }
+}
+
+/// A size, or "off".
+#[derive(Clone, Copy, Debug)]
+pub struct SizeOrOff(pub Option<u64>);
+
+fn size_or_off(s: &str) -> Result<SizeOrOff, String> {
+    if s == "off" {
+        return Ok(SizeOrOff(None));
+    }
+    pktfs::size::parse_size(s)
+        .map(|n| SizeOrOff(Some(n)))
+        .map_err(|e| format!("{e} (a size such as 32M, or off)"))
 }
 
 /// The engine's counters for /metrics and `pktfs stat`.
@@ -247,6 +273,11 @@ pub fn extra(t: &Tier) -> netpath::Extra {
                 "tier_backlog_bytes",
                 "PM bytes the current pass chose and has not finished",
                 s.backlog_bytes,
+            ),
+            c(
+                "tier_yielded_ms",
+                "Milliseconds tier-out waited for writing clients",
+                s.yielded_ms,
             ),
             c("tier_fetches", "Ranged GETs for read-through", s.fetches),
             c(

@@ -200,3 +200,111 @@ fn the_bandwidth_limit_holds() {
     // 8 MiB at 4 MiB/s with one second of burst: at least a second.
     assert!(took >= Duration::from_millis(900), "took {took:?}");
 }
+
+/// Files `old-{k}` of 1 MiB, last modified long ago.
+fn old_files(v: &Volume, tag: &str, n: u8) {
+    for k in 0..n {
+        let f = v
+            .create(v.root(), format!("{tag}-{k}").as_bytes(), 0o644, 0, 0)
+            .unwrap()
+            .ino;
+        v.write(f, 0, &vec![k; 1 << 20]).unwrap();
+        v.setattr(
+            f,
+            &SetAttr {
+                mtime: Some(TimeSet::Ns(1_000_000_000)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+}
+
+/// Tier-out by age yields to clients that are writing (it shares a pipe of
+/// the busy bandwidth while they write, and goes at full speed when they
+/// stop); tier-out forced by the high watermark does not yield.
+#[test]
+fn tier_out_yields_to_writing_clients_unless_pm_forces_it() {
+    require!(garage());
+    let g = Garage::start(1).unwrap();
+    let v = fresh(64 << 20);
+    let cfg = TierConfig {
+        age: Some(Duration::from_secs(1)),
+        busy_bandwidth_bytes_per_s: Some(2 << 20),
+        segment_bytes: 1 << 20,
+        ..TierConfig::default()
+    };
+    let t = start(&g, &v, "yield", cfg);
+    // A client writing 4 KiB every 10 ms while `run` tiers out.
+    let with_writer = |run: &dyn Fn() -> Duration| {
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let w = s.spawn(|| {
+                let f = v.create(v.root(), b"busy", 0o644, 0, 0).unwrap().ino;
+                let mut off = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    v.write(f, off, &[7u8; 4096]).unwrap();
+                    off += 4096;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                v.unlink(v.root(), b"busy").unwrap();
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            let took = run();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            w.join().unwrap();
+            took
+        })
+    };
+    let timed = || {
+        let t0 = Instant::now();
+        let rep = t.tier_out_now(false).unwrap();
+        assert_eq!(rep.files_tiered, 6, "{rep:?}");
+        t0.elapsed()
+    };
+
+    // Idle clients: full speed, no waiting.
+    old_files(&v, "idle", 6);
+    let idle = timed();
+    assert_eq!(t.stats().yielded_ms, 0);
+
+    // Writing clients: 6 MiB through a 2 MiB/s pipe takes 2.5 s or more
+    // (the first segment goes at once).
+    old_files(&v, "busy", 6);
+    let busy = with_writer(&timed);
+    let yielded = t.stats().yielded_ms;
+    assert!(
+        busy >= Duration::from_millis(2400) && yielded >= 2400,
+        "busy {busy:?}, yielded {yielded} ms, idle {idle:?}"
+    );
+
+    // Above the high watermark nothing yields: fill PM past 80% with
+    // young files (the age policy does not pick them; the watermark does).
+    let before = t.stats().yielded_ms;
+    let mut k = 0;
+    while used(&v) < 0.85 {
+        let f = v
+            .create(v.root(), format!("young-{k}").as_bytes(), 0o644, 0, 0)
+            .unwrap()
+            .ino;
+        v.write(f, 0, &vec![1u8; 1 << 20]).unwrap();
+        k += 1;
+    }
+    let forced = with_writer(&|| {
+        let t0 = Instant::now();
+        let rep = t.tier_out_now(false).unwrap();
+        assert!(rep.files_tiered > 0, "{rep:?}");
+        t0.elapsed()
+    });
+    assert!(
+        used(&v) <= 0.65,
+        "PM use {:.2} after a forced pass",
+        used(&v)
+    );
+    assert_eq!(
+        t.stats().yielded_ms,
+        before,
+        "a forced pass waited (took {forced:?})"
+    );
+    v.check_invariants().unwrap();
+}

@@ -55,6 +55,9 @@ pub struct Alloc {
     /// The buffer small payloads are currently packed into, and how much of
     /// it is used. The allocator holds one reference on it.
     small: Option<(u32, u32)>,
+    /// Bytes handed out by `alloc_payload` and `alloc_run` since mount:
+    /// a clock of client writes (see `Volume::payload_allocated_bytes`).
+    allocated_bytes: u64,
 }
 
 /// Longest slice one record names. Large writes still need few records, and
@@ -89,6 +92,7 @@ impl Alloc {
             by_len: BTreeSet::new(),
             free_buffers: 0,
             small: None,
+            allocated_bytes: 0,
         };
         let n = a.refs.len() as u32;
         let mut b = 0u32;
@@ -142,6 +146,9 @@ impl Alloc {
     }
     pub fn free_inode(&mut self, ino: u32) {
         self.free_inodes.push(ino);
+    }
+    pub fn allocated_bytes(&self) -> u64 {
+        self.allocated_bytes
     }
     pub fn free_inode_count(&self) -> u64 {
         self.free_inodes.len() as u64
@@ -209,6 +216,12 @@ impl Alloc {
         if len == 0 {
             return Some(Vec::new());
         }
+        let out = self.alloc_payload_inner(len, bs)?;
+        self.allocated_bytes += len;
+        Some(out)
+    }
+
+    fn alloc_payload_inner(&mut self, len: u64, bs: u32) -> Option<Vec<Slice>> {
         if len <= u32::MAX as u64 && is_small(len as u32, bs) {
             let len = len as u32;
             if let Some((b, used)) = self.small {
@@ -293,6 +306,7 @@ impl Alloc {
         for i in start..start + n {
             self.refs[i as usize] += 1;
         }
+        self.allocated_bytes += n as u64 * self.bs as u64;
         Some(Slice {
             buffer: start,
             buf_off: 0,

@@ -677,6 +677,13 @@ impl Volume {
         }
     }
 
+    /// Bytes of packet-buffer space handed out since this open: it moves
+    /// when clients write, so background work (tier-out) can tell a busy
+    /// volume from an idle one and yield to the clients.
+    pub fn payload_allocated_bytes(&self) -> u64 {
+        self.alloc.lock().or_stop().allocated_bytes()
+    }
+
     /// Keep `ino` alive while unlinked (an open file, a kernel reference).
     pub fn pin(&self, ino: u64) -> Result<()> {
         let i = self.inode(ino)?;

@@ -62,6 +62,9 @@ pub struct TierConfig {
     pub concurrency: usize,
     /// Upload bandwidth limit, bytes per second (`None`: unlimited).
     pub bandwidth_bytes_per_s: Option<u64>,
+    /// While clients write, tier-out that PM use does not force goes at
+    /// most this fast (`None`: it never yields). See `out::Yield`.
+    pub busy_bandwidth_bytes_per_s: Option<u64>,
     pub scan_interval: Duration,
     pub snapshot_interval: Duration,
     /// Bring a file back into PM after this many record reads through the
@@ -88,6 +91,7 @@ impl Default for TierConfig {
             part_bytes: 16 << 20,
             concurrency: 4,
             bandwidth_bytes_per_s: None,
+            busy_bandwidth_bytes_per_s: Some(32 << 20),
             scan_interval: Duration::from_secs(5),
             snapshot_interval: Duration::from_secs(300),
             promote_after_reads: Some(64),
@@ -131,6 +135,7 @@ pub(crate) struct Shared {
     /// One pass (tier-out, collection, snapshot) at a time.
     pub pass_lock: Mutex<()>,
     pub limiter: out::Limiter,
+    pub yielder: out::Yield,
     /// Something was tiered or removed since the last snapshot.
     pub dirty: std::sync::atomic::AtomicBool,
     stop: Mutex<bool>,
@@ -208,6 +213,7 @@ impl Tier {
         max_obj = max_obj.max(vol.remote_objects().keys().copied().max().unwrap_or(0));
         vol.set_remote_source(reader.clone());
         let limiter = out::Limiter::new(cfg.bandwidth_bytes_per_s);
+        let yielder = out::Yield::new(cfg.busy_bandwidth_bytes_per_s);
         let sh = Arc::new(Shared {
             vol,
             store,
@@ -221,6 +227,7 @@ impl Tier {
             next_snapshot: AtomicU64::new(1),
             pass_lock: Mutex::new(()),
             limiter,
+            yielder,
             dirty: false.into(),
             stop: Mutex::new(false),
             wake: Condvar::new(),

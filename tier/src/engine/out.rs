@@ -60,6 +60,87 @@ impl Limiter {
     }
 }
 
+/// Tier-out that PM use does not force yields to clients that are
+/// writing, as ZFS's scrub delays its I/O while the pool serves other I/O:
+/// while the volume has handed out packet-buffer space within
+/// [`IDLE_AFTER`], such uploads share one pipe of `rate` bytes a second;
+/// the moment the clients pause, they go at full speed again. On a small
+/// machine (where the object store may even share the cores) a full-speed
+/// tier-out costs ingest more than half its rate; the age policy is in no
+/// hurry, ingest is what a client waits for. Above the high watermark
+/// nothing yields: there the choice is tier-out or 507.
+#[derive(Debug)]
+pub(crate) struct Yield {
+    rate: Option<u64>,
+    /// (payload bytes allocated when last looked, when that last moved,
+    /// when the shared pipe is next free).
+    state: Mutex<(u64, Option<Instant>, Instant)>,
+}
+
+/// The clients count as idle when they have not written for this long.
+pub(crate) const IDLE_AFTER: Duration = Duration::from_millis(250);
+
+impl Yield {
+    pub fn new(rate: Option<u64>) -> Yield {
+        Yield {
+            rate: rate.filter(|r| *r > 0),
+            state: Mutex::new((0, None, Instant::now())),
+        }
+    }
+
+    /// Whether clients wrote within [`IDLE_AFTER`].
+    fn busy(&self, vol: &pktfs::Volume) -> bool {
+        let now_bytes = vol.payload_allocated_bytes();
+        let Ok(mut s) = self.state.lock() else {
+            return false;
+        };
+        if s.1.is_none() {
+            // The first look: what was written before does not count.
+            *s = (now_bytes, Some(Instant::now() - IDLE_AFTER), s.2);
+        } else if now_bytes != s.0 {
+            s.0 = now_bytes;
+            s.1 = Some(Instant::now());
+        }
+        s.1.is_some_and(|t| t.elapsed() < IDLE_AFTER)
+    }
+
+    /// Before `n` bytes of tier-out go: while clients write, wait for
+    /// this upload's turn in the shared pipe; return early if they stop.
+    /// Returns how long it waited.
+    pub fn wait(&self, vol: &pktfs::Volume, n: u64) -> Duration {
+        let Some(rate) = self.rate else {
+            return Duration::ZERO;
+        };
+        let t0 = Instant::now();
+        if !self.busy(vol) {
+            return Duration::ZERO;
+        }
+        let until = {
+            let Ok(mut s) = self.state.lock() else {
+                return Duration::ZERO;
+            };
+            let start = s.2.max(t0);
+            s.2 = start + Duration::from_secs_f64(n as f64 / rate as f64);
+            s.2
+        };
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(20)));
+            if !self.busy(vol) {
+                // Idle again: what this upload still owed is forgiven.
+                if let Ok(mut s) = self.state.lock() {
+                    s.2 = Instant::now();
+                }
+                break;
+            }
+        }
+        t0.elapsed()
+    }
+}
+
 /// Tier-out is background work: its threads yield the CPU to the ones
 /// serving clients (nice 10; Linux applies it per thread). On a small
 /// machine ingest and tier-out compete for the same cores, and ingest is
@@ -71,10 +152,11 @@ pub fn background_priority() {
     }
 }
 
-/// Which candidates the policy picks now.
-fn choose(sh: &Shared, mut c: Vec<TierCandidate>, all: bool) -> Vec<TierCandidate> {
+/// Which candidates the policy picks now, and whether PM use forces it
+/// (above the high watermark, or `all`): then nothing yields to clients.
+fn choose(sh: &Shared, mut c: Vec<TierCandidate>, all: bool) -> (Vec<TierCandidate>, bool) {
     if all {
-        return c;
+        return (c, true);
     }
     let now = pktfs_now_ns();
     let mut chosen = Vec::new();
@@ -89,7 +171,8 @@ fn choose(sh: &Shared, mut c: Vec<TierCandidate>, all: bool) -> Vec<TierCandidat
     let bs = sh.vol.geometry().buffer_size_bytes as u64;
     let chosen_bytes: u64 = chosen.iter().map(|f| f.local_bytes).sum();
     let used = (st.blocks - st.blocks_free) as f64 - chosen_bytes as f64 / bs as f64;
-    if used / total > sh.cfg.high_watermark {
+    let urgent = used / total > sh.cfg.high_watermark;
+    if urgent {
         let mut need = (used - sh.cfg.low_watermark * total) * bs as f64;
         // Least recently used first: the later of access and change.
         c.sort_by_key(|f| f.atime_ns.max(f.mtime_ns));
@@ -101,7 +184,7 @@ fn choose(sh: &Shared, mut c: Vec<TierCandidate>, all: bool) -> Vec<TierCandidat
             chosen.push(f);
         }
     }
-    chosen
+    (chosen, urgent)
 }
 
 fn pktfs_now_ns() -> i64 {
@@ -122,7 +205,7 @@ enum Job<'v> {
 /// One policy pass.
 pub(crate) fn pass(sh: &Shared, all: bool) -> Result<PassReport, TierError> {
     TierStats::add(&sh.stats.passes, 1);
-    let chosen = choose(sh, sh.vol.tier_candidates(), all);
+    let (chosen, urgent) = choose(sh, sh.vol.tier_candidates(), all);
     let mut rep = PassReport {
         files_chosen: chosen.len() as u64,
         bytes_chosen: chosen.iter().map(|f| f.local_bytes).sum(),
@@ -176,8 +259,8 @@ pub(crate) fn pass(sh: &Shared, all: bool) -> Result<PassReport, TierError> {
                 };
                 let Some(job) = job else { break };
                 let r = match job {
-                    Job::Segment(outs) => upload_segment(sh, outs),
-                    Job::Large(out) => upload_large(sh, out),
+                    Job::Segment(outs) => upload_segment(sh, outs, urgent),
+                    Job::Large(out) => upload_large(sh, out, urgent),
                 };
                 if let Ok(mut t) = totals.lock() {
                     match r {
@@ -249,11 +332,26 @@ fn switch_all(sh: &Shared, done: Vec<(TierOut<'_>, Vec<(u64, u64)>)>) -> (u64, u
     (files, bytes)
 }
 
-fn upload_segment(sh: &Shared, outs: Vec<TierOut<'_>>) -> Result<(u64, u64), TierError> {
+/// Before `n` bytes are read out of PM and uploaded: yield to writing
+/// clients unless PM use forces this tier-out.
+fn pace(sh: &Shared, n: u64, urgent: bool) {
+    if urgent {
+        return;
+    }
+    let waited = sh.yielder.wait(&sh.vol, n);
+    TierStats::add(&sh.stats.yielded_ms, waited.as_millis() as u64);
+}
+
+fn upload_segment(
+    sh: &Shared,
+    outs: Vec<TierOut<'_>>,
+    urgent: bool,
+) -> Result<(u64, u64), TierError> {
     let obj = sh.new_object();
     let r = (|| {
         let mut seg = SegmentBuilder::new(obj);
         let cap: u64 = outs.iter().map(|o| o.len()).sum();
+        pace(sh, cap, urgent);
         let mut body = Vec::with_capacity(cap as usize + 4096);
         let mut done = Vec::with_capacity(outs.len());
         for out in outs {
@@ -281,7 +379,7 @@ fn upload_segment(sh: &Shared, outs: Vec<TierOut<'_>>) -> Result<(u64, u64), Tie
     r
 }
 
-fn upload_large(sh: &Shared, out: TierOut<'_>) -> Result<(u64, u64), TierError> {
+fn upload_large(sh: &Shared, out: TierOut<'_>, urgent: bool) -> Result<(u64, u64), TierError> {
     let obj = sh.new_object();
     let r = (|| {
         let key = sh.target.key(&object_key_rel(obj));
@@ -295,6 +393,9 @@ fn upload_large(sh: &Shared, out: TierOut<'_>) -> Result<(u64, u64), TierError> 
         let n = out.extents().len();
         let res: Result<(), TierError> = (|| {
             for (k, e) in out.extents().iter().enumerate() {
+                if part.is_empty() {
+                    pace(sh, sh.cfg.part_bytes.min(out.len() - total), urgent);
+                }
                 let b = out.bytes(k)?;
                 let at = seg.add(e.len, e.crc32c, out.ino(), e.file_off);
                 placed.push((obj, at));

@@ -17,6 +17,9 @@ pub struct TierStats {
     pub backlog_files: AtomicU64,
     pub backlog_bytes: AtomicU64,
     pub passes: AtomicU64,
+    /// Milliseconds tier-out waited for writing clients (summed over its
+    /// upload threads).
+    pub yielded_ms: AtomicU64,
     pub fetches: AtomicU64,
     pub fetch_bytes: AtomicU64,
     pub cache_hits: AtomicU64,
@@ -43,6 +46,7 @@ pub struct TierStatsSnapshot {
     pub backlog_files: u64,
     pub backlog_bytes: u64,
     pub passes: u64,
+    pub yielded_ms: u64,
     pub fetches: u64,
     pub fetch_bytes: u64,
     pub cache_hits: u64,
@@ -74,6 +78,7 @@ impl TierStats {
             backlog_files: g(&self.backlog_files),
             backlog_bytes: g(&self.backlog_bytes),
             passes: g(&self.passes),
+            yielded_ms: g(&self.yielded_ms),
             fetches: g(&self.fetches),
             fetch_bytes: g(&self.fetch_bytes),
             cache_hits: g(&self.cache_hits),
@@ -101,6 +106,7 @@ impl TierStatsSnapshot {
             ("tier upload errors", self.upload_errors),
             ("tier backlog files", self.backlog_files),
             ("tier backlog bytes", self.backlog_bytes),
+            ("tier yielded to clients ms", self.yielded_ms),
             ("tier fetches", self.fetches),
             ("tier fetch bytes", self.fetch_bytes),
             ("tier cache hits", self.cache_hits),
