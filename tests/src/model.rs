@@ -22,7 +22,7 @@ use std::fmt;
 
 use pktfs::media::Pm;
 use pktfs::volume::{ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
-use pktfs::{Acl, FallocMode, FileType, FormatOptions, RenameFlags, SetAttr, Volume, XattrFlags};
+use pktfs::{Acl, FallocMode, FileType, RenameFlags, SetAttr, Volume, XattrFlags};
 
 pub use layout::GeometryParams;
 
@@ -1471,19 +1471,9 @@ pub fn dump(v: &Volume) -> Result<Tree, String> {
 
 /// A freshly formatted image of `size` bytes (heap, no persistence).
 pub fn format_image(size: u64, inodes: Option<u32>) -> Vec<u8> {
-    let mut pm = Pm::from_bytes(vec![0u8; size as usize]);
     let mut params = GeometryParams::for_size(size);
     params.inode_count = inodes;
-    Volume::format_pm(
-        &mut pm,
-        &FormatOptions {
-            params,
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .expect("format");
-    pm.snapshot()
+    Volume::format_in_memory(params).expect("format").snapshot()
 }
 
 /// Open `image`, apply `ops` (each must give the model's result), and

@@ -7,21 +7,11 @@ use std::sync::Arc;
 
 use layout::GeometryParams;
 use pktfs::media::Pm;
-use pktfs::{FormatOptions, RenameFlags, Volume};
+use pktfs::{RenameFlags, Volume};
 
 #[test]
 fn eight_threads() {
-    let mut pm = Pm::from_bytes(vec![0u8; 64 << 20]);
-    Volume::format_pm(
-        &mut pm,
-        &FormatOptions {
-            params: GeometryParams::for_size(64 << 20),
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let v = Arc::new(Volume::open_pm(pm, false).unwrap());
+    let v = Arc::new(Volume::in_memory(GeometryParams::for_size(64 << 20)).unwrap());
     let root = v.root();
     let shared = v.mkdir(root, b"shared", 0o755, 0, 0).unwrap().ino;
     let hot = v.create(root, b"hot", 0o644, 0, 0).unwrap().ino;
@@ -129,21 +119,11 @@ fn eight_threads() {
 /// back); the fix is an ordering, documented at `free_inode_storage`.
 #[test]
 fn concurrent_free_and_create_reuse_numbers() {
-    let mut pm = Pm::from_bytes(vec![0u8; 16 << 20]);
     let params = GeometryParams {
         inode_count: Some(16),
         ..GeometryParams::for_size(16 << 20)
     };
-    Volume::format_pm(
-        &mut pm,
-        &FormatOptions {
-            params,
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let v = Arc::new(Volume::open_pm(pm, false).unwrap());
+    let v = Arc::new(Volume::in_memory(params).unwrap());
     let root = v.root();
     let a = v.mkdir(root, b"a", 0o755, 0, 0).unwrap().ino;
     let b = v.mkdir(root, b"b", 0o755, 0, 0).unwrap().ino;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use net_common::*;
 use pktfs::media::Pm;
-use pktfs::{FormatOptions, Volume};
+use pktfs::Volume;
 
 const MIB: u64 = 1 << 20;
 
@@ -166,16 +166,7 @@ fn raw_mode_is_refused_on_a_read_only_server() {
 
 /// A volume on the recording backend, freshly formatted.
 fn recording_volume(bytes: usize) -> Arc<Volume> {
-    let mut pm = Pm::from_bytes(vec![0; bytes]);
-    Volume::format_pm(
-        &mut pm,
-        &FormatOptions {
-            params: layout::GeometryParams::for_size(bytes as u64),
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let mut pm = Volume::format_in_memory(layout::GeometryParams::for_size(bytes as u64)).unwrap();
     Arc::new(Volume::open_pm(Pm::recording(pm.snapshot()), false).unwrap())
 }
 

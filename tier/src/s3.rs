@@ -334,25 +334,7 @@ impl ObjectStore {
         if len == 0 {
             return Ok(Vec::new());
         }
-        let c = &self.inner.client;
-        let r = self.inner.rt.block_on(async {
-            let resp = c
-                .get_object()
-                .bucket(&self.inner.bucket)
-                .key(key)
-                .range(format!("bytes={off}-{}", off + len - 1))
-                .send()
-                .await
-                .map_err(|e| self.map(key, e))?;
-            resp.body
-                .collect()
-                .await
-                .map(|b| b.into_bytes().to_vec())
-                .map_err(|e| StoreError::Other {
-                    key: key.to_string(),
-                    detail: format!("reading the body: {e}"),
-                })
-        })?;
+        let r = self.get_object(key, Some(format!("bytes={off}-{}", off + len - 1)))?;
         if r.len() as u64 != len {
             return Err(StoreError::Other {
                 key: key.to_string(),
@@ -364,12 +346,18 @@ impl ObjectStore {
 
     /// The whole object.
     pub fn get(&self, key: &str) -> Result<Vec<u8>, StoreError> {
+        self.get_object(key, None)
+    }
+
+    /// GET `key` (an HTTP `range` when given), the whole body.
+    fn get_object(&self, key: &str, range: Option<String>) -> Result<Vec<u8>, StoreError> {
         let c = &self.inner.client;
         self.inner.rt.block_on(async {
             let resp = c
                 .get_object()
                 .bucket(&self.inner.bucket)
                 .key(key)
+                .set_range(range)
                 .send()
                 .await
                 .map_err(|e| self.map(key, e))?;

@@ -13,8 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use layout::GeometryParams;
-use pktfs::media::Pm;
-use pktfs::{FormatOptions, SetAttr, TimeSet, Volume};
+use pktfs::{SetAttr, TimeSet, Volume};
 use pktfs_tier::engine::{Tier, TierConfig};
 use pktfs_tier::garage::Garage;
 use pktfs_tier::segment::parse_object_key_rel;
@@ -26,18 +25,7 @@ fn garage() -> prereq::Check {
 }
 
 fn fresh(size: u64) -> Arc<Volume> {
-    let params = GeometryParams::for_size(size);
-    let mut pm = Pm::from_bytes(vec![0u8; params.image_len_bytes as usize]);
-    Volume::format_pm(
-        &mut pm,
-        &FormatOptions {
-            params,
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
-    Arc::new(Volume::open_pm(pm, false).unwrap())
+    Arc::new(Volume::in_memory(GeometryParams::for_size(size)).unwrap())
 }
 
 fn used(v: &Volume) -> f64 {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use layout::{FileType, GeometryParams};
 use pktfs::media::Pm;
-use pktfs::{FormatOptions, RemoteSource, SetAttr, TimeSet, Volume, XattrFlags};
+use pktfs::{RemoteSource, SetAttr, TimeSet, Volume, XattrFlags};
 use pktfs_tier::restore::restore_into;
 use pktfs_tier::snapshot::{capture, parse, referenced_objects};
 
@@ -32,17 +32,7 @@ fn fresh(size: u64) -> Volume {
 }
 
 fn fresh_with(params: GeometryParams) -> Volume {
-    let mut pm = Pm::from_bytes(vec![0u8; params.image_len_bytes as usize]);
-    Volume::format_pm(
-        &mut pm,
-        &FormatOptions {
-            params,
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
-    Volume::open_pm(pm, false).unwrap()
+    Volume::in_memory(params).unwrap()
 }
 
 fn tier_all(v: &Volume, mem: &Mem, next: &mut u64) {

@@ -490,6 +490,27 @@ impl Volume {
         Ok(v)
     }
 
+    /// A freshly formatted image of `params.image_len_bytes` in heap memory
+    /// (no file, nothing persists): for tests, tools and examples.
+    pub fn format_in_memory(params: GeometryParams) -> Result<Pm> {
+        let mut pm = Pm::from_bytes(vec![0u8; params.image_len_bytes as usize]);
+        Self::format_pm(
+            &mut pm,
+            &FormatOptions {
+                params,
+                label: None,
+            },
+            &mut |_, _| {},
+        )?;
+        Ok(pm)
+    }
+
+    /// A volume on a freshly formatted image in heap memory
+    /// ([`Self::format_in_memory`]), open read-write.
+    pub fn in_memory(params: GeometryParams) -> Result<Volume> {
+        Self::open_pm(Self::format_in_memory(params)?, false)
+    }
+
     /// Open a volume on an already-mapped region (tests, crash images).
     pub fn open_pm(pm: Pm, read_only: bool) -> Result<Volume> {
         recover::open(pm, read_only)

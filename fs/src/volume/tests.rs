@@ -9,17 +9,7 @@ pub(crate) fn fresh(size: u64) -> Volume {
 }
 
 pub(crate) fn fresh_with(params: GeometryParams) -> Volume {
-    let mut pm = Pm::from_bytes(vec![0u8; params.image_len_bytes as usize]);
-    Volume::format_pm(
-        &mut pm,
-        &FormatOptions {
-            params,
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
-    Volume::open_pm(pm, false).unwrap()
+    Volume::in_memory(params).unwrap()
 }
 
 /// Reopen from the current bytes (what a clean restart sees).

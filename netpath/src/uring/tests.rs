@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pktfs::media::Pm;
-use pktfs::{FormatOptions, RxHeld, RxRingConfig, Volume};
+use pktfs::{RxHeld, RxRingConfig, Volume};
 
 use super::{CloseReason, Flow, Loops, Protocol, Session};
 
@@ -74,17 +73,7 @@ fn a_session_sends_a_file_by_its_chain_over_partial_sends() {
         panic!("io_uring is not usable here: {why}");
     }
     let len = 64 << 20;
-    let mut pm = Pm::from_bytes(vec![0; len]);
-    Volume::format_pm(
-        &mut pm,
-        &FormatOptions {
-            params: layout::GeometryParams::for_size(len as u64),
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let vol = Arc::new(Volume::open_pm(pm, false).unwrap());
+    let vol = Arc::new(Volume::in_memory(layout::GeometryParams::for_size(len as u64)).unwrap());
     let ino = vol.create(vol.root(), b"f", 0o644, 0, 0).unwrap().ino;
     let head: Vec<u8> = (0..6_000_000u32)
         .map(|i| (i * 7 + i / 4096) as u8)
