@@ -42,6 +42,25 @@ fn run(g: &Garage, args: &[&str]) -> Output {
     out
 }
 
+/// `pktfs tier out IMG --all --tier TARGET [extra]`.
+fn tier_out_all(g: &Garage, img: &Path, target: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["tier", "out", img.to_str().unwrap(), "--all"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--tier", target]);
+    run(g, &args)
+}
+
+/// `fsck.pktfs -n --remote TARGET [extra] IMG`.
+fn fsck_remote(g: &Garage, img: &Path, target: &str, extra: &[&str]) -> Output {
+    Command::new(fsck_bin())
+        .args(["-n", "--remote", target])
+        .args(extra)
+        .arg(img)
+        .envs(g.env())
+        .output()
+        .unwrap()
+}
+
 fn ok(o: &Output, what: &str) -> String {
     assert!(
         o.status.success(),
@@ -151,21 +170,7 @@ fn tier_out_read_through_fsck_and_restore() {
     let free_before = stat_json(&g, &img)["buffers_free"].as_u64().unwrap();
 
     // Tier everything out: small files packed, the large one in parts.
-    let out = ok(
-        &run(
-            &g,
-            &[
-                "tier",
-                "out",
-                img.to_str().unwrap(),
-                "--all",
-                "--json",
-                "--tier",
-                &target,
-            ],
-        ),
-        "tier out",
-    );
+    let out = ok(&tier_out_all(&g, &img, &target, &["--json"]), "tier out");
     let rep: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(rep["pass"]["files_tiered"], 41, "{out}"); // the empty file has nothing
     assert_eq!(rep["pass"]["errors"], 0);
@@ -192,12 +197,7 @@ fn tier_out_read_through_fsck_and_restore() {
     );
 
     // fsck --remote: every record's object is there with its checksum.
-    let o = Command::new(fsck_bin())
-        .args(["-n", "--remote", &target])
-        .arg(&img)
-        .envs(g.env())
-        .output()
-        .unwrap();
+    let o = fsck_remote(&g, &img, &target, &[]);
     let text = ok(&o, "fsck --remote");
     assert!(text.contains("remote: clean"), "{text}");
 
@@ -261,12 +261,7 @@ fn tier_out_read_through_fsck_and_restore() {
     assert!(code >= 500, "a damaged object answered {code}");
     assert_ne!(body, files[3].1);
     stop(srv);
-    let o = Command::new(fsck_bin())
-        .args(["-n", "--remote", &target, "--remote-deep"])
-        .arg(&img)
-        .envs(g.env())
-        .output()
-        .unwrap();
+    let o = fsck_remote(&g, &img, &target, &["--remote-deep"]);
     assert!(!o.status.success(), "fsck --remote must report the damage");
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("do not match"),
@@ -299,20 +294,7 @@ fn mount_reads_and_writes_tiered_files_and_send_sends_them() {
     mkfs(&img, 128 << 20);
     let mut files = populate(&img);
     let target = g.target("img-m").to_string();
-    ok(
-        &run(
-            &g,
-            &[
-                "tier",
-                "out",
-                img.to_str().unwrap(),
-                "--all",
-                "--tier",
-                &target,
-            ],
-        ),
-        "tier out",
-    );
+    ok(&tier_out_all(&g, &img, &target, &[]), "tier out");
     // pktfs send of a tiered file of an image nobody holds.
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
@@ -387,12 +369,7 @@ fn mount_reads_and_writes_tiered_files_and_send_sends_them() {
     stop(child);
     assert!(!is_mountpoint(&mp));
     // Remounted later, the same bytes.
-    let o = Command::new(fsck_bin())
-        .args(["-n", "--remote", &target])
-        .arg(&img)
-        .envs(g.env())
-        .output()
-        .unwrap();
+    let o = fsck_remote(&g, &img, &target, &[]);
     let text = ok(&o, "fsck --remote after writes");
     assert!(text.contains("remote: clean"), "{text}");
 }
@@ -468,20 +445,7 @@ fn kill_during_tier_out_loses_nothing_and_orphans_are_collected() {
     }
     stop(srv);
     // Finish, collect the orphans of the killed run, and check the tier.
-    ok(
-        &run(
-            &g,
-            &[
-                "tier",
-                "out",
-                img.to_str().unwrap(),
-                "--all",
-                "--tier",
-                &target,
-            ],
-        ),
-        "tier out again",
-    );
+    ok(&tier_out_all(&g, &img, &target, &[]), "tier out again");
     let before = store.list(&seg_prefix).unwrap().len();
     let o = ok(
         &run(
@@ -493,12 +457,7 @@ fn kill_during_tier_out_loses_nothing_and_orphans_are_collected() {
     let after = store.list(&seg_prefix).unwrap().len();
     println!("objects before {before}, after {after}: {o}");
     assert!(after <= before);
-    let o = Command::new(fsck_bin())
-        .args(["-n", "--remote", &target])
-        .arg(&img)
-        .envs(g.env())
-        .output()
-        .unwrap();
+    let o = fsck_remote(&g, &img, &target, &[]);
     let text = ok(&o, "fsck --remote");
     assert!(
         text.contains("remote: clean") && !text.contains("orphan:"),

@@ -146,6 +146,23 @@ fn is_mountpoint(p: &Path) -> bool {
         .any(|l| l.split(' ').nth(4) == Some(p.to_str().unwrap_or("")))
 }
 
+/// `pktfs mount -f IMG MP --tier PREFIX's target EXTRA`, mounted.
+fn mount_tiered(e: &Env, img: &Path, mp: &Path, prefix: &str, extra: &[&str]) -> Child {
+    let mut c = Command::new(bin("pktfs"))
+        .args(["mount", "-f"])
+        .arg(img)
+        .arg(mp)
+        .args(["--tier", &e.g.target(prefix).to_string()])
+        .args(extra)
+        .envs(e.g.env())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_mount(mp, &mut c);
+    c
+}
+
 fn wait_mount(mp: &Path, c: &mut Child) {
     let t0 = Instant::now();
     while !is_mountpoint(mp) {
@@ -353,22 +370,7 @@ fn main() {
         for _ in 0..reps {
             let mp = w.join("mp");
             let _ = std::fs::create_dir_all(&mp);
-            let mut c = Command::new(bin("pktfs"))
-                .args(["mount", "-f"])
-                .arg(&img)
-                .arg(&mp)
-                .args([
-                    "--tier",
-                    &e.g.target("cold").to_string(),
-                    "--tier-promote-after",
-                    "off",
-                ])
-                .envs(e.g.env())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            wait_mount(&mp, &mut c);
+            let c = mount_tiered(&e, &img, &mp, "cold", &["--tier-promote-after", "off"]);
             let (mbs, n) = read_seq(&mp.join("big.bin"));
             assert_eq!(n, size as u64);
             p.push(mbs);
@@ -574,22 +576,7 @@ fn main() {
             let mp = w.join("mp");
             let _ = std::fs::create_dir_all(&mp);
             let t = Instant::now();
-            let mut c = Command::new(bin("pktfs"))
-                .args(["mount", "-f"])
-                .arg(&img)
-                .arg(&mp)
-                .args([
-                    "--tier",
-                    &e.g.target("mount").to_string(),
-                    "--tier-age",
-                    "off",
-                ])
-                .envs(e.g.env())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            wait_mount(&mp, &mut c);
+            let c = mount_tiered(&e, &img, &mp, "mount", &["--tier-age", "off"]);
             mount.push(t.elapsed().as_secs_f64());
             umount(&mp, c);
         }
