@@ -38,6 +38,8 @@ pub enum FsError {
     Nxio,
     #[error("the volume is open read-only")]
     ReadOnly,
+    #[error("the target is not what the precondition asked for (it changed)")]
+    PreconditionFailed,
     #[error("operation not supported: {0}")]
     NotSupported(&'static str),
     #[error(
@@ -98,6 +100,9 @@ impl FsError {
             FsError::NotPermitted(_) => libc::EPERM,
             FsError::Nxio => libc::ENXIO,
             FsError::NotSupported(_) => libc::EOPNOTSUPP,
+            // Only callers that pass a precondition see it (netpath's 412);
+            // no POSIX call does.
+            FsError::PreconditionFailed => libc::EAGAIN,
             FsError::Corrupt(_)
             | FsError::Damaged { .. }
             | FsError::Remote(_)

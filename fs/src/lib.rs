@@ -38,11 +38,13 @@ pub mod volume;
 
 pub use error::{FsError, Result};
 pub use layout::FileType;
+pub use volume::Precondition;
 pub use volume::{
-    Acl, AclKind, Attr, ChainEntry, ContentDigest, DirEntry, FallocMode, FormatOptions, Linked,
-    NewMode, OpenOptions, OpenReport, RenameFlags, RingEvent, RxBuf, RxData, RxHeld, RxPiece,
-    RxRing, RxRingConfig, RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg,
-    SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg, VerifyMode, Volume, XattrFlags,
+    Acl, AclKind, Attr, Bound, ChainEntry, ContentDigest, DirEntry, FallocMode, FormatOptions,
+    Linked, NewMode, OpenOptions, OpenReport, RenameFlags, RingEvent, RxBuf, RxData, RxHeld,
+    RxPiece, RxRing, RxRingConfig, RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress,
+    ScrubReport, Seg, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg, VerifyMode,
+    Volume, XattrFlags,
 };
 pub use volume::{
     ObjectLive, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource, SwitchReport,

@@ -364,7 +364,9 @@ impl ObjectStore {
             resp.body
                 .collect()
                 .await
-                .map(|b| b.into_bytes().to_vec())
+                // A body of one piece is handed over without a copy (a window
+                // is 8 MiB; `to_vec` copied it a second time).
+                .map(|b| Vec::from(b.into_bytes()))
                 .map_err(|e| StoreError::Other {
                     key: key.to_string(),
                     detail: format!("reading the body: {e}"),

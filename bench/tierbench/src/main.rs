@@ -31,6 +31,18 @@ fn arg(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// `--only big,small,cold,ingest,mount`: the sections to run (all when
+/// not given), to re-measure one without the others.
+fn wanted(section: &str) -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    match args.iter().position(|a| a == "--only") {
+        None => true,
+        Some(i) => args
+            .get(i + 1)
+            .is_some_and(|v| v.split(',').any(|s| s.trim() == section)),
+    }
+}
+
 fn bin(name: &str) -> PathBuf {
     let me = std::env::current_exe().unwrap_or_default();
     me.with_file_name(name)
@@ -305,6 +317,9 @@ fn main() {
         ("tier-out, 1 MiB files", big_files, 1usize << 20),
         ("tier-out, 4 KiB files", small_files, 4096),
     ] {
+        if !wanted(if size == 4096 { "small" } else { "big" }) {
+            continue;
+        }
         let bytes = n * size as u64;
         let mut p = Vec::new();
         let mut r = Vec::new();
@@ -336,7 +351,7 @@ fn main() {
     }
 
     // 3. Cold sequential read: a 1 GiB file, pktfs mount vs s3fs.
-    {
+    if wanted("cold") {
         let size = (big_files << 20) as usize;
         let img = w.join("r.img");
         let dir = w.join("rsrc");
@@ -411,7 +426,7 @@ fn main() {
     //    force yields to writing clients (--tier-busy-bandwidth 32M); the
     //    "full speed" variant turns that off, as it is above the high
     //    watermark.
-    {
+    if wanted("ingest") {
         // A fixed amount of data, in an image with room for all of it even
         // untiered: the comparison is of ingest rates, not of what a full
         // image does (507). (Images far larger than the data slowed both
@@ -522,7 +537,7 @@ fn main() {
     }
 
     // 5. Open and mount time with 1,000,000 remote records.
-    {
+    if wanted("mount") {
         let img = w.join("m.img");
         let files = (records / 100).max(1);
         let params = layout::GeometryParams {

@@ -13,7 +13,7 @@
 use layout::record::FLAG_DAMAGED;
 
 use super::file::{cover, Cover};
-use super::{rlock, VerifyMode, Volume};
+use super::{rlock, Inode, VerifyMode, Volume};
 use crate::error::{FsError, Result};
 
 /// What a file holds, in one consistent view (taken under the inode's
@@ -25,6 +25,42 @@ pub struct ContentDigest {
     pub mtime_ns: i64,
     /// CRC32C (Castagnoli) of the file's `size` bytes.
     pub crc32c: u32,
+}
+
+/// What a name leads to at the instant a conditional change is made,
+/// seen under the locks that make the change (so nothing can come
+/// between the check and the change).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// Nothing has that name.
+    Absent,
+    /// An entry: a regular file with its digest, or another kind
+    /// (`digest` None), with its modification time.
+    Present {
+        digest: Option<ContentDigest>,
+        mtime_ns: i64,
+    },
+}
+
+/// A caller's precondition on a change ([`Volume::rx_link_if`],
+/// [`Volume::remove_if`]): checked under the change's own locks, and a
+/// `false` refuses the change with [`FsError::PreconditionFailed`]
+/// (an HTTP `If-Match`, evaluated where no concurrent replacement can
+/// slip in between).
+pub type Precondition<'c> = &'c (dyn Fn(&Bound) -> bool + 'c);
+
+impl Volume {
+    /// The [`Bound`] of a locked entry.
+    pub(crate) fn bound_locked(&self, i: &Inode) -> Result<Bound> {
+        let digest = match i.attr.kind {
+            layout::FileType::Regular => Some(self.digest_locked(i)?),
+            _ => None,
+        };
+        Ok(Bound::Present {
+            digest,
+            mtime_ns: i.attr.mtime_ns,
+        })
+    }
 }
 
 /// CRC32C of `n` zero bytes, by doubling: O(log n) combines, no data.
@@ -57,6 +93,12 @@ impl Volume {
     pub fn content_digest(&self, ino: u64) -> Result<ContentDigest> {
         let arc = self.inode(ino)?;
         let i = rlock(&arc)?;
+        self.digest_locked(&i)
+    }
+
+    /// [`Self::content_digest`] of an inode the caller has locked.
+    pub(crate) fn digest_locked(&self, i: &Inode) -> Result<ContentDigest> {
+        let ino = u64::from(i.ino);
         match i.attr.kind {
             layout::FileType::Regular => {}
             layout::FileType::Directory => return Err(FsError::IsDir),
@@ -65,12 +107,12 @@ impl Volume {
         let size = i.attr.size;
         let always = self.verify_mode() == VerifyMode::Always;
         let mut crc = 0u32;
-        for c in cover(&i, 0, size, self.geo.buffer_size_bytes) {
+        for c in cover(i, 0, size, self.geo.buffer_size_bytes) {
             match c {
                 Cover::Hole(n) => crc = layout::crc32c_combine(crc, crc32c_zeros(n), n),
                 Cover::Data(sl, r) => {
                     if always || r.r.flags & FLAG_DAMAGED != 0 {
-                        self.verify_rec(&i, &r)?;
+                        self.verify_rec(i, &r)?;
                     }
                     let part = if sl.len == r.r.len {
                         r.r.payload_crc
@@ -79,7 +121,7 @@ impl Volume {
                         // forbids it (recovery checks), so this never runs
                         // on a consistent image; if it did, the used part's
                         // CRC has to come from its bytes, checked first.
-                        self.verify_rec(&i, &r)?;
+                        self.verify_rec(i, &r)?;
                         layout::crc32c(self.slice_bytes(sl))
                     };
                     crc = layout::crc32c_combine(crc, part, sl.len as u64);
@@ -88,12 +130,12 @@ impl Volume {
                     // The record's CRC vouches for its object bytes; the
                     // store is not asked.
                     if r.r.flags & FLAG_DAMAGED != 0 {
-                        self.verify_rec(&i, &r)?;
+                        self.verify_rec(i, &r)?;
                     }
                     let part = if sl.len == r.r.len {
                         r.r.payload_crc
                     } else {
-                        let b = self.fetch_rec(&i, &r)?;
+                        let b = self.fetch_rec(i, &r)?;
                         let skip = (sl.off - r.r.remote_off()) as usize;
                         layout::crc32c(&b[skip..skip + sl.len as usize])
                     };

@@ -60,7 +60,7 @@ use layout::{
 
 pub use acl::{Acl, AclEntry, AclKind, ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
 pub use alloc::Slice;
-pub use digest::ContentDigest;
+pub use digest::{Bound, ContentDigest, Precondition};
 pub use file::{FallocMode, Seg};
 pub use ns::{NewMode, RenameFlags};
 pub use recover::OpenReport;

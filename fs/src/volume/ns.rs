@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock, RwLockWriteGuard};
 use layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
 
 use super::alloc::Slice;
+use super::digest::{Bound, Precondition};
 use super::tx::Tx;
 use super::{
     check_name, now_ns, write_new_inode_heads, Attr, DirEntry, Inode, Rec, Volume, MAX_NLINK,
@@ -609,7 +610,26 @@ impl Volume {
     }
 
     pub fn unlink(&self, parent: u64, name: &[u8]) -> Result<()> {
-        self.remove(parent, name, false)
+        self.remove(parent, name, Some(false), None).map(|_| ())
+    }
+
+    /// Remove `parent/name`, a file or an empty directory (whichever it
+    /// is), if `cond` holds for it: checked under the locks that make the
+    /// removal, so a concurrent replacement cannot come in between (an
+    /// HTTP `DELETE` with `If-Match`). A name that is absent is
+    /// [`FsError::PreconditionFailed`] when `cond` refuses
+    /// [`Bound::Absent`], else [`FsError::NotFound`]. Returns the removed
+    /// inode.
+    pub fn remove_if(
+        &self,
+        parent: u64,
+        name: &[u8],
+        cond: Option<Precondition<'_>>,
+    ) -> Result<u64> {
+        if name == b"." || name == b".." {
+            return Err(FsError::Invalid("removal of . or .."));
+        }
+        self.remove(parent, name, None, cond)
     }
 
     pub fn rmdir(&self, parent: u64, name: &[u8]) -> Result<()> {
@@ -619,24 +639,44 @@ impl Volume {
         if name == b".." {
             return Err(FsError::NotEmpty);
         }
-        self.remove(parent, name, true)
+        self.remove(parent, name, Some(true), None).map(|_| ())
     }
 
-    fn remove(&self, parent: u64, name: &[u8], dir: bool) -> Result<()> {
+    /// Remove an entry: a directory (`want_dir` Some(true)), anything
+    /// else (Some(false)), or whichever it is (None); under `cond` when
+    /// given. Returns the removed inode.
+    fn remove(
+        &self,
+        parent: u64,
+        name: &[u8],
+        want_dir: Option<bool>,
+        cond: Option<Precondition<'_>>,
+    ) -> Result<u64> {
         self.check_writable()?;
         if name.len() > layout::NAME_MAX {
             return Err(FsError::NameTooLong);
         }
         let mut ns = self.ns.lock().or_stop();
-        let (cino, ckind) = self.child_of(parent, name)?.ok_or(FsError::NotFound)?;
-        if dir && ckind != FileType::Directory {
-            return Err(FsError::NotDir);
-        }
-        if !dir && ckind == FileType::Directory {
-            return Err(FsError::IsDir);
+        let Some((cino, ckind)) = self.child_of(parent, name)? else {
+            // The namespace lock is held: the name stays absent.
+            return match cond {
+                Some(c) if !c(&Bound::Absent) => Err(FsError::PreconditionFailed),
+                _ => Err(FsError::NotFound),
+            };
+        };
+        let dir = ckind == FileType::Directory;
+        match want_dir {
+            Some(true) if !dir => return Err(FsError::NotDir),
+            Some(false) if dir => return Err(FsError::IsDir),
+            _ => {}
         }
         let arcs = self.arcs(&[parent as u32, cino])?;
         let mut l = Locked::new(&arcs)?;
+        if let Some(c) = cond {
+            if !c(&self.bound_locked(l.get(cino))?) {
+                return Err(FsError::PreconditionFailed);
+            }
+        }
         if dir && !l.get(cino).names.is_empty() {
             return Err(FsError::NotEmpty);
         }
@@ -669,7 +709,7 @@ impl Volume {
         if c.attr.nlink == 0 && c.pins == 0 {
             self.free_inode_storage(c);
         }
-        Ok(())
+        Ok(cino as u64)
     }
 
     /// Add a hard link `newparent/newname` to `ino`.

@@ -14,6 +14,7 @@ use layout::{AttrSlot, FileType, RecordId};
 use smallvec::SmallVec;
 
 use super::alloc::Slice;
+use super::digest::{Bound, Precondition};
 use super::file::{Cover, Piece};
 use super::ns::FIRST_COOKIE;
 use super::tx::Tx;
@@ -488,6 +489,23 @@ impl Volume {
         name: &[u8],
         replace: bool,
     ) -> Result<Linked<'_>> {
+        self.rx_link_if(ino, tail, dir, name, replace, None)
+    }
+
+    /// [`Self::rx_link_deferred`] only if `cond` holds for what the name
+    /// leads to when the link is made: it is checked under the locks of
+    /// the directory and of the file being replaced, so no concurrent
+    /// change of that name can come between the check and the link. A
+    /// `false` is [`FsError::PreconditionFailed`] and changes nothing.
+    pub fn rx_link_if(
+        &self,
+        ino: u64,
+        tail: Vec<RxPiece<'_>>,
+        dir: u64,
+        name: &[u8],
+        replace: bool,
+        cond: Option<Precondition<'_>>,
+    ) -> Result<Linked<'_>> {
         // A default ACL of `dir` is inherited before the name appears (a
         // directory lookup when there is none).
         if let Err(e) = self.inherit_into_unnamed(ino, dir) {
@@ -495,7 +513,7 @@ impl Volume {
             return Err(e);
         }
         let mut tail = Some(tail);
-        let r = self.rx_link_inner(ino, &mut tail, dir, name, replace);
+        let r = self.rx_link_inner(ino, &mut tail, dir, name, replace, cond);
         // Pieces the commit did not take (an error before the splice).
         if let Some(t) = tail.take() {
             self.rx_abort(t);
@@ -517,6 +535,7 @@ impl Volume {
         dir: u64,
         name: &[u8],
         replace: bool,
+        cond: Option<Precondition<'_>>,
     ) -> Result<(bool, Option<u64>)> {
         self.check_writable()?;
         check_name(name)?;
@@ -544,6 +563,10 @@ impl Volume {
         if let Some((v, dtype)) = victim {
             if !replace {
                 return Err(FsError::Exists);
+            }
+            if cond.is_some() && v as u64 == ino {
+                // Not a case a conditional upload makes (its file is new).
+                return Err(FsError::Invalid("a conditional link of a file onto itself"));
             }
             if dtype == FileType::Directory.dtype() {
                 return Err(FsError::IsDir);
@@ -576,6 +599,17 @@ impl Volume {
         drop(ns);
         let idx = |n: u32| inos.iter().position(|m| *m == n).expect("locked");
         let (ti, di) = (idx(ino as u32), idx(dir as u32));
+        if let Some(cond) = cond {
+            // Under the directory's and the victim's write locks: what the
+            // name leads to cannot change until the commit below.
+            let bound = match victim {
+                Some((v, _)) => self.bound_locked(&guards[idx(v)].1)?,
+                None => Bound::Absent,
+            };
+            if !cond(&bound) {
+                return Err(FsError::PreconditionFailed);
+            }
+        }
         if guards[ti].1.attr.nlink != 0 || guards[ti].1.attr.kind != FileType::Regular {
             return Err(FsError::Invalid("not an unnamed file"));
         }
@@ -743,10 +777,21 @@ impl<'v> TmpFile<'v> {
         name: &[u8],
         replace: bool,
     ) -> Result<Linked<'v>> {
+        self.link_if(tail, dir, name, replace, None)
+    }
+    /// [`Self::link`] under a precondition ([`Volume::rx_link_if`]).
+    pub fn link_if(
+        &mut self,
+        tail: Vec<RxPiece<'v>>,
+        dir: u64,
+        name: &[u8],
+        replace: bool,
+        cond: Option<Precondition<'_>>,
+    ) -> Result<Linked<'v>> {
         assert!(self.pinned, "the file is already named");
         let l = self
             .vol
-            .rx_link_deferred(self.attr.ino, tail, dir, name, replace)?;
+            .rx_link_if(self.attr.ino, tail, dir, name, replace, cond)?;
         self.pinned = false;
         Ok(l)
     }

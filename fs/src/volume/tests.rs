@@ -797,3 +797,103 @@ fn tmpfile_is_freed_by_drop_unless_named() {
     assert_eq!(v.read(ino, 0, 100).unwrap(), b"named");
     ok(&v);
 }
+
+/// A conditional link or removal sees what the name leads to under the
+/// change's own locks, and a refusal changes nothing (HTTP If-Match
+/// without a window for a concurrent replacement).
+#[test]
+fn conditional_link_and_remove_check_under_their_locks() {
+    use crate::volume::Bound;
+    let v = fresh(8 << 20);
+    let r = v.root();
+    let seen = std::cell::RefCell::new(Vec::new());
+    let refuse = |b: &Bound| {
+        seen.borrow_mut().push(*b);
+        false
+    };
+    let allow = |b: &Bound| {
+        seen.borrow_mut().push(*b);
+        true
+    };
+    // Absent: refused, nothing named, the tail's references dropped.
+    let before = v.statfs();
+    let mut t = v.tmpfile(0o644, 0, 0).unwrap();
+    let e = t
+        .link_if(
+            rx_pieces(&v, &[1u8; 5000], 4096),
+            r,
+            b"f",
+            true,
+            Some(&refuse),
+        )
+        .unwrap_err();
+    assert!(matches!(e, FsError::PreconditionFailed), "{e:?}");
+    assert_eq!(seen.borrow().last(), Some(&Bound::Absent));
+    assert!(matches!(v.lookup(r, b"f"), Err(FsError::NotFound)));
+    assert_eq!(
+        v.statfs().blocks_free,
+        before.blocks_free,
+        "tail given back"
+    );
+    // Allowed: linked with its tail.
+    drop(
+        t.link_if(
+            rx_pieces(&v, &[1u8; 5000], 4096),
+            r,
+            b"f",
+            true,
+            Some(&allow),
+        )
+        .unwrap(),
+    );
+    let first = v.lookup(r, b"f").unwrap();
+    let d1 = v.content_digest(first.ino).unwrap();
+    // Present: the replaced file's digest, as content_digest gives it.
+    let mut t2 = v.tmpfile(0o644, 0, 0).unwrap();
+    let e = t2
+        .link_if(
+            rx_pieces(&v, &[2u8; 700], 700),
+            r,
+            b"f",
+            true,
+            Some(&refuse),
+        )
+        .unwrap_err();
+    assert!(matches!(e, FsError::PreconditionFailed), "{e:?}");
+    assert_eq!(
+        seen.borrow().last(),
+        Some(&Bound::Present {
+            digest: Some(d1),
+            mtime_ns: d1.mtime_ns
+        })
+    );
+    assert_eq!(v.lookup(r, b"f").unwrap().ino, first.ino);
+    assert_eq!(v.read(first.ino, 0, 1 << 20).unwrap(), vec![1u8; 5000]);
+    drop(t2);
+    // Removal: refused keeps the file; an absent name asks the condition.
+    let e = v.remove_if(r, b"f", Some(&refuse)).unwrap_err();
+    assert!(matches!(e, FsError::PreconditionFailed), "{e:?}");
+    assert_eq!(v.lookup(r, b"f").unwrap().ino, first.ino);
+    assert_eq!(v.remove_if(r, b"f", Some(&allow)).unwrap(), first.ino);
+    let e = v.remove_if(r, b"f", Some(&refuse)).unwrap_err();
+    assert!(matches!(e, FsError::PreconditionFailed), "{e:?}");
+    let e = v.remove_if(r, b"f", Some(&allow)).unwrap_err();
+    assert!(matches!(e, FsError::NotFound), "{e:?}");
+    // Directories: removed when empty, whichever kind the name is.
+    let d = v.mkdir(r, b"d", 0o755, 0, 0).unwrap().ino;
+    v.create(d, b"x", 0o644, 0, 0).unwrap();
+    assert!(matches!(v.remove_if(r, b"d", None), Err(FsError::NotEmpty)));
+    v.unlink(d, b"x").unwrap();
+    assert_eq!(v.remove_if(r, b"d", None).unwrap(), d);
+    assert!(matches!(
+        v.remove_if(r, b".", None),
+        Err(FsError::Invalid(_))
+    ));
+    assert_eq!(v.statfs().files_free, before.files_free);
+    ok(&v);
+    // Everything given back: what a restart finds free is what was.
+    drop(t);
+    let v = reopen(v);
+    assert_eq!(v.statfs().blocks_free, before.blocks_free);
+    ok(&v);
+}

@@ -11,7 +11,7 @@
 //! for two files with the same bytes, and nothing is cached that could go
 //! stale.
 
-use pktfs::ContentDigest;
+use pktfs::{Bound, ContentDigest};
 
 use super::head::{Conditions, Method, TagList};
 
@@ -28,6 +28,54 @@ pub(crate) enum Current {
     /// A file (regular: with its tag and modification time in seconds)
     /// or another kind of entry (tag None: matches only `*`).
     Present { etag: Option<String>, mtime_s: i64 },
+}
+
+impl Current {
+    /// What the Volume saw under its locks ([`pktfs::Precondition`]).
+    pub(crate) fn of(b: &Bound) -> Current {
+        match b {
+            Bound::Absent => Current::Absent,
+            Bound::Present { digest, mtime_ns } => Current::Present {
+                etag: digest.as_ref().map(etag),
+                mtime_s: mtime_ns.div_euclid(1_000_000_000),
+            },
+        }
+    }
+}
+
+/// A change's preconditions as the Volume checks them, under the locks
+/// that make the change ([`pktfs::Volume::rx_link_if`],
+/// [`pktfs::Volume::remove_if`]): why it refused is kept for the 412.
+pub(crate) struct Guard<'h> {
+    cond: &'h Conditions,
+    method: Method,
+    why: std::cell::Cell<&'static str>,
+}
+
+impl<'h> Guard<'h> {
+    pub(crate) fn new(cond: &'h Conditions, method: Method) -> Guard<'h> {
+        Guard {
+            cond,
+            method,
+            why: std::cell::Cell::new("a precondition failed"),
+        }
+    }
+
+    /// Whether the change may go ahead on `b`.
+    pub(crate) fn check(&self, b: &Bound) -> bool {
+        match evaluate(self.cond, self.method, &Current::of(b)) {
+            Decision::PreconditionFailed(why) => {
+                self.why.set(why);
+                false
+            }
+            Decision::Proceed | Decision::NotModified => true,
+        }
+    }
+
+    /// Why the last check refused.
+    pub(crate) fn why(&self) -> &'static str {
+        self.why.get()
+    }
 }
 
 /// What to do with a request after its preconditions.

@@ -3,7 +3,7 @@
 
 use pktfs::{ContentDigest, FileType, FsError};
 
-use super::cond::{etag, evaluate, Current, Decision};
+use super::cond::{etag, evaluate, Current, Decision, Guard};
 use super::conn::Conn;
 use super::head::{resolve_range, Head, Method};
 use super::response::{content_type, http_date, status_of};
@@ -32,21 +32,22 @@ impl<'a> Conn<'a> {
 
     /// The target's state for preconditions.
     fn current(&self) -> Result<Current, FsError> {
-        match self.resolve(self.path.len()) {
+        let b = match self.resolve(self.path.len()) {
             Ok(a) if a.kind == FileType::Regular => {
                 let d = self.vol.content_digest(a.ino)?;
-                Ok(Current::Present {
-                    etag: Some(etag(&d)),
-                    mtime_s: d.mtime_ns.div_euclid(1_000_000_000),
-                })
+                pktfs::Bound::Present {
+                    digest: Some(d),
+                    mtime_ns: d.mtime_ns,
+                }
             }
-            Ok(a) => Ok(Current::Present {
-                etag: None,
-                mtime_s: a.mtime_ns.div_euclid(1_000_000_000),
-            }),
-            Err(FsError::NotFound) | Err(FsError::NotDir) => Ok(Current::Absent),
-            Err(e) => Err(e),
-        }
+            Ok(a) => pktfs::Bound::Present {
+                digest: None,
+                mtime_ns: a.mtime_ns,
+            },
+            Err(FsError::NotFound) | Err(FsError::NotDir) => pktfs::Bound::Absent,
+            Err(e) => return Err(e),
+        };
+        Ok(Current::of(&b))
     }
 
     /// Evaluate a change's preconditions against the target now. A
@@ -402,26 +403,26 @@ impl<'a> Conn<'a> {
             return false;
         }
         let keep = h.keep_alive;
-        // If-Match / If-Unmodified-Since: compared just before the
-        // removal (a window of one lookup for a concurrent replacement).
-        if let Decision::PreconditionFailed(why) = self.preconditions(h) {
-            self.error(412, why, keep);
-            return keep;
-        }
+        // If-Match / If-Unmodified-Since are checked by the removal itself,
+        // under its locks: nothing can replace the file in between.
+        let guard = Guard::new(&h.cond, h.method);
+        let check = |b: &pktfs::Bound| guard.check(b);
+        let cond: Option<pktfs::Precondition<'_>> = h.cond.any().then_some(&check);
         let n = self.path.len();
-        let r = self.resolve(n - 1).and_then(|p| {
-            if p.kind != FileType::Directory {
-                return Err(FsError::NotFound);
+        let r = match self.resolve(n - 1) {
+            Ok(p) if p.kind == FileType::Directory => {
+                let name = self.path.name().expect("non-empty");
+                self.vol
+                    .remove_if(p.ino, name, cond)
+                    .map(|ino| (p.ino, ino))
             }
-            let name = self.path.name().expect("non-empty");
-            let a = self.vol.lookup(p.ino, name)?;
-            if a.kind == FileType::Directory {
-                self.vol.rmdir(p.ino, name)?;
-            } else {
-                self.vol.unlink(p.ino, name)?;
-            }
-            Ok((p.ino, a.ino))
-        });
+            Ok(_) | Err(FsError::NotDir) | Err(FsError::NotFound) => match cond {
+                // The parent is missing: so is the target.
+                Some(c) if !c(&pktfs::Bound::Absent) => Err(FsError::PreconditionFailed),
+                _ => Err(FsError::NotFound),
+            },
+            Err(e) => Err(e),
+        };
         match r {
             Ok((parent, ino)) => {
                 let name = self.path.name().expect("non-empty").to_vec();
@@ -431,6 +432,10 @@ impl<'a> Conn<'a> {
                     ino,
                 });
                 self.head_only(204, keep, "") && keep
+            }
+            Err(FsError::PreconditionFailed) => {
+                self.error(412, guard.why(), keep);
+                keep
             }
             Err(e) => {
                 self.error(

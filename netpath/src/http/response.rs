@@ -43,6 +43,7 @@ pub(crate) fn status_of(e: &FsError) -> u16 {
         FsError::NoSpace(_) => 507,
         FsError::TooBig => 413,
         FsError::ReadOnly | FsError::NotPermitted(_) => 405,
+        FsError::PreconditionFailed => 412,
         _ => 500,
     }
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use pktfs::{FileType, FsError, RxPiece, Volume};
 use prometheus_client::metrics::histogram::Histogram;
 
-use super::cond::{etag, Decision};
+use super::cond::{etag, Decision, Guard};
 use super::conn::{Conn, SMALL_BODY};
 use super::framing::{BodyError, Sink, Work};
 use super::head::{Framing, Head, TagList};
@@ -193,19 +193,14 @@ impl<'a> Conn<'a> {
                 return keep;
             }
         };
-        // Preconditions once more, now that the body is in: a change while
-        // it arrived counts. `If-None-Match: *` is also enforced by the
-        // link itself (it refuses to replace), so create-only uploads are
-        // race-free; an If-Match tag is compared here, just before the
-        // link, which leaves a window of one commit for a concurrent
-        // replacement (documented in docs/NETPATH.md).
-        if h.cond.any() {
-            if let Decision::PreconditionFailed(why) = self.preconditions(h) {
-                self.drop_tmp(tmp);
-                self.error(412, why, keep);
-                return keep;
-            }
-        }
+        // Preconditions once more, now that the body is in (a change while
+        // it arrived counts), checked by the link itself under the locks
+        // of the directory and of the file it replaces: no concurrent
+        // replacement can come between the check and the new name.
+        // `If-None-Match: *` is the link's refusal to replace.
+        let guard = Guard::new(&h.cond, h.method);
+        let check = |b: &pktfs::Bound| guard.check(b);
+        let cond: Option<pktfs::Precondition<'_>> = h.cond.any().then_some(&check);
         let replace = !matches!(h.cond.if_none_match, Some(TagList::Any));
         let name = self.path.name().expect("non-empty path").to_vec();
         // One call, under the directory's lock: whether a file was replaced
@@ -215,7 +210,7 @@ impl<'a> Conn<'a> {
         // `linked` holds a replaced file until the answer is out: its space
         // is freed after, off the client's wait (dropped at the end).
         let t0 = Instant::now();
-        let linked = tmp.link(tail, parent, &name, replace);
+        let linked = tmp.link_if(tail, parent, &name, replace, cond);
         self.sh
             .metrics
             .commit_seconds
@@ -229,6 +224,7 @@ impl<'a> Conn<'a> {
                     FsError::Exists if !replace => {
                         (412, "If-None-Match: *: the name exists".to_string())
                     }
+                    FsError::PreconditionFailed => (412, guard.why().to_string()),
                     e => (status_of(&e), format!("{}: {e}", self.path.display())),
                 };
                 self.error(code, &msg, keep);

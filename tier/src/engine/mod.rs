@@ -97,7 +97,7 @@ impl Default for TierConfig {
             promote_after_reads: Some(64),
             cache_bytes: 128 << 20,
             window_bytes: 8 << 20,
-            readahead_windows: 4,
+            readahead_windows: 8,
             compact_below: 0.5,
             keep_snapshots: 2,
         }
