@@ -286,9 +286,20 @@ fn main() {
     // The store is on this machine only because the benchmark needs one:
     // at nice 19 it stands in, as far as it can, for a store elsewhere,
     // instead of taking the cores from the clients and servers measured.
+    // Every thread: a nice value is per thread on Linux, and `renice -p`
+    // of the process id reached only Garage's main thread (its runtime's
+    // workers, started before, stayed at 0).
     for pid in g.pids() {
+        let tids: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
         let _ = Command::new("renice")
-            .args(["-n", "19", "-p", &pid.to_string()])
+            .args(["-n", "19", "-p"])
+            .args(&tids)
             .stdout(Stdio::null())
             .status();
     }
