@@ -19,6 +19,7 @@ use std::fmt;
 
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
+mod crc_combine;
 pub mod geometry;
 pub mod inode;
 pub mod journal;
@@ -128,28 +129,14 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
 /// `crc` = the CRC of `prefix`.
 pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
     if bytes.len() >= FAST_MIN {
-        let tail = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes);
-        crc_fast::checksum_combine(
-            crc_fast::CrcAlgorithm::Crc32Iscsi,
-            crc as u64,
-            tail,
-            bytes.len() as u64,
-        ) as u32
+        let tail = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32;
+        crc32c_combine(crc, tail, bytes.len() as u64)
     } else {
         crc32c::crc32c_append(crc, bytes)
     }
 }
 
-/// The CRC32C of `a || b` from the CRC of `a` and the CRC and length of
-/// `b`: a file's checksum from its records' checksums, no pass over data.
-pub fn crc32c_combine(crc_a: u32, crc_b: u32, len_b: u64) -> u32 {
-    crc_fast::checksum_combine(
-        crc_fast::CrcAlgorithm::Crc32Iscsi,
-        crc_a as u64,
-        crc_b as u64,
-        len_b,
-    ) as u32
-}
+pub use crc_combine::{crc32c_combine, crc32c_zeros};
 
 #[cfg(test)]
 mod crc_tests {

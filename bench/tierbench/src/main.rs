@@ -452,7 +452,13 @@ fn main() {
         let mut tiered: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
         let mut drained: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
         for rep in 0..reps {
-            for (vi, (_, busy)) in variants.iter().enumerate() {
+            // The order rotates from one repetition to the next: on this
+            // machine the first server of a run was often faster or slower
+            // than the rest (page cache, the mapping's first faults), and
+            // with a fixed order that landed on one variant every time.
+            for k in 0..variants.len() {
+                let vi = (k + rep) % variants.len();
+                let busy = variants[vi].1;
                 let img = w.join("i.img");
                 let params = layout::GeometryParams::for_size((files << 20) * 3 / 2 + (512 << 20));
                 let _ = std::fs::remove_file(&img);
@@ -527,6 +533,10 @@ fn main() {
         }
         let base = median(rates[0].clone());
         println!("HTTP ingest (4 connections, 1 MiB PUTs), no tier: {base:.1} MB/s");
+        for (vi, (name, _)) in variants.iter().enumerate() {
+            let each: Vec<String> = rates[vi].iter().map(|r| format!("{r:.0}")).collect();
+            println!("  each repetition, {name}: {} MB/s", each.join(", "));
+        }
         for (vi, (name, busy)) in variants.iter().enumerate().skip(1) {
             let (m, t, d) = (
                 median(rates[vi].clone()),

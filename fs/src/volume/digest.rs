@@ -63,24 +63,6 @@ impl Volume {
     }
 }
 
-/// CRC32C of `n` zero bytes, by doubling: O(log n) combines, no data.
-pub(crate) fn crc32c_zeros(mut n: u64) -> u32 {
-    let mut crc = 0u32; // CRC of the empty string
-    let mut block = layout::crc32c(&[0]);
-    let mut block_len = 1u64;
-    while n > 0 {
-        if n & 1 == 1 {
-            crc = layout::crc32c_combine(crc, block, block_len);
-        }
-        n >>= 1;
-        if n > 0 {
-            block = layout::crc32c_combine(block, block, block_len);
-            block_len *= 2;
-        }
-    }
-    crc
-}
-
 impl Volume {
     /// The CRC32C of a regular file's content, from its records' CRCs.
     ///
@@ -109,7 +91,7 @@ impl Volume {
         let mut crc = 0u32;
         for c in cover(i, 0, size, self.geo.buffer_size_bytes) {
             match c {
-                Cover::Hole(n) => crc = layout::crc32c_combine(crc, crc32c_zeros(n), n),
+                Cover::Hole(n) => crc = layout::crc32c_combine(crc, layout::crc32c_zeros(n), n),
                 Cover::Data(sl, r) => {
                     if always || r.r.flags & FLAG_DAMAGED != 0 {
                         self.verify_rec(i, &r)?;
@@ -154,7 +136,6 @@ impl Volume {
 
 #[cfg(test)]
 mod tests {
-    use super::crc32c_zeros;
     use crate::volume::tests::{fresh, reopen};
     use crate::volume::{SetAttr, Volume};
 
@@ -202,7 +183,7 @@ mod tests {
     fn zeros_match_a_pass_over_zeros() {
         for n in [0u64, 1, 2, 3, 7, 64, 4095, 4096, 100_000] {
             let z = vec![0u8; n as usize];
-            assert_eq!(crc32c_zeros(n), layout::crc32c(&z), "n = {n}");
+            assert_eq!(layout::crc32c_zeros(n), layout::crc32c(&z), "n = {n}");
         }
     }
 }
