@@ -43,8 +43,8 @@ pub use volume::{
     Acl, AclKind, Attr, Bound, ChainEntry, ContentDigest, DirEntry, FallocMode, FormatOptions,
     Linked, NewMode, OpenOptions, OpenReport, RenameFlags, RingEvent, RxBuf, RxData, RxHeld,
     RxPiece, RxRing, RxRingConfig, RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress,
-    ScrubReport, Seg, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg, VerifyMode,
-    Volume, XattrFlags,
+    ScrubReport, Seg, SendStart, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg,
+    VerifyMode, Volume, XattrFlags,
 };
 pub use volume::{
     ObjectLive, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource, SwitchReport,

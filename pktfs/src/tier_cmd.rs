@@ -82,6 +82,11 @@ pub struct TierArgs {
     /// tier between two policy runs; "off" never [default: 64].
     #[arg(long, value_name = "N", requires = "tier")]
     pub tier_promote_after: Option<String>,
+    /// Read-through: 8 MiB windows fetched ahead of a sequential reader,
+    /// 0..=16 [default: 8]. More keeps a distant store busy; fewer leaves
+    /// CPU to a store on the same machine.
+    #[arg(long, value_name = "N", requires = "tier")]
+    pub tier_readahead: Option<u64>,
 }
 
 fn parse_target(s: &str) -> Result<TierTarget, String> {
@@ -128,6 +133,12 @@ impl TierArgs {
         }
         if let Some(v) = self.tier_snapshot_interval {
             c.snapshot_interval = v;
+        }
+        if let Some(n) = self.tier_readahead {
+            if n > 16 {
+                return Err(format!("--tier-readahead {n}: at most 16 windows"));
+            }
+            c.readahead_windows = n;
         }
         if let Some(p) = &self.tier_promote_after {
             c.promote_after_reads = if p == "off" {
@@ -195,6 +206,10 @@ impl TierArgs {
                 .map(|d| format!("{}ms", d.as_millis())),
         );
         opt("--tier-promote-after", self.tier_promote_after.clone());
+        opt(
+            "--tier-readahead",
+            self.tier_readahead.map(|n| n.to_string()),
+        );
         v
     }
 

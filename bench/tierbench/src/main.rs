@@ -396,7 +396,14 @@ fn main() {
         for _ in 0..reps {
             let mp = w.join("mp");
             let _ = std::fs::create_dir_all(&mp);
-            let c = mount_tiered(&e, &img, &mp, "cold", &["--tier-promote-after", "off"]);
+            let ra = arg("--cold-readahead", 8).to_string();
+            let c = mount_tiered(
+                &e,
+                &img,
+                &mp,
+                "cold",
+                &["--tier-promote-after", "off", "--tier-readahead", &ra],
+            );
             let (mbs, n) = read_seq(&mp.join("big.bin"));
             assert_eq!(n, size as u64);
             p.push(mbs);

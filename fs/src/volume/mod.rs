@@ -69,7 +69,7 @@ pub use remote::{
     TierCandidate, TierExtent, TierOut,
 };
 pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TmpFile, TxHold, TxSeg};
-pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats, TxMsg, TxPos};
+pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats, SendStart, TxMsg, TxPos};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;

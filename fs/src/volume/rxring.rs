@@ -50,6 +50,9 @@ pub struct RxRingConfig {
     pub sq_entries: u32,
     /// Use incremental consumption when the kernel has it.
     pub incremental: bool,
+    /// Try each send at once with a non-blocking sendmsg, and go through
+    /// the ring only for what does not fit the socket buffer.
+    pub inline_sends: bool,
 }
 
 impl Default for RxRingConfig {
@@ -59,8 +62,19 @@ impl Default for RxRingConfig {
             entry_bytes: 64 << 10,
             sq_entries: 1024,
             incremental: true,
+            inline_sends: true,
         }
     }
+}
+
+/// How [`RxRing::send`] started a send.
+#[derive(Debug)]
+pub enum SendStart<'v> {
+    /// In the ring: [`RingEvent::Sent`] brings the message back.
+    Queued,
+    /// Sent at once (`sent` bytes, possibly fewer than offered): the
+    /// message is back already, as a completion would have brought it.
+    Done { sent: usize, msg: TxMsg<'v> },
 }
 
 /// What a receive completion brought.
@@ -306,7 +320,7 @@ impl<'v> RxRing<'v> {
         msg: TxMsg<'v>,
         at: TxPos,
         tag: u64,
-    ) -> std::result::Result<(), (io::Error, TxMsg<'v>)> {
+    ) -> std::result::Result<SendStart<'v>, (io::Error, TxMsg<'v>)> {
         if msg
             .hold
             .as_ref()
@@ -376,11 +390,23 @@ impl<'v> RxRing<'v> {
         // the Vec or the hold does not move them)
         // until the send's completion hands the message back
         // (`NetRing::send_segments`' contract).
+        if self.cfg.inline_sends {
+            // First without the ring: most answers fit the socket buffer.
+            match self
+                .ring
+                .send_now(sock.as_raw_fd(), head, segs.iter().copied())
+            {
+                Ok(n) if n > 0 => return Ok(SendStart::Done { sent: n, msg }),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err((e, msg)),
+            }
+        }
         if let Err(e) = self.ring.send_segments(sock.as_raw_fd(), head, segs, u) {
             return Err((e, msg));
         }
         self.sends.insert(tag, msg);
-        Ok(())
+        Ok(SendStart::Queued)
     }
 
     /// Cancel the requests of `tag` (its receive and its send); each ends

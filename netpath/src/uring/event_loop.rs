@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use std::cmp::Reverse;
 
-use pktfs::{RingEvent, RxData, RxRing, RxRingConfig, TxMsg, TxPos, Volume};
+use pktfs::{RingEvent, RxData, RxRing, RxRingConfig, SendStart, TxMsg, TxPos, Volume};
 
 use super::session::{CloseReason, Flow, Protocol, Session};
 
@@ -567,7 +567,12 @@ impl<'v> Loop<'v> {
         }
         let msg = s.msg.take().expect("the message is here");
         match self.ring.send(c.sock.as_fd(), msg, s.pos, tag) {
-            Ok(()) => c.in_kernel_send = true,
+            Ok(SendStart::Queued) => c.in_kernel_send = true,
+            Ok(SendStart::Done { sent, msg }) => {
+                // As if its completion had come: continue or finish.
+                c.in_kernel_send = true;
+                self.sent(tag, Ok(sent), msg);
+            }
             Err((e, msg)) => {
                 drop(msg);
                 self.send_failed(tag, e);
