@@ -140,7 +140,7 @@ pub struct Config {
     pub metrics_path: Option<String>,
     /// Raw mode: io_uring event loops or threads (HTTP uses threads).
     pub io: IoMode,
-    /// io_uring event loops (0: one per available core).
+    /// io_uring event loops (0: one per two available cores, at least one).
     pub loops: usize,
     /// Each loop's ring of free packet buffers lent to the kernel: entries
     /// (a power of two) and bytes per entry.

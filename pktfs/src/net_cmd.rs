@@ -67,7 +67,7 @@ pub struct NetArgs {
     /// HTTP is served by threads.
     #[arg(long, value_name = "MODE")]
     pub io: Option<netpath::IoMode>,
-    /// io_uring event loops (default: one per core).
+    /// io_uring event loops (default: one per two cores, at least one).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub loops: usize,
 }

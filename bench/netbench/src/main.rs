@@ -57,7 +57,7 @@
 //!
 //! ```text
 //! netbench --serve-baseline network-only|copy+clwb|ext4+fdatasync --port 18081 [--dir D] [--conns N]
-//! netbench --serve-pktfs NAME --persist clwb --io uring|threads|auto [--max-connections N] [--image-mib N] [--dir D]
+//! netbench --serve-pktfs NAME --persist clwb --io uring|threads|auto [--max-connections N] [--loops N] [--image-mib N] [--dir D]
 //! ```
 //!
 //! (with `--until-eof` they stop when their stdin closes.)

@@ -19,6 +19,8 @@ pub struct PktfsSpec {
     /// With the persister thread for large bodies (the default).
     pub persister: bool,
     pub max_connections: usize,
+    /// io_uring event loops (0: the server's default, one per two cores).
+    pub loops: usize,
 }
 
 impl PktfsSpec {
@@ -29,6 +31,7 @@ impl PktfsSpec {
             io,
             persister: true,
             max_connections: netpath::Config::THREADS_DEFAULT_MAX,
+            loops: 0,
         }
     }
 }
@@ -77,6 +80,7 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServe
         http_listen: Some("127.0.0.1:0".parse().expect("addr")),
         io: spec.io,
         max_connections: Some(spec.max_connections),
+        loops: spec.loops,
         ..Default::default()
     };
     if !spec.persister {
@@ -109,6 +113,8 @@ pub fn child_args(spec: &PktfsSpec, dir: &Path, image_bytes: u64) -> Vec<String>
         &spec.io.to_string(),
         "--max-connections",
         &spec.max_connections.to_string(),
+        "--loops",
+        &spec.loops.to_string(),
         "--image-mib",
         &(image_bytes >> 20).to_string(),
         "--dir",
@@ -120,8 +126,8 @@ pub fn child_args(spec: &PktfsSpec, dir: &Path, image_bytes: u64) -> Vec<String>
     .collect()
 }
 
-/// `--serve-pktfs NAME --persist P --io M --max-connections N --image-mib
-/// N --dir D --until-eof`: a pktfs server as netbench's child.
+/// `--serve-pktfs NAME --persist P --io M --max-connections N --loops N
+/// --image-mib N --dir D --until-eof`: a pktfs server as netbench's child.
 pub fn serve_pktfs(args: &[String], name: &str) {
     let persist = crate::arg_str(args, "--persist")
         .and_then(|p| p.parse().ok())
@@ -131,6 +137,7 @@ pub fn serve_pktfs(args: &[String], name: &str) {
         .unwrap_or_default();
     let mut spec = PktfsSpec::new(name, persist, io);
     spec.max_connections = crate::arg(args, "--max-connections", 256.0) as usize;
+    spec.loops = crate::arg(args, "--loops", 0.0) as usize;
     let image_bytes = (crate::arg(args, "--image-mib", 1024.0) as u64) << 20;
     let dir = crate::arg_str(args, "--dir")
         .map(PathBuf::from)

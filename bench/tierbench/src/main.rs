@@ -393,10 +393,10 @@ fn main() {
         let _ = Command::new("chmod").arg("600").arg(&passwd).status();
         let mut p = Vec::new();
         let mut s = Vec::new();
-        for _ in 0..reps {
-            let mp = w.join("mp");
-            let _ = std::fs::create_dir_all(&mp);
-            let ra = arg("--cold-readahead", 8).to_string();
+        let mp = w.join("mp");
+        let _ = std::fs::create_dir_all(&mp);
+        let ra = arg("--cold-readahead", 8).to_string();
+        let read_pktfs = || {
             let c = mount_tiered(
                 &e,
                 &img,
@@ -406,8 +406,10 @@ fn main() {
             );
             let (mbs, n) = read_seq(&mp.join("big.bin"));
             assert_eq!(n, size as u64);
-            p.push(mbs);
             umount(&mp, c);
+            mbs
+        };
+        let read_s3fs = || {
             let mut c = Command::new("s3fs")
                 .arg(format!("{}:/cold-s3fs", e.g.bucket()))
                 .arg(&mp)
@@ -424,9 +426,32 @@ fn main() {
             wait_mount(&mp, &mut c);
             let (mbs, n) = read_seq(&mp.join("big.bin"));
             assert_eq!(n, size as u64, "s3fs read");
-            s.push(mbs);
             umount(&mp, c);
+            mbs
+        };
+        for rep in 0..reps {
+            // Which reader goes first alternates: on a shared machine the
+            // store's speed drifts, and a fixed order would hand the drift
+            // to one side.
+            if rep % 2 == 0 {
+                p.push(read_pktfs());
+                s.push(read_s3fs());
+            } else {
+                s.push(read_s3fs());
+                p.push(read_pktfs());
+            }
         }
+        let each = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{x:.0}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        println!(
+            "  each repetition: pktfs {} MB/s; s3fs {} MB/s",
+            each(&p),
+            each(&s)
+        );
         let (pm, sm) = (median(p), median(s));
         println!(
             "cold sequential read of {} MiB: pktfs mount {pm:.1} MB/s, s3fs {sm:.1} MB/s, {:.2}x",

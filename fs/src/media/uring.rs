@@ -329,11 +329,11 @@ impl NetRing {
     /// The iovecs of a send: `head` first, then one per segment, each
     /// checked to lie inside the image (a segment outside it panics: the
     /// callers build them from held records, so that is a bug, never input).
-    fn iovecs(
+    fn iovecs<C: FromIterator<libc::iovec>>(
         &self,
         head: Option<&[u8]>,
         segs: impl IntoIterator<Item = RingSeg>,
-    ) -> Box<[libc::iovec]> {
+    ) -> C {
         let head = head.filter(|h| !h.is_empty()).map(|h| libc::iovec {
             // The kernel only reads; the caller keeps the bytes alive.
             iov_base: h.as_ptr() as *mut libc::c_void,
@@ -386,7 +386,8 @@ impl NetRing {
         head: Option<&[u8]>,
         segs: impl IntoIterator<Item = RingSeg>,
     ) -> io::Result<usize> {
-        let iovs = self.iovecs(head, segs);
+        // On the stack for the usual few iovecs (the call is synchronous).
+        let iovs: smallvec::SmallVec<[libc::iovec; 8]> = self.iovecs(head, segs);
         // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_iov = iovs.as_ptr() as *mut libc::iovec;
@@ -428,7 +429,7 @@ impl NetRing {
                 "a send with this user_data is in flight",
             ));
         }
-        let iovs = self.iovecs(head, segs);
+        let iovs: Box<[libc::iovec]> = self.iovecs(head, segs);
         // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
         let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
         msg.msg_iov = iovs.as_ptr() as *mut libc::iovec;

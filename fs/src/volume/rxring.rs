@@ -344,7 +344,8 @@ impl<'v> RxRing<'v> {
                 msg,
             ));
         }
-        let mut segs: Vec<RingSeg> = Vec::new();
+        // Most sends are an answer head and a record or two: no allocation.
+        let mut segs: smallvec::SmallVec<[RingSeg; 8]> = smallvec::SmallVec::new();
         let held = msg.hold.as_ref().map_or(&[][..], |h| h.segs());
         for (k, s) in held.iter().enumerate().skip(at.seg) {
             let skip = if k == at.seg { at.skip } else { 0 };

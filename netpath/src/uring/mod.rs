@@ -1,4 +1,4 @@
-//! The io_uring event loops (one per core): multishot accept on a
+//! The io_uring event loops (one per two cores): multishot accept on a
 //! SO_REUSEPORT listener per loop, multishot receive into a provided-buffer
 //! ring whose buffers are free packet buffers of the image
 //! ([`pktfs::RxRing`]), batched submissions, sends of one iovec per
@@ -57,12 +57,19 @@ impl std::fmt::Display for IoChoice {
     }
 }
 
-/// Loops to run: `wanted`, or one per available core.
+/// Loops to run: `wanted`, or one per two available cores (at least one).
+///
+/// Why not one per core: a loop's connections need kernel time that is
+/// not on the loop's thread (TCP receive processing in softirq, the
+/// wakeups of the peers), and every loop takes the same volume's
+/// allocator and namespace locks. On 2 vCPUs with the client on the same
+/// machine, one loop served 48-53k 1 KiB PUTs/s at 16 connections where
+/// two served 36-38k (docs/NETPATH.md); `--loops` sets the number.
 pub fn loop_count(wanted: usize) -> usize {
     if wanted > 0 {
         return wanted;
     }
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
 
 /// Decide how to serve: `Threads` as asked; `Uring` if the probe passes

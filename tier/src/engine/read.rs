@@ -179,7 +179,8 @@ impl TierReader {
                 .map_err(|e| e.to_string())?;
             TierStats::add(&self.stats.fetches, 1);
             TierStats::add(&self.stats.fetch_bytes, b.len() as u64);
-            Ok(Arc::new(b.to_vec()))
+            // The body as it came (no second 8 MiB copy).
+            Ok(Arc::new(b))
         });
         match r {
             Ok(b) => Ok((b.clone(), cached)),
