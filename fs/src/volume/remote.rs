@@ -14,7 +14,7 @@
 //! DRAM (rebuilt at open like the allocators), how many live bytes every
 //! object still has, so the engine knows which objects it may delete.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use layout::superblock::Features;
@@ -121,6 +121,46 @@ pub struct ObjectLive {
 pub(crate) struct RemoteState {
     source: OnceLock<Arc<dyn RemoteSource>>,
     live: Mutex<FxHashMap<u64, ObjectLive>>,
+    /// Remote records fetched lately whose bytes matched their CRC.
+    verified: Mutex<VecDeque<(VerifiedKey, Arc<Vec<u8>>)>>,
+}
+
+/// Records kept in [`RemoteState::verified`]: 8 of at most 256 KiB.
+///
+/// Why: a record is checked whole, whatever part of it a read wants, and
+/// the kernel asks a FUSE file system for 128 KiB at a time, so a
+/// sequential reader of a tiered file made every 256 KiB record be
+/// fetched, copied and checked two or three times.
+const VERIFIED_RECORDS: usize = 8;
+
+/// What names a remote record's bytes: its object slice and its CRC.
+/// Object numbers are never reused while a process runs (the engine
+/// counts up), so a key never names other bytes than it did when cached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct VerifiedKey {
+    obj: u64,
+    off: u64,
+    len: u32,
+    crc: u32,
+}
+
+impl RemoteState {
+    fn verified_get(&self, k: &VerifiedKey) -> Option<Arc<Vec<u8>>> {
+        let v = self.verified.lock().ok()?;
+        v.iter().find(|(key, _)| key == k).map(|(_, b)| b.clone())
+    }
+
+    fn verified_put(&self, k: VerifiedKey, b: Arc<Vec<u8>>) {
+        if let Ok(mut v) = self.verified.lock() {
+            if v.iter().any(|(key, _)| *key == k) {
+                return;
+            }
+            if v.len() >= VERIFIED_RECORDS {
+                v.pop_front();
+            }
+            v.push_back((k, b));
+        }
+    }
 }
 
 impl RemoteState {
@@ -617,9 +657,13 @@ impl Volume {
 
     /// Fetch a remote record's whole slice and check it against its CRC:
     /// the only way remote bytes enter the file system.
-    pub(crate) fn fetch_rec(&self, i: &Inode, r: &Rec) -> Result<Vec<u8>> {
+    ///
+    /// The last few records that passed are kept (checked bytes, keyed by
+    /// object slice and CRC), so reads that each want part of one record
+    /// fetch and check it once.
+    pub(crate) fn fetch_rec(&self, i: &Inode, r: &Rec) -> Result<Arc<Vec<u8>>> {
         let Loc::Remote(s) = r.loc() else {
-            return Ok(self.slice_bytes(r.slice()).to_vec());
+            return Ok(Arc::new(self.slice_bytes(r.slice()).to_vec()));
         };
         if r.r.flags & layout::record::FLAG_DAMAGED != 0 {
             return Err(FsError::Damaged {
@@ -627,6 +671,15 @@ impl Volume {
                 start: r.r.file_off,
                 end: r.r.file_end(),
             });
+        }
+        let key = VerifiedKey {
+            obj: s.obj,
+            off: s.off,
+            len: s.len,
+            crc: r.r.payload_crc,
+        };
+        if let Some(b) = self.remote.verified_get(&key) {
+            return Ok(b);
         }
         let src = self.remote.source.get().ok_or_else(|| {
             FsError::Remote(format!(
@@ -670,6 +723,8 @@ impl Volume {
                 end: r.r.file_end(),
             });
         }
+        let bytes = Arc::new(bytes);
+        self.remote.verified_put(key, bytes.clone());
         Ok(bytes)
     }
 }

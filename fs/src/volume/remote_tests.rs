@@ -278,3 +278,34 @@ fn recall_brings_bytes_back_and_link_remote_rebuilds_a_file() {
     v.check_invariants().unwrap();
     assert_eq!(v.remote_objects()[&3].records as usize, before.len());
 }
+
+#[test]
+fn a_record_read_in_parts_is_fetched_and_checked_once() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let v = fresh(16 << 20);
+    let store = Arc::new(MemStore::default());
+    v.set_remote_source(store.clone());
+    let f = v.create(v.root(), b"f", 0o644, 0, 0).unwrap();
+    let want = data(1 << 20, 5);
+    v.write(f.ino, 0, &want).unwrap();
+    tier(&v, &store, f.ino, 2);
+    let records = v.chain(f.ino).unwrap().len() as u64;
+    assert!(records >= 4, "1 MiB is several records ({records})");
+    // As the kernel reads a FUSE file sequentially: in parts smaller than
+    // a record. Each record is fetched (and checked) once, not per part.
+    let n0 = store.fetches.load(Relaxed);
+    let mut got = Vec::new();
+    for off in (0..1u64 << 20).step_by(32 << 10) {
+        got.extend(v.read(f.ino, off, 32 << 10).unwrap());
+    }
+    assert!(got == want, "the bytes come back");
+    assert_eq!(store.fetches.load(Relaxed) - n0, records);
+    // Bytes that were not checked yet still come from the store, and a
+    // damaged copy there is still refused.
+    let g = v.create(v.root(), b"g", 0o644, 0, 0).unwrap();
+    v.write(g.ino, 0, &data(100_000, 6)).unwrap();
+    tier(&v, &store, g.ino, 3);
+    store.corrupt.store(true, Relaxed);
+    let e = v.read(g.ino, 0, 10).unwrap_err();
+    assert!(matches!(e, FsError::Damaged { .. }), "{e}");
+}
