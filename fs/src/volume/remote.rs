@@ -106,6 +106,11 @@ pub trait RemoteSource: Send + Sync + std::fmt::Debug {
     /// the file that wants them (a promotion policy counts its reads).
     fn fetch(&self, ino: u64, obj: u64, off: u64, len: u32)
         -> std::result::Result<Vec<u8>, String>;
+
+    /// A read of `ino`'s remote bytes served from the Volume's own few
+    /// checked records, with no fetch: a read all the same for a policy
+    /// that counts them (promotion).
+    fn note_read(&self, _ino: u64) {}
 }
 
 /// Live bytes and records of one object, as the chains name them.
@@ -678,9 +683,6 @@ impl Volume {
             len: s.len,
             crc: r.r.payload_crc,
         };
-        if let Some(b) = self.remote.verified_get(&key) {
-            return Ok(b);
-        }
         let src = self.remote.source.get().ok_or_else(|| {
             FsError::Remote(format!(
                 "inode {} bytes [{}, {}) are tiered to object {} and no tier is configured \
@@ -691,6 +693,10 @@ impl Volume {
                 s.obj
             ))
         })?;
+        if let Some(b) = self.remote.verified_get(&key) {
+            src.note_read(i.ino as u64);
+            return Ok(b);
+        }
         let bytes = src.fetch(i.ino as u64, s.obj, s.off, s.len).map_err(|e| {
             tracing::warn!(ino = i.ino, obj = s.obj, "tier read failed: {e}");
             FsError::Remote(format!(

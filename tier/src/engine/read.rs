@@ -260,10 +260,14 @@ fn prefetch_loop(weak: std::sync::Weak<TierReader>, rx: Arc<Mutex<Receiver<(u64,
 }
 
 impl RemoteSource for TierReader {
-    fn fetch(&self, ino: u64, obj: u64, off: u64, len: u32) -> Result<Vec<u8>, String> {
+    fn note_read(&self, ino: u64) {
         if let Ok(mut r) = self.reads.lock() {
             *r.entry(ino).or_default() += 1;
         }
+    }
+
+    fn fetch(&self, ino: u64, obj: u64, off: u64, len: u32) -> Result<Vec<u8>, String> {
+        self.note_read(ino);
         let end = off + len as u64;
         let mut out = Vec::with_capacity(len as usize);
         let mut pos = off;
