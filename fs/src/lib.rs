@@ -47,6 +47,6 @@ pub use volume::{
     VerifyMode, Volume, XattrFlags,
 };
 pub use volume::{
-    ObjectLive, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource, SwitchReport,
-    TierCandidate, TierExtent, TierOut,
+    ObjectLive, RemoteBytes, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource,
+    SwitchReport, TierCandidate, TierExtent, TierOut,
 };

@@ -331,17 +331,9 @@ impl ObjectStore {
 
     /// Bytes `[off, off+len)` of `key`.
     pub fn get_range(&self, key: &str, off: u64, len: u64) -> Result<Vec<u8>, StoreError> {
-        if len == 0 {
-            return Ok(Vec::new());
-        }
-        let r = self.get_object(key, Some(format!("bytes={off}-{}", off + len - 1)))?;
-        if r.len() as u64 != len {
-            return Err(StoreError::Other {
-                key: key.to_string(),
-                detail: format!("asked for {len} bytes at {off}, got {}", r.len()),
-            });
-        }
-        Ok(r)
+        let mut out = Vec::new();
+        self.get_range_into(key, off, len, &mut out)?;
+        Ok(out)
     }
 
     /// Bytes `[off, off+len)` of `key` into `out` (cleared first), chunk by
@@ -399,26 +391,19 @@ impl ObjectStore {
 
     /// The whole object.
     pub fn get(&self, key: &str) -> Result<Vec<u8>, StoreError> {
-        self.get_object(key, None)
-    }
-
-    /// GET `key` (an HTTP `range` when given), the whole body.
-    fn get_object(&self, key: &str, range: Option<String>) -> Result<Vec<u8>, StoreError> {
         let c = &self.inner.client;
         self.inner.rt.block_on(async {
             let resp = c
                 .get_object()
                 .bucket(&self.inner.bucket)
                 .key(key)
-                .set_range(range)
                 .send()
                 .await
                 .map_err(|e| self.map(key, e))?;
             resp.body
                 .collect()
                 .await
-                // A body of one piece is handed over without a copy (a window
-                // is 8 MiB; `to_vec` copied it a second time).
+                // A body of one piece is handed over without a copy.
                 .map(|b| Vec::from(b.into_bytes()))
                 .map_err(|e| StoreError::Other {
                     key: key.to_string(),

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use layout::{FileType, GeometryParams};
 use pktfs::media::Pm;
-use pktfs::{RemoteSource, SetAttr, TimeSet, Volume, XattrFlags};
+use pktfs::{RemoteBytes, RemoteSource, SetAttr, TimeSet, Volume, XattrFlags};
 use pktfs_tier::restore::restore_into;
 use pktfs_tier::snapshot::{capture, parse, referenced_objects};
 
@@ -20,10 +20,12 @@ use pktfs_tier::snapshot::{capture, parse, referenced_objects};
 struct Mem(Mutex<HashMap<u64, Vec<u8>>>);
 
 impl RemoteSource for Mem {
-    fn fetch(&self, _ino: u64, obj: u64, off: u64, len: u32) -> Result<Vec<u8>, String> {
+    fn fetch(&self, _ino: u64, obj: u64, off: u64, len: u32) -> Result<RemoteBytes, String> {
         let m = self.0.lock().unwrap();
         let o = m.get(&obj).ok_or("no such object")?;
-        Ok(o[off as usize..off as usize + len as usize].to_vec())
+        Ok(RemoteBytes::new(
+            o[off as usize..off as usize + len as usize].to_vec(),
+        ))
     }
 }
 

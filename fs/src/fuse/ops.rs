@@ -306,7 +306,10 @@ impl PktFuse {
             end = p + d.len();
         }
         let start = start?;
-        Some(self.vol.pm().slice((start - base) as u64, end - start))
+        // Only bytes of the mapping are merged: fetched (tiered) bytes are
+        // ranges of window buffers, adjacent when two records share one.
+        let in_pm = start >= base && end - base <= self.vol.pm().len() as usize;
+        in_pm.then(|| self.vol.pm().slice((start - base) as u64, end - start))
     }
 
     fn chain_json(&self, ino: u64) -> Result<Vec<u8>, FsError> {

@@ -5,8 +5,6 @@
 //! that point into the same buffer (like an sk_buff clone), and one link
 //! publish (plus the attribute slot, through the journal) commits it.
 
-use std::sync::Arc;
-
 use super::failstop::OrStop;
 use layout::{AttrSlot, FileType, Record, RecordId};
 use smallvec::SmallVec;
@@ -418,7 +416,7 @@ impl Volume {
             Zero(u64),
         }
         let mut parts: Vec<Part> = Vec::new();
-        let mut fetched: Vec<Arc<Vec<u8>>> = Vec::new();
+        let mut fetched: Vec<super::RemoteBytes> = Vec::new();
         for c in cover(&i, off, end, bs) {
             match c {
                 Cover::Hole(n) => match parts.last_mut() {

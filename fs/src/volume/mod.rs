@@ -65,8 +65,8 @@ pub use file::{FallocMode, Seg};
 pub use ns::{NewMode, RenameFlags};
 pub use recover::OpenReport;
 pub use remote::{
-    ObjectLive, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource, SwitchReport,
-    TierCandidate, TierExtent, TierOut,
+    ObjectLive, RemoteBytes, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource,
+    SwitchReport, TierCandidate, TierExtent, TierOut,
 };
 pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TmpFile, TxHold, TxSeg};
 pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats, SendStart, TxMsg, TxPos};

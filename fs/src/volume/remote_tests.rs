@@ -22,7 +22,7 @@ impl RemoteSource for MemStore {
         obj: u64,
         off: u64,
         len: u32,
-    ) -> std::result::Result<Vec<u8>, String> {
+    ) -> std::result::Result<RemoteBytes, String> {
         self.fetches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let o = self.objs.lock().unwrap();
@@ -37,7 +37,7 @@ impl RemoteSource for MemStore {
         if self.corrupt.load(std::sync::atomic::Ordering::Relaxed) {
             v[0] ^= 1;
         }
-        Ok(v)
+        Ok(RemoteBytes::new(v))
     }
 }
 

@@ -884,7 +884,7 @@ pub struct TxHold<'v> {
     slices: Vec<Slice>,
     /// Remote records' bytes, fetched and checked (heap memory that stays
     /// where it is while the hold lives, however the hold moves).
-    fetched: Vec<std::sync::Arc<Vec<u8>>>,
+    fetched: Vec<super::RemoteBytes>,
     /// The file size when the hold was taken.
     size: u64,
 }

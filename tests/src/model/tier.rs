@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use pktfs::{FsError, RemoteSource, Volume};
+use pktfs::{FsError, RemoteBytes, RemoteSource, Volume};
 
 #[derive(Debug, Default)]
 pub struct MemTier {
@@ -18,7 +18,7 @@ pub struct MemTier {
 }
 
 impl RemoteSource for MemTier {
-    fn fetch(&self, _ino: u64, obj: u64, off: u64, len: u32) -> Result<Vec<u8>, String> {
+    fn fetch(&self, _ino: u64, obj: u64, off: u64, len: u32) -> Result<RemoteBytes, String> {
         let o = self
             .objs
             .lock()
@@ -27,9 +27,9 @@ impl RemoteSource for MemTier {
             .cloned()
             .ok_or_else(|| format!("object {obj} not in the test tier"))?;
         let end = off as usize + len as usize;
-        o.get(off as usize..end)
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| format!("object {obj} is {} bytes, asked to {end}", o.len()))
+        let size = o.len();
+        RemoteBytes::range(o, off as usize..end)
+            .ok_or_else(|| format!("object {obj} is {size} bytes, asked to {end}"))
     }
 }
 

@@ -13,7 +13,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use pktfs::RemoteSource;
+use pktfs::{RemoteBytes, RemoteSource};
 
 use super::stats::TierStats;
 use crate::s3::ObjectStore;
@@ -266,10 +266,13 @@ impl RemoteSource for TierReader {
         }
     }
 
-    fn fetch(&self, ino: u64, obj: u64, off: u64, len: u32) -> Result<Vec<u8>, String> {
+    fn fetch(&self, ino: u64, obj: u64, off: u64, len: u32) -> Result<RemoteBytes, String> {
         self.note_read(ino);
         let end = off + len as u64;
-        let mut out = Vec::with_capacity(len as usize);
+        // Most records lie inside one window: hand out a range of it, no
+        // copy. One that straddles a window edge (segments pack records
+        // back to back) is pieced together.
+        let mut pieced: Option<Vec<u8>> = None;
         let mut pos = off;
         let mut missed = None;
         while pos < end {
@@ -291,11 +294,18 @@ impl RemoteSource for TierReader {
                     wstart + bytes.len() as u64
                 ));
             }
-            out.extend_from_slice(&bytes[from..to]);
+            if pos == off && wstart + to as u64 == end {
+                self.read_ahead(obj, missed.unwrap_or(w));
+                return RemoteBytes::range(bytes, from..to)
+                    .ok_or_else(|| format!("object {obj}: window {w} is shorter than read"));
+            }
+            pieced
+                .get_or_insert_with(|| Vec::with_capacity(len as usize))
+                .extend_from_slice(&bytes[from..to]);
             pos = wstart + to as u64;
         }
         // Read ahead from every window this read touched last.
         self.read_ahead(obj, missed.unwrap_or((end - 1) / self.window_bytes));
-        Ok(out)
+        Ok(RemoteBytes::new(pieced.unwrap_or_default()))
     }
 }
