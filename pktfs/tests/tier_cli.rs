@@ -130,7 +130,29 @@ fn curl_get(url: &str) -> (u16, Vec<u8>) {
 }
 
 /// `pktfs serve IMAGE --tier ...` until the HTTP port answers.
-fn serve(g: &Garage, img: &Path, prefix: &str, extra: &[&str]) -> (std::process::Child, String) {
+/// A `pktfs serve` or `mount` child that a failing test does not leave
+/// behind: dropped while still running (an assertion failed), it is
+/// killed and its mount, if any, detached.
+struct Daemon {
+    child: Option<std::process::Child>,
+    mp: Option<PathBuf>,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some(mp) = &self.mp {
+            if is_mountpoint(mp) {
+                let _ = Command::new("umount").arg("-l").arg(mp).status();
+            }
+        }
+    }
+}
+
+fn serve(g: &Garage, img: &Path, prefix: &str, extra: &[&str]) -> (Daemon, String) {
     let addr = free_port();
     let target = g.target(prefix).to_string();
     let child = Command::new(PKTFS)
@@ -143,11 +165,16 @@ fn serve(g: &Garage, img: &Path, prefix: &str, extra: &[&str]) -> (std::process:
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let d = Daemon {
+        child: Some(child),
+        mp: None,
+    };
     wait_listening(addr);
-    (child, format!("http://{addr}"))
+    (d, format!("http://{addr}"))
 }
 
-fn stop(mut c: std::process::Child) -> String {
+fn stop(mut d: Daemon) -> String {
+    let c = d.child.as_mut().expect("a running daemon");
     let _ = Command::new("kill")
         .arg("-INT")
         .arg(c.id().to_string())
@@ -160,6 +187,7 @@ fn stop(mut c: std::process::Child) -> String {
     let mut err = String::new();
     use std::io::Read;
     c.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    d.child = None;
     err
 }
 
@@ -331,19 +359,25 @@ fn mount_reads_and_writes_tiered_files_and_send_sends_them() {
     // The mount.
     let mp = dir.path().join("mp");
     std::fs::create_dir(&mp).unwrap();
-    let mut child = Command::new(PKTFS)
-        .args(["mount", "-f"])
-        .arg(&img)
-        .arg(&mp)
-        .args(["--tier", &target])
-        .envs(g.env())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Daemon {
+        child: Some(
+            Command::new(PKTFS)
+                .args(["mount", "-f"])
+                .arg(&img)
+                .arg(&mp)
+                .args(["--tier", &target])
+                .envs(g.env())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        ),
+        mp: Some(mp.clone()),
+    };
     let t0 = Instant::now();
     while !is_mountpoint(&mp) {
-        assert!(child.try_wait().unwrap().is_none(), "mount ended early");
+        let c = child.child.as_mut().unwrap();
+        assert!(c.try_wait().unwrap().is_none(), "mount ended early");
         assert!(t0.elapsed() < Duration::from_secs(20), "never mounted");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -406,7 +440,7 @@ fn kill_during_tier_out_loses_nothing_and_orphans_are_collected() {
     let store = g.store().unwrap();
     let seg_prefix = g.target("img-k").key("seg/");
     // Slow uploads (1 MiB segments at 2 MiB/s) so the kill lands mid-way.
-    let mut child = Command::new(PKTFS)
+    let tier_out = Command::new(PKTFS)
         .args(["tier", "out"])
         .arg(&img)
         .args([
@@ -425,6 +459,11 @@ fn kill_during_tier_out_loses_nothing_and_orphans_are_collected() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let mut child = Daemon {
+        child: None,
+        mp: None,
+    };
+    let child = child.child.insert(tier_out);
     let t0 = Instant::now();
     while store.list(&seg_prefix).unwrap().len() < 3 {
         assert!(
