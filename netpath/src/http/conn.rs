@@ -87,6 +87,10 @@ pub(super) struct Conn<'a> {
     /// An unnamed file made ahead of the next PUT (after a PUT's answer is
     /// sent, off the latency path); freed when the connection ends.
     pub spare: Option<pktfs::TmpFile<'a>>,
+    /// A file an upload replaced, held until the answer is out (event
+    /// loop: the send happens after the handler returns); dropping it
+    /// gives the old version's space back.
+    pub replaced: Option<pktfs::Linked<'a>>,
     tally: Tally,
     /// Bytes received and sent on this connection so far.
     pub conn_in: u64,
@@ -135,6 +139,7 @@ impl<'a> Conn<'a> {
             pieces: Vec::new(),
             date: (0, String::new()),
             spare: None,
+            replaced: None,
             tally: Tally::default(),
             conn_in: 0,
             conn_out: 0,

@@ -574,6 +574,9 @@ impl<'v> Session<'v> for HttpSession<'v> {
 
     fn on_sent(&mut self, result: std::io::Result<u64>, spent: Vec<u8>) -> Flow<'v> {
         self.in_flight = false;
+        // The answer is out: a file the upload replaced is freed now, off
+        // the client's wait.
+        self.c.replaced = None;
         if let Err(e) = result {
             tracing::info!(
                 "HTTP connection from {}: sending an answer: {e}",

@@ -208,7 +208,7 @@ impl<'a> Conn<'a> {
         // other uploads into the same directory).
         let tail = std::mem::take(&mut self.pieces);
         // `linked` holds a replaced file until the answer is out: its space
-        // is freed after, off the client's wait (dropped at the end).
+        // is freed after, off the client's wait (see the end).
         let t0 = Instant::now();
         let linked = tmp.link_if(tail, parent, &name, replace, cond);
         self.sh
@@ -245,7 +245,7 @@ impl<'a> Conn<'a> {
             extra.push_str(&etag(&d));
             extra.push_str("\r\n");
         }
-        if linked.replaced() {
+        let go_on = if linked.replaced() {
             self.head_only(204, keep, &extra) && keep
         } else {
             extra.push_str("Location: ");
@@ -256,7 +256,14 @@ impl<'a> Conn<'a> {
             extra.push_str("\r\nContent-Type: text/plain; charset=utf-8\r\n");
             let body = format!("stored {bytes} bytes as {records} records\n");
             self.with_body(201, keep, &extra, body.as_bytes(), true) && keep
+        };
+        if self.outbox.is_some() {
+            // On an event loop the answer is only queued: the session
+            // drops this once it is sent (`on_sent`).
+            self.replaced = Some(linked);
         }
+        // Otherwise the answer was written: the old version goes now.
+        go_on
     }
 
     fn receive_inline(&mut self, framing: Framing, tmp: u64) -> Result<(u64, u64), BodyError> {
