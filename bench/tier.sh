@@ -4,7 +4,7 @@
 # root (FUSE mounts). Options go to tierbench: --reps N (3), --big-files N
 # (1024 x 1 MiB), --small-files N (100000 x 4 KiB), --records N (1000000),
 # --cold-readahead N (the mount's --tier-readahead, 8),
-# --ingest-mib N (2048 x 1 MiB PUTs), --only big,small,cold,ingest,mount (all).
+# --ingest-mib N (6144 x 1 MiB PUTs), --only big,small,cold,ingest,mount (all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"

@@ -474,7 +474,10 @@ fn main() {
         // untiered: the comparison is of ingest rates, not of what a full
         // image does (507). (Images far larger than the data slowed both
         // runs on this machine: the kernel populating a 12 GiB mapping.)
-        let files = arg("--ingest-mib", 2048);
+        // 6 GiB: tier-out (a pass every 200 ms) must overlap the ingest
+        // for the comparison to mean anything; 2 GiB took about a second,
+        // and a run at full speed moved nothing while it lasted.
+        let files = arg("--ingest-mib", 6144);
         let variants: [(&str, Option<&str>); 3] = [
             ("no tier", None),
             ("tier-out yielding (default)", Some("32M")),
@@ -570,6 +573,16 @@ fn main() {
             println!("  each repetition, {name}: {} MB/s", each.join(", "));
         }
         for (vi, (name, busy)) in variants.iter().enumerate().skip(1) {
+            // Each repetition's ratio to its own untiered run (the two ran
+            // within a minute of each other): the machine's drift between
+            // repetitions was larger than the effect measured.
+            let paired: Vec<f64> = rates[vi].iter().zip(&rates[0]).map(|(t, b)| t / b).collect();
+            let each: Vec<String> = paired.iter().map(|r| format!("{r:.2}")).collect();
+            println!(
+                "  {name}: each repetition's ratio to its untiered run {}; median {:.2}x",
+                each.join(", "),
+                median(paired.clone())
+            );
             let (m, t, d) = (
                 median(rates[vi].clone()),
                 median(tiered[vi].clone()),
