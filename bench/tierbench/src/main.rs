@@ -205,19 +205,32 @@ fn umount(mp: &Path, mut c: Child) {
 }
 
 /// Read a file sequentially with 1 MiB reads; MB/s.
-fn read_seq(p: &Path) -> (f64, u64) {
-    let mut f = std::fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+fn read_seq(p: &Path) -> std::io::Result<(f64, u64)> {
+    let mut f = std::fs::File::open(p)?;
     let mut buf = vec![0u8; 1 << 20];
     let t = Instant::now();
     let mut n = 0u64;
     loop {
-        let k = f.read(&mut buf).unwrap();
+        let k = f.read(&mut buf)?;
         if k == 0 {
             break;
         }
         n += k as u64;
     }
-    (n as f64 / t.elapsed().as_secs_f64() / 1e6, n)
+    Ok((n as f64 / t.elapsed().as_secs_f64() / 1e6, n))
+}
+
+/// Read `mp/name` through a mount, then unmount it whatever happened: a
+/// failed read ends the run (a panic, so the store is stopped too) without
+/// leaving the mount behind.
+fn read_mounted(mp: &Path, name: &str, c: Child, who: &str, want: u64) -> f64 {
+    let r = read_seq(&mp.join(name));
+    umount(mp, c);
+    match r {
+        Ok((mbs, n)) if n == want => mbs,
+        Ok((_, n)) => panic!("tierbench: {who} read {n} bytes of {name}, not {want}"),
+        Err(e) => panic!("tierbench: {who} reading {name}: {e}"),
+    }
 }
 
 /// A counter or gauge from the server's /metrics (0 when absent).
@@ -404,10 +417,7 @@ fn main() {
                 "cold",
                 &["--tier-promote-after", "off", "--tier-readahead", &ra],
             );
-            let (mbs, n) = read_seq(&mp.join("big.bin"));
-            assert_eq!(n, size as u64);
-            umount(&mp, c);
-            mbs
+            read_mounted(&mp, "big.bin", c, "pktfs", size as u64)
         };
         let read_s3fs = || {
             let mut c = Command::new("s3fs")
@@ -424,10 +434,7 @@ fn main() {
                 .spawn()
                 .unwrap();
             wait_mount(&mp, &mut c);
-            let (mbs, n) = read_seq(&mp.join("big.bin"));
-            assert_eq!(n, size as u64, "s3fs read");
-            umount(&mp, c);
-            mbs
+            read_mounted(&mp, "big.bin", c, "s3fs", size as u64)
         };
         for rep in 0..reps {
             // Which reader goes first alternates: on a shared machine the
@@ -576,7 +583,11 @@ fn main() {
             // Each repetition's ratio to its own untiered run (the two ran
             // within a minute of each other): the machine's drift between
             // repetitions was larger than the effect measured.
-            let paired: Vec<f64> = rates[vi].iter().zip(&rates[0]).map(|(t, b)| t / b).collect();
+            let paired: Vec<f64> = rates[vi]
+                .iter()
+                .zip(&rates[0])
+                .map(|(t, b)| t / b)
+                .collect();
             let each: Vec<String> = paired.iter().map(|r| format!("{r:.2}")).collect();
             println!(
                 "  {name}: each repetition's ratio to its untiered run {}; median {:.2}x",

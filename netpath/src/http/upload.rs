@@ -257,12 +257,15 @@ impl<'a> Conn<'a> {
             let body = format!("stored {bytes} bytes as {records} records\n");
             self.with_body(201, keep, &extra, body.as_bytes(), true) && keep
         };
-        if self.outbox.is_some() {
+        if self.outbox.is_some() && go_on {
             // On an event loop the answer is only queued: the session
-            // drops this once it is sent (`on_sent`).
+            // drops this once it is sent (`on_sent`). A connection that
+            // ends after this answer is not waited on: no next request
+            // is delayed, and its linger could hold the space seconds.
             self.replaced = Some(linked);
         }
-        // Otherwise the answer was written: the old version goes now.
+        // Otherwise the answer was written, or nobody waits: the old
+        // version goes now.
         go_on
     }
 
