@@ -170,7 +170,7 @@ impl TierReader {
     }
 
     /// Keep the buffer of a window that left the cache, when nobody else
-    /// holds it (a reader still copying from it keeps it alive instead).
+    /// holds it (records handed out as ranges of it keep it alive instead).
     fn recycle(&self, w: Window) {
         let Ok(cell) = Arc::try_unwrap(w) else { return };
         let Some(Ok(bytes)) = cell.into_inner() else {
