@@ -65,6 +65,11 @@ fn x8n_mod_p(mut len: u64) -> u32 {
 
 /// The CRC32C of `a || b` from `crc_a`, `crc_b` and `len_b` (bytes of b).
 pub fn crc32c_combine(crc_a: u32, crc_b: u32, len_b: u64) -> u32 {
+    if crc_a == 0 {
+        // The product below is 0 when the first CRC is: the usual case
+        // of a digest's first record (it starts from the empty CRC, 0).
+        return crc_b;
+    }
     mult_mod_p(x8n_mod_p(len_b), crc_a) ^ crc_b
 }
 

@@ -115,6 +115,7 @@ impl Services {
             idle: Condvar::new(),
             next_id: AtomicU64::new(1),
             loops: loop_shared.clone(),
+            spares: Default::default(),
         });
         let mut s = Services {
             shared,

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex};
 
 use pktfs::{FileType, Volume};
@@ -30,6 +30,9 @@ pub(crate) struct Shared {
     pub next_id: AtomicU64,
     /// The io_uring loops' counters (connections open on them).
     pub loops: Arc<crate::uring::LoopShared>,
+    /// Unnamed files connections made ahead of their next upload
+    /// (`http::spare`, at most `MAX_SPARES`).
+    pub spares: AtomicUsize,
 }
 
 impl std::fmt::Debug for Shared {

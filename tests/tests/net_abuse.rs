@@ -187,3 +187,67 @@ fn a_thousand_idle_keepalive_connections_do_not_keep_a_client_out() {
     drop(idle);
     s.check();
 }
+
+/// Inodes in use (files, directories, unnamed files).
+fn inodes_used(s: &Server) -> u64 {
+    let st = s.vol.statfs();
+    st.files - st.files_free
+}
+
+/// After a PUT a keep-alive connection makes the unnamed file for its next
+/// upload ahead of time; such spares are capped server-wide, go back when
+/// their connections close, and an upload into one carries the times of
+/// its own request.
+fn spares_are_capped_and_freed(io: IoMode) {
+    const CONNS: usize = 300;
+    let s = server(64 * MIB, |c| {
+        c.io = io;
+        c.max_connections = Some(CONNS + 16);
+    });
+    let before = inodes_used(&s);
+    let mut conns = Vec::new();
+    for i in 0..CONNS {
+        let mut c = Conn::new(s.http);
+        let r = c.request("PUT", &format!("/sp/{i}"), &[], b"x");
+        assert_eq!(r.status, 201);
+        conns.push(c);
+    }
+    // The files, their directory, and one spare per connection up to the
+    // cap (made after each answer was sent).
+    let named = CONNS as u64 + 1;
+    let cap = netpath::http::MAX_SPARES as u64;
+    assert!(CONNS as u64 > cap, "the test must pass the cap");
+    net_common::wait_until("the spares are made", Duration::from_secs(10), || {
+        inodes_used(&s) == before + named + cap
+    });
+    // A second upload on a connection takes its spare: its times are the
+    // request's, not the spare's.
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let r = conns[0].request("PUT", "/sp/second", &[], b"yz");
+    assert_eq!(r.status, 201);
+    let a = s.lookup("/sp/second").expect("stored");
+    assert!(
+        a.atime_ns >= t0 && a.mtime_ns >= t0 && a.ctime_ns >= t0,
+        "times {a:?} before the request at {t0}"
+    );
+    assert_eq!(s.read("/sp/second").unwrap(), b"yz");
+    // Connections gone: their spares are freed, the stored files stay.
+    drop(conns);
+    s.settle();
+    assert_eq!(inodes_used(&s), before + named + 1);
+    assert!(s.stats().refused == 0, "{:?}", s.stats());
+    s.check();
+}
+
+#[test]
+fn spares_are_capped_and_freed_on_the_loops() {
+    spares_are_capped_and_freed(IoMode::Uring);
+}
+
+#[test]
+fn spares_are_capped_and_freed_on_threads() {
+    spares_are_capped_and_freed(IoMode::Threads);
+}

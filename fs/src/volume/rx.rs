@@ -14,7 +14,7 @@ use layout::{AttrSlot, FileType, RecordId};
 use smallvec::SmallVec;
 
 use super::alloc::Slice;
-use super::digest::{Bound, Precondition};
+use super::digest::{Bound, ContentDigest, Precondition};
 use super::file::{Cover, Piece};
 use super::ns::FIRST_COOKIE;
 use super::tx::Tx;
@@ -518,10 +518,11 @@ impl Volume {
         if let Some(t) = tail.take() {
             self.rx_abort(t);
         }
-        r.map(|(replaced, pinned)| Linked {
+        r.map(|(replaced, pinned, digest)| Linked {
             vol: self,
             replaced,
             pinned,
+            digest,
         })
     }
 
@@ -536,7 +537,7 @@ impl Volume {
         name: &[u8],
         replace: bool,
         cond: Option<Precondition<'_>>,
-    ) -> Result<(bool, Option<u64>)> {
+    ) -> Result<(bool, Option<u64>, Option<ContentDigest>)> {
         self.check_writable()?;
         check_name(name)?;
         // Lock order: the namespace lock, then inode locks by number. The
@@ -574,7 +575,7 @@ impl Volume {
             if v as u64 == ino {
                 // Already linked under this name (a repeated call).
                 return match tail.as_ref().is_some_and(|t| !t.is_empty()) {
-                    false => Ok((true, None)),
+                    false => Ok((true, None, None)),
                     true => Err(FsError::Invalid("not an unnamed file")),
                 };
             }
@@ -656,6 +657,10 @@ impl Volume {
         let mut ta = t.attr;
         ta.nlink = 1;
         ta.ctime_ns = now;
+        // Nothing could read an unnamed file: it was last "accessed" when
+        // it came into being, which for a file made ahead of its upload
+        // (netpath's spares) is now, not when it was made.
+        ta.atime_ns = now;
         let pieces = tail.take().unwrap_or_default();
         if pieces.is_empty() {
             self.set_attr(&mut tx, t, ta);
@@ -723,6 +728,9 @@ impl Volume {
         tx.commit(self);
         let t = &mut guards[ti].1;
         t.pins = t.pins.saturating_sub(1);
+        // The version just named, described while it is still locked (a
+        // later change cannot slip in before the caller asks).
+        let digest = self.digest_locked(t).ok();
         // A replaced file nothing holds any more: pinned for the caller,
         // whose `Linked` frees it when dropped (`unpin`).
         let mut pinned = None;
@@ -733,7 +741,7 @@ impl Volume {
                 pinned = Some(v as u64);
             }
         }
-        Ok((victim.is_some(), pinned))
+        Ok((victim.is_some(), pinned, digest))
     }
 }
 
@@ -829,12 +837,19 @@ pub struct Linked<'a> {
     vol: &'a Volume,
     replaced: bool,
     pinned: Option<u64>,
+    digest: Option<ContentDigest>,
 }
 
 impl Linked<'_> {
     /// An existing file of that name was replaced.
     pub fn replaced(&self) -> bool {
         self.replaced
+    }
+    /// The named file's [`Volume::content_digest`] as the link left it
+    /// (None if it could not be taken, e.g. a damaged record; or when the
+    /// file already had the name).
+    pub fn digest(&self) -> Option<&ContentDigest> {
+        self.digest.as_ref()
     }
 }
 

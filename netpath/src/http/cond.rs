@@ -17,7 +17,25 @@ use super::head::{Conditions, Method, TagList};
 
 /// A file's entity tag, with its quotes.
 pub(crate) fn etag(d: &ContentDigest) -> String {
-    format!("\"c-{:08x}-{:x}\"", d.crc32c, d.size)
+    let mut s = String::with_capacity(30);
+    push_etag(&mut s, d);
+    s
+}
+
+/// Append [`etag`]'s tag, `"c-<CRC32C, 8 hex digits>-<size in hex>"`,
+/// without the formatting machinery: every upload's answer carries one.
+pub(crate) fn push_etag(out: &mut String, d: &ContentDigest) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push_str("\"c-");
+    for k in (0..8).rev() {
+        out.push(HEX[(d.crc32c >> (4 * k)) as usize & 15] as char);
+    }
+    out.push('-');
+    let digits = (64 - d.size.leading_zeros()).div_ceil(4).max(1);
+    for k in (0..digits).rev() {
+        out.push(HEX[(d.size >> (4 * k)) as usize & 15] as char);
+    }
+    out.push('"');
 }
 
 /// What a conditional request's target is now.
@@ -237,5 +255,25 @@ mod tests {
             crc32c: 0xab,
         };
         assert_eq!(etag(&d), "\"c-000000ab-ff\"");
+    }
+
+    #[test]
+    fn etag_is_the_documented_format() {
+        for (crc, size) in [
+            (0u32, 0u64),
+            (1, 1),
+            (0xffff_ffff, u64::MAX),
+            (0x1234_5678, 0x10),
+            (0xdead_beef, 1 << 40),
+            (7, 0xf),
+        ] {
+            let d = ContentDigest {
+                ino: 1,
+                size,
+                mtime_ns: 0,
+                crc32c: crc,
+            };
+            assert_eq!(etag(&d), format!("\"c-{crc:08x}-{size:x}\""));
+        }
     }
 }

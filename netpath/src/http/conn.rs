@@ -12,6 +12,7 @@ use rustix::net::SendFlags;
 
 use super::head::{read_head, Framing, Head, Method, MAX_HEADERS};
 use super::response::{begin, error_body, http_date};
+use super::spare::Spare;
 use crate::metrics::RequestLabels;
 use crate::path::ReqPath;
 use crate::rxstream::{RxStream, IDLE_RESERVATION};
@@ -86,7 +87,10 @@ pub(super) struct Conn<'a> {
     date: (i64, String),
     /// An unnamed file made ahead of the next PUT (after a PUT's answer is
     /// sent, off the latency path); freed when the connection ends.
-    pub spare: Option<pktfs::TmpFile<'a>>,
+    pub spare: Option<Spare<'a>>,
+    /// An upload was answered: make a spare once the answer is out (event
+    /// loop: in `on_sent`).
+    pub spare_wanted: bool,
     /// A file an upload replaced, held until the answer is out (event
     /// loop: the send happens after the handler returns); dropping it
     /// gives the old version's space back.
@@ -139,6 +143,7 @@ impl<'a> Conn<'a> {
             pieces: Vec::new(),
             date: (0, String::new()),
             spare: None,
+            spare_wanted: false,
             replaced: None,
             tally: Tally::default(),
             conn_in: 0,
@@ -203,8 +208,8 @@ impl<'a> Conn<'a> {
             if !keep {
                 return;
             }
-            if was_put && self.spare.is_none() && !self.sh.read_only() {
-                self.spare = self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid).ok();
+            if was_put && self.spare.is_none() {
+                self.spare = Spare::make(self.sh);
             }
         }
     }

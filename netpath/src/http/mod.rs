@@ -50,6 +50,8 @@ mod handlers;
 pub(crate) mod head;
 pub(crate) mod response;
 mod session;
+mod spare;
+pub use spare::MAX_SPARES;
 mod upload;
 
 pub(crate) use conn::serve_connection;

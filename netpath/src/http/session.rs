@@ -41,6 +41,7 @@ use pktfs::{RxHeld, TmpFile, Volume};
 use super::conn::{Conn, Outbox};
 use super::framing::BodyError;
 use super::head::{read_head, Framing, Head, MAX_HEADERS};
+use super::spare::Spare;
 use crate::rxstream::RxStream;
 use crate::shared::Shared;
 use crate::uring::{CloseReason, Flow, Protocol, Session};
@@ -589,6 +590,11 @@ impl<'v> Session<'v> for HttpSession<'v> {
             if ob.bufs.len() < 4 {
                 ob.bufs.push(spent);
             }
+        }
+        // An upload's answer is out: the file for the next one is made now,
+        // while the client reads the answer.
+        if std::mem::take(&mut self.c.spare_wanted) && self.c.spare.is_none() && !self.finishing {
+            self.c.spare = Spare::make(self.c.sh);
         }
         // Landed bytes that waited for room are handled now.
         while self.queued() < MAX_QUEUED && !self.finishing {

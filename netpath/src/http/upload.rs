@@ -10,7 +10,7 @@ use std::time::Instant;
 use pktfs::{FileType, FsError, RxPiece, Volume};
 use prometheus_client::metrics::histogram::Histogram;
 
-use super::cond::{etag, Decision, Guard};
+use super::cond::{push_etag, Decision, Guard};
 use super::conn::{Conn, SMALL_BODY};
 use super::framing::{BodyError, Sink, Work};
 use super::head::{Framing, Head, TagList};
@@ -115,7 +115,7 @@ impl<'a> Conn<'a> {
             }
         }
         let tmp = match self.spare.take() {
-            Some(t) => t,
+            Some(t) => t.take(),
             None => match self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid) {
                 Ok(t) => t,
                 Err(e) => return self.refuse(h, status_of(&e), &e.to_string()),
@@ -239,10 +239,10 @@ impl<'a> Conn<'a> {
         });
         // The new version's tag, so a client can make its next change
         // conditional on it (from the records' CRCs: no pass over data).
-        let mut extra = String::new();
-        if let Ok(d) = self.vol.content_digest(tmp.ino()) {
+        let mut extra = String::with_capacity(160);
+        if let Some(d) = linked.digest() {
             extra.push_str("ETag: ");
-            extra.push_str(&etag(&d));
+            push_etag(&mut extra, d);
             extra.push_str("\r\n");
         }
         let go_on = if linked.replaced() {
@@ -263,6 +263,7 @@ impl<'a> Conn<'a> {
             // ends after this answer is not waited on: no next request
             // is delayed, and its linger could hold the space seconds.
             self.replaced = Some(linked);
+            self.spare_wanted = true;
         }
         // Otherwise the answer was written, or nobody waits: the old
         // version goes now.
