@@ -251,3 +251,41 @@ fn spares_are_capped_and_freed_on_the_loops() {
 fn spares_are_capped_and_freed_on_threads() {
     spares_are_capped_and_freed(IoMode::Threads);
 }
+
+/// On an image with few inodes no spares are made: idle connections do
+/// not hold the inodes that uploads need, and every inode can be used.
+#[test]
+fn no_spares_while_inodes_are_scarce() {
+    let s = server(8 * MIB, |c| c.io = IoMode::Uring);
+    let free = s.vol.statfs().files_free;
+    assert!(
+        free < netpath::http::SPARE_MIN_FREE_INODES,
+        "the image must be short of inodes ({free} free)"
+    );
+    let before = inodes_used(&s);
+    let mut conns = Vec::new();
+    for i in 0..40 {
+        let mut c = Conn::new(s.http);
+        let r = c.request("PUT", &format!("/few/{i}"), &[], b"x");
+        assert_eq!(r.status, 201);
+        conns.push(c);
+    }
+    // Every answer is out and the loop has gone on: a spare would exist.
+    let r = conns[0].request("GET", "/few/0", &[], b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        inodes_used(&s),
+        before + 40 + 1,
+        "files and their directory only"
+    );
+    // The remaining inodes all go to uploads, to the last one.
+    let left = s.vol.statfs().files_free;
+    for i in 0..left {
+        let r = conns[(i % 40) as usize].request("PUT", &format!("/few/more{i}"), &[], b"y");
+        assert_eq!(r.status, 201, "upload {i} of the {left} inodes left");
+    }
+    let r = conns[0].request("PUT", "/few/one-too-many", &[], b"z");
+    assert_eq!(r.status, 507, "no inode left");
+    drop(conns);
+    s.check();
+}

@@ -51,7 +51,7 @@ pub(crate) mod head;
 pub(crate) mod response;
 mod session;
 mod spare;
-pub use spare::MAX_SPARES;
+pub use spare::{MAX_SPARES, SPARE_MIN_FREE_INODES};
 mod upload;
 
 pub(crate) use conn::serve_connection;

@@ -8,8 +8,11 @@
 //! Each spare holds an inode until it is used or its connection ends, so
 //! the number held server-wide is capped ([`MAX_SPARES`]): with thousands
 //! of connections only the first few hundred keep one, the others create
-//! the file when the request comes, as without spares. A crash loses
-//! nothing: an unnamed file is gone after the next open.
+//! the file when the request comes, as without spares. Nor are spares made
+//! while fewer than [`SPARE_MIN_FREE_INODES`] inodes are free: on a small
+//! or nearly full image idle connections must not hold the inodes other
+//! uploads need. A crash loses nothing: an unnamed file is gone after the
+//! next open.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -19,6 +22,8 @@ use crate::shared::Shared;
 
 /// Spares held by all connections of a server at most.
 pub const MAX_SPARES: usize = 256;
+/// No spare is made while fewer inodes than this are free.
+pub const SPARE_MIN_FREE_INODES: u64 = 2 * MAX_SPARES as u64;
 
 /// An unnamed file made ahead, counted in the server's spares while held;
 /// dropped unused, the file is freed.
@@ -28,11 +33,11 @@ pub(super) struct Spare<'a> {
 }
 
 impl<'a> Spare<'a> {
-    /// A spare, unless the server is read-only, `MAX_SPARES` are held, or
-    /// the Volume cannot make the file now (then the next PUT makes it
-    /// and answers the error).
+    /// A spare, unless the server is read-only, `MAX_SPARES` are held,
+    /// inodes are scarce, or the Volume cannot make the file now (then the
+    /// next PUT makes it and answers the error).
     pub(super) fn make(sh: &'a Shared) -> Option<Spare<'a>> {
-        if sh.read_only() {
+        if sh.read_only() || sh.vol.statfs().files_free < SPARE_MIN_FREE_INODES {
             return None;
         }
         // Count first, so concurrent connections cannot overshoot the cap.
