@@ -6,8 +6,9 @@
 //! here in batches (every few requests and when they end, see
 //! `http::conn`), so a request touches no shared cache line; the commit
 //! histogram is one bucket search and two atomic adds per commit, next to
-//! a commit's fences. Gauges that describe the volume (space and inodes)
-//! and the open connections are read when the metrics are scraped.
+//! a commit's fences. Gauges that describe the volume (space and inodes),
+//! the open connections and their spare files are read when the metrics
+//! are scraped.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -42,6 +43,7 @@ pub(crate) struct Metrics {
     buffer_bytes_free: Gauge,
     inodes: Gauge,
     inodes_free: Gauge,
+    spares: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -69,6 +71,7 @@ impl Metrics {
             buffer_bytes_free: Gauge::default(),
             inodes: Gauge::default(),
             inodes_free: Gauge::default(),
+            spares: Gauge::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -132,6 +135,11 @@ impl Metrics {
             "Free inodes of the volume",
             m.inodes_free.clone(),
         );
+        r.register(
+            "http_spare_files",
+            "Unnamed files keep-alive connections made ahead of their next upload (at most 256; each holds an inode)",
+            m.spares.clone(),
+        );
         m
     }
 
@@ -141,12 +149,14 @@ impl Metrics {
         &self,
         vol: &Volume,
         open: usize,
+        spares: usize,
         extra: Option<&crate::config::Extra>,
     ) -> String {
         let st = vol.statfs();
         let bs = st.block_size as u64;
         let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         self.open.set(clamp(open as u64));
+        self.spares.set(clamp(spares as u64));
         self.buffer_bytes.set(clamp(st.blocks.saturating_mul(bs)));
         self.buffer_bytes_free
             .set(clamp(st.blocks_free.saturating_mul(bs)));

@@ -96,6 +96,18 @@ fn metrics_parse_and_count_what_was_served() {
     assert_eq!(c.request("PUT", "/metrics", &[], b"x").status, 405);
     assert_eq!(c.request("DELETE", "/metrics", &[], b"").status, 405);
     assert!(s.lookup("/metrics").is_none());
+
+    // An upload on a keep-alive connection leaves a spare file for its
+    // next one, reported while it is held.
+    let spares = "pktfs_http_spare_files";
+    assert_eq!(m[spares], 0.0, "connections that closed hold none");
+    assert_eq!(c.request("PUT", "/m/ka", &[], b"x").status, 201);
+    let r = c.request("GET", "/metrics", &[], b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(parse(std::str::from_utf8(&r.body).unwrap())[spares], 1.0);
+    drop(c);
+    s.settle();
+    assert_eq!(scrape(&s)[spares], 0.0, "freed with its connection");
 }
 
 #[test]
