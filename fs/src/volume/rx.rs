@@ -489,7 +489,7 @@ impl Volume {
         name: &[u8],
         replace: bool,
     ) -> Result<Linked<'_>> {
-        self.rx_link_if(ino, tail, dir, name, replace, None)
+        self.rx_link_with(ino, tail, dir, name, replace, None, false)
     }
 
     /// [`Self::rx_link_deferred`] only if `cond` holds for what the name
@@ -497,6 +497,10 @@ impl Volume {
     /// the directory and of the file being replaced, so no concurrent
     /// change of that name can come between the check and the link. A
     /// `false` is [`FsError::PreconditionFailed`] and changes nothing.
+    ///
+    /// The returned [`Linked`] also describes the version just named
+    /// ([`Linked::digest`], for an HTTP answer's ETag): a pass over the
+    /// file's records, which the other link calls skip.
     pub fn rx_link_if(
         &self,
         ino: u64,
@@ -506,6 +510,21 @@ impl Volume {
         replace: bool,
         cond: Option<Precondition<'_>>,
     ) -> Result<Linked<'_>> {
+        self.rx_link_with(ino, tail, dir, name, replace, cond, true)
+    }
+
+    /// [`Self::rx_link_if`], with the digest taken only when `describe`.
+    #[allow(clippy::too_many_arguments)]
+    fn rx_link_with(
+        &self,
+        ino: u64,
+        tail: Vec<RxPiece<'_>>,
+        dir: u64,
+        name: &[u8],
+        replace: bool,
+        cond: Option<Precondition<'_>>,
+        describe: bool,
+    ) -> Result<Linked<'_>> {
         // A default ACL of `dir` is inherited before the name appears (a
         // directory lookup when there is none).
         if let Err(e) = self.inherit_into_unnamed(ino, dir) {
@@ -513,7 +532,7 @@ impl Volume {
             return Err(e);
         }
         let mut tail = Some(tail);
-        let r = self.rx_link_inner(ino, &mut tail, dir, name, replace, cond);
+        let r = self.rx_link_inner(ino, &mut tail, dir, name, replace, cond, describe);
         // Pieces the commit did not take (an error before the splice).
         if let Some(t) = tail.take() {
             self.rx_abort(t);
@@ -529,6 +548,7 @@ impl Volume {
     /// The body of [`Self::rx_link`]; takes `tail` only once nothing can
     /// fail but the splice's own record allocation (which drops the
     /// pieces' references itself).
+    #[allow(clippy::too_many_arguments)]
     fn rx_link_inner(
         &self,
         ino: u64,
@@ -537,6 +557,7 @@ impl Volume {
         name: &[u8],
         replace: bool,
         cond: Option<Precondition<'_>>,
+        describe: bool,
     ) -> Result<(bool, Option<u64>, Option<ContentDigest>)> {
         self.check_writable()?;
         check_name(name)?;
@@ -730,7 +751,10 @@ impl Volume {
         t.pins = t.pins.saturating_sub(1);
         // The version just named, described while it is still locked (a
         // later change cannot slip in before the caller asks).
-        let digest = self.digest_locked(t).ok();
+        let digest = match describe {
+            true => self.digest_locked(t).ok(),
+            false => None,
+        };
         // A replaced file nothing holds any more: pinned for the caller,
         // whose `Linked` frees it when dropped (`unpin`).
         let mut pinned = None;
@@ -845,9 +869,10 @@ impl Linked<'_> {
     pub fn replaced(&self) -> bool {
         self.replaced
     }
-    /// The named file's [`Volume::content_digest`] as the link left it
-    /// (None if it could not be taken, e.g. a damaged record; or when the
-    /// file already had the name).
+    /// The named file's [`Volume::content_digest`] as the link left it,
+    /// from [`Volume::rx_link_if`] (and [`TmpFile::link_if`]); None from
+    /// the other link calls, if it could not be taken (a damaged record),
+    /// or when the file already had the name.
     pub fn digest(&self) -> Option<&ContentDigest> {
         self.digest.as_ref()
     }

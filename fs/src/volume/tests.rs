@@ -835,19 +835,30 @@ fn conditional_link_and_remove_check_under_their_locks() {
         before.blocks_free,
         "tail given back"
     );
-    // Allowed: linked with its tail.
-    drop(
-        t.link_if(
+    // Allowed: linked with its tail, and described as linked.
+    let linked = t
+        .link_if(
             rx_pieces(&v, &[1u8; 5000], 4096),
             r,
             b"f",
             true,
             Some(&allow),
         )
-        .unwrap(),
-    );
+        .unwrap();
     let first = v.lookup(r, b"f").unwrap();
     let d1 = v.content_digest(first.ino).unwrap();
+    assert_eq!(linked.digest(), Some(&d1));
+    assert_eq!(d1.crc32c, layout::crc32c(&[1u8; 5000]));
+    drop(linked);
+    // The other link calls take no digest (a pass over the records that
+    // `pktfs recv` and FUSE do not need).
+    let t3 = v.create_tmpfile(0o644, 0, 0).unwrap();
+    let l3 = v
+        .rx_link_deferred(t3.ino, rx_pieces(&v, &[3u8; 10], 10), r, b"g", false)
+        .unwrap();
+    assert_eq!(l3.digest(), None);
+    drop(l3);
+    v.unlink(r, b"g").unwrap();
     // Present: the replaced file's digest, as content_digest gives it.
     let mut t2 = v.tmpfile(0o644, 0, 0).unwrap();
     let e = t2
