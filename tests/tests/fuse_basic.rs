@@ -384,6 +384,59 @@ fn xattrs() {
     assert!(!listx(&p).unwrap().windows(5).any(|w| w == b"pktfs"));
 }
 
+/// fallocate mode 0 takes the space it names (the file's blocks, the file
+/// system's free count) or fails with ENOSPC having changed nothing. The
+/// adapter once split it into KEEP_SIZE pieces, which allocate nothing past
+/// the end of file: a file grew by fallocate had no blocks, and 100 MiB
+/// "fitted" on a 64 MiB image.
+#[test]
+fn fallocate_takes_the_space_or_fails_with_enospc() {
+    require!(prereq::fuse());
+    let m = Mounted::new("falloc_space", 64 * MIB);
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(m.p("f"))
+        .unwrap();
+    let free_bytes = || {
+        let s = rfs::statvfs(m.path()).unwrap();
+        s.f_bfree * s.f_frsize
+    };
+    let before = free_bytes();
+    rfs::fallocate(&f, FallocateFlags::empty(), 0, 8 * MIB).unwrap();
+    let meta = f.metadata().unwrap();
+    assert_eq!(meta.len(), 8 * MIB);
+    assert!(
+        meta.blocks() * 512 >= 8 * MIB,
+        "a file grown by fallocate has its blocks ({} sectors)",
+        meta.blocks()
+    );
+    let after = free_bytes();
+    assert!(
+        before - after >= 8 * MIB,
+        "fallocate took {} bytes of the file system, not 8 MiB",
+        before - after
+    );
+    let mut b = vec![1u8; 4096];
+    f.read_exact_at(&mut b, 5 * MIB).unwrap();
+    assert!(b.iter().all(|&x| x == 0), "allocated space reads as zeros");
+    // More than is free: refused, and neither the file nor the free space
+    // changed.
+    expect_rerrno(
+        rfs::fallocate(&f, FallocateFlags::empty(), 8 * MIB, 100 * MIB),
+        libc::ENOSPC,
+    );
+    assert_eq!(f.metadata().unwrap().len(), 8 * MIB);
+    assert_eq!(free_bytes(), after);
+    // Data written over the allocated range reads back.
+    f.write_all_at(&pattern(MIB as usize, 5), 2 * MIB).unwrap();
+    let mut got = vec![0u8; MIB as usize];
+    f.read_exact_at(&mut got, 2 * MIB).unwrap();
+    assert_eq!(got, pattern(MIB as usize, 5));
+}
+
 #[test]
 fn fallocate_seek_data_hole_and_copy_file_range() {
     require!(prereq::fuse());

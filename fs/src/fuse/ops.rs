@@ -30,9 +30,6 @@ pub const CHAIN_XATTR: &str = "user.pktfs.chain";
 
 const S_ISGID: u32 = 0o2000;
 
-/// Largest piece one fallocate is split into (see `PktFuse::allocate`).
-const FALLOC_CHUNK: u64 = 1 << 20;
-
 /// Run a handler so that a panic in it never takes a worker thread down
 /// and never goes unnoticed: the reply it owned is dropped while unwinding
 /// (fuser answers a dropped reply with EIO) and the Volume stops serving
@@ -252,40 +249,6 @@ impl PktFuse {
             v.len() < max
         })?;
         Ok(v)
-    }
-
-    /// fallocate mode 0 / KEEP_SIZE, in pieces of at most [`FALLOC_CHUNK`]
-    /// with the size changed last, in one step.
-    ///
-    /// Workaround: one Volume::fallocate call makes one record as long as
-    /// the whole range, and every later write into it re-checksums the
-    /// record's remnants, so filling a preallocated file costs O(size) per
-    /// write (fio's default fallocate=native gave 0.05 GB/s). Pieces bound
-    /// that to a piece per write. Like ext4, an allocation that fails part
-    /// way keeps what it allocated (past the size, which has not changed).
-    fn allocate(&self, ino: u64, off: u64, len: u64, m: FallocMode) -> Result<(), FsError> {
-        let end = off
-            .checked_add(len)
-            .filter(|&e| e <= i64::MAX as u64)
-            .ok_or(FsError::TooBig)?;
-        let mut at = off;
-        while at < end {
-            let n = (end - at).min(FALLOC_CHUNK - at % FALLOC_CHUNK);
-            let piece = FallocMode {
-                keep_size: true,
-                punch_hole: false,
-            };
-            self.vol.fallocate(ino, at, n, piece)?;
-            at += n;
-        }
-        if !m.keep_size && end > self.vol.getattr(ino)?.size {
-            let grow = SetAttr {
-                size: Some(end),
-                ..SetAttr::default()
-            };
-            self.vol.setattr(ino, &grow)?;
-        }
-        Ok(())
     }
 
     /// Records written one after another usually sit one after another in
@@ -1119,12 +1082,7 @@ impl Filesystem for PktFuse {
                 keep_size: mode & libc::FALLOC_FL_KEEP_SIZE != 0,
                 punch_hole: mode & libc::FALLOC_FL_PUNCH_HOLE != 0,
             };
-            let r = if m.punch_hole {
-                self.vol.fallocate(ino.0, offset, length, m)
-            } else {
-                self.allocate(ino.0, offset, length, m)
-            };
-            match r {
+            match self.vol.fallocate(ino.0, offset, length, m) {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(err(&e)),
             }
