@@ -24,7 +24,8 @@
 //! borrow checker: [`Pm::exclusive`] takes `&mut Pm` and returns an
 //! [`ExclusivePm`] (reads through `&`, writes through `&mut`; `split_at`
 //! for disjoint windows on several threads). Receiving into and sending
-//! from the image goes through `RxBuf` and `TxHold` (fs/src/volume/rx.rs).
+//! from the image goes through `RxBuf` and `TxHold` (fs/src/volume/rx.rs and
+//! txhold.rs).
 //! What stays safe on `&Pm` changes no byte: length and mode, flush,
 //! fence, persist, msync, sendfile, the recording log.
 //!
@@ -37,8 +38,10 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod arch;
+mod exclusive;
 pub mod machine;
 pub mod net;
+mod open;
 pub mod recording;
 mod sigbus;
 pub mod space;
@@ -46,13 +49,14 @@ pub mod sys;
 mod tracker;
 pub mod uring;
 
-use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 pub use arch::FlushInsn;
+pub use exclusive::ExclusivePm;
+pub use open::MapOptions;
 use recording::{CrashLog, Recorder};
 
 /// How writes are made durable.
@@ -166,13 +170,6 @@ fn size_advice(max_len_bytes: u64) -> String {
     }
 }
 
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> MediaError + '_ {
-    move |source| MediaError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 enum Backing {
     Mapped {
         _map: memmap2::MmapRaw,
@@ -261,387 +258,7 @@ impl std::fmt::Debug for Pm {
     }
 }
 
-/// Options for opening an image file.
-#[derive(Clone, Debug, Default)]
-pub struct MapOptions {
-    pub persist: PersistChoice,
-    pub read_only: bool,
-    /// Pre-fault the whole mapping (MADV_POPULATE_WRITE) so copies do not
-    /// take page faults. Default on for writable opens.
-    pub no_populate: bool,
-    /// Do not take the exclusive lock (fsck -n on a mounted image).
-    pub no_lock: bool,
-}
-
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-const RAMFS_MAGIC: i64 = 0x8584_58f6;
-
-/// What kind of storage a path is on, for the `Auto` persist choice.
-fn auto_mode(path: &Path, file: &File) -> PersistMode {
-    use std::os::unix::fs::FileTypeExt;
-    if file
-        .metadata()
-        .map(|m| m.file_type().is_char_device())
-        .unwrap_or(false)
-    {
-        return PersistMode::Clwb; // /dev/daxN.M
-    }
-    // SAFETY: statfs is plain-old-data; fstatfs fills it for a valid fd.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: the fd is open for the duration of the call and `st` is valid.
-    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
-    if rc == 0 {
-        let t = st.f_type as i64;
-        if t == TMPFS_MAGIC || t == RAMFS_MAGIC {
-            return PersistMode::Clwb;
-        }
-    }
-    if is_dax_mount(path) {
-        return PersistMode::Clwb;
-    }
-    PersistMode::Msync
-}
-
-/// Is `path` on a file system mounted with `-o dax`?
-fn is_dax_mount(path: &Path) -> bool {
-    let Ok(abs) = std::fs::canonicalize(path) else {
-        return false;
-    };
-    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
-        return false;
-    };
-    let mut best: Option<(usize, bool)> = None;
-    for line in mounts.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 4 {
-            continue;
-        }
-        if abs.starts_with(f[1]) && best.is_none_or(|(l, _)| f[1].len() > l) {
-            best = Some((
-                f[1].len(),
-                f[3].split(',').any(|o| o == "dax" || o == "dax=always"),
-            ));
-        }
-    }
-    best.is_some_and(|(_, dax)| dax)
-}
-
-/// Size of a character DAX device from sysfs.
-fn dax_device_len(file: &File) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    let rdev = file.metadata().ok()?.rdev();
-    let (maj, min) = (libc::major(rdev), libc::minor(rdev));
-    std::fs::read_to_string(format!("/sys/dev/char/{maj}:{min}/size"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
-/// How long an open waits for a lock held by someone else before it says
-/// the image is in use. A lock can outlive its holder briefly: a process
-/// that forks copies every descriptor (the image's included) into the
-/// child until the child execs, and an unmounted daemon lets go of the
-/// image only as it exits. A real holder still gets a clear error, later.
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
-
-fn lock(file: &File, path: &Path, shared: bool) -> Result<(), MediaError> {
-    let t0 = std::time::Instant::now();
-    let lock = loop {
-        let r = if shared {
-            file.try_lock_shared()
-        } else {
-            file.try_lock()
-        };
-        match r {
-            Err(std::fs::TryLockError::WouldBlock) if t0.elapsed() < LOCK_WAIT => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            r => break r,
-        }
-    };
-    match lock {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => Err(MediaError::Locked {
-            path: path.to_path_buf(),
-        }),
-        Err(std::fs::TryLockError::Error(source)) => Err(MediaError::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
-}
-
-/// An allocation that failed, as the error a person can act on.
-fn alloc_err(
-    path: &Path,
-    e: std::io::Error,
-    no_room: impl FnOnce() -> MediaError,
-    len_bytes: u64,
-) -> MediaError {
-    match e.raw_os_error() {
-        // tmpfs says ENOMEM when memory, not its size limit, runs out.
-        Some(libc::ENOSPC) | Some(libc::ENOMEM) => no_room(),
-        Some(libc::EFBIG) => MediaError::TooLarge {
-            path: path.to_path_buf(),
-            len_bytes,
-        },
-        _ => MediaError::Io {
-            path: path.to_path_buf(),
-            source: e,
-        },
-    }
-}
-
-/// Make a new (or re-formatted) image file `len_bytes` long with every byte
-/// backed, or refuse without having changed it (see [`space`]). The space
-/// check comes first and costs one statvfs, so a request that cannot fit is
-/// refused at once.
-fn prepare_image(path: &Path, file: &File, len_bytes: u64) -> Result<(), MediaError> {
-    let meta = file.metadata().map_err(io_err(path))?;
-    if !space::is_allocatable(&meta) {
-        // /dev/dax: memory already, and its length is the device's.
-        return Ok(());
-    }
-    let have_bytes = space::allocated_bytes(&meta);
-    let no_room = |free_bytes: u64| MediaError::NoRoom {
-        path: path.to_path_buf(),
-        len_bytes,
-        free_bytes,
-        max_len_bytes: free_bytes.saturating_add(have_bytes),
-    };
-    if have_bytes < len_bytes {
-        if let Some(free_bytes) = space::free_bytes(file).map_err(io_err(path))? {
-            if free_bytes < len_bytes - have_bytes {
-                return Err(no_room(free_bytes));
-            }
-        }
-    }
-    // Even a file that has enough blocks may have them in the wrong place
-    // (past the new length), so always ask: fallocate skips what is backed.
-    space::allocate(file, len_bytes).map_err(|e| {
-        alloc_err(
-            path,
-            e,
-            || no_room(space::free_bytes(file).ok().flatten().unwrap_or(0)),
-            len_bytes,
-        )
-    })?;
-    if meta.len() != len_bytes {
-        file.set_len(len_bytes).map_err(|e| {
-            alloc_err(
-                path,
-                e,
-                || no_room(space::free_bytes(file).ok().flatten().unwrap_or(0)),
-                len_bytes,
-            )
-        })?;
-    }
-    Ok(())
-}
-
-/// A writable open of a sparse image: allocate the holes (no byte of the
-/// image changes) so no store into the mapping can fault for lack of
-/// backing, or refuse. Returns the bytes newly allocated.
-fn complete_sparse(
-    path: &Path,
-    file: &File,
-    meta: &std::fs::Metadata,
-    len_bytes: u64,
-) -> Result<u64, MediaError> {
-    if !space::is_allocatable(meta) {
-        return Ok(0);
-    }
-    let have_bytes = space::allocated_bytes(meta);
-    if have_bytes >= len_bytes {
-        return Ok(0);
-    }
-    let missing_bytes = len_bytes - have_bytes;
-    let refuse = |free_bytes: u64| MediaError::SparseNoRoom {
-        path: path.to_path_buf(),
-        len_bytes,
-        missing_bytes,
-        free_bytes,
-    };
-    // Ask first: on ext4 and xfs a fallocate that runs out of space keeps
-    // what it took, and would leave that file system full for nothing.
-    if let Some(free_bytes) = space::free_bytes(file).map_err(io_err(path))? {
-        if free_bytes < missing_bytes {
-            return Err(refuse(free_bytes));
-        }
-    }
-    let how = space::allocate(file, len_bytes).map_err(|e| {
-        alloc_err(
-            path,
-            e,
-            || refuse(space::free_bytes(file).ok().flatten().unwrap_or(0)),
-            len_bytes,
-        )
-    })?;
-    let now_bytes = space::allocated_bytes(&file.metadata().map_err(io_err(path))?);
-    let done_bytes = now_bytes.saturating_sub(have_bytes);
-    tracing::info!(
-        "{}: the image was sparse; allocated {} of its {} ({how:?}) so writes cannot fault",
-        path.display(),
-        space::human_bytes(done_bytes),
-        space::human_bytes(len_bytes),
-    );
-    if now_bytes < len_bytes {
-        // Compressing or deduplicating file systems may report fewer blocks
-        // than they promise; nothing more can be asked of them here.
-        tracing::warn!(
-            "{}: still {} of {} allocated after completing it",
-            path.display(),
-            space::human_bytes(now_bytes),
-            space::human_bytes(len_bytes),
-        );
-    }
-    Ok(done_bytes)
-}
-
 impl Pm {
-    /// Map an image file. A writable open of a sparse regular file first
-    /// allocates its holes, or refuses if the file system lacks the room
-    /// ([`MediaError::SparseNoRoom`]); a read-only open maps it as it is
-    /// (reading a hole needs no backing).
-    pub fn open(path: &Path, opts: &MapOptions) -> Result<Pm, MediaError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(!opts.read_only)
-            .open(path)
-            .map_err(io_err(path))?;
-        if !opts.no_lock {
-            lock(&file, path, opts.read_only)?;
-        }
-        Self::map(path, file, opts)
-    }
-
-    /// Create the image file at `path` (or take the one there), make it
-    /// `len_bytes` long with every byte allocated, and map it writable for
-    /// formatting. Refuses before changing anything when the file system
-    /// lacks the room ([`MediaError::NoRoom`]) or another process holds the
-    /// image; on any error a file this call created is removed, and an
-    /// existing one keeps its length and contents. A character device
-    /// (/dev/dax) is mapped as it is.
-    pub fn create(path: &Path, len_bytes: u64) -> Result<Pm, MediaError> {
-        let (file, created) = match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-        {
-            Ok(f) => (f, true),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (
-                OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .open(path)
-                    .map_err(io_err(path))?,
-                false,
-            ),
-            Err(e) => return Err(io_err(path)(e)),
-        };
-        let r = lock(&file, path, false)
-            .and_then(|()| prepare_image(path, &file, len_bytes))
-            .and_then(|()| Self::map(path, file, &MapOptions::default()));
-        if r.is_err() && created {
-            let _ = std::fs::remove_file(path);
-        }
-        r
-    }
-
-    fn map(path: &Path, file: File, opts: &MapOptions) -> Result<Pm, MediaError> {
-        let meta = file.metadata().map_err(io_err(path))?;
-        let mut len = meta.len();
-        if len == 0 {
-            len = dax_device_len(&file).unwrap_or(0);
-        }
-        if len < 8192 {
-            return Err(MediaError::TooSmall {
-                path: path.to_path_buf(),
-                len,
-            });
-        }
-        let completed_bytes = if opts.read_only {
-            0
-        } else {
-            complete_sparse(path, &file, &meta, len)?
-        };
-        let map = if opts.read_only {
-            memmap2::MmapOptions::new()
-                .len(len as usize)
-                .map_raw_read_only(&file)
-        } else {
-            memmap2::MmapOptions::new().len(len as usize).map_raw(&file)
-        }
-        .map_err(io_err(path))?;
-        let mode = match opts.persist {
-            PersistChoice::Auto => auto_mode(path, &file),
-            PersistChoice::Clwb => PersistMode::Clwb,
-            PersistChoice::Msync => PersistMode::Msync,
-            PersistChoice::Eadr => PersistMode::Eadr,
-        };
-        let base = map.as_mut_ptr();
-        // Pre-fault in the background so opening does not wait for it and
-        // copies (or a scrub's reads) do not take a page fault per 4 KiB.
-        // A writable open has allocated the whole file by now
-        // (complete_sparse), so this only maps pages that exist. A read-only
-        // open of a sparse image is not populated: on tmpfs a read fault on
-        // a hole allocates a page, so populating would take room (and could
-        // fill the file system) for an open that promised to need none.
-        // Drop stops it at the next step and joins it before the mapping
-        // goes.
-        let sparse_read_only =
-            opts.read_only && space::is_allocatable(&meta) && space::allocated_bytes(&meta) < len;
-        let populate = (!opts.no_populate && !sparse_read_only).then(|| {
-            let (addr, n) = (base as usize, len as usize);
-            let advice = if opts.read_only {
-                libc::MADV_POPULATE_READ
-            } else {
-                libc::MADV_POPULATE_WRITE
-            };
-            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let stop2 = stop.clone();
-            let h = std::thread::spawn(move || {
-                const STEP: usize = 64 << 20;
-                let mut off = 0;
-                while off < n && !stop2.load(std::sync::atomic::Ordering::Relaxed) {
-                    let k = STEP.min(n - off);
-                    // SAFETY: addr+off..addr+off+k lies inside the mapping,
-                    // which stays mapped until this thread is joined (Drop).
-                    // MADV_POPULATE_* only faults pages in; it changes no
-                    // data (and fails harmlessly on kernels before 5.14).
-                    unsafe { libc::madvise((addr + off) as *mut libc::c_void, k, advice) };
-                    off += k;
-                }
-            });
-            (h, stop)
-        });
-        Ok(Pm {
-            base,
-            len: len as usize,
-            mode,
-            insn: arch::detect_flush(),
-            _sigbus: Some(sigbus::register(
-                base,
-                len as usize,
-                &path.display().to_string(),
-            )),
-            backing: Backing::Mapped {
-                _map: map,
-                file,
-                path: path.to_path_buf(),
-            },
-            recorder: None,
-            tracker: tracker::Tracker::default(),
-            read_only: opts.read_only,
-            populate,
-            persist_failed: Default::default(),
-            inject_persist_failure: Default::default(),
-            completed_bytes,
-        })
-    }
-
     /// A page-aligned heap copy of `image` (a `Box<[u8]>` is only
     /// byte-aligned).
     fn heap(image: Vec<u8>) -> (*mut u8, usize, Backing) {
@@ -714,12 +331,7 @@ impl Pm {
     /// sound because nothing else can reach the region while the
     /// `&mut Pm` borrow lives.
     pub fn exclusive(&mut self) -> ExclusivePm<'_> {
-        ExclusivePm {
-            start: 0,
-            end: self.len(),
-            pm: self,
-            _excl: std::marker::PhantomData,
-        }
+        ExclusivePm::whole(self)
     }
 
     pub fn len(&self) -> u64 {
@@ -1028,170 +640,6 @@ impl Pm {
             }
         }
         Ok(())
-    }
-}
-
-/// Exclusive access to a [`Pm`]'s bytes, made from `&mut Pm`
-/// ([`Pm::exclusive`], or `Volume::pm_exclusive`): while it lives no Volume,
-/// handle or thread can reach the region, so the borrow rules are the
-/// whole proof of soundness: reads borrow `&self`, writes need
-/// `&mut self`, and a shared `&ExclusivePm` (even across threads) only
-/// reads.
-///
-/// What it cannot rule out is another *process* writing the image file:
-/// pktfs processes exclude each other with the image lock (a writable
-/// open is exclusive, a read-only one shared); [`MapOptions::no_lock`]
-/// gives that up for a read-only look at a mounted image, whose bytes may
-/// then change underneath (as with any shared mapping).
-///
-/// [`ExclusivePm::split_at`] cuts it into handles on disjoint windows,
-/// one per thread, each checked to stay inside its own.
-#[derive(Debug)]
-pub struct ExclusivePm<'a> {
-    pm: &'a Pm,
-    /// The window this handle owns: `[start, end)` (the whole region
-    /// unless split with [`ExclusivePm::split_at`]).
-    start: u64,
-    end: u64,
-    /// Stands for the `&'a mut Pm` (or the part of it) this was made from.
-    _excl: std::marker::PhantomData<&'a mut Pm>,
-}
-
-impl<'a> ExclusivePm<'a> {
-    #[track_caller]
-    fn inside(&self, off: u64, len: u64) {
-        assert!(
-            off >= self.start && off.checked_add(len).is_some_and(|e| e <= self.end),
-            "access {off}+{len} outside this handle's window {}..{}",
-            self.start,
-            self.end
-        );
-    }
-
-    /// Split into two handles owning `[start, at)` and `[at, end)`: each
-    /// may then go to its own thread (like `split_at_mut`).
-    pub fn split_at(self, at: u64) -> (ExclusivePm<'a>, ExclusivePm<'a>) {
-        assert!(
-            (self.start..=self.end).contains(&at),
-            "split at {at} outside {}..{}",
-            self.start,
-            self.end
-        );
-        (
-            ExclusivePm {
-                pm: self.pm,
-                start: self.start,
-                end: at,
-                _excl: std::marker::PhantomData,
-            },
-            ExclusivePm {
-                pm: self.pm,
-                start: at,
-                end: self.end,
-                _excl: std::marker::PhantomData,
-            },
-        )
-    }
-    /// The window `[start, end)` this handle owns (image offsets).
-    pub fn window(&self) -> std::ops::Range<u64> {
-        self.start..self.end
-    }
-    /// Does this handle own the whole region?
-    pub fn is_whole(&self) -> bool {
-        self.start == 0 && self.end == self.pm.len()
-    }
-    /// The region's shared API (length, mode, flush, fence, the crash log).
-    pub fn pm(&self) -> &Pm {
-        self.pm
-    }
-    /// The whole region's length (offsets are the region's, whatever the
-    /// window).
-    pub fn len(&self) -> u64 {
-        self.pm.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.pm.is_empty()
-    }
-    pub fn is_read_only(&self) -> bool {
-        self.pm.is_read_only()
-    }
-    /// Borrow `len` bytes at `off` (panics outside the window).
-    #[track_caller]
-    pub fn slice(&self, off: u64, len: usize) -> &[u8] {
-        self.inside(off, len as u64);
-        self.pm.slice(off, len)
-    }
-    /// Copy bytes out.
-    #[track_caller]
-    pub fn read(&self, off: u64, out: &mut [u8]) {
-        self.inside(off, out.len() as u64);
-        self.pm.read(off, out)
-    }
-    /// An aligned 8-byte little-endian word.
-    #[track_caller]
-    pub fn read_u64(&self, off: u64) -> u64 {
-        self.inside(off, 8);
-        self.pm.read_u64(off)
-    }
-    /// A copy of the window (cache view).
-    pub fn snapshot(&self) -> Vec<u8> {
-        self.pm
-            .slice(self.start, (self.end - self.start) as usize)
-            .to_vec()
-    }
-    /// Plain stores; durable after [`Self::persist`] (or flush + fence).
-    #[track_caller]
-    pub fn write(&mut self, off: u64, data: &[u8]) {
-        self.inside(off, data.len() as u64);
-        self.pm.write(off, data)
-    }
-    /// Non-temporal copy, flushed; durable after the next fence.
-    #[track_caller]
-    pub fn write_nt(&mut self, off: u64, data: &[u8]) {
-        self.inside(off, data.len() as u64);
-        self.pm.write_nt(off, data)
-    }
-    /// Fill with zeros (cached stores).
-    #[track_caller]
-    pub fn zero(&mut self, off: u64, len: u64) {
-        self.inside(off, len);
-        self.pm.zero(off, len)
-    }
-    /// Aligned 8-byte store, not yet durable.
-    #[track_caller]
-    pub fn store_u64(&mut self, off: u64, value: u64) {
-        self.inside(off, 8);
-        self.pm.store_u64(off, value)
-    }
-    /// Aligned 8-byte store, then persist.
-    #[track_caller]
-    pub fn publish_u64(&mut self, off: u64, value: u64) {
-        self.inside(off, 8);
-        self.pm.publish_u64(off, value)
-    }
-    pub fn flush(&self, off: u64, len: u64) {
-        self.pm.flush(off, len)
-    }
-    pub fn fence(&self) {
-        self.pm.fence()
-    }
-    pub fn persist(&self, off: u64, len: u64) {
-        self.pm.persist(off, len)
-    }
-    /// sendmsg(2) of `(offset, len)` segments of the window (the kernel
-    /// reads them during the call).
-    pub fn send_segments(
-        &self,
-        fd: impl std::os::fd::AsFd,
-        segs: impl IntoIterator<Item = (u64, usize)>,
-        flags: i32,
-    ) -> std::io::Result<usize> {
-        let segs = segs.into_iter().map(|(off, len)| {
-            self.inside(off, len as u64);
-            net::IoSeg::Image { off, len }
-        });
-        self.pm
-            .send_segments(std::os::fd::AsFd::as_fd(&fd).as_raw_fd(), segs, flags)
     }
 }
 

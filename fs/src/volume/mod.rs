@@ -39,7 +39,9 @@ pub mod rxring;
 mod scrub;
 #[cfg(test)]
 mod tests;
+mod tmpfile;
 mod tx;
+mod txhold;
 mod verify;
 mod xattr;
 
@@ -68,9 +70,11 @@ pub use remote::{
     ObjectLive, RemoteBytes, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource,
     SwitchReport, TierCandidate, TierExtent, TierOut,
 };
-pub use rx::{Linked, RxBuf, RxHeld, RxPiece, TmpFile, TxHold, TxSeg};
+pub use rx::{RxBuf, RxHeld, RxPiece};
 pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats, SendStart, TxMsg, TxPos};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
+pub use tmpfile::{Linked, TmpFile};
+pub use txhold::{TxHold, TxSeg};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;
 

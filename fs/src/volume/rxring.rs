@@ -35,7 +35,8 @@ use std::time::Duration;
 
 use crate::media::uring::{self, Cqe, NetRing, RingSeg};
 
-use super::rx::{RxBuf, RxHeld, TxHold, TxSeg};
+use super::rx::{RxBuf, RxHeld};
+use super::txhold::{TxHold, TxSeg};
 use super::Volume;
 use crate::error::{FsError, Result};
 
