@@ -367,6 +367,22 @@ fn xattrs() {
     rfs::removexattr(&p, "user.a").unwrap();
     expect_rerrno(getx(&p, "user.a"), libc::ENODATA);
     expect_rerrno(rfs::removexattr(&p, "user.a"), libc::ENODATA);
+    // Namespaces other file systems take; others are refused as ext4 and
+    // tmpfs refuse them.
+    rfs::setxattr(&p, "trusted.t", b"1", rfs::XattrFlags::empty()).unwrap();
+    rfs::setxattr(&p, "security.s", b"1", rfs::XattrFlags::empty()).unwrap();
+    for bad in ["foo.k", "system.foo", "com.apple.FinderInfo"] {
+        expect_rerrno(
+            rfs::setxattr(&p, bad, b"1", rfs::XattrFlags::empty()),
+            libc::EOPNOTSUPP,
+        );
+    }
+    expect_rerrno(
+        rfs::setxattr(&p, "user.", b"1", rfs::XattrFlags::empty()),
+        libc::EINVAL,
+    );
+    rfs::removexattr(&p, "trusted.t").unwrap();
+    rfs::removexattr(&p, "security.s").unwrap();
     // On a directory too.
     rfs::setxattr(m.path(), "user.dir", b"yes", rfs::XattrFlags::empty()).unwrap();
     assert_eq!(getx(m.path(), "user.dir").unwrap(), b"yes");

@@ -151,7 +151,7 @@ pub fn restore_into(vol: &Volume, snap: &ParsedSnapshot) -> Result<RestoreReport
         // ACLs wait for the last pass: a default ACL set now would be
         // inherited by the children created next, which had their own.
         for (name, value) in i.xattrs.iter().filter(|(n, _)| !is_acl(n)) {
-            vol.setxattr(a.ino, name, value, XattrFlags::default())
+            vol.restore_xattr(a.ino, name, value)
                 .map_err(fs_err(&path))?;
         }
         if i.kind == FileType::Regular {

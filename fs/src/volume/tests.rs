@@ -908,3 +908,53 @@ fn conditional_link_and_remove_check_under_their_locks() {
     assert_eq!(v.statfs().blocks_free, before.blocks_free);
     ok(&v);
 }
+
+/// setxattr takes the namespaces the kernel's file systems take: user.,
+/// trusted., security. (and the system. ACLs); anything else is
+/// NotSupported (EOPNOTSUPP), a bare namespace Invalid (EINVAL), and
+/// neither changes the file.
+#[test]
+fn setxattr_refuses_unknown_namespaces() {
+    let v = fresh(8 << 20);
+    let root = v.root();
+    let f = v.create(root, b"f", 0o644, 0, 0).unwrap();
+    for name in [&b"user.a"[..], b"trusted.b", b"security.c"] {
+        v.setxattr(f.ino, name, b"1", XattrFlags::default())
+            .unwrap();
+    }
+    for name in [
+        &b"foo.k"[..],
+        b"system.foo",
+        b"com.apple.FinderInfo",
+        b"user",
+    ] {
+        assert!(
+            matches!(
+                v.setxattr(f.ino, name, b"1", XattrFlags::default()),
+                Err(FsError::NotSupported(_))
+            ),
+            "{}",
+            String::from_utf8_lossy(name)
+        );
+    }
+    for name in [&b"user."[..], b"trusted.", b"security."] {
+        assert!(matches!(
+            v.setxattr(f.ino, name, b"1", XattrFlags::default()),
+            Err(FsError::Invalid(_))
+        ));
+    }
+    let mut names = v.listxattr(f.ino).unwrap();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            b"security.c".to_vec(),
+            b"trusted.b".to_vec(),
+            b"user.a".to_vec()
+        ]
+    );
+    // A restore puts back what an older image held, and it reads back.
+    v.restore_xattr(f.ino, b"foo.k", b"old").unwrap();
+    assert_eq!(v.getxattr(f.ino, b"foo.k").unwrap(), b"old");
+    v.removexattr(f.ino, b"foo.k").unwrap();
+}

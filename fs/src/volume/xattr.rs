@@ -48,6 +48,29 @@ fn check_xattr_name(name: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Namespaces a new attribute may be set in, as the kernel's own file
+/// systems take them: `user.`, `trusted.` and `security.` (the kernel
+/// checks who may write each before the request gets here), and `system.`
+/// only for the POSIX ACLs (`acl.rs`). Any other name is EOPNOTSUPP, and a
+/// namespace with nothing after it EINVAL, as on ext4 and tmpfs. Reading,
+/// listing and removing are not restricted, so attributes stored under
+/// other names before this check still come out.
+fn check_settable_namespace(name: &[u8]) -> Result<()> {
+    for ns in [&b"user."[..], b"trusted.", b"security."] {
+        if let Some(rest) = name.strip_prefix(ns) {
+            if rest.is_empty() {
+                return Err(FsError::Invalid(
+                    "attribute name with nothing after its namespace",
+                ));
+            }
+            return Ok(());
+        }
+    }
+    Err(FsError::NotSupported(
+        "attribute namespace: user., trusted., security. and the system. ACLs only",
+    ))
+}
+
 impl Volume {
     fn xattr_value<'a>(&'a self, r: &Rec) -> &'a [u8] {
         &self.slice_bytes(r.slice())[r.r.aux as usize..]
@@ -100,6 +123,25 @@ impl Volume {
         flags: XattrFlags,
         in_group_or_capable: impl Fn(u32) -> bool,
     ) -> Result<()> {
+        self.set_xattr_checked(ino, name, value, flags, in_group_or_capable, true)
+    }
+
+    /// Put back an attribute an image held, whatever its namespace (a
+    /// restore from a snapshot: images written before the namespace check
+    /// may hold names it refuses). Otherwise as [`Self::setxattr`].
+    pub fn restore_xattr(&self, ino: u64, name: &[u8], value: &[u8]) -> Result<()> {
+        self.set_xattr_checked(ino, name, value, XattrFlags::default(), |_| true, false)
+    }
+
+    fn set_xattr_checked(
+        &self,
+        ino: u64,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+        in_group_or_capable: impl Fn(u32) -> bool,
+        check_namespace: bool,
+    ) -> Result<()> {
         self.check_writable()?;
         check_xattr_name(name)?;
         if value.len() > MAX_XATTR_VALUE {
@@ -107,6 +149,9 @@ impl Volume {
         }
         if let Some(kind) = AclKind::of_xattr(name) {
             return self.set_acl(ino, kind, value, flags, in_group_or_capable);
+        }
+        if check_namespace {
+            check_settable_namespace(name)?;
         }
         let arc = self.inode(ino)?;
         let mut i = super::wlock(&arc)?;
