@@ -59,12 +59,11 @@ pub struct NetArgs {
     /// Seconds a raw stream may stay silent before it is closed.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub raw_idle_timeout: u64,
-    /// How raw connections are served: `uring` (io_uring event loops, one
-    /// per core: bytes land in free packet buffers the kernel picks, a
+    /// How connections, HTTP and raw, are served: `uring` (io_uring event
+    /// loops: bytes land in free packet buffers the kernel picks, a
     /// connection costs an fd and no thread), `threads` (a thread per
     /// connection), or `auto` (io_uring when this kernel allows it, else
     /// threads; the choice is printed). Default: $PKTFS_IO, else auto.
-    /// HTTP is served by threads.
     #[arg(long, value_name = "MODE")]
     pub io: Option<netpath::IoMode>,
     /// io_uring event loops (default: one per two cores, at least one).
@@ -244,7 +243,7 @@ pub struct UpArgs {
     /// Serve without mounting.
     #[arg(long)]
     pub no_mount: bool,
-    /// How raw connections are served: auto, uring or threads (see
+    /// How connections are served: auto, uring or threads (see
     /// `pktfs serve --help`). Default: $PKTFS_IO, else auto.
     #[arg(long, value_name = "MODE")]
     pub io: Option<netpath::IoMode>,
