@@ -242,20 +242,15 @@ pub fn put(a: PutArgs) -> Result<(), String> {
         Ok(_) if !a.force => {
             return Err(format!("{path} exists in the image (--force replaces it)"))
         }
-        Ok(_) => v
-            .unlink(parent, name.as_bytes())
-            .map_err(|e| format!("{path}: {e}"))?,
-        Err(_) => {}
+        _ => {}
     }
+    // The copy goes into an unnamed file that gets its name (replacing the
+    // old file with --force) in one commit at the end: a copy that fails
+    // (no space, a read error) leaves the image as it was, old file
+    // included, and the unnamed file is freed.
     use std::os::unix::fs::MetadataExt;
-    let f = v
-        .create(
-            parent,
-            name.as_bytes(),
-            meta.mode() & 0o7777,
-            meta.uid(),
-            meta.gid(),
-        )
+    let mut tmp = v
+        .tmpfile(meta.mode() & 0o7777, meta.uid(), meta.gid())
         .map_err(|e| format!("{path}: {e}"))?;
     let mut buf = vec![0u8; CHUNK as usize];
     let mut off = 0u64;
@@ -266,10 +261,16 @@ pub fn put(a: PutArgs) -> Result<(), String> {
         if n == 0 {
             break;
         }
-        v.write(f.ino, off, &buf[..n])
+        v.write(tmp.ino(), off, &buf[..n])
             .map_err(|e| format!("{path}: at byte {off}: {e}"))?;
         off += n as u64;
     }
+    let linked = tmp
+        .link(Vec::new(), parent, name.as_bytes(), a.force)
+        .map_err(|e| format!("{path}: {e}"))?;
+    // Frees the replaced file's space, before the image is closed.
+    drop(linked);
+    drop(tmp);
     close(v, &a.image)
 }
 

@@ -104,3 +104,57 @@ fn put_ls_cat_get_rm_round_trip() {
     }
     interrupt(child);
 }
+
+/// A put that fails part way (the image runs out of space) leaves the
+/// image as it was: with --force the file it would have replaced is still
+/// there, whole, and without it no partial file appears; the space the
+/// failed copy took is free again.
+#[test]
+fn a_failed_put_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("img");
+    pktfs::Volume::format(
+        &img,
+        &pktfs::FormatOptions {
+            params: layout::GeometryParams::for_size(8 << 20),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let i = img.as_os_str();
+    let small = dir.path().join("small");
+    std::fs::write(&small, b"the file that must survive").unwrap();
+    ok(&run(args!("put", i, small.as_os_str(), "/f")));
+    let free_before = {
+        let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+        let f = v.statfs().blocks_free;
+        v.close().unwrap();
+        f
+    };
+    // Larger than the whole image.
+    let big = dir.path().join("big");
+    std::fs::write(&big, vec![7u8; 12 << 20]).unwrap();
+    for force in [true, false] {
+        let target = if force { "/f" } else { "/g" };
+        let a: &[&std::ffi::OsStr] = if force {
+            args!("put", "--force", i, big.as_os_str(), target)
+        } else {
+            args!("put", i, big.as_os_str(), target)
+        };
+        let e = err(&run(a));
+        assert!(e.contains("no space"), "{e}");
+        let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+        assert_eq!(
+            v.statfs().blocks_free,
+            free_before,
+            "the failed copy's space is free again"
+        );
+        v.close().unwrap();
+        let cat = run(args!("cat", i, "/f"));
+        assert!(cat.status.success());
+        assert_eq!(cat.stdout, b"the file that must survive");
+        let ls = ok(&run(args!("ls", i)));
+        assert_eq!(ls.lines().collect::<Vec<_>>(), ["f"], "{ls}");
+    }
+}
