@@ -56,7 +56,7 @@ pub enum FsError {
              unmount it; the next open recovers the image"
     )]
     Failed(String),
-    #[error("image is corrupt: {0}; run fsck.pktfs -y on it")]
+    #[error("{}", corrupt_advice(.0))]
     Corrupt(#[from] Corrupt),
     #[error(transparent)]
     Media(#[from] MediaError),
@@ -70,6 +70,26 @@ pub enum FsError {
 }
 
 pub type Result<T, E = FsError> = std::result::Result<T, E>;
+
+/// What a person can do about an image that does not parse: fsck repairs
+/// damage, but a file that is not an image, a truncated copy or a newer
+/// format need something else first.
+fn corrupt_advice(c: &Corrupt) -> String {
+    match c {
+        Corrupt::NotPktfs { .. } => {
+            format!("{c}: check the path, or make an image there with mkfs.pktfs")
+        }
+        Corrupt::Truncated { expected, .. } => format!(
+            "{c}: give the file its length back (truncate -s {expected} IMAGE; bytes past \
+             the cut are lost) and run fsck.pktfs -y on it, or use a whole copy"
+        ),
+        // Each says what to do already.
+        Corrupt::NewerVersion { .. }
+        | Corrupt::UnknownIncompat { .. }
+        | Corrupt::UnknownRoCompat { .. } => c.to_string(),
+        Corrupt::At { .. } => format!("image is corrupt: {c}; run fsck.pktfs -y on it"),
+    }
+}
 
 impl FsError {
     /// Does the message already name the image's path? (Callers that add

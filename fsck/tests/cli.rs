@@ -221,6 +221,29 @@ fn usage_cancel_and_operational_exit_codes() {
     );
     assert!(!se.contains("0 inodes"), "{se}");
 
+    // A truncated image: exit 8, with the way back to one fsck can repair;
+    // after that, fsck -y finds what the image still holds.
+    let cut_dir = dir.path().join("cut");
+    std::fs::create_dir(&cut_dir).unwrap();
+    let cut = make(&cut_dir);
+    let len = std::fs::metadata(&cut).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&cut).unwrap();
+    f.set_len(len / 2).unwrap();
+    let out = Command::new(bin).arg("-y").arg(&cut).output().unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    let se = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        se.contains("truncated") && se.contains(&format!("truncate -s {len}")),
+        "{se}"
+    );
+    f.set_len(len).unwrap();
+    let out = Command::new(bin).arg("-y").arg(&cut).output().unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     // SIGINT while fsck is busy (here: blocked opening a FIFO, which no
     // writer ever opens): exit 32. The signal is sent once fsck has set up
     // its handling (SIGINT shows in the blocked mask of its main thread).

@@ -63,6 +63,8 @@ fn not_pktfs() {
     std::fs::write(&p, vec![0x5au8; 4 << 20]).unwrap();
     let e = open_err(&p);
     assert!(e.contains("not a pktfs image"), "{e}");
+    // Not something fsck could repair: the advice is about the path.
+    assert!(e.contains("mkfs.pktfs") && !e.contains("fsck"), "{e}");
     std::fs::write(&p, vec![0u8; 100]).unwrap();
     let e = open_err(&p);
     assert!(e.contains("too small"), "{e}");
@@ -76,6 +78,11 @@ fn truncated() {
     f.set_len(5 << 20).unwrap();
     let e = open_err(&p);
     assert!(e.contains("truncated"), "{e}");
+    // How to get back to an image fsck can repair.
+    assert!(
+        e.contains("truncate -s") && e.contains("fsck.pktfs -y"),
+        "{e}"
+    );
 }
 
 #[test]

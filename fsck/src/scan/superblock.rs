@@ -122,9 +122,18 @@ pub(super) fn superblocks(pm: &ExclusivePm<'_>, out: &mut ScanOut) -> Option<Geo
                 Corrupt::NewerVersion { .. } | Corrupt::UnknownIncompat { .. }
             );
             if not_pktfs || newer || matches!(e, Corrupt::Truncated { .. }) {
+                let message = match e {
+                    // fsck repairs what the image holds, not its length:
+                    // say how to get to where it can.
+                    Corrupt::Truncated { expected, .. } => format!(
+                        "{e}: give the file its length back (truncate -s {expected} IMAGE; \
+                         bytes past the cut are lost), then run fsck.pktfs -y again"
+                    ),
+                    _ => format!("{e}"),
+                };
                 out.fatal = Some(Fatal {
                     operational: true,
-                    message: format!("{e}"),
+                    message,
                 });
             } else {
                 out.findings.push(Finding::new(
