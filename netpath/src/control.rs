@@ -11,7 +11,8 @@
 //! refused with a message.
 //!
 //! The protocol is JSON lines: one request (`{"op":"stat"}`,
-//! `{"op":"chain","path":"/a"}`, `{"op":"scrub","rate_bytes_per_sec":N}`),
+//! `{"op":"chain","path":"/a"}`, `{"op":"scrub","rate_bytes_per_sec":N}`,
+//! `{"op":"recv_check","path":"/a","mode":"create"}`),
 //! then zero or more `{"progress":{...}}` lines and one final line with
 //! `"ok": true` and the result, or `"ok": false` and an `"error"`.
 
@@ -213,6 +214,14 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32, extra: Option<&crate:
             .map(|r| r.to_json())
             .map_err(|e| e.to_string())
         }
+        Some("recv_check") => match req["path"].as_str() {
+            Some(p) => recv_mode(&req).and_then(|m| {
+                crate::recv::check_target(vol, p, m)
+                    .map(|()| json!({}))
+                    .map_err(|e| e.to_string())
+            }),
+            None => Err("recv_check needs a \"path\"".into()),
+        },
         Some("recv") => match (passed, req["path"].as_str()) {
             (Some(sock), Some(p)) => recv_op(vol, &sock, p, &req, (uid, gid)),
             (None, _) => Err("recv needs the connected socket passed with the request".into()),
@@ -279,6 +288,18 @@ fn read_request(s: &UnixStream) -> std::io::Result<(String, Option<TcpStream>)> 
 /// The holder receives a stream into one of its files.
 /// `peer`: the client's user and group (SO_PEERCRED); the file is theirs,
 /// whatever the request says, unless the client is root.
+/// A request's receive mode (`create` when it names none).
+fn recv_mode(req: &Value) -> Result<crate::recv::RecvMode, String> {
+    match req["mode"].as_str().unwrap_or("create") {
+        "create" => Ok(crate::recv::RecvMode::CreateOnly),
+        "append" => Ok(crate::recv::RecvMode::Append),
+        "replace" => Ok(crate::recv::RecvMode::ReplaceAtEnd),
+        m => Err(format!(
+            "unknown receive mode {m:?} (create, append, replace)"
+        )),
+    }
+}
+
 fn recv_op(
     vol: &Volume,
     sock: &TcpStream,
@@ -294,16 +315,7 @@ fn recv_op(
         }
     };
     let opts = crate::recv::RecvOptions {
-        mode: match req["mode"].as_str().unwrap_or("create") {
-            "create" => crate::recv::RecvMode::CreateOnly,
-            "append" => crate::recv::RecvMode::Append,
-            "replace" => crate::recv::RecvMode::ReplaceAtEnd,
-            m => {
-                return Err(format!(
-                    "unknown receive mode {m:?} (create, append, replace)"
-                ))
-            }
-        },
+        mode: recv_mode(req)?,
         commit: match (req["commit"].as_str(), req["commit_bytes"].as_u64()) {
             (Some("chunk"), _) => crate::recv::CommitPolicy::EveryChunk,
             (Some("end"), _) => crate::recv::CommitPolicy::AtEnd,

@@ -145,6 +145,41 @@ pub struct RecvHooks<'a> {
     pub tick: Option<(Duration, &'a mut dyn FnMut())>,
 }
 
+/// `path`'s directory and name (`/logs/a.bin` -> `/logs`, `a.bin`).
+fn split_target(path: &str) -> Result<(&str, &str), RecvError> {
+    match path.trim_end_matches('/').rsplit_once('/') {
+        Some((d, n)) if !n.is_empty() => Ok((d, n)),
+        _ => Err(RecvError::BadPath(path.to_string())),
+    }
+}
+
+/// Whether a stream could be received into `path` in `mode` now: the
+/// image is writable, the directory exists, and the name is absent
+/// (create), absent or a regular file (append), or anything but a
+/// directory (replace). A receiver checks this before it accepts or makes
+/// a connection, so a sender is not taken on only to be refused after;
+/// [`recv_to_file`] still decides (the name may change in between).
+pub fn check_target(vol: &Volume, path: &str, mode: RecvMode) -> Result<(), RecvError> {
+    let fs = |source| RecvError::Fs {
+        path: path.to_string(),
+        source,
+    };
+    let (dir, name) = split_target(path)?;
+    if vol.is_read_only() {
+        return Err(fs(FsError::ReadOnly));
+    }
+    let dir = crate::control::resolve(vol, dir).map_err(fs)?;
+    match (mode, vol.lookup(dir, name.as_bytes())) {
+        (RecvMode::CreateOnly, Ok(_)) => Err(fs(FsError::Exists)),
+        (RecvMode::Append, Ok(a)) if a.kind != FileType::Regular => {
+            Err(RecvError::NotAFile(path.to_string()))
+        }
+        (RecvMode::ReplaceAtEnd, Ok(a)) if a.kind == FileType::Directory => Err(fs(FsError::IsDir)),
+        (_, Ok(_)) | (_, Err(FsError::NotFound)) => Ok(()),
+        (_, Err(e)) => Err(fs(e)),
+    }
+}
+
 /// Receive the stream on `sock` into the file at `path` (absolute inside
 /// the image). Returns when the sender closes the stream, on an error, or
 /// after `idle_timeout` of silence; the report says which.
@@ -158,10 +193,7 @@ pub fn recv_to_file(
         path: path.to_string(),
         source,
     };
-    let (dir, name) = match path.trim_end_matches('/').rsplit_once('/') {
-        Some((d, n)) if !n.is_empty() => (d, n),
-        _ => return Err(RecvError::BadPath(path.to_string())),
-    };
+    let (dir, name) = split_target(path)?;
     let dir = crate::control::resolve(vol, dir).map_err(fs)?;
     let (ino, tmp) = match opts.mode {
         RecvMode::CreateOnly => (

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use netpath::control::{self, ControlError};
-use netpath::recv::{recv_to_file, CommitPolicy, RecvMode, RecvOptions};
+use netpath::recv::{check_target, recv_to_file, CommitPolicy, RecvMode, RecvOptions};
 use pktfs::{OpenOptions, Volume};
 use serde_json::{json, Value};
 
@@ -73,6 +73,25 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
             .map_err(|e| format!("{}: {e}", a.image.display()))?,
         )
     };
+    let mode = match a.mode.as_str() {
+        "append" => RecvMode::Append,
+        "replace" => RecvMode::ReplaceAtEnd,
+        _ => RecvMode::CreateOnly,
+    };
+    // Refuse now what the receive would refuse (the name exists, the
+    // directory is missing, ...), before a sender is taken on.
+    match &local {
+        Some(v) => check_target(v, &a.path, mode).map_err(|e| e.to_string())?,
+        None => {
+            let req = json!({"op": "recv_check", "path": a.path, "mode": a.mode});
+            match control::request(&a.image, &req, &mut |_| {}) {
+                Ok(_) | Err(ControlError::NotServed(_)) => {}
+                // A holder from before the check: it decides at the start.
+                Err(ControlError::Refused(e)) if e.starts_with("unknown op") => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
     let t0;
     let sock = if let Some(l) = &a.listen {
         let listener = TcpListener::bind(
@@ -114,11 +133,7 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
                     .map_err(|e| format!("{}: {e}", a.image.display()))?,
             };
             let opts = RecvOptions {
-                mode: match a.mode.as_str() {
-                    "append" => RecvMode::Append,
-                    "replace" => RecvMode::ReplaceAtEnd,
-                    _ => RecvMode::CreateOnly,
-                },
+                mode,
                 commit,
                 uid,
                 gid,

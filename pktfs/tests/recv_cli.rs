@@ -111,15 +111,34 @@ fn recv_from_nc_and_connect_and_send_back() {
     // The stream CRC is the CRC of the bytes.
     assert_eq!(rep["crc32c"], format!("{:08x}", layout::crc32c(&body)));
 
-    // create-only refuses an existing name, clearly, before any data.
-    let addr = free_port();
-    let r = recv_listening(&img, "/a.bin", addr, &[]);
-    let mut s = TcpStream::connect(addr).unwrap();
-    let _ = s.write_all(b"ignored");
-    drop(s);
-    let o = r.wait_with_output().unwrap();
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("file exists"));
+    // What the receive would refuse is refused before it listens, so no
+    // sender is taken on: an existing name (create), a missing directory,
+    // a directory where a file should be.
+    for (path, mode, why) in [
+        ("/a.bin", "create", "file exists"),
+        ("/no/such/x", "create", "no such file or directory"),
+        ("/a.bin/x", "append", "not a directory"),
+    ] {
+        let addr = free_port();
+        let o = pktfs(&[
+            "recv",
+            img.to_str().unwrap(),
+            path,
+            "--listen",
+            &addr.to_string(),
+            "--mode",
+            mode,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains(why) && !err.contains("waiting"), "{err}");
+        assert!(TcpStream::connect(addr).is_err(), "nothing listens");
+    }
+    assert_eq!(
+        read_file(&img, "/a.bin"),
+        body,
+        "the existing file is as it was"
+    );
 
     // --connect: pktfs connects to a sender, nc -l, which sends a file and
     // closes.
@@ -348,6 +367,9 @@ fn a_user_who_may_not_use_the_holder_is_refused() {
         ])
         .output()
         .unwrap();
+    // The holder refuses the check before the receiver connects: wake the
+    // sender's accept so its thread ends.
+    let _ = TcpStream::connect(at);
     let _ = t.join();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
@@ -392,7 +414,22 @@ fn recv_into_a_mounted_image_appears_in_the_mount() {
     assert!(st.success());
     let (code, out) = wait_out(r);
     let got = std::fs::read(mnt.join("m.bin"));
+    // The mount's process answers whether the name may take a stream,
+    // before the receiver listens: an existing name is refused at once.
+    let refused = pktfs(&[
+        "recv",
+        img.to_str().unwrap(),
+        "/m.bin",
+        "--listen",
+        &free_port().to_string(),
+    ]);
     let um = Command::new("umount").arg(&mnt).status().unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("file exists") && !err.contains("waiting"),
+        "{err}"
+    );
     assert_eq!(code, 0, "{out}");
     assert_eq!(
         got.unwrap(),
