@@ -14,7 +14,7 @@ use super::{net, Pm};
 ///
 /// What it cannot rule out is another *process* writing the image file:
 /// pktfs processes exclude each other with the image lock (a writable
-/// open is exclusive, a read-only one shared); [`MapOptions::no_lock`]
+/// open is exclusive, a read-only one shared); [`MapOptions::no_lock`](super::MapOptions::no_lock)
 /// gives that up for a read-only look at a mounted image, whose bytes may
 /// then change underneath (as with any shared mapping).
 ///

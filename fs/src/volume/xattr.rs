@@ -109,7 +109,7 @@ impl Volume {
     /// Set an attribute. The two ACL names are checked as ACLs (EINVAL if
     /// malformed) and an access ACL changes the mode with it (`acl.rs`).
     /// Names outside user., trusted. and security. are refused
-    /// ([`check_settable_namespace`]; a restore uses [`Self::restore_xattr`]).
+    /// (EOPNOTSUPP, as ext4 does; a restore uses [`Self::restore_xattr`]).
     pub fn setxattr(&self, ino: u64, name: &[u8], value: &[u8], flags: XattrFlags) -> Result<()> {
         self.setxattr_as(ino, name, value, flags, |_| true)
     }
