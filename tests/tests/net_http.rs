@@ -411,7 +411,10 @@ fn body_larger_than_free_space_is_507_and_leaves_nothing() {
     c.send(format!("PUT /big HTTP/1.1\r\nHost: x\r\nContent-Length: {too_big}\r\nExpect: 100-continue\r\n\r\n").as_bytes());
     let r = c.response(false).unwrap();
     assert_eq!(r.status, 507);
-    // Chunked: discovered while receiving.
+    // Chunked: discovered while receiving, and answered 507 all the same
+    // (on the event loop too, where the ring runs dry first: the answer is
+    // sent and what the client still sends is read and thrown away, so the
+    // close does not reset the answer away).
     let mut c = Conn::new(s.http);
     c.send(&req_bytes(
         "PUT",
@@ -433,7 +436,11 @@ fn body_larger_than_free_space_is_507_and_leaves_nothing() {
     if let Some(r) = c.response(false) {
         status = Some(r.status);
     }
-    assert!(matches!(status, Some(507) | None), "{status:?}");
+    assert_eq!(
+        status,
+        Some(507),
+        "a chunked upload too large for the image"
+    );
     drop(c);
     s.settle();
     assert!(s.lookup("/big").is_none() && s.lookup("/big2").is_none());

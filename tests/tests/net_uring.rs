@@ -307,3 +307,75 @@ fn stopping_with_connections_open_leaves_no_buffer_behind() {
         );
     }
 }
+
+/// HTTP uploads that run the ring dry on a full image are each answered:
+/// 201 for what fitted, 507 for the rest (never a connection dropped
+/// without an answer), and a 507 upload leaves nothing behind.
+#[test]
+fn http_uploads_on_a_full_image_are_answered_507_on_the_loops() {
+    require!(uring_usable());
+    let mut s = server(16 * MIB, |c| {
+        c.io = IoMode::Uring;
+        c.loops = 1;
+        c.ring_entries = 4;
+        c.ring_entry_bytes = 64 << 10;
+    });
+    assert!(matches!(
+        s.svc.as_ref().unwrap().io_mode(),
+        Some(IoChoice::Uring { .. })
+    ));
+    let addr = s.http;
+    // Four chunked uploads of 6 MiB at once into ~12 MiB of free space:
+    // no length to refuse up front, so the space runs out mid-body.
+    let barrier = Arc::new(Barrier::new(4));
+    let ts: Vec<_> = (0..4u64)
+        .map(|i| {
+            let b = barrier.clone();
+            std::thread::spawn(move || {
+                let mut c = Conn::new(addr);
+                c.send(&req_bytes(
+                    "PUT",
+                    &format!("/u{i}"),
+                    &[("Transfer-Encoding", "chunked")],
+                    b"",
+                ));
+                b.wait();
+                let body = data(6 << 20, 40 + i);
+                for p in body.chunks(256 << 10) {
+                    let mut v = format!("{:x}\r\n", p.len()).into_bytes();
+                    v.extend_from_slice(p);
+                    v.extend_from_slice(b"\r\n");
+                    if c.s.write_all(&v).is_err() {
+                        break;
+                    }
+                }
+                let _ = c.s.write_all(b"0\r\n\r\n");
+                (c.response(false).map(|r| r.status), body)
+            })
+        })
+        .collect();
+    let mut stored = 0;
+    let mut refused = 0;
+    for (i, t) in ts.into_iter().enumerate() {
+        let (status, body) = t.join().unwrap();
+        match status {
+            Some(201) => {
+                stored += 1;
+                assert_eq!(s.read(&format!("/u{i}")).unwrap(), body);
+            }
+            Some(507) => {
+                refused += 1;
+                assert!(
+                    s.lookup(&format!("/u{i}")).is_none(),
+                    "a refused upload is not visible"
+                );
+            }
+            other => panic!("upload {i}: {other:?} (every upload is answered)"),
+        }
+    }
+    assert!(refused >= 1, "24 MiB cannot fit: {stored} stored");
+    s.settle();
+    let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
+    assert!(st.nospace_closed >= 1, "{st:?}");
+    stop_and_check(&mut s);
+}

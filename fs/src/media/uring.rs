@@ -111,6 +111,40 @@ impl Drop for BufRingMem {
     }
 }
 
+/// Where receives that only drain a socket land (a connection lingering
+/// after an early answer while no image buffer is free): DRAM the kernel
+/// writes and nothing reads, shared by every draining receive (their bytes
+/// are thrown away, so overlapping writes do not matter). Freed with the
+/// ring, and only once the ring is quiesced.
+struct Sink {
+    ptr: *mut u8,
+}
+
+/// Bytes one draining receive may take.
+const SINK_BYTES: usize = 64 << 10;
+
+impl Sink {
+    fn layout() -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(SINK_BYTES, 64).expect("sink layout")
+    }
+    fn new() -> io::Result<Sink> {
+        // SAFETY: a non-zero size and a valid alignment.
+        let ptr = unsafe { std::alloc::alloc(Self::layout()) };
+        if ptr.is_null() {
+            return Err(io::Error::from(io::ErrorKind::OutOfMemory));
+        }
+        Ok(Sink { ptr })
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; dropped only after
+        // the ring confirmed no request is in flight (`NetRing::drop`).
+        unsafe { std::alloc::dealloc(self.ptr, Self::layout()) };
+    }
+}
+
 /// What a send in flight names: kept alive until its completion.
 struct SendKeep {
     _iovs: Box<[libc::iovec]>,
@@ -130,6 +164,8 @@ pub struct NetRing {
     /// Requests whose last completion has not been reaped.
     inflight: usize,
     sends: HashMap<u64, SendKeep>,
+    /// Made at the first draining receive.
+    sink: Option<Sink>,
     base: *mut u8,
     len: usize,
     /// Quiescence could not be confirmed: never free what was lent.
@@ -232,6 +268,7 @@ impl NetRing {
             defer_taskrun,
             inflight: 0,
             sends: HashMap::new(),
+            sink: None,
             base: pm.base,
             len: pm.len,
             wedged: false,
@@ -288,7 +325,8 @@ impl NetRing {
     fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
         // SAFETY: every entry pushed names only memory that outlives the
         // request (no memory; provided buffers under `provide`'s contract;
-        // a send's iovecs and msghdr kept in `sends` until its completion).
+        // a send's iovecs and msghdr kept in `sends` until its completion;
+        // the sink, freed only after quiescence).
         if unsafe { self.ring.submission().push(&e) }.is_err() {
             // The SQ is full: hand what is queued to the kernel and retry.
             self.ring.submit()?;
@@ -313,6 +351,22 @@ impl NetRing {
     /// Multishot receive on `fd` into the provided buffers.
     pub fn recv_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
         let e = opcode::RecvMulti::new(types::Fd(fd), BGID)
+            .build()
+            .user_data(user_data);
+        self.push(e)
+    }
+
+    /// A single-shot receive on `fd` whose bytes are thrown away (into the
+    /// ring's sink, never into the image): how a connection that answered
+    /// early keeps reading what its client still sends, so that closing
+    /// does not reset the connection before the answer is read, when no
+    /// packet buffer is free to receive into.
+    pub fn recv_discard(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
+        if self.sink.is_none() {
+            self.sink = Some(Sink::new()?);
+        }
+        let ptr = self.sink.as_ref().expect("made above").ptr;
+        let e = opcode::Recv::new(types::Fd(fd), ptr, SINK_BYTES as u32)
             .build()
             .user_data(user_data);
         self.push(e)
@@ -545,6 +599,7 @@ impl Drop for NetRing {
         } else {
             // The kernel may still use them: never free.
             std::mem::forget(self.br.take());
+            std::mem::forget(self.sink.take());
             std::mem::forget(std::mem::take(&mut self.sends));
         }
     }

@@ -28,7 +28,7 @@
 //! back to the allocator at once (at most part of one buffer is left
 //! over), and the ring must be replenished after every receive.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
@@ -89,6 +89,9 @@ pub enum RxData<'v> {
     /// The receive failed (`ENOBUFS`: the ring was empty; re-arm once it
     /// has entries again).
     Error(io::Error),
+    /// A draining receive ([`RxRing::recv_discard`]) threw this many bytes
+    /// away (it is single-shot: arm another to go on).
+    Discarded(usize),
 }
 
 /// A completion, decoded.
@@ -101,7 +104,8 @@ pub enum RingEvent<'v> {
         conn: io::Result<OwnedFd>,
         more: bool,
     },
-    /// A receive of [`RxRing::recv_multi`] (`more`: it stays armed).
+    /// A receive of [`RxRing::recv_multi`] (`more`: it stays armed) or of
+    /// [`RxRing::recv_discard`] (never `more`).
     Received {
         tag: u64,
         data: RxData<'v>,
@@ -184,6 +188,7 @@ const ACCEPT: u64 = 1;
 const RECV: u64 = 2;
 const SEND: u64 = 3;
 const CANCEL: u64 = 4;
+const DRAIN: u64 = 5;
 /// Largest tag: the top byte of user_data says what the request was.
 pub const MAX_TAG: u64 = (1 << KIND_SHIFT) - 1;
 /// iovecs per send (IOV_MAX).
@@ -212,6 +217,8 @@ pub struct RxRing<'v> {
     /// Entries to replenish.
     empty: Vec<u16>,
     sends: HashMap<u64, TxMsg<'v>>,
+    /// Tags with a draining receive in flight.
+    drains: HashSet<u64>,
     cqes: Vec<Cqe>,
     enobufs: u64,
 }
@@ -234,6 +241,7 @@ impl Volume {
             slots: (0..cfg.entries).map(|_| None).collect(),
             empty: (0..cfg.entries).rev().collect(),
             sends: HashMap::new(),
+            drains: HashSet::new(),
             cqes: Vec::new(),
             enobufs: 0,
         };
@@ -306,6 +314,27 @@ impl<'v> RxRing<'v> {
     pub fn recv_multi(&mut self, sock: BorrowedFd<'_>, tag: u64) -> io::Result<()> {
         let u = ud(RECV, tag)?;
         self.ring.recv_multi(sock.as_raw_fd(), u)
+    }
+
+    /// Arm a single-shot receive on `sock` that throws its bytes away
+    /// (they land in DRAM, never in the image): for a connection that
+    /// answered early and reads what its client still sends before closing,
+    /// when the ring has no buffer to lend. At most one per tag; it ends
+    /// with a [`RingEvent::Received`] of [`RxData::Discarded`], `Eof` or
+    /// `Error`, and [`RxRing::cancel`] cancels it.
+    pub fn recv_discard(&mut self, sock: BorrowedFd<'_>, tag: u64) -> io::Result<()> {
+        let u = ud(DRAIN, tag)?;
+        if !self.drains.insert(tag) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a draining receive of this tag is in flight",
+            ));
+        }
+        if let Err(e) = self.ring.recv_discard(sock.as_raw_fd(), u) {
+            self.drains.remove(&tag);
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Send `msg` on `sock` in one sendmsg: its DRAM head bytes (from
@@ -416,6 +445,9 @@ impl<'v> RxRing<'v> {
     pub fn cancel(&mut self, tag: u64) -> io::Result<()> {
         let c = ud(CANCEL, tag)?;
         self.ring.cancel(ud(RECV, tag)?, c)?;
+        if self.drains.contains(&tag) {
+            self.ring.cancel(ud(DRAIN, tag)?, c)?;
+        }
         if self.sends.contains_key(&tag) {
             self.ring.cancel(ud(SEND, tag)?, c)?;
         }
@@ -477,6 +509,19 @@ impl<'v> RxRing<'v> {
                 Some(RingEvent::Sent { tag, result, msg })
             }
             CANCEL => Some(RingEvent::Cancelled { tag }),
+            DRAIN => {
+                self.drains.remove(&tag);
+                let data = match c.result {
+                    0 => RxData::Eof,
+                    n if n > 0 => RxData::Discarded(n as usize),
+                    _ => RxData::Error(err()),
+                };
+                Some(RingEvent::Received {
+                    tag,
+                    data,
+                    more: false,
+                })
+            }
             _ => None,
         }
     }

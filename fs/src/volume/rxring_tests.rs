@@ -62,6 +62,7 @@ fn receive<'v>(
                 }
                 RxData::Eof => panic!("unexpected EOF"),
                 RxData::Error(e) => assert_eq!(e.raw_os_error(), Some(libc::ENOBUFS), "{e}"),
+                RxData::Discarded(n) => panic!("{n} bytes discarded by a multishot receive"),
             }
             if !more {
                 let s = socks.iter().find(|(t, _)| *t == tag).unwrap().1;
@@ -154,6 +155,81 @@ fn an_empty_ring_reports_enobufs_and_rearming_completes() {
     assert_eq!(v.read(f, 0, 1 << 20).unwrap(), data);
     v.unlink(v.root(), b"f").unwrap();
     assert_eq!(v.statfs().blocks_free, free0);
+}
+
+#[test]
+fn a_draining_receive_throws_bytes_away_and_needs_no_buffer() {
+    let v = fresh(16 << 20);
+    let (a, b) = UnixStream::pair().unwrap();
+    let (c, d) = UnixStream::pair().unwrap();
+    let free0 = v.statfs().blocks_free;
+    {
+        let mut ring = v.rx_ring(small(1, 2048)).unwrap();
+        let lent = ring.stats().lent_bytes;
+        // A second draining receive of one tag is refused.
+        ring.recv_discard(b.as_fd(), 5).unwrap();
+        assert!(ring.recv_discard(b.as_fd(), 5).is_err());
+        let data = pattern(5, 300_000);
+        let writer = std::thread::spawn(move || {
+            (&a).write_all(&data).unwrap();
+            drop(a);
+        });
+        // Re-armed after each completion until the peer closed: every byte
+        // is accounted as discarded, none lands in the image.
+        let mut discarded = 0;
+        let mut ev = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        'outer: loop {
+            assert!(Instant::now() < deadline, "the drain did not end");
+            ring.submit_and_wait(Some(Duration::from_millis(100)))
+                .unwrap();
+            ring.completions(&mut ev);
+            for e in ev.drain(..) {
+                let RingEvent::Received {
+                    tag: 5,
+                    data,
+                    more: false,
+                } = e
+                else {
+                    panic!("unexpected event {e:?}")
+                };
+                match data {
+                    RxData::Discarded(n) => {
+                        discarded += n;
+                        ring.recv_discard(b.as_fd(), 5).unwrap();
+                    }
+                    RxData::Eof => break 'outer,
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        writer.join().unwrap();
+        assert_eq!(discarded, 300_000);
+        assert_eq!(ring.stats().lent_bytes, lent, "no buffer was taken");
+        // A draining receive in flight is cancelled with its tag, and a
+        // ring dropped with one armed comes apart cleanly.
+        ring.recv_discard(d.as_fd(), 6).unwrap();
+        ring.cancel(6).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut ended = false;
+        while !ended {
+            assert!(
+                Instant::now() < deadline,
+                "the cancel did not end the drain"
+            );
+            ring.submit_and_wait(Some(Duration::from_millis(100)))
+                .unwrap();
+            ring.completions(&mut ev);
+            ended = ev.drain(..).any(|e| {
+                matches!(e, RingEvent::Received { tag: 6, data: RxData::Error(ref x), .. }
+                    if x.raw_os_error() == Some(libc::ECANCELED))
+            });
+        }
+        ring.recv_discard(d.as_fd(), 6).unwrap();
+        drop(c);
+    }
+    assert_eq!(v.statfs().blocks_free, free0);
+    assert_eq!(v.stray_buffer_refs(), 0);
 }
 
 #[test]

@@ -646,6 +646,30 @@ impl<'v> Session<'v> for HttpSession<'v> {
         self.flow()
     }
 
+    fn on_starved(&mut self) -> Flow<'v> {
+        // The image is full: nothing more of this connection can be
+        // received. An upload is given up (never visible) and answered
+        // 507, as the threaded server answers; a request head that cannot
+        // be received is answered 503 (nothing was asked yet that 507
+        // would describe).
+        if self.body.is_some() {
+            self.body_error(BodyError::Fs(pktfs::FsError::NoSpace(
+                "no free buffer space to receive the body into",
+            )));
+        } else if !self.finishing {
+            self.head.clear();
+            self.c.begin_request();
+            self.c.error(
+                503,
+                "the image is full: no buffer space to receive the request into",
+                false,
+            );
+            self.c.end_request();
+            self.finishing = true;
+        }
+        self.flow()
+    }
+
     fn idle_timeout(&self) -> Duration {
         let cfg = &self.sh.cfg;
         if self.idle() && !self.in_flight && self.queued() == 0 {

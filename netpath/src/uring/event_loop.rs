@@ -92,8 +92,13 @@ struct Conn<'v> {
     session: Box<dyn Session<'v> + 'v>,
     gen: u32,
     idle_until: Instant,
-    /// The multishot receive is in flight.
+    /// The receive is in flight (the multishot one, or a draining one).
     recv_armed: bool,
+    /// Finishing with no packet buffer to receive into: what the peer
+    /// still sends is read into DRAM and thrown away
+    /// ([`RxRing::recv_discard`]), so the close does not reset the
+    /// connection before the answer is read.
+    draining: bool,
     /// The receive ended but should go on (re-armed at the end of the turn).
     rearm: bool,
     /// Got bytes this turn (its session commits at the end of the turn).
@@ -378,6 +383,17 @@ impl<'v> Loop<'v> {
                         }
                         self.maybe_reap(tag);
                     }
+                    RxData::Discarded(_) => {
+                        // A finishing connection's bytes, thrown away: go
+                        // on reading until the peer closes or the linger
+                        // ends.
+                        if c.closing.is_some() {
+                            self.maybe_reap(tag);
+                        } else {
+                            c.rearm = true;
+                            self.rearm.push(tag);
+                        }
+                    }
                     RxData::Error(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                         self.shared.enobufs.fetch_add(1, Ordering::Relaxed);
                         self.report.enobufs += 1;
@@ -427,6 +443,7 @@ impl<'v> Loop<'v> {
             gen: 0,
             idle_until,
             recv_armed: false,
+            draining: false,
             rearm: false,
             touched: false,
             closing: None,
@@ -454,7 +471,12 @@ impl<'v> Loop<'v> {
         if c.recv_armed || c.closing.is_some() {
             return;
         }
-        match self.ring.recv_multi(c.sock.as_fd(), tag) {
+        let armed = if c.draining {
+            self.ring.recv_discard(c.sock.as_fd(), tag)
+        } else {
+            self.ring.recv_multi(c.sock.as_fd(), tag)
+        };
+        match armed {
             Ok(()) => c.recv_armed = true,
             Err(e) => {
                 tracing::warn!("{}: arming a receive: {e}", self.services[c.svc].1.name());
@@ -649,6 +671,42 @@ impl<'v> Loop<'v> {
         }
     }
 
+    /// `tag`'s receive found no buffer, and the volume has none to give.
+    fn starved_for_good(&mut self, tag: u64) {
+        let Some(c) = self.table.get(tag) else { return };
+        if c.closing.is_some() || c.recv_armed {
+            return;
+        }
+        if !c.finishing {
+            match c.session.on_starved() {
+                Flow::Close => {
+                    self.close(tag, CloseReason::NoSpace);
+                    self.maybe_reap(tag);
+                    return;
+                }
+                f => {
+                    // Ended for lack of space all the same (answered).
+                    self.shared.nospace_closed.fetch_add(1, Ordering::Relaxed);
+                    self.apply(tag, f);
+                }
+            }
+        }
+        let Some(c) = self.table.get(tag) else { return };
+        if c.closing.is_some() {
+            return;
+        }
+        // Nothing more reaches the session: what the peer still sends is
+        // read into DRAM and thrown away while the answer goes out.
+        c.draining = true;
+        let silent =
+            !c.finishing && c.sending.is_none() && !c.in_kernel_send && c.queued.is_empty();
+        if silent {
+            // Nothing to say and nothing more to hear: finish now.
+            self.apply(tag, Flow::Finish);
+        }
+        self.arm_recv(tag);
+    }
+
     /// Drop a closing connection once the kernel holds nothing of it.
     fn maybe_reap(&mut self, tag: u64) {
         let Some(c) = self.table.get(tag) else { return };
@@ -682,6 +740,9 @@ impl<'v> Loop<'v> {
                 continue;
             };
             if std::mem::take(&mut c.rearm) && c.closing.is_none() {
+                // A finishing connection's bytes are only thrown away: they
+                // need no packet buffer.
+                c.draining |= c.finishing;
                 self.arm_recv(tag);
             } else {
                 self.maybe_reap(tag);
@@ -696,11 +757,13 @@ impl<'v> Loop<'v> {
                 }
             } else {
                 // Not one entry, and the volume gives no more space: the
-                // image is full. As with the threaded server, the
-                // connection is closed and its file keeps what was stored.
+                // image is full. The session says what that means (HTTP
+                // answers 507, as the threaded server does; raw keeps what
+                // was stored and closes); a connection that is finishing
+                // reads what its peer still sends into DRAM, so its answer
+                // is not lost to a reset.
                 for tag in starved {
-                    self.close(tag, CloseReason::NoSpace);
-                    self.maybe_reap(tag);
+                    self.starved_for_good(tag);
                 }
             }
         }

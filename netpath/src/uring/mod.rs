@@ -115,6 +115,8 @@ pub struct LoopStats {
     pub accepted: u64,
     pub refused: u64,
     pub idle_closed: u64,
+    /// Connections ended because the image had no buffer space left to
+    /// receive into (HTTP answered 507 first; raw kept what was stored).
     pub nospace_closed: u64,
     /// Receives that found a ring empty and were re-armed after it was
     /// replenished.

@@ -77,6 +77,16 @@ pub trait Session<'v> {
     fn on_timer(&mut self, _now: Instant) -> Flow<'v> {
         Flow::Continue
     }
+    /// The connection's next bytes have nowhere to land: the volume has no
+    /// free buffer space for the ring, and none came free by the end of
+    /// the turn. Nothing more will be received for this session. The
+    /// default closes (what was committed stays); a session that answers
+    /// returns the answer with [`Flow::Finish`], and the loop then reads
+    /// what the peer still sends into DRAM and throws it away until the
+    /// peer closes or the linger ends.
+    fn on_starved(&mut self) -> Flow<'v> {
+        Flow::Close
+    }
     /// Longest silence before the loop closes the connection.
     fn idle_timeout(&self) -> Duration;
     /// The connection is closed (its socket goes right after).
