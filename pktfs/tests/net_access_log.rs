@@ -50,6 +50,17 @@ fn access_log_and_request_failures_land_in_the_log_file() {
     c.send(b"PUT /bad HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
     assert_eq!(c.response(false).unwrap().status, 400);
 
+    // Two uploads pipelined in one write: each line's bytes_in is its own
+    // request's bytes (head and body), not what the server happened to
+    // receive while serving it.
+    let r1 = req_bytes("PUT", "/piped1", &[], &data(100_000, 1));
+    let r2 = req_bytes("PUT", "/piped2", &[], &data(1_000, 2));
+    let mut c = Conn::new(addr);
+    c.send(&[r1.clone(), r2.clone()].concat());
+    assert_eq!(c.response(false).unwrap().status, 201);
+    assert_eq!(c.response(false).unwrap().status, 201);
+    drop(c);
+
     let read = || std::fs::read_to_string(&log).unwrap_or_default();
     wait_until(
         "access lines in the log file",
@@ -60,6 +71,7 @@ fn access_log_and_request_failures_land_in_the_log_file() {
                 && t.contains("/logged.txt")
                 && t.contains("/absent")
                 && t.contains("/bad")
+                && t.contains("/piped2")
         },
     );
     let text = read();
@@ -85,6 +97,14 @@ fn access_log_and_request_failures_land_in_the_log_file() {
             .any(|l| l.contains("/absent") && l.contains("404")),
         "{text}"
     );
+    for (path, req) in [("/piped1 ", &r1), ("/piped2 ", &r2)] {
+        let line = access
+            .iter()
+            .find(|l| l.contains(path))
+            .unwrap_or_else(|| panic!("no access line for {path} in:\n{text}"));
+        let want = format!("bytes_in={} ", req.len());
+        assert!(line.contains(&want), "{want} in {line}");
+    }
     // The 400 says why, at info (not only the access line).
     assert!(
         text.lines()

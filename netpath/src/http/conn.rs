@@ -48,6 +48,8 @@ pub(super) struct ReqState {
     /// The status of the answer sent (0: none, the client went away).
     pub status: u16,
     pub started: Instant,
+    /// Input stream position where the request's head began (its
+    /// `bytes_in` are what was consumed from there).
     pub in_before: u64,
     pub out_before: u64,
     /// Error bodies as JSON.
@@ -98,6 +100,9 @@ pub(super) struct Conn<'a> {
     tally: Tally,
     /// Bytes received and sent on this connection so far.
     pub conn_in: u64,
+    /// Loop sessions: input stream position of the next byte no request
+    /// has consumed yet (the threaded path asks its `RxStream`).
+    pub in_pos: u64,
     pub conn_out: u64,
     pub req: ReqState,
 }
@@ -147,6 +152,7 @@ impl<'a> Conn<'a> {
             replaced: None,
             tally: Tally::default(),
             conn_in: 0,
+            in_pos: 0,
             conn_out: 0,
             req: ReqState {
                 method: "-",
@@ -174,7 +180,7 @@ impl<'a> Conn<'a> {
             method: "-",
             status: 0,
             started: Instant::now(),
-            in_before: self.conn_in,
+            in_before: self.consumed(),
             out_before: self.conn_out,
             json: false,
         };
@@ -186,7 +192,7 @@ impl<'a> Conn<'a> {
                 return;
             }
             self.rx.at_rest();
-            let (i, o) = (self.conn_in, self.conn_out);
+            let (i, o) = (self.consumed(), self.conn_out);
             let h = self.next_head();
             self.begin_request();
             (self.req.in_before, self.req.out_before) = (i, o);
@@ -214,6 +220,19 @@ impl<'a> Conn<'a> {
         }
     }
 
+    /// Input stream position up to which requests consumed the bytes (a
+    /// request's head and the part of its body read): what a request's
+    /// `bytes_in` is measured by, unlike what was received while serving
+    /// it, which includes read-ahead of the next request and misses bytes
+    /// received with the previous one.
+    fn consumed(&self) -> u64 {
+        if self.sock.is_some() {
+            self.rx.seq()
+        } else {
+            self.in_pos
+        }
+    }
+
     /// Count the request and write its access-log line.
     pub(super) fn end_request(&mut self) {
         let r = &self.req;
@@ -233,7 +252,7 @@ impl<'a> Conn<'a> {
             method = r.method,
             path = %self.path.display(),
             status = r.status,
-            bytes_in = self.conn_in - r.in_before,
+            bytes_in = self.consumed().saturating_sub(r.in_before),
             bytes_out = self.conn_out - r.out_before,
             us = r.started.elapsed().as_micros() as u64,
             "access"

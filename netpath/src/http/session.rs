@@ -87,6 +87,7 @@ impl Protocol for HttpProtocol {
             body: None,
             line: Vec::new(),
             seq: 0,
+            head_from: 0,
             in_flight: false,
             finishing: false,
             backlog: VecDeque::new(),
@@ -139,6 +140,8 @@ struct HttpSession<'v> {
     line: Vec<u8>,
     /// Stream position of the next landed byte to be handled.
     seq: u64,
+    /// Stream position where the request head being read began.
+    head_from: u64,
     /// A message is with the loop.
     in_flight: bool,
     /// No more requests: close once the answers are out.
@@ -186,6 +189,19 @@ fn assemble<T, E>(
 }
 
 impl<'v> HttpSession<'v> {
+    /// A request (or a failed head) begins being served; its `bytes_in`
+    /// count from its head's first byte.
+    fn begin_request(&mut self) {
+        self.c.begin_request();
+        self.c.req.in_before = self.head_from;
+    }
+
+    /// Count the request and log it, with the bytes it consumed so far.
+    fn end_request(&mut self) {
+        self.c.in_pos = self.seq;
+        self.c.end_request();
+    }
+
     fn idle(&self) -> bool {
         self.body.is_none() && self.head.is_empty()
     }
@@ -247,6 +263,10 @@ impl<'v> HttpSession<'v> {
 
     /// Bytes of a request head; returns what follows it.
     fn head_bytes(&mut self, mut d: RxHeld<'v>) -> Option<RxHeld<'v>> {
+        if self.head.is_empty() {
+            // A new head starts with these bytes.
+            self.head_from = self.seq;
+        }
         let cfg = &self.sh.cfg;
         let max = cfg.max_header_bytes;
         let path = &mut self.c.path;
@@ -273,10 +293,10 @@ impl<'v> HttpSession<'v> {
             Err(e) => {
                 let (code, msg) = e.unwrap_or((431, "request head too large"));
                 self.head.clear();
-                self.c.begin_request();
+                self.begin_request();
                 self.c.error(code, msg, false);
                 self.c.linger();
-                self.c.end_request();
+                self.end_request();
                 self.finishing = true;
                 None
             }
@@ -297,7 +317,7 @@ impl<'v> HttpSession<'v> {
 
     /// Handle a parsed request with the shared handlers.
     fn dispatch(&mut self, h: Head) {
-        self.c.begin_request();
+        self.begin_request();
         self.c.req.method = h.method.as_str();
         self.c.req.json = h.accept_json;
         let keep = self.c.handle(&h);
@@ -324,7 +344,7 @@ impl<'v> HttpSession<'v> {
             return;
         }
         let skip = ob.skip_body.take();
-        self.c.end_request();
+        self.end_request();
         if let Some(f) = skip {
             if keep {
                 self.body = Some(BodyRx {
@@ -482,7 +502,7 @@ impl<'v> HttpSession<'v> {
         let Some(u) = b.upload else { return };
         let records = u.records + self.c.pieces.len() as u64;
         let keep = self.c.put_finish(&u.head, u.tmp, Ok((b.bytes, records)));
-        self.c.end_request();
+        self.end_request();
         if !keep {
             self.finishing = true;
         }
@@ -495,7 +515,7 @@ impl<'v> HttpSession<'v> {
         let upload = self.abort_upload();
         self.c.body_failed(e);
         if upload {
-            self.c.end_request();
+            self.end_request();
         }
         self.finishing = true;
         None
@@ -637,9 +657,9 @@ impl<'v> Session<'v> for HttpSession<'v> {
         } else if let Some(t) = self.head_started {
             if !self.head.is_empty() && t + self.sh.cfg.header_timeout <= now {
                 self.head.clear();
-                self.c.begin_request();
+                self.begin_request();
                 self.c.error(408, "request head too slow", false);
-                self.c.end_request();
+                self.end_request();
                 self.finishing = true;
             }
         }
@@ -657,14 +677,17 @@ impl<'v> Session<'v> for HttpSession<'v> {
                 "no free buffer space to receive the body into",
             )));
         } else if !self.finishing {
+            if self.head.is_empty() {
+                self.head_from = self.seq;
+            }
             self.head.clear();
-            self.c.begin_request();
+            self.begin_request();
             self.c.error(
                 503,
                 "the image is full: no buffer space to receive the request into",
                 false,
             );
-            self.c.end_request();
+            self.end_request();
             self.finishing = true;
         }
         self.flow()
