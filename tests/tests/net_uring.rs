@@ -2,7 +2,8 @@
 //! server on threads (both forced): identical files; idle timeouts that
 //! delay nobody; clients that vanish mid-stream; a full volume; a ring of
 //! packet buffers too small for its connections (ENOBUFS, re-armed); and
-//! no buffer space left behind when the loops stop with connections open.
+//! no buffer space left behind when the loops stop with connections open;
+//! HTTP on a full image: uploads answered 507, GET and DELETE served.
 
 mod net_common;
 mod prereq;
@@ -377,5 +378,70 @@ fn http_uploads_on_a_full_image_are_answered_507_on_the_loops() {
     s.settle();
     let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
     assert!(st.nospace_closed >= 1, "{st:?}");
+    stop_and_check(&mut s);
+}
+
+/// An image full to its last buffer (filled before the server started, so
+/// the ring cannot get a single entry): request heads are read into DRAM,
+/// so GET (pipelined too) and DELETE are served on the loops, uploads are
+/// answered 507, and once a DELETE freed space uploads land again.
+#[test]
+fn a_full_image_still_serves_get_and_delete_on_the_loops() {
+    require!(uring_usable());
+    let (dir, vol) = image(16 * MIB);
+    let keep = vol.create(vol.root(), b"keep", 0o644, 0, 0).unwrap().ino;
+    vol.write(keep, 0, b"kept bytes").unwrap();
+    let mut n = 0;
+    for size in [1 << 20, 64 << 10, 2 << 10, 1] {
+        loop {
+            let name = format!("fill{n}");
+            let Ok(a) = vol.create(vol.root(), name.as_bytes(), 0o644, 0, 0) else {
+                break; // no room even for the name
+            };
+            let ino = a.ino;
+            n += 1;
+            if vol.write(ino, 0, &data(size, n)).is_err() {
+                vol.unlink(vol.root(), name.as_bytes()).unwrap();
+                break;
+            }
+        }
+    }
+    assert_eq!(vol.statfs().blocks_free, 0, "filled to the last buffer");
+    let mut s = serve(dir, vol, |c| {
+        c.io = IoMode::Uring;
+        c.loops = 1;
+    });
+    assert!(matches!(
+        s.svc.as_ref().unwrap().io_mode(),
+        Some(IoChoice::Uring { .. })
+    ));
+    assert_eq!(http(s.http, "GET", "/keep", &[], b"").body, b"kept bytes");
+    // Three GETs pipelined in one write, on one connection.
+    let mut c = Conn::new(s.http);
+    let one = req_bytes("GET", "/keep", &[], b"");
+    c.send(&[one.clone(), one.clone(), one].concat());
+    for _ in 0..3 {
+        let r = c.response(false).unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"kept bytes"[..]));
+    }
+    drop(c);
+    assert_eq!(http(s.http, "PUT", "/new", &[], b"no room").status, 507);
+    let mut c = Conn::new(s.http);
+    c.send(&req_bytes(
+        "PUT",
+        "/chunked",
+        &[("Transfer-Encoding", "chunked")],
+        b"",
+    ));
+    c.send(b"7\r\nno room\r\n0\r\n\r\n");
+    assert_eq!(c.response(false).unwrap().status, 507);
+    drop(c);
+    assert!(s.lookup("/new").is_none() && s.lookup("/chunked").is_none());
+    let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
+    assert!(st.dram_reads >= 4, "heads were read into DRAM: {st:?}");
+    // DELETE frees space; the ring takes it and uploads land again.
+    assert_eq!(http(s.http, "DELETE", "/fill0", &[], b"").status, 204);
+    assert_eq!(http(s.http, "PUT", "/new", &[], b"room now").status, 201);
+    assert_eq!(s.read("/new").unwrap(), b"room now");
     stop_and_check(&mut s);
 }

@@ -263,6 +263,20 @@ impl<'v> HttpSession<'v> {
 
     /// Bytes of a request head; returns what follows it.
     fn head_bytes(&mut self, mut d: RxHeld<'v>) -> Option<RxHeld<'v>> {
+        match self.head_slice(d.bytes()) {
+            Some(n) if n < d.len() as usize => {
+                let _head = d.split_to(n as u32);
+                Some(d)
+            }
+            _ => None,
+        }
+    }
+
+    /// Head bytes, wherever they landed: parsed, and the request
+    /// dispatched once its head is complete. Returns how many of `bytes`
+    /// the completed head took (`None`: all of them went into a head still
+    /// incomplete, or the head was refused and the connection finishes).
+    fn head_slice(&mut self, bytes: &[u8]) -> Option<usize> {
         if self.head.is_empty() {
             // A new head starts with these bytes.
             self.head_from = self.seq;
@@ -270,7 +284,7 @@ impl<'v> HttpSession<'v> {
         let cfg = &self.sh.cfg;
         let max = cfg.max_header_bytes;
         let path = &mut self.c.path;
-        let r = assemble(&mut self.head, d.bytes(), max, |w| {
+        let r = assemble(&mut self.head, bytes, max, |w| {
             let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
             let mut req = httparse::Request::new(&mut hs);
             match req.parse(w) {
@@ -287,7 +301,7 @@ impl<'v> HttpSession<'v> {
             Ok(None) => {
                 // The head's clock starts at its first bytes.
                 self.head_started.get_or_insert_with(Instant::now);
-                self.seq += d.len() as u64;
+                self.seq += bytes.len() as u64;
                 None
             }
             Err(e) => {
@@ -303,14 +317,8 @@ impl<'v> HttpSession<'v> {
             Ok(Some((n, h))) => {
                 self.head_started = None;
                 self.seq += n as u64;
-                let rest = if n as u32 >= d.len() {
-                    None
-                } else {
-                    let _head = d.split_to(n as u32);
-                    Some(d)
-                };
                 self.dispatch(h);
-                rest
+                Some(n)
             }
         }
     }
@@ -660,6 +668,43 @@ impl<'v> Session<'v> for HttpSession<'v> {
                 self.begin_request();
                 self.c.error(408, "request head too slow", false);
                 self.end_request();
+                self.finishing = true;
+            }
+        }
+        self.flow()
+    }
+
+    fn wants_head(&self) -> bool {
+        self.body.is_none() && !self.finishing && self.backlog.is_empty()
+    }
+
+    fn on_dram(&mut self, bytes: &[u8]) -> Flow<'v> {
+        // The image is full and these bytes are in DRAM: heads are parsed
+        // and their requests served as usual (GET, HEAD, DELETE need no
+        // buffer space); a body cannot be stored from here.
+        self.c.add_in(bytes.len() as u64);
+        let mut at = 0;
+        while at < bytes.len() && !self.finishing && self.body.is_none() {
+            if self.queued() >= MAX_QUEUED {
+                // Pipelined past what waits for the client to read; with
+                // nowhere to keep the rest, answer what was asked and close.
+                self.finishing = true;
+                break;
+            }
+            match self.head_slice(&bytes[at..]) {
+                Some(n) => at += n,
+                None => at = bytes.len(),
+            }
+        }
+        if let Some(b) = &self.body {
+            if b.upload.is_some() {
+                self.body_error(BodyError::Fs(pktfs::FsError::NoSpace(
+                    "no free buffer space to receive the body into",
+                )));
+            } else {
+                // A body to skip (its request is answered): not parsed out
+                // of DRAM; the connection closes after the answers.
+                self.body = None;
                 self.finishing = true;
             }
         }

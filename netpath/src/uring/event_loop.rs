@@ -52,6 +52,7 @@ pub struct LoopShared {
     pub refused: AtomicU64,
     pub idle_closed: AtomicU64,
     pub nospace_closed: AtomicU64,
+    pub dram_reads: AtomicU64,
     pub enobufs: AtomicU64,
     /// Loops that are running.
     pub running: AtomicUsize,
@@ -350,39 +351,7 @@ impl<'v> Loop<'v> {
                         self.apply(tag, f);
                         self.refresh_idle(tag);
                     }
-                    RxData::Eof => {
-                        c.peer_eof = true;
-                        if c.finishing && c.closing.is_none() {
-                            if c.lingering {
-                                self.close(tag, CloseReason::Session);
-                            }
-                            // Otherwise closed once the answer is out.
-                        } else if c.closing.is_none() {
-                            // Commit what this turn brought before the end.
-                            let f = if c.touched {
-                                c.touched = false;
-                                c.session.end_turn()
-                            } else {
-                                Flow::Continue
-                            };
-                            self.apply(tag, f);
-                            if let Some(c) = self.table.get(tag) {
-                                if c.closing.is_none() {
-                                    let f = c.session.on_eof();
-                                    self.apply(tag, f);
-                                }
-                            }
-                            if let Some(c) = self.table.get(tag) {
-                                if c.closing.is_none() {
-                                    // Half-closed and the session goes on
-                                    // (it is sending): nothing more to
-                                    // receive.
-                                    c.idle_until = now + c.session.idle_timeout();
-                                }
-                            }
-                        }
-                        self.maybe_reap(tag);
-                    }
+                    RxData::Eof => self.peer_closed(tag, now),
                     RxData::Discarded(_) => {
                         // A finishing connection's bytes, thrown away: go
                         // on reading until the peer closes or the linger
@@ -671,11 +640,84 @@ impl<'v> Loop<'v> {
         }
     }
 
+    /// The peer closed its sending side.
+    fn peer_closed(&mut self, tag: u64, now: Instant) {
+        let Some(c) = self.table.get(tag) else { return };
+        c.peer_eof = true;
+        if c.finishing && c.closing.is_none() {
+            if c.lingering {
+                self.close(tag, CloseReason::Session);
+            }
+            // Otherwise closed once the answer is out.
+        } else if c.closing.is_none() {
+            // Commit what this turn brought before the end.
+            let f = if c.touched {
+                c.touched = false;
+                c.session.end_turn()
+            } else {
+                Flow::Continue
+            };
+            self.apply(tag, f);
+            if let Some(c) = self.table.get(tag) {
+                if c.closing.is_none() {
+                    let f = c.session.on_eof();
+                    self.apply(tag, f);
+                }
+            }
+            if let Some(c) = self.table.get(tag) {
+                if c.closing.is_none() {
+                    // Half-closed and the session goes on (it is
+                    // sending): nothing more to receive.
+                    c.idle_until = now + c.session.idle_timeout();
+                }
+            }
+        }
+        self.maybe_reap(tag);
+    }
+
+    /// The ring has no buffer and the volume none to give, but the session
+    /// only waits for a request head: read what arrived into DRAM (one
+    /// non-blocking recv; the data is there, it is what found the ring
+    /// empty) and hand it over, then arm the receive again.
+    fn receive_dram(&mut self, tag: u64) {
+        let now = Instant::now();
+        let mut buf = [0u8; 16 << 10];
+        let Some(c) = self.table.get(tag) else { return };
+        let name = self.services[c.svc].1.name();
+        match rustix::net::recv(&c.sock, &mut buf[..], rustix::net::RecvFlags::DONTWAIT) {
+            Ok((0, _)) => return self.peer_closed(tag, now),
+            Ok((n, _)) => {
+                self.shared.dram_reads.fetch_add(1, Ordering::Relaxed);
+                c.idle_until = now + c.session.idle_timeout();
+                let f = c.session.on_dram(&buf[..n]);
+                self.apply(tag, f);
+                self.refresh_idle(tag);
+            }
+            Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => {
+                tracing::debug!("{name}: receive: {e}");
+                self.close(tag, CloseReason::Error);
+                self.maybe_reap(tag);
+                return;
+            }
+        }
+        let Some(c) = self.table.get(tag) else { return };
+        if c.closing.is_none() {
+            // The next bytes find the ring as it is then: refilled, or
+            // empty again (and come here).
+            c.draining |= c.finishing;
+            self.arm_recv(tag);
+        }
+    }
+
     /// `tag`'s receive found no buffer, and the volume has none to give.
     fn starved_for_good(&mut self, tag: u64) {
         let Some(c) = self.table.get(tag) else { return };
         if c.closing.is_some() || c.recv_armed {
             return;
+        }
+        if !c.finishing && c.session.wants_head() {
+            return self.receive_dram(tag);
         }
         if !c.finishing {
             match c.session.on_starved() {

@@ -118,6 +118,9 @@ pub struct LoopStats {
     /// Connections ended because the image had no buffer space left to
     /// receive into (HTTP answered 507 first; raw kept what was stored).
     pub nospace_closed: u64,
+    /// Receives read into DRAM because the ring had no buffer and the
+    /// volume none to give (request heads on a full image).
+    pub dram_reads: u64,
     /// Receives that found a ring empty and were re-armed after it was
     /// replenished.
     pub enobufs: u64,
@@ -231,6 +234,7 @@ impl Loops {
             refused: s.refused.load(Ordering::Relaxed),
             idle_closed: s.idle_closed.load(Ordering::Relaxed),
             nospace_closed: s.nospace_closed.load(Ordering::Relaxed),
+            dram_reads: s.dram_reads.load(Ordering::Relaxed),
             enobufs: s.enobufs.load(Ordering::Relaxed),
             nofile: self.nofile,
             max_connections: self.max_connections,

@@ -87,6 +87,21 @@ pub trait Session<'v> {
     fn on_starved(&mut self) -> Flow<'v> {
         Flow::Close
     }
+    /// Whether the session waits for the first bytes of a request, or the
+    /// rest of its head, with nothing else pending. When no packet buffer
+    /// can be had, the loop then reads the bytes into DRAM and hands them
+    /// to [`Session::on_dram`] instead of telling it
+    /// [`Session::on_starved`]: requests that need no space (GET, DELETE)
+    /// are still served on a full image.
+    fn wants_head(&self) -> bool {
+        false
+    }
+    /// Bytes read into DRAM because the ring had no buffer (only offered
+    /// while [`Session::wants_head`]). They are in no packet buffer, so
+    /// they can only be parsed, never linked into a file.
+    fn on_dram(&mut self, _bytes: &[u8]) -> Flow<'v> {
+        Flow::Close
+    }
     /// Longest silence before the loop closes the connection.
     fn idle_timeout(&self) -> Duration;
     /// The connection is closed (its socket goes right after).
