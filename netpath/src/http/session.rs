@@ -188,6 +188,13 @@ fn assemble<T, E>(
     }
 }
 
+/// The image has no buffer space for an upload's body (answered 507).
+fn no_body_space() -> BodyError {
+    BodyError::Fs(pktfs::FsError::NoSpace(
+        "no free buffer space to receive the body into",
+    ))
+}
+
 impl<'v> HttpSession<'v> {
     /// A request (or a failed head) begins being served; its `bytes_in`
     /// count from its head's first byte.
@@ -698,9 +705,7 @@ impl<'v> Session<'v> for HttpSession<'v> {
         }
         if let Some(b) = &self.body {
             if b.upload.is_some() {
-                self.body_error(BodyError::Fs(pktfs::FsError::NoSpace(
-                    "no free buffer space to receive the body into",
-                )));
+                self.body_error(no_body_space());
             } else {
                 // A body to skip (its request is answered): not parsed out
                 // of DRAM; the connection closes after the answers.
@@ -718,9 +723,7 @@ impl<'v> Session<'v> for HttpSession<'v> {
         // be received is answered 503 (nothing was asked yet that 507
         // would describe).
         if self.body.is_some() {
-            self.body_error(BodyError::Fs(pktfs::FsError::NoSpace(
-                "no free buffer space to receive the body into",
-            )));
+            self.body_error(no_body_space());
         } else if !self.finishing {
             if self.head.is_empty() {
                 self.head_from = self.seq;
