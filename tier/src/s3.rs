@@ -71,6 +71,15 @@ impl Default for StoreOptions {
 pub enum StoreError {
     #[error("{key}: not found in bucket {bucket}")]
     NotFound { bucket: String, key: String },
+    #[error(
+        "{key}: the store at {endpoint} has no bucket {bucket}; create it (e.g. `garage bucket \
+         create {bucket}`, `aws s3 mb s3://{bucket}`) or name an existing one in --tier"
+    )]
+    NoBucket {
+        bucket: String,
+        key: String,
+        endpoint: String,
+    },
     #[error("{key}: the store refused the bytes: they do not match their CRC32C ({detail})")]
     ChecksumMismatch { key: String, detail: String },
     #[error(
@@ -269,6 +278,11 @@ impl ObjectStore {
                 let msg = se.err().message().unwrap_or("").to_string();
                 let detail = format!("HTTP {status} {code} {msg}").trim().to_string();
                 match (status, code.as_str()) {
+                    (_, "NoSuchBucket") => StoreError::NoBucket {
+                        bucket,
+                        key,
+                        endpoint,
+                    },
                     (404, _) | (_, "NoSuchKey" | "NotFound") => {
                         StoreError::NotFound { bucket, key }
                     }

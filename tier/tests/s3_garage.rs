@@ -104,6 +104,14 @@ fn put_get_head_multipart_list_delete() {
     let gone = ObjectStore::connect(&t, &o).unwrap();
     let e = gone.get(&mp).unwrap_err();
     assert!(matches!(e, StoreError::Unreachable { .. }), "{e}");
+    // A bucket the store does not have: said so, with what to do (not
+    // "not found", which reads as a missing object).
+    let missing: pktfs_tier::target::TierTarget = "s3://no-such-bucket-here/p".parse().unwrap();
+    let nob = ObjectStore::connect(&missing, &g.options()).unwrap();
+    for e in [nob.list("p/").unwrap_err(), nob.get("p/x").unwrap_err()] {
+        assert!(matches!(e, StoreError::NoBucket { .. }), "{e}");
+        assert!(e.to_string().contains("no-such-bucket-here"), "{e}");
+    }
     let _ = StoreOptions::default();
 }
 
