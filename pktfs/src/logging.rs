@@ -26,8 +26,30 @@ pub struct LogSpec {
     pub file: Option<PathBuf>,
 }
 
-/// A clap value parser for `--log-level` / `-o log=`.
+/// A clap value parser for `--log-level` / `-o log=`. A bare word that is
+/// not a level is refused: `EnvFilter` would take it as a target name
+/// (`warning`, `inf`: "log everything of target `warning`"), which turns
+/// every other log off without a word.
 pub fn parse_level(s: &str) -> Result<String, String> {
+    const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+    for d in s.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let bare = !d.contains('=') && !d.contains("::") && !d.contains('[');
+        let level = LEVELS.iter().any(|l| l.eq_ignore_ascii_case(d))
+            || matches!(d, "0" | "1" | "2" | "3" | "4" | "5");
+        if bare && !level {
+            let hint = match d.to_ascii_lowercase().as_str() {
+                "warning" => " (did you mean warn?)",
+                "err" => " (did you mean error?)",
+                "inf" | "information" => " (did you mean info?)",
+                "none" | "quiet" => " (did you mean off?)",
+                _ => "",
+            };
+            return Err(format!(
+                "{d:?} is not a log level{hint}: error, warn, info, debug, trace or off, \
+                 or directives like info,pktfs::access=off"
+            ));
+        }
+    }
     EnvFilter::try_new(s)
         .map(|_| s.to_string())
         .map_err(|e| format!("not a log level (error, warn, info, debug, trace): {e}"))
@@ -151,4 +173,32 @@ fn install(spec: &LogSpec, daemon: bool) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_level;
+
+    #[test]
+    fn levels_and_directives_pass_and_bare_words_do_not() {
+        for ok in [
+            "info",
+            "WARN",
+            "off",
+            "3",
+            "info,pktfs::access=off",
+            "pktfs=debug",
+            "warn,netpath[conn]=trace",
+        ] {
+            assert_eq!(parse_level(ok).as_deref(), Ok(ok), "{ok}");
+        }
+        for (bad, says) in [
+            ("warning", "did you mean warn"),
+            ("nope", "not a log level"),
+            ("info,inf", "did you mean info"),
+        ] {
+            let e = parse_level(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
 }
