@@ -12,7 +12,8 @@
 //!
 //! The protocol is JSON lines: one request (`{"op":"stat"}`,
 //! `{"op":"chain","path":"/a"}`, `{"op":"scrub","rate_bytes_per_sec":N}`,
-//! `{"op":"recv_check","path":"/a","mode":"create"}`),
+//! `{"op":"recv_check","path":"/a","mode":"create"}`,
+//! `{"op":"send_check","path":"/a"}`),
 //! then zero or more `{"progress":{...}}` lines and one final line with
 //! `"ok": true` and the result, or `"ok": false` and an `"error"`.
 
@@ -227,6 +228,10 @@ fn serve(vol: &Volume, s: UnixStream, owner: u32, me: u32, extra: Option<&crate:
             (None, _) => Err("recv needs the connected socket passed with the request".into()),
             (_, None) => Err("recv needs a \"path\"".into()),
         },
+        Some("send_check") => match req["path"].as_str() {
+            Some(p) => crate::send::check_source(vol, p).map(|_| json!({})),
+            None => Err("send_check needs a \"path\"".into()),
+        },
         Some("send") => match (passed, req["path"].as_str()) {
             (Some(sock), Some(p)) => send_op(vol, &sock, p),
             (None, _) => Err("send needs the connected socket passed with the request".into()),
@@ -334,7 +339,13 @@ fn recv_op(
 
 /// The holder sends one of its files on a passed socket.
 fn send_op(vol: &Volume, sock: &TcpStream, path: &str) -> Result<Value, String> {
-    let ino = resolve(vol, path).map_err(|e| format!("{path}: {e}"))?;
+    let ino = match crate::send::check_source(vol, path) {
+        Ok(i) => i,
+        Err(e) => {
+            crate::send::reset(sock);
+            return Err(e);
+        }
+    };
     let _ = sock.set_nonblocking(false);
     let r = crate::send::send_on(vol, ino, sock, Duration::from_secs(30))?;
     Ok(

@@ -22,7 +22,8 @@ pub struct SendReport {
 /// Connect to `addr` and send all of file `ino`, then close the sending
 /// side. `timeout`: connect timeout and longest wait for room to send. The
 /// file is held (and every record's CRC checked) before connecting, so a
-/// damaged file fails without a connection.
+/// damaged file fails without a connection; a send that fails once
+/// connected resets the connection (see [`reset`]).
 pub fn send_file(
     vol: &Volume,
     ino: u64,
@@ -30,9 +31,33 @@ pub fn send_file(
     timeout: Duration,
 ) -> Result<SendReport, String> {
     let hold = vol.tx_hold(ino, 0, u64::MAX).map_err(|e| e.to_string())?;
-    let r = connect(addr, timeout).and_then(|s| send_hold(&s, &hold, timeout));
+    let s = connect(addr, timeout)?;
+    let r = send_hold(&s, &hold, timeout);
+    if r.is_err() {
+        reset(&s);
+    }
     drop(hold); // the kernel has copied what it took
     r
+}
+
+/// The file a send of `path` would send: it exists and is a regular file.
+/// Checked before connecting, so a peer is never sent an empty stream
+/// that looks like an empty file.
+pub fn check_source(vol: &Volume, path: &str) -> Result<u64, String> {
+    let ino = crate::control::resolve(vol, path).map_err(|e| format!("{path}: {e}"))?;
+    let a = vol.getattr(ino).map_err(|e| format!("{path}: {e}"))?;
+    if a.kind != pktfs::FileType::Regular {
+        return Err(format!("{path}: not a regular file"));
+    }
+    Ok(ino)
+}
+
+/// End a connection whose send failed with a reset (SO_LINGER 0: the
+/// close, by whichever process closes it last, sends RST), so the peer
+/// sees an error, never a clean end of a stream that is not the whole
+/// file.
+pub fn reset(sock: &TcpStream) {
+    let _ = rustix::net::sockopt::set_socket_linger(sock, Some(Duration::ZERO));
 }
 
 /// Resolve `addr` (`HOST:PORT`, host names too) and connect to the first
@@ -50,15 +75,21 @@ pub fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, String> {
 
 /// Send all of file `ino` on an already connected socket (a socket another
 /// process passed over the control socket), then close the sending side.
+/// A failure (damage found while holding the file, the peer gone) resets
+/// the connection (see [`reset`]).
 pub fn send_on(
     vol: &Volume,
     ino: u64,
     sock: &TcpStream,
     timeout: Duration,
 ) -> Result<SendReport, String> {
-    let hold = vol.tx_hold(ino, 0, u64::MAX).map_err(|e| e.to_string())?;
-    let r = send_hold(sock, &hold, timeout);
-    drop(hold);
+    let r = match vol.tx_hold(ino, 0, u64::MAX) {
+        Ok(hold) => send_hold(sock, &hold, timeout),
+        Err(e) => Err(e.to_string()),
+    };
+    if r.is_err() {
+        reset(sock);
+    }
     r
 }
 

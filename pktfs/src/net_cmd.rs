@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pktfs::media::PersistChoice;
-use pktfs::{FileType, FormatOptions, OpenOptions, VerifyMode, Volume};
+use pktfs::{FormatOptions, OpenOptions, VerifyMode, Volume};
 
 /// Network flags shared by `serve` and `mount` (flattened into both).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -365,29 +365,49 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
 
 pub fn send(a: SendArgs) -> Result<(), String> {
     let timeout = Duration::from_secs(a.timeout.max(1));
-    // A mounted or served image is sent by the process that holds it: the
-    // connected socket is passed to it (see netpath::control).
-    let sock = netpath::send::connect(&a.addr, timeout)?;
-    let req = serde_json::json!({"op": "send", "path": a.path});
-    let r = match netpath::control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
-        Ok(v) => netpath::send::SendReport {
-            bytes: v["bytes"].as_u64().unwrap_or(0),
-            segments: v["segments"].as_u64().unwrap_or(0),
-            syscalls: v["syscalls"].as_u64().unwrap_or(0),
-            elapsed: Duration::from_secs_f64(v["elapsed_s"].as_f64().unwrap_or(0.0)),
-        },
-        Err(netpath::control::ControlError::NotServed(_)) => {
-            let vol = Arc::new(crate::chain_cmd::open_ro(&a.image)?);
-            let _tier = a.tier.start(&vol)?;
-            let ino =
-                netpath::control::resolve(&vol, &a.path).map_err(|e| format!("{}: {e}", a.path))?;
-            let at = vol.getattr(ino).map_err(|e| e.to_string())?;
-            if at.kind != FileType::Regular {
-                return Err(format!("{}: not a regular file", a.path));
-            }
-            netpath::send::send_on(&vol, ino, &sock, timeout)?
-        }
+    // What the send would refuse (no such file, a directory, damage found
+    // when the file is held) is refused before connecting: the peer must
+    // never see a connection end cleanly with a stream that is not the file.
+    let check = serde_json::json!({"op": "send_check", "path": a.path});
+    let served = match netpath::control::request(&a.image, &check, &mut |_| {}) {
+        Ok(_) => true,
+        Err(netpath::control::ControlError::NotServed(_)) => false,
+        // A holder from before the check: it checks once connected (and
+        // resets the connection on failure).
+        Err(netpath::control::ControlError::Refused(e)) if e.starts_with("unknown op") => true,
         Err(e) => return Err(e.to_string()),
+    };
+    let local = |sock: Option<&std::net::TcpStream>| -> Result<netpath::send::SendReport, String> {
+        let vol = Arc::new(crate::chain_cmd::open_ro(&a.image)?);
+        let _tier = a.tier.start(&vol)?;
+        let ino = netpath::send::check_source(&vol, &a.path)?;
+        match sock {
+            // Held (every record's CRC checked) before connecting.
+            None => netpath::send::send_file(&vol, ino, &a.addr, timeout),
+            Some(s) => netpath::send::send_on(&vol, ino, s, timeout),
+        }
+    };
+    let r = if served {
+        // A mounted or served image is sent by the process that holds it:
+        // the connected socket is passed to it (see netpath::control).
+        let sock = netpath::send::connect(&a.addr, timeout)?;
+        let req = serde_json::json!({"op": "send", "path": a.path});
+        match netpath::control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
+            Ok(v) => netpath::send::SendReport {
+                bytes: v["bytes"].as_u64().unwrap_or(0),
+                segments: v["segments"].as_u64().unwrap_or(0),
+                syscalls: v["syscalls"].as_u64().unwrap_or(0),
+                elapsed: Duration::from_secs_f64(v["elapsed_s"].as_f64().unwrap_or(0.0)),
+            },
+            // The holder went away since the check.
+            Err(netpath::control::ControlError::NotServed(_)) => local(Some(&sock))?,
+            Err(e) => {
+                netpath::send::reset(&sock);
+                return Err(e.to_string());
+            }
+        }
+    } else {
+        local(None)?
     };
     let secs = r.elapsed.as_secs_f64().max(1e-9);
     eprintln!(

@@ -98,6 +98,26 @@ fn damaged_payload_never_leaves_and_scrub_names_it() {
     );
     let rows = chain_json(&img, "/f.bin");
     assert!(rows[1]["damaged"] == true && rows[0]["damaged"] == false);
+    // pktfs send through the server: the damage is found once connected,
+    // and the connection is reset, never closed as if the stream were
+    // whole.
+    let sink = TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = sink.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let (mut c, _) = sink.accept().unwrap();
+        let mut got = Vec::new();
+        let r = c.read_to_end(&mut got);
+        (r.map_err(|e| e.kind()), got.len())
+    });
+    let o = pktfs(&["send", img.to_str().unwrap(), "/f.bin", &to]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("damaged"), "{err}");
+    let (r, n) = t.join().expect("the receiving end");
+    assert_eq!(
+        r,
+        Err(std::io::ErrorKind::ConnectionReset),
+        "{n} bytes, then {r:?}"
+    );
     stop(server);
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(
@@ -110,19 +130,17 @@ fn damaged_payload_never_leaves_and_scrub_names_it() {
     assert_eq!(s.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&s.stdout).contains(&want));
     let sink = TcpListener::bind("127.0.0.1:0").unwrap();
+    sink.set_nonblocking(true).unwrap();
     let to = sink.local_addr().unwrap().to_string();
-    let t = std::thread::spawn(move || {
-        let (mut c, _) = sink.accept().unwrap();
-        let mut got = Vec::new();
-        let _ = c.read_to_end(&mut got);
-        got
-    });
     let o = pktfs(&["send", img.to_str().unwrap(), "/f.bin", &to]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("damaged"), "{err}");
-    // Whatever reached the peer is not the whole (wrong) file.
-    let got = t.join().expect("the receiving end");
-    assert!(got.len() < body.len(), "send delivered a complete body");
+    // The file is held (every CRC checked) before connecting: the peer
+    // was never connected to, so it cannot take anything for the file.
+    assert!(
+        matches!(sink.accept(), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a damaged file was sent to"
+    );
     // Bad input: an unknown unit is a clear error, not a panic.
     let o = pktfs(&["scrub", img.to_str().unwrap(), "--rate", "12Q"]);
     assert!(!o.status.success());

@@ -143,3 +143,52 @@ fn up_creates_an_image_and_serves_it() {
 fn http_req(addr: SocketAddr, m: &str, p: &str, h: &[(&str, &str)], b: &[u8]) -> Response {
     net_common::http(addr, m, p, h, b)
 }
+
+/// `pktfs send` of a path it cannot send (none, a directory) fails before
+/// it connects, offline and through a server: the peer is never handed an
+/// empty stream that ends cleanly, which would read as an empty file.
+#[test]
+fn send_refuses_before_connecting() {
+    let (dir, vol) = image(16 << 20);
+    let img = dir.path().join("img");
+    vol.mkdir(vol.root(), b"d", 0o755, 0, 0).unwrap();
+    drop(vol);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let to = l.local_addr().unwrap().to_string();
+    let send = |path: &str| {
+        let out = Command::new(PKTFS)
+            .arg("send")
+            .arg(&img)
+            .arg(path)
+            .arg(&to)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let refused = |served: &str| {
+        for (path, says) in [("/nope", "no such file"), ("/d", "not a regular file")] {
+            let (ok, err) = send(path);
+            assert!(!ok && err.contains(says), "{served} {path}: {err}");
+            assert!(
+                matches!(l.accept(), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock),
+                "{served} send of {path} connected to the peer"
+            );
+        }
+    };
+    refused("offline");
+    let http = free_port();
+    let (child, first) = start(
+        Command::new(PKTFS)
+            .args(["serve"])
+            .arg(&img)
+            .args(["--listen", &http.to_string()]),
+    );
+    assert!(first.contains("serving"), "{first}");
+    wait_listening(http);
+    refused("served");
+    stop(child);
+}
