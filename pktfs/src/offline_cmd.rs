@@ -202,10 +202,47 @@ pub fn get(a: GetArgs) -> Result<(), String> {
         Some(d) => d.clone(),
         None => PathBuf::from(split(&a.path)?.1),
     };
-    let mut f = std::fs::File::create(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
-    read_file(&v, &a.path, |b| {
-        std::io::Write::write_all(&mut f, b).map_err(|e| format!("{}: {e}", dest.display()))
-    })?;
+    // A regular (or new) destination is written under a temporary name
+    // beside it and renamed over it only once the whole file is out: a copy
+    // that fails (damaged data, a full disk) leaves no partial file and the
+    // file that was there untouched. Anything else (/dev/stdout, a FIFO) is
+    // written in place.
+    let in_place = std::fs::metadata(&dest).is_ok_and(|m| !m.is_file());
+    if in_place {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&dest)
+            .map_err(|e| format!("{}: {e}", dest.display()))?;
+        read_file(&v, &a.path, |b| {
+            std::io::Write::write_all(&mut f, b).map_err(|e| format!("{}: {e}", dest.display()))
+        })?;
+        return close(v, &a.image);
+    }
+    let name = dest
+        .file_name()
+        .ok_or_else(|| format!("{}: no file name", dest.display()))?;
+    let tmp = dest.with_file_name(format!(
+        ".{}.pktfs-get-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| format!("{}: {e}", dest.display()))?;
+        read_file(&v, &a.path, |b| {
+            std::io::Write::write_all(&mut f, b).map_err(|e| format!("{}: {e}", dest.display()))
+        })?;
+        f.sync_all()
+            .map_err(|e| format!("{}: {e}", dest.display()))?;
+        std::fs::rename(&tmp, &dest).map_err(|e| format!("{}: {e}", dest.display()))
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     close(v, &a.image)
 }
 

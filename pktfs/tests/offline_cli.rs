@@ -158,3 +158,66 @@ fn a_failed_put_changes_nothing() {
         assert_eq!(ls.lines().collect::<Vec<_>>(), ["f"], "{ls}");
     }
 }
+
+/// A `get` that fails (the file is damaged) leaves no partial file behind
+/// and a file already at the destination as it was; one that succeeds
+/// replaces it.
+#[test]
+fn a_failed_get_leaves_the_destination_as_it_was() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("img");
+    pktfs::Volume::format(
+        &img,
+        &pktfs::FormatOptions {
+            params: layout::GeometryParams::for_size(16 << 20),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let i = img.as_os_str();
+    let src = dir.path().join("src");
+    let body: Vec<u8> = (0..3_000_000u32).map(|k| (k * 7) as u8).collect();
+    std::fs::write(&src, &body).unwrap();
+    ok(&run(args!("put", i, src.as_os_str(), "/f")));
+    ok(&run(args!("put", i, src.as_os_str(), "/good")));
+    // Damage a record in the middle of /f behind the file system's back.
+    let off = {
+        let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+        let ino = v.lookup(v.root(), b"f").unwrap().ino;
+        let chain = v.chain(ino).unwrap();
+        let off = chain[chain.len() / 2].image_off;
+        v.close().unwrap();
+        off
+    };
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&img)
+        .unwrap()
+        .write_all_at(b"XX", off + 5)
+        .unwrap();
+    let fresh = dir.path().join("fresh");
+    let e = err(&run(args!("get", i, "/f", fresh.as_os_str())));
+    assert!(e.contains("damaged"), "{e}");
+    let kept = dir.path().join("kept");
+    std::fs::write(&kept, b"the local file that must survive").unwrap();
+    let e = err(&run(args!("get", i, "/f", kept.as_os_str())));
+    assert!(e.contains("damaged"), "{e}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(!fresh.exists(), "a partial file was left: {left:?}");
+    assert!(
+        !left.iter().any(|n| n.contains("pktfs-get")),
+        "a temporary file was left: {left:?}"
+    );
+    assert_eq!(
+        std::fs::read(&kept).unwrap(),
+        b"the local file that must survive"
+    );
+    // A get that works replaces the file.
+    ok(&run(args!("get", i, "/good", kept.as_os_str())));
+    assert_eq!(std::fs::read(&kept).unwrap(), body);
+}
