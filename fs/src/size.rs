@@ -25,7 +25,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         })
 }
 
-/// [`parse_size`] for a value that must fit a `u32` (a buffer size, a
+/// [`parse_size()`] for a value that must fit a `u32` (a buffer size, a
 /// FUSE request size).
 pub fn parse_size_u32(s: &str) -> Result<u32, String> {
     let n = parse_size(s)?;

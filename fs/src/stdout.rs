@@ -37,7 +37,7 @@ fn write_line(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
     o.flush()
 }
 
-/// `println!` for a command's output: see [`line`].
+/// `println!` for a command's output: see [`line()`].
 #[macro_export]
 macro_rules! outln {
     ($($t:tt)*) => { $crate::stdout::line(format_args!($($t)*)) };
@@ -50,7 +50,7 @@ macro_rules! sayln {
 }
 
 /// Write raw bytes to stdout (`pktfs cat`), ending quietly on a broken
-/// pipe as [`line`] does.
+/// pipe as [`line()`] does.
 pub fn bytes(b: &[u8]) {
     use std::io::Write;
     let r = std::io::stdout().lock().write_all(b);

@@ -12,8 +12,8 @@
 //! closed and the file keeps what was stored.
 //!
 //! Two ways to serve it, same semantics: a thread per connection
-//! ([`serve_connection`], receiving with [`crate::recv::recv_into`]), or a
-//! session on the io_uring event loops ([`RawProtocol`]), where the bytes
+//! (`serve_connection`, receiving with [`crate::recv::recv_into`]), or a
+//! session on the io_uring event loops (`RawProtocol`), where the bytes
 //! land in the loop's ring of free packet buffers and everything a
 //! connection received in one loop turn is appended by one commit (the
 //! same exact-prefix guarantee: commits append in stream order).

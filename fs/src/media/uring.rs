@@ -5,8 +5,8 @@
 //!
 //! All the unsafe of lending image memory to the kernel lives here. The
 //! safe face is `volume::rxring::RxRing`, which owns the reservations this
-//! ring lends and keeps the contract of [`NetRing::provide`] and
-//! [`NetRing::send_segments`].
+//! ring lends and keeps the contract of `NetRing::provide` and
+//! `NetRing::send_segments`.
 //!
 //! # When the kernel stops writing
 //! The kernel writes a provided buffer only while a receive request that

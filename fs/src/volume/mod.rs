@@ -14,7 +14,7 @@
 //! inode's own lock, so they run in parallel on different files.
 //!
 //! # DRAM state
-//! Every reachable inode has an [`Inode`] with its chains indexed in
+//! Every reachable inode has an `Inode` with its chains indexed in
 //! BTreeMaps (data records by file offset, dirents by readdir cookie, xattrs
 //! by insertion key). The map order *is* the chain order: the link words on
 //! the media always mirror it, and every edit computes its link stores from

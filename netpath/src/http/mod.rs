@@ -37,12 +37,12 @@
 //!
 //! # Layout
 //! Protocol decisions are free of socket I/O so another transport can
-//! reuse them: [`head`] (what a head says), [`cond`] (entity tags and
-//! precondition evaluation), [`response`] (heads and bodies into a
-//! `Vec<u8>`). The blocking-socket transport is [`conn`] (the per-connection
-//! loop, counters, access log), [`framing`] (bodies), [`upload`] (PUT/POST)
-//! and [`handlers`] (GET/HEAD/DELETE/listings/metrics); [`session`] runs
-//! the same handlers on an io_uring loop, and [`spare`] makes the unnamed
+//! reuse them: `head` (what a head says), `cond` (entity tags and
+//! precondition evaluation), `response` (heads and bodies into a
+//! `Vec<u8>`). The blocking-socket transport is `conn` (the per-connection
+//! loop, counters, access log), `framing` (bodies), `upload` (PUT/POST)
+//! and `handlers` (GET/HEAD/DELETE/listings/metrics); `session` runs
+//! the same handlers on an io_uring loop, and `spare` makes the unnamed
 //! file of a connection's next upload ahead of time (both transports).
 
 pub(crate) mod cond;
