@@ -5,7 +5,7 @@
 //! once; underneath, one small tokio runtime of the store's own drives the
 //! SDK. Credentials, region and endpoint come from `aws-config`'s default
 //! chain, as AWS tools take them (AWS_* environment variables, AWS_PROFILE,
-//! ~/.aws/config and ~/.aws/credentials; AWS_ENDPOINT_URL[_S3] for a store
+//! ~/.aws/config and ~/.aws/credentials; `AWS_ENDPOINT_URL[_S3]` for a store
 //! other than AWS), overridden by [`StoreOptions`]. Requests are path-style.
 //!
 //! Checksums: a PUT or a part carries the CRC32C the caller supplies
