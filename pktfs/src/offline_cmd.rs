@@ -207,15 +207,16 @@ pub fn get(a: GetArgs) -> Result<(), String> {
     // that fails (damaged data, a full disk) leaves no partial file and the
     // file that was there untouched. Anything else (/dev/stdout, a FIFO) is
     // written in place.
-    let in_place = std::fs::metadata(&dest).is_ok_and(|m| !m.is_file());
-    if in_place {
+    let at = |e: std::io::Error| format!("{}: {e}", dest.display());
+    let copy_into = |f: &mut std::fs::File| {
+        read_file(&v, &a.path, |b| std::io::Write::write_all(f, b).map_err(at))
+    };
+    if std::fs::metadata(&dest).is_ok_and(|m| !m.is_file()) {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .open(&dest)
-            .map_err(|e| format!("{}: {e}", dest.display()))?;
-        read_file(&v, &a.path, |b| {
-            std::io::Write::write_all(&mut f, b).map_err(|e| format!("{}: {e}", dest.display()))
-        })?;
+            .map_err(at)?;
+        copy_into(&mut f)?;
         return close(v, &a.image);
     }
     let name = dest
@@ -231,13 +232,10 @@ pub fn get(a: GetArgs) -> Result<(), String> {
             .write(true)
             .create_new(true)
             .open(&tmp)
-            .map_err(|e| format!("{}: {e}", dest.display()))?;
-        read_file(&v, &a.path, |b| {
-            std::io::Write::write_all(&mut f, b).map_err(|e| format!("{}: {e}", dest.display()))
-        })?;
-        f.sync_all()
-            .map_err(|e| format!("{}: {e}", dest.display()))?;
-        std::fs::rename(&tmp, &dest).map_err(|e| format!("{}: {e}", dest.display()))
+            .map_err(at)?;
+        copy_into(&mut f)?;
+        f.sync_all().map_err(at)?;
+        std::fs::rename(&tmp, &dest).map_err(at)
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
