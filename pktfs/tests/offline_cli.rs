@@ -30,19 +30,25 @@ macro_rules! args {
     ($($a:expr),*) => { &[$(std::ffi::OsStr::new($a)),*] };
 }
 
-#[test]
-fn put_ls_cat_get_rm_round_trip() {
+/// A formatted image of `bytes` in a new temporary directory.
+fn fresh_image(bytes: u64) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("img");
     pktfs::Volume::format(
         &img,
         &pktfs::FormatOptions {
-            params: layout::GeometryParams::for_size(32 << 20),
+            params: layout::GeometryParams::for_size(bytes),
             label: None,
         },
         &mut |_, _| {},
     )
     .unwrap();
+    (dir, img)
+}
+
+#[test]
+fn put_ls_cat_get_rm_round_trip() {
+    let (dir, img) = fresh_image(32 << 20);
     let src = dir.path().join("data.bin");
     let body: Vec<u8> = (0..3_000_000u32)
         .map(|i| (i * 7 + i / 1000) as u8)
@@ -111,17 +117,7 @@ fn put_ls_cat_get_rm_round_trip() {
 /// failed copy took is free again.
 #[test]
 fn a_failed_put_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let img = dir.path().join("img");
-    pktfs::Volume::format(
-        &img,
-        &pktfs::FormatOptions {
-            params: layout::GeometryParams::for_size(8 << 20),
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let (dir, img) = fresh_image(8 << 20);
     let i = img.as_os_str();
     let small = dir.path().join("small");
     std::fs::write(&small, b"the file that must survive").unwrap();
@@ -165,17 +161,7 @@ fn a_failed_put_changes_nothing() {
 #[test]
 fn a_failed_get_leaves_the_destination_as_it_was() {
     use std::os::unix::fs::FileExt;
-    let dir = tempfile::tempdir().unwrap();
-    let img = dir.path().join("img");
-    pktfs::Volume::format(
-        &img,
-        &pktfs::FormatOptions {
-            params: layout::GeometryParams::for_size(16 << 20),
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let (dir, img) = fresh_image(16 << 20);
     let i = img.as_os_str();
     let src = dir.path().join("src");
     let body: Vec<u8> = (0..3_000_000u32).map(|k| (k * 7) as u8).collect();

@@ -425,10 +425,7 @@ fn body_larger_than_free_space_is_507_and_leaves_nothing() {
     let chunk = data(1 << 20, 9);
     let mut status = None;
     for _ in 0..(too_big >> 20) + 2 {
-        let mut v = format!("{:x}\r\n", chunk.len()).into_bytes();
-        v.extend_from_slice(&chunk);
-        v.extend_from_slice(b"\r\n");
-        if c.s.write_all(&v).is_err() {
+        if c.s.write_all(&chunk_frame(&chunk)).is_err() {
             break;
         }
     }

@@ -343,10 +343,7 @@ fn http_uploads_on_a_full_image_are_answered_507_on_the_loops() {
                 b.wait();
                 let body = data(6 << 20, 40 + i);
                 for p in body.chunks(256 << 10) {
-                    let mut v = format!("{:x}\r\n", p.len()).into_bytes();
-                    v.extend_from_slice(p);
-                    v.extend_from_slice(b"\r\n");
-                    if c.s.write_all(&v).is_err() {
+                    if c.s.write_all(&chunk_frame(p)).is_err() {
                         break;
                     }
                 }
@@ -433,7 +430,7 @@ fn a_full_image_still_serves_get_and_delete_on_the_loops() {
         &[("Transfer-Encoding", "chunked")],
         b"",
     ));
-    c.send(b"7\r\nno room\r\n0\r\n\r\n");
+    c.send(&[chunk_frame(b"no room"), b"0\r\n\r\n".to_vec()].concat());
     assert_eq!(c.response(false).unwrap().status, 507);
     drop(c);
     assert!(s.lookup("/new").is_none() && s.lookup("/chunked").is_none());

@@ -341,6 +341,14 @@ impl Conn {
     }
 }
 
+/// One chunk of a chunked body, framed (size line, bytes, CRLF).
+pub fn chunk_frame(p: &[u8]) -> Vec<u8> {
+    let mut v = format!("{:x}\r\n", p.len()).into_bytes();
+    v.extend_from_slice(p);
+    v.extend_from_slice(b"\r\n");
+    v
+}
+
 pub fn req_bytes(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let mut r = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
     for (n, v) in headers {
