@@ -478,7 +478,8 @@ pub struct RestoreArgs {
     /// Restore from this snapshot number (default: the newest).
     #[arg(long, value_name = "N")]
     pub snapshot: Option<u64>,
-    /// Overwrite IMAGE if it exists.
+    /// Replace IMAGE if it exists. The new image is built beside it and
+    /// renamed over it when complete: a failed restore leaves the old one.
     #[arg(long)]
     pub force: bool,
     /// The store's endpoint URL (default: AWS_ENDPOINT_URL, else AWS).

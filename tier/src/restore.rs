@@ -231,6 +231,16 @@ pub fn restore_into(vol: &Volume, snap: &ParsedSnapshot) -> Result<RestoreReport
 
 /// Format a new image at `image` (the snapshot's image size unless
 /// `size_bytes`), restore `snap_bytes` into it, close it cleanly.
+///
+/// A regular file (or a path with nothing there) is built beside `image`
+/// (`.NAME.pktfs-restore-PID`, same directory) and renamed over it only
+/// once the restore is complete and closed: a restore that fails part way
+/// (a `--size` too small for the tree, a full file system) removes its
+/// own file and leaves whatever was at `image` as it was. An existing
+/// image is locked (as a mount or server would) for the whole restore, so
+/// one in use is refused rather than replaced underneath its user. A
+/// device (/dev/dax) cannot be renamed over: it is formatted in place,
+/// and only `force` allows that when it already holds an image.
 pub fn restore_image(
     image: &Path,
     size_bytes: Option<u64>,
@@ -244,15 +254,92 @@ pub fn restore_image(
         path: shown.clone(),
         msg,
     };
-    if let Ok(m) = std::fs::metadata(image) {
-        if m.len() > 0 && !opts.force {
-            return Err(img_err("exists; give --force to overwrite it".into()));
-        }
+    let meta = std::fs::metadata(image).ok();
+    let in_place = meta.as_ref().is_some_and(|m| !m.is_file() && !m.is_dir());
+    let occupied = meta
+        .as_ref()
+        .is_some_and(|m| m.len() > 0 || (in_place && holds_an_image(image)));
+    if meta.as_ref().is_some_and(|m| m.is_dir()) {
+        return Err(img_err(
+            "is a directory; name the image file to create".into(),
+        ));
+    }
+    if occupied && !opts.force {
+        return Err(img_err("exists; give --force to overwrite it".into()));
     }
     let size = size_bytes.unwrap_or(snap.image_len_bytes);
     let params = layout::GeometryParams::for_size(size);
+    if in_place {
+        return build(image, params, &snap);
+    }
+    // A symlink is followed: the file it names is the one replaced.
+    let target = match &meta {
+        Some(_) => std::fs::canonicalize(image).map_err(|e| img_err(e.to_string()))?,
+        None => image.to_path_buf(),
+    };
+    // Held until the rename: no mount or server can open the old image
+    // meanwhile, and one that has it open already refuses the restore.
+    let _old = match &meta {
+        Some(_) => Some(lock_existing(&target).map_err(&img_err)?),
+        None => None,
+    };
+    let name = target
+        .file_name()
+        .ok_or_else(|| img_err("no file name".into()))?;
+    let tmp = target.with_file_name(format!(
+        ".{}.pktfs-restore-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let kept = || match occupied {
+        true => format!("; {shown} is as it was"),
+        false => String::new(),
+    };
+    let built = build(&tmp, params, &snap).and_then(|rep| {
+        if let Some(m) = &meta {
+            // The new image keeps the old one's permissions.
+            let _ = std::fs::set_permissions(&tmp, m.permissions());
+        }
+        std::fs::rename(&tmp, &target).map_err(|e| RestoreError::Image {
+            path: tmp.display().to_string(),
+            msg: format!("renaming it over {}: {e}", target.display()),
+        })?;
+        // The rename itself made durable.
+        if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(rep)
+    });
+    built.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        match e {
+            RestoreError::Image { path, msg } => RestoreError::Image {
+                path,
+                msg: msg + &kept(),
+            },
+            RestoreError::Fs { path, source } => RestoreError::Image {
+                path: shown.clone(),
+                msg: format!("restoring {path}: {source}{}", kept()),
+            },
+            e => e,
+        }
+    })
+}
+
+/// Format `path`, restore `snap` into it and close it.
+fn build(
+    path: &Path,
+    params: layout::GeometryParams,
+    snap: &ParsedSnapshot,
+) -> Result<RestoreReport, RestoreError> {
+    let img_err = |msg: String| RestoreError::Image {
+        path: path.display().to_string(),
+        msg,
+    };
     pktfs::Volume::format(
-        image,
+        path,
         &pktfs::FormatOptions {
             params,
             label: None,
@@ -260,10 +347,39 @@ pub fn restore_image(
         &mut |_, _| {},
     )
     .map_err(|e| img_err(format!("cannot create the image: {e}")))?;
-    let vol = pktfs::Volume::open(image, &pktfs::OpenOptions::default())
+    let vol = pktfs::Volume::open(path, &pktfs::OpenOptions::default())
         .map_err(|e| img_err(format!("cannot open the new image: {e}")))?;
-    let rep = restore_into(&vol, &snap)?;
+    let rep = restore_into(&vol, snap)?;
     vol.close()
         .map_err(|e| img_err(format!("closing the image: {e}")))?;
     Ok(rep)
+}
+
+/// The existing image at `path`, locked as a writable open would lock it
+/// (and for as long as the returned file lives).
+fn lock_existing(path: &Path) -> Result<std::fs::File, String> {
+    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(pktfs::media::MediaError::Locked {
+            path: path.to_path_buf(),
+        }
+        .to_string()),
+        Err(std::fs::TryLockError::Error(e)) => Err(format!("locking it: {e}")),
+    }
+}
+
+/// Whether a device already starts with a pktfs superblock (either
+/// copy): overwriting it needs `force`.
+fn holds_an_image(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = vec![0u8; 8192];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| {
+            layout::superblock::has_magic(&head[..])
+                || layout::superblock::has_magic(
+                    &head[layout::superblock::BACKUP_OFFSET as usize..],
+                )
+        })
 }
