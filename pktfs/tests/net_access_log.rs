@@ -18,21 +18,21 @@ fn access_log_and_request_failures_land_in_the_log_file() {
     let img = dir.path().join("img");
     let log = dir.path().join("serve.log");
     let addr = free_port();
-    let mut child = Command::new(PKTFS)
-        .args([
-            "serve",
-            img.to_str().unwrap(),
-            "--listen",
-            &addr.to_string(),
-            "--log-level",
-            "info",
-            "--log-file",
-            log.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Proc::spawn(
+        Command::new(PKTFS)
+            .args([
+                "serve",
+                img.to_str().unwrap(),
+                "--listen",
+                &addr.to_string(),
+                "--log-level",
+                "info",
+                "--log-file",
+                log.to_str().unwrap(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    );
     let mut first = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),

@@ -8,12 +8,12 @@ mod cli_common;
 #[path = "../../tests/tests/prereq/mod.rs"]
 mod prereq;
 
-use cli_common::{chain_json, free_port, mkfs, pktfs, serve, stop, PKTFS};
+use cli_common::{chain_json, free_port, mkfs, pktfs, serve, stop, Proc, PKTFS};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn data(len: usize, seed: u32) -> Vec<u8> {
@@ -23,20 +23,20 @@ fn data(len: usize, seed: u32) -> Vec<u8> {
 }
 
 /// Start `pktfs recv ... --listen ADDR`, wait until it listens.
-fn recv_listening(img: &Path, path: &str, addr: SocketAddr, extra: &[&str]) -> Child {
-    let mut c = Command::new(PKTFS)
-        .args([
-            "recv",
-            img.to_str().unwrap(),
-            path,
-            "--listen",
-            &addr.to_string(),
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+fn recv_listening(img: &Path, path: &str, addr: SocketAddr, extra: &[&str]) -> Proc {
+    let mut c = Proc::spawn(
+        Command::new(PKTFS)
+            .args([
+                "recv",
+                img.to_str().unwrap(),
+                path,
+                "--listen",
+                &addr.to_string(),
+            ])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     let mut line = String::new();
     BufReader::new(c.stderr.as_mut().unwrap())
         .read_line(&mut line)
@@ -45,7 +45,7 @@ fn recv_listening(img: &Path, path: &str, addr: SocketAddr, extra: &[&str]) -> C
     c
 }
 
-fn wait_out(mut c: Child) -> (i32, String) {
+fn wait_out(mut c: Proc) -> (i32, String) {
     let t0 = Instant::now();
     loop {
         if let Some(st) = c.try_wait().unwrap() {
@@ -146,11 +146,11 @@ fn recv_from_nc_and_connect_and_send_back() {
     let src2 = d.path().join("src2");
     std::fs::write(&src2, &body2).unwrap();
     let port = free_port().port();
-    let mut nc = Command::new("nc")
-        .args(["-N", "-l", "127.0.0.1", &port.to_string()])
-        .stdin(std::fs::File::open(&src2).unwrap())
-        .spawn()
-        .unwrap();
+    let mut nc = Proc::spawn(
+        Command::new("nc")
+            .args(["-N", "-l", "127.0.0.1", &port.to_string()])
+            .stdin(std::fs::File::open(&src2).unwrap()),
+    );
     // Wait until nc listens (a probe connection would take its one accept).
     let t0 = Instant::now();
     while !listening(port) {

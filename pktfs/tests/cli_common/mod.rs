@@ -18,13 +18,50 @@ pub fn free_port() -> SocketAddr {
         .unwrap()
 }
 
+/// A child process that is killed (and reaped) when dropped unless it
+/// already ended: a test that fails part way leaves no `pktfs serve` or
+/// mount running behind it.
+#[derive(Debug)]
+pub struct Proc(Option<Child>);
+
+impl Proc {
+    pub fn spawn(cmd: &mut Command) -> Proc {
+        Proc(Some(cmd.spawn().unwrap()))
+    }
+    /// Wait for the end and collect what is left of its output.
+    pub fn wait_with_output(mut self) -> std::io::Result<std::process::Output> {
+        self.0.take().expect("a child").wait_with_output()
+    }
+}
+
+impl std::ops::Deref for Proc {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("a child")
+    }
+}
+
+impl std::ops::DerefMut for Proc {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("a child")
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // std sends nothing to a child it has already reaped.
+        if let Some(c) = self.0.as_mut() {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
 /// Start a long-running command and wait for its first line of output.
-pub fn start(cmd: &mut Command) -> (Child, String) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+pub fn start(cmd: &mut Command) -> (Proc, String) {
+    let mut child = Proc::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
     let mut first = String::new();
     BufReader::new(child.stdout.as_mut().unwrap())
         .read_line(&mut first)
@@ -32,7 +69,7 @@ pub fn start(cmd: &mut Command) -> (Child, String) {
     (child, first)
 }
 
-pub fn interrupt(mut child: Child) -> String {
+pub fn interrupt(mut child: Proc) -> String {
     Command::new("kill")
         .arg("-INT")
         .arg(child.id().to_string())
@@ -86,18 +123,18 @@ pub fn mkfs(path: &std::path::Path, bytes: u64) {
 
 /// `pktfs serve IMAGE --listen ADDR`, returned once it says it serves and
 /// the port accepts; its stderr goes to `stderr`.
-pub fn serve(img: &std::path::Path, addr: SocketAddr, stderr: Stdio) -> Child {
-    let mut c = Command::new(PKTFS)
-        .args([
-            "serve",
-            img.to_str().unwrap(),
-            "--listen",
-            &addr.to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()
-        .unwrap();
+pub fn serve(img: &std::path::Path, addr: SocketAddr, stderr: Stdio) -> Proc {
+    let mut c = Proc::spawn(
+        Command::new(PKTFS)
+            .args([
+                "serve",
+                img.to_str().unwrap(),
+                "--listen",
+                &addr.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(stderr),
+    );
     let mut first = String::new();
     BufReader::new(c.stdout.as_mut().unwrap())
         .read_line(&mut first)
@@ -108,7 +145,7 @@ pub fn serve(img: &std::path::Path, addr: SocketAddr, stderr: Stdio) -> Child {
 }
 
 /// SIGINT, then wait (bounded) for the process to end, whatever its status.
-pub fn stop(mut c: Child) {
+pub fn stop(mut c: Proc) {
     let _ = Command::new("kill")
         .arg("-INT")
         .arg(c.id().to_string())

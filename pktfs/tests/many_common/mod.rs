@@ -7,10 +7,10 @@
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cli_common::{wait_listening, PKTFS};
+use crate::cli_common::{wait_listening, Proc, PKTFS};
 
 /// Raise this process's soft RLIMIT_NOFILE to the hard limit; the soft
 /// limit in force afterwards.
@@ -57,17 +57,17 @@ pub fn serve_on_loops(
     addr: SocketAddr,
     serving: &str,
     conns: usize,
-) -> Child {
-    let mut server = Command::new(PKTFS)
-        .args(["serve", img.to_str().unwrap(), listen_flag])
-        .arg(addr.to_string())
-        .args(["--io", "uring", "--loops", "2"])
-        // Warnings only: the access log would print a line per connection.
-        .args(["--log-level", "warn"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+) -> Proc {
+    let mut server = Proc::spawn(
+        Command::new(PKTFS)
+            .args(["serve", img.to_str().unwrap(), listen_flag])
+            .arg(addr.to_string())
+            .args(["--io", "uring", "--loops", "2"])
+            // Warnings only: the access log would print a line per connection.
+            .args(["--log-level", "warn"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit()),
+    );
     // It prints how it serves and what the fd limit allows.
     let mut out = BufReader::new(server.stdout.take().unwrap());
     let mut said = String::new();
