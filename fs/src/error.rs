@@ -40,6 +40,10 @@ pub enum FsError {
     ReadOnly,
     #[error("the target is not what the precondition asked for (it changed)")]
     PreconditionFailed,
+    /// A name kept changing under a call that must see it settle (e.g.
+    /// [`crate::Volume::lookup_pinned`]); trying again may succeed.
+    #[error("{0} kept changing while it was looked at; try again")]
+    Contended(&'static str),
     #[error("operation not supported: {0}")]
     NotSupported(&'static str),
     #[error(
@@ -123,6 +127,7 @@ impl FsError {
             // Only callers that pass a precondition see it (netpath's 412);
             // no POSIX call does.
             FsError::PreconditionFailed => libc::EAGAIN,
+            FsError::Contended(_) => libc::EAGAIN,
             FsError::Corrupt(_)
             | FsError::Damaged { .. }
             | FsError::Remote(_)

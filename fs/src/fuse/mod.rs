@@ -602,7 +602,6 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
             direct_io: opts.direct_io,
             atime: opts.atime,
         },
-        gate: Default::default(),
         notifier: Default::default(),
     };
     let late_notifier = fs.notifier.clone();

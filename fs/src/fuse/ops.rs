@@ -8,7 +8,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
@@ -131,22 +131,16 @@ pub(crate) struct Tuning {
 pub(crate) struct PktFuse {
     pub vol: Arc<Volume>,
     pub tune: Tuning,
-    /// Workaround: taken exclusively to unpin, shared to create. The
-    /// Volume, when an unpin frees an inode, returns its number to the
-    /// allocator before it drops the inode from its map, so a create on
-    /// another thread could get the number and have its new inode removed
-    /// from the map (every later call on it: ENOENT). Seen as `mkdir d;
-    /// touch d/f` failing with ENOENT right after an `rm`.
-    pub gate: RwLock<()>,
     /// Tells the kernel about changes it did not ask for (a write that
     /// cleared setuid); set once the session exists.
     pub notifier: Arc<OnceLock<Notifier>>,
 }
 
 impl PktFuse {
-    /// Drop `n` kernel references (see `gate`).
+    /// Drop `n` kernel references. (A freed inode leaves the Volume's map
+    /// before its number can be reused, `Volume::free_inode_storage`, so a
+    /// create on another thread needs no lock against this.)
     fn unpin(&self, ino: u64, n: u64) {
-        let _g = self.gate.write().unwrap_or_else(|e| e.into_inner());
         self.vol.unpin(ino, n)
     }
 
@@ -186,12 +180,12 @@ impl PktFuse {
         let _ = self.vol.touch_atime(ino, strict);
     }
 
-    fn creating(&self) -> RwLockReadGuard<'_, ()> {
-        self.gate.read().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Reply with an entry the kernel will count as one lookup reference:
-    /// pin the inode for it (released by `forget`).
+    /// pin the inode for it (released by `forget`). Only for an inode the
+    /// kernel already holds a reference to (link's source), which cannot
+    /// be freed and its number reused before this pin; a name looked up or
+    /// created here is pinned with it by the Volume (`lookup_pinned`,
+    /// `create_node_pinned`).
     fn entry(&self, reply: ReplyEntry, a: &Attr) {
         match self.vol.pin(a.ino) {
             Ok(()) => reply.entry(&self.tune.entry_ttl, &file_attr(a), Generation(0)),
@@ -387,30 +381,11 @@ impl Filesystem for PktFuse {
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         shield(&self.vol, || {
-            let name = name_bytes(name);
-            // The pin keeps the inode from being freed; then make sure the
-            // name still names it (an unlink and a create by another
-            // service could have reused the number in between).
-            for _ in 0..8 {
-                let a = match self.vol.lookup(parent.0, name) {
-                    Ok(a) => a,
-                    Err(e) => return reply.error(err(&e)),
-                };
-                if self.vol.pin(a.ino).is_err() {
-                    continue; // freed since: look again
-                }
-                match self.vol.lookup(parent.0, name) {
-                    Ok(b) if b.ino == a.ino => {
-                        return reply.entry(&self.tune.entry_ttl, &file_attr(&b), Generation(0))
-                    }
-                    Ok(_) => self.unpin(a.ino, 1),
-                    Err(e) => {
-                        self.unpin(a.ino, 1);
-                        return reply.error(err(&e));
-                    }
-                }
+            // Each entry the kernel gets counts as one lookup reference.
+            match self.vol.lookup_pinned(parent.0, name_bytes(name)) {
+                Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
+                Err(e) => reply.error(err(&e)),
             }
-            reply.error(Errno::from_i32(libc::EAGAIN))
         })
     }
 
@@ -484,7 +459,6 @@ impl Filesystem for PktFuse {
         reply: ReplyEntry,
     ) {
         shield(&self.vol, || {
-            let _gate = self.creating();
             let Some(k) = FileType::from_mode(mode) else {
                 return reply.error(Errno::from_i32(libc::EINVAL));
             };
@@ -493,9 +467,12 @@ impl Filesystem for PktFuse {
             }
             let r = self
                 .new_owner(req, parent.0, mode & 0o7777, umask, false)
-                .and_then(|m| self.vol.create_node(parent.0, name_bytes(name), k, m, rdev));
+                .and_then(|m| {
+                    self.vol
+                        .create_node_pinned(parent.0, name_bytes(name), k, m, rdev)
+                });
             match r {
-                Ok(a) => self.entry(reply, &a),
+                Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
                 Err(e) => reply.error(err(&e)),
             }
         })
@@ -511,15 +488,19 @@ impl Filesystem for PktFuse {
         reply: ReplyEntry,
     ) {
         shield(&self.vol, || {
-            let _gate = self.creating();
             let r = self
                 .new_owner(req, parent.0, mode & 0o7777, umask, true)
                 .and_then(|m| {
-                    self.vol
-                        .create_node(parent.0, name_bytes(name), FileType::Directory, m, 0)
+                    self.vol.create_node_pinned(
+                        parent.0,
+                        name_bytes(name),
+                        FileType::Directory,
+                        m,
+                        0,
+                    )
                 });
             match r {
-                Ok(a) => self.entry(reply, &a),
+                Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
                 Err(e) => reply.error(err(&e)),
             }
         })
@@ -552,10 +533,9 @@ impl Filesystem for PktFuse {
         reply: ReplyEntry,
     ) {
         shield(&self.vol, || {
-            let _gate = self.creating();
             let r = self.new_owner(req, parent.0, 0o777, 0, false).and_then(
                 |NewMode { uid, gid, .. }| {
-                    self.vol.symlink(
+                    self.vol.symlink_pinned(
                         parent.0,
                         name_bytes(link_name),
                         target.as_os_str().as_bytes(),
@@ -565,7 +545,7 @@ impl Filesystem for PktFuse {
                 },
             );
             match r {
-                Ok(a) => self.entry(reply, &a),
+                Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
                 Err(e) => reply.error(err(&e)),
             }
         })
@@ -846,16 +826,14 @@ impl Filesystem for PktFuse {
                 }
                 for e in batch {
                     after = e.cookie;
-                    // Each entry (but "." and "..") counts as a lookup.
-                    if self.vol.pin(e.ino).is_err() {
+                    // Each entry (but "." and "..") counts as a lookup: the
+                    // name's inode now, pinned with its binding (the number
+                    // listed may have been freed and reused since).
+                    let Ok(a) = self.vol.lookup_pinned(dir, &e.name) else {
                         continue; // removed since: as if read before
-                    }
-                    let Ok(a) = self.vol.getattr(e.ino) else {
-                        self.unpin(e.ino, 1);
-                        continue;
                     };
                     if reply.add(
-                        INodeNo(e.ino),
+                        INodeNo(a.ino),
                         e.cookie,
                         OsStr::from_bytes(&e.name),
                         &ttl,
@@ -863,7 +841,7 @@ impl Filesystem for PktFuse {
                         Generation(0),
                     ) {
                         // Did not fit: not handed to the kernel.
-                        self.unpin(e.ino, 1);
+                        self.unpin(a.ino, 1);
                         return reply.ok();
                     }
                 }
@@ -1038,20 +1016,17 @@ impl Filesystem for PktFuse {
         reply: ReplyCreate,
     ) {
         shield(&self.vol, || {
-            let _gate = self.creating();
             let r = self
                 .new_owner(req, parent.0, mode & 0o7777, umask, false)
                 .and_then(|m| {
                     self.vol
-                        .create_node(parent.0, name_bytes(name), FileType::Regular, m, 0)
+                        .create_node_pinned(parent.0, name_bytes(name), FileType::Regular, m, 0)
                 });
+            // Pinned by the create: the kernel's lookup reference.
             let a = match r {
                 Ok(a) => a,
                 Err(e) => return reply.error(err(&e)),
             };
-            if let Err(e) = self.vol.pin(a.ino) {
-                return reply.error(err(&e));
-            }
             let f = self.open_flags();
             reply.created(
                 &self.tune.entry_ttl,

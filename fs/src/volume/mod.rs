@@ -30,6 +30,7 @@ mod file;
 mod itable;
 pub mod journal;
 mod ns;
+mod pinned;
 mod recover;
 mod remote;
 #[cfg(test)]

@@ -192,6 +192,7 @@ impl Volume {
             NewMode::plain(perm, uid, gid),
             rdev,
             None,
+            0,
         )
     }
 
@@ -204,6 +205,7 @@ impl Volume {
             NewMode::plain(perm, uid, gid),
             0,
             None,
+            0,
         )
     }
 
@@ -217,6 +219,7 @@ impl Volume {
             NewMode::plain(perm, uid, gid),
             0,
             None,
+            0,
         )
     }
 
@@ -227,6 +230,19 @@ impl Volume {
         target: &[u8],
         uid: u32,
         gid: u32,
+    ) -> Result<Attr> {
+        self.make_symlink(parent, name, target, uid, gid, 0)
+    }
+
+    /// [`Self::symlink`], the new inode starting with `pins`.
+    pub(super) fn make_symlink(
+        &self,
+        parent: u64,
+        name: &[u8],
+        target: &[u8],
+        uid: u32,
+        gid: u32,
+        pins: u64,
     ) -> Result<Attr> {
         if target.is_empty() {
             return Err(FsError::NotFound);
@@ -241,6 +257,7 @@ impl Volume {
             NewMode::plain(0o777, uid, gid),
             0,
             Some(target),
+            pins,
         )
     }
 
@@ -262,7 +279,7 @@ impl Volume {
         if kind == FileType::Symlink {
             return Err(FsError::Invalid("use symlink"));
         }
-        self.make_node(parent, name, kind, m, rdev, None)
+        self.make_node(parent, name, kind, m, rdev, None, 0)
     }
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
@@ -340,7 +357,10 @@ impl Volume {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn make_node(
+    /// `pins`: pins the new inode starts with, set before it is reachable
+    /// (`create_node_pinned`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn make_node(
         &self,
         parent: u64,
         name: &[u8],
@@ -348,6 +368,7 @@ impl Volume {
         m: NewMode,
         rdev: u32,
         symlink: Option<&[u8]>,
+        pins: u64,
     ) -> Result<Attr> {
         let NewMode { uid, gid, .. } = m;
         self.check_writable()?;
@@ -502,6 +523,7 @@ impl Volume {
         p.names.insert(name.into(), cookie);
         p.next_seq = cookie + 1;
         let mut child = Inode::new(ino, attr, slot);
+        child.pins = pins;
         if kind == FileType::Directory {
             child.next_seq = FIRST_COOKIE;
             ns.dir_parent.insert(ino, p.ino);

@@ -44,6 +44,7 @@ pub(crate) fn status_of(e: &FsError) -> u16 {
         FsError::TooBig => 413,
         FsError::ReadOnly | FsError::NotPermitted(_) => 405,
         FsError::PreconditionFailed => 412,
+        FsError::Contended(_) => 503,
         _ => 500,
     }
 }
