@@ -26,6 +26,8 @@
 //!   `forget`, so unlinked files stay readable while open.
 
 mod ops;
+mod state;
+mod translate;
 
 use std::ffi::OsStr;
 use std::io;
@@ -591,9 +593,9 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "pktfs".into());
     let config = opts.fuser_config(&fsname);
-    let fs = ops::PktFuse {
+    let fs = state::PktFuse {
         vol,
-        tune: ops::Tuning {
+        tune: state::Tuning {
             attr_ttl: opts.attr_ttl,
             entry_ttl: opts.entry_ttl,
             max_write: opts.max_write,

@@ -8,27 +8,26 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use fuser::{
-    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem,
-    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags,
+    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileHandle, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags,
     RenameFlags as FuseRenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::error::FsError;
-use crate::volume::{
-    Attr, DirEntry, FallocMode, NewMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags,
+use super::state::PktFuse;
+use super::translate::{
+    err, file_attr, has_cap_fsetid, in_group, kind, name_bytes, time_ns, time_set, xattr_reply,
 };
+use crate::error::FsError;
+use crate::volume::{FallocMode, NewMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags};
 use crate::FileType;
 
 /// The read-only virtual attribute that shows a file's chain of records.
 pub const CHAIN_XATTR: &str = "user.pktfs.chain";
-
-const S_ISGID: u32 = 0o2000;
 
 /// Run a handler so that a panic in it never takes a worker thread down
 /// and never goes unnoticed: the reply it owned is dropped while unwinding
@@ -38,288 +37,6 @@ const S_ISGID: u32 = 0o2000;
 fn shield(vol: &Volume, f: impl FnOnce()) {
     if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
         vol.fail_after_panic("a FUSE request", &*p);
-    }
-}
-
-fn err(e: &FsError) -> Errno {
-    // A request that fails for a reason other than its answer (ENOENT,
-    // EEXIST, ...) is logged with its cause; damaged data is logged by the
-    // Volume where it is found, once, not at every read of it.
-    match e {
-        FsError::Corrupt(_)
-        | FsError::Failed(_)
-        | FsError::Media(_)
-        | FsError::Io { .. }
-        | FsError::Refused { .. } => tracing::warn!("a FUSE request failed (EIO): {e}"),
-        _ => {}
-    }
-    Errno::from_i32(e.errno())
-}
-
-fn time(ns: i64) -> SystemTime {
-    if ns >= 0 {
-        UNIX_EPOCH + Duration::from_nanos(ns as u64)
-    } else {
-        UNIX_EPOCH
-            .checked_sub(Duration::from_nanos(ns.unsigned_abs()))
-            .unwrap_or(UNIX_EPOCH)
-    }
-}
-
-fn time_ns(t: SystemTime) -> i64 {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
-        Err(e) => i64::try_from(e.duration().as_nanos())
-            .map(|n| -n)
-            .unwrap_or(i64::MIN),
-    }
-}
-
-fn time_set(t: TimeOrNow) -> TimeSet {
-    match t {
-        TimeOrNow::Now => TimeSet::Now,
-        TimeOrNow::SpecificTime(t) => TimeSet::Ns(time_ns(t)),
-    }
-}
-
-pub(crate) fn kind(k: FileType) -> fuser::FileType {
-    match k {
-        FileType::Regular => fuser::FileType::RegularFile,
-        FileType::Directory => fuser::FileType::Directory,
-        FileType::Symlink => fuser::FileType::Symlink,
-        FileType::Fifo => fuser::FileType::NamedPipe,
-        FileType::Socket => fuser::FileType::Socket,
-        FileType::CharDevice => fuser::FileType::CharDevice,
-        FileType::BlockDevice => fuser::FileType::BlockDevice,
-    }
-}
-
-pub(crate) fn file_attr(a: &Attr) -> FileAttr {
-    FileAttr {
-        ino: INodeNo(a.ino),
-        size: a.size,
-        blocks: a.blocks,
-        atime: time(a.atime_ns),
-        mtime: time(a.mtime_ns),
-        ctime: time(a.ctime_ns),
-        crtime: time(a.ctime_ns),
-        kind: kind(a.kind),
-        perm: (a.perm & 0o7777) as u16,
-        nlink: a.nlink,
-        uid: a.uid,
-        gid: a.gid,
-        rdev: a.rdev,
-        blksize: a.blksize,
-        flags: 0,
-    }
-}
-
-/// Knobs the adapter needs from the mount options.
-#[derive(Clone, Debug)]
-pub(crate) struct Tuning {
-    pub attr_ttl: Duration,
-    pub entry_ttl: Duration,
-    pub max_write: u32,
-    pub max_readahead: u32,
-    pub keep_cache: bool,
-    pub direct_io: bool,
-    pub atime: super::AtimeMode,
-}
-
-/// The FUSE file system: a shared Volume and the reply timeouts.
-#[derive(Debug)]
-pub(crate) struct PktFuse {
-    pub vol: Arc<Volume>,
-    pub tune: Tuning,
-    /// Tells the kernel about changes it did not ask for (a write that
-    /// cleared setuid); set once the session exists.
-    pub notifier: Arc<OnceLock<Notifier>>,
-}
-
-impl PktFuse {
-    /// Drop `n` kernel references. (A freed inode leaves the Volume's map
-    /// before its number can be reused, `Volume::free_inode_storage`, so a
-    /// create on another thread needs no lock against this.)
-    fn unpin(&self, ino: u64, n: u64) {
-        self.vol.unpin(ino, n)
-    }
-
-    /// How files are opened: no FLUSH on close (there is nothing to flush:
-    /// writes are on the media when they return, and locks are the
-    /// kernel's), and the page cache kept across opens unless turned off.
-    ///
-    /// With `direct_io` the kernel hands each read and write to the daemon
-    /// with the caller's own pages: a write is copied once, from the
-    /// caller's buffer into the request the daemon reads, and then once
-    /// into the image; a read is copied once, from the image into the
-    /// caller's buffer. Through the page cache each costs one copy more.
-    /// The image is memory already, so there is nothing for the page cache
-    /// to save (a DAX file system bypasses it for the same reason).
-    /// Writes that do not extend the file may run in parallel: the Volume
-    /// orders them under the inode's lock.
-    fn open_flags(&self) -> FopenFlags {
-        let mut f = FopenFlags::FOPEN_NOFLUSH;
-        if self.tune.direct_io {
-            f |= FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES;
-        } else if self.tune.keep_cache {
-            f |= FopenFlags::FOPEN_KEEP_CACHE;
-        }
-        f
-    }
-
-    /// A read or listing of `ino` happened: update its atime as the mount
-    /// asks. Done before the reply, so a stat that follows sees it (the
-    /// kernel drops its cached atime after a read). Best effort: a failed
-    /// atime update does not fail the read.
-    fn accessed(&self, ino: u64) {
-        let strict = match self.tune.atime {
-            super::AtimeMode::Never => return,
-            super::AtimeMode::Relative => false,
-            super::AtimeMode::Strict => true,
-        };
-        let _ = self.vol.touch_atime(ino, strict);
-    }
-
-    /// Reply with an entry the kernel will count as one lookup reference:
-    /// pin the inode for it (released by `forget`). Only for an inode the
-    /// kernel already holds a reference to (link's source), which cannot
-    /// be freed and its number reused before this pin; a name looked up or
-    /// created here is pinned with it by the Volume (`lookup_pinned`,
-    /// `create_node_pinned`).
-    fn entry(&self, reply: ReplyEntry, a: &Attr) {
-        match self.vol.pin(a.ino) {
-            Ok(()) => reply.entry(&self.tune.entry_ttl, &file_attr(a), Generation(0)),
-            Err(e) => reply.error(err(&e)),
-        }
-    }
-
-    /// Owner and group of a new inode in `parent`, and the mode asked for
-    /// with the setgid-directory rule applied: in a setgid directory a new
-    /// inode takes the directory's group, and a new subdirectory inherits
-    /// the setgid bit. The umask (the kernel leaves it to us, FUSE_DONT_MASK)
-    /// and default ACLs are the Volume's to apply.
-    fn new_owner(
-        &self,
-        req: &Request,
-        parent: u64,
-        perm: u32,
-        umask: u32,
-        is_dir: bool,
-    ) -> Result<NewMode, FsError> {
-        let p = self.vol.getattr(parent)?;
-        if p.kind != FileType::Directory {
-            return Err(FsError::NotDir);
-        }
-        let (gid, perm) = if p.perm & S_ISGID != 0 {
-            (p.gid, if is_dir { perm | S_ISGID } else { perm })
-        } else {
-            (req.gid(), perm)
-        };
-        Ok(NewMode {
-            perm,
-            umask,
-            uid: req.uid(),
-            gid,
-        })
-    }
-
-    /// Tell the kernel that `ino`'s attributes changed behind a request
-    /// that does not return them (a write that cleared setuid): without
-    /// this it would go on using the cached mode, e.g. for exec. Offset -1
-    /// leaves the page cache alone, so this cannot wait on the pages of
-    /// the write in flight.
-    fn attrs_changed(&self, ino: u64) {
-        if let Some(n) = self.notifier.get() {
-            if let Err(e) = n.inval_inode(INodeNo(ino), -1, 0) {
-                tracing::debug!("inode {ino}: attribute invalidation not delivered: {e}");
-            }
-        }
-    }
-
-    fn readdir_entries(&self, dir: u64, after: u64, max: usize) -> Result<Vec<DirEntry>, FsError> {
-        let mut v = Vec::new();
-        self.vol.readdir(dir, after, |e| {
-            v.push(e);
-            v.len() < max
-        })?;
-        Ok(v)
-    }
-
-    /// Records written one after another usually sit one after another in
-    /// the buffer region: then the segments of a read are one range of the
-    /// mapping and can go into the reply as one slice, without a copy.
-    fn contiguous<'a>(&'a self, segs: &[Seg<'a>]) -> Option<&'a [u8]> {
-        let base = self.vol.pm().slice(0, 0).as_ptr() as usize;
-        let mut start = None;
-        let mut end = 0usize;
-        for s in segs {
-            let Seg::Data(d) = s else { return None };
-            let p = d.as_ptr() as usize;
-            match start {
-                None => start = Some(p),
-                Some(_) if p != end => return None,
-                Some(_) => {}
-            }
-            end = p + d.len();
-        }
-        let start = start?;
-        // Only bytes of the mapping are merged: fetched (tiered) bytes are
-        // ranges of window buffers, adjacent when two records share one.
-        let in_pm = start >= base && end - base <= self.vol.pm().len() as usize;
-        in_pm.then(|| self.vol.pm().slice((start - base) as u64, end - start))
-    }
-
-    fn chain_json(&self, ino: u64) -> Result<Vec<u8>, FsError> {
-        let rows = self.vol.chain(ino)?.iter().map(|r| r.to_json()).collect();
-        Ok(serde_json::Value::Array(rows).to_string().into_bytes())
-    }
-}
-
-/// A line of /proc/PID/status of the process behind `req` (FUSE sends
-/// only its pid, uid and gid).
-fn status_line(req: &Request, key: &str) -> Option<String> {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", req.pid())).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .map(|v| v.trim().to_string())
-}
-
-/// Whether the process behind `req` is in group `gid`: its fsgid or one of
-/// its supplementary groups, read from /proc. When that fails (the process
-/// is gone) the answer is no, which clears a setgid bit rather than keeps
-/// one it should not.
-fn in_group(req: &Request, gid: u32) -> bool {
-    req.gid() == gid
-        || status_line(req, "Groups:")
-            .is_some_and(|g| g.split_whitespace().any(|x| x.parse() == Ok(gid)))
-}
-
-/// Whether the process behind `req` has CAP_FSETID in effect (from /proc;
-/// if that fails, whether it is root).
-fn has_cap_fsetid(req: &Request) -> bool {
-    const CAP_FSETID: u32 = 4;
-    match status_line(req, "CapEff:").and_then(|c| u64::from_str_radix(&c, 16).ok()) {
-        Some(caps) => caps & (1 << CAP_FSETID) != 0,
-        None => req.uid() == 0,
-    }
-}
-
-fn name_bytes(n: &OsStr) -> &[u8] {
-    n.as_bytes()
-}
-
-/// Reply to getxattr/listxattr: the size probe, the value, or ERANGE.
-fn xattr_reply(reply: ReplyXattr, size: u32, v: &[u8]) {
-    if size == 0 {
-        match u32::try_from(v.len()) {
-            Ok(n) => reply.size(n),
-            Err(_) => reply.error(Errno::from_i32(libc::E2BIG)),
-        }
-    } else if v.len() > size as usize {
-        reply.error(Errno::from_i32(libc::ERANGE))
-    } else {
-        reply.data(v)
     }
 }
 

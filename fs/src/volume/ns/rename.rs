@@ -1,0 +1,232 @@
+//! rename(2): the one namespace change that touches two directories and
+//! up to two more inodes (the one moved, the one it replaces), with
+//! RENAME_NOREPLACE and RENAME_EXCHANGE; one journalled commit.
+
+use layout::{FileType, RecordId};
+
+use super::super::failstop::OrStop;
+use super::super::tx::Tx;
+use super::super::{check_name, now_ns, Volume, MAX_NLINK};
+use super::{Locked, FIRST_COOKIE};
+use crate::error::{FsError, Result};
+
+/// rename(2) flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RenameFlags {
+    pub noreplace: bool,
+    pub exchange: bool,
+}
+
+impl Volume {
+    /// rename(2) with RENAME_NOREPLACE / RENAME_EXCHANGE.
+    pub fn rename(&self, sp: u64, sn: &[u8], dp: u64, dn: &[u8], flags: RenameFlags) -> Result<()> {
+        self.check_writable()?;
+        check_name(sn).map_err(|e| {
+            if matches!(e, FsError::NameTooLong) {
+                e
+            } else {
+                FsError::Invalid("bad source name")
+            }
+        })?;
+        check_name(dn)?;
+        if flags.exchange && flags.noreplace {
+            return Err(FsError::Invalid("RENAME_EXCHANGE with RENAME_NOREPLACE"));
+        }
+        let mut ns = self.ns.lock().or_stop();
+        let (s, skind) = self.child_of(sp, sn)?.ok_or(FsError::NotFound)?;
+        let dst = self.child_of(dp, dn)?;
+        let (sp, dp) = (sp as u32, dp as u32);
+        if flags.exchange && dst.is_none() {
+            return Err(FsError::NotFound);
+        }
+        if flags.noreplace && dst.is_some() {
+            return Err(FsError::Exists);
+        }
+        if let Some((d, _)) = dst {
+            if d == s {
+                return Ok(()); // same file: POSIX says do nothing
+            }
+        }
+        // A directory may not move into itself or below itself.
+        let is_below = |dir: u32, anc: u32| {
+            let mut cur = dir;
+            loop {
+                if cur == anc {
+                    return true;
+                }
+                match ns.dir_parent.get(&cur) {
+                    Some(&p) if p != cur => cur = p,
+                    _ => return false,
+                }
+            }
+        };
+        if skind == FileType::Directory && is_below(dp, s) {
+            return Err(FsError::Invalid("cannot move a directory into itself"));
+        }
+        if let (true, Some((d, FileType::Directory))) = (flags.exchange, dst) {
+            if is_below(sp, d) {
+                return Err(FsError::Invalid("cannot move a directory into itself"));
+            }
+        }
+        let mut inos = vec![sp, dp, s];
+        if let Some((d, _)) = dst {
+            inos.push(d);
+        }
+        let arcs = self.arcs(&inos)?;
+        let mut l = Locked::new(&arcs)?;
+        if !flags.exchange {
+            if let Some((d, dkind)) = dst {
+                match (skind == FileType::Directory, dkind == FileType::Directory) {
+                    (true, false) => return Err(FsError::NotDir),
+                    (false, true) => return Err(FsError::IsDir),
+                    (true, true) if !l.get(d).names.is_empty() => return Err(FsError::NotEmpty),
+                    _ => {}
+                }
+            }
+        }
+        let moves_dir = skind == FileType::Directory && sp != dp;
+        let dst_is_dir = matches!(dst, Some((_, FileType::Directory)));
+        // Moving a directory adds a link to dp, unless it replaces a directory
+        // there (net zero).
+        let replaces_dir = dst_is_dir && !flags.exchange;
+        if moves_dir && !replaces_dir && l.get(dp).attr.nlink >= MAX_NLINK {
+            return Err(FsError::TooManyLinks);
+        }
+        let now = now_ns();
+        let mut tx = Tx::new();
+        let scookie = l.get(sp).names[sn];
+        match (dst, flags.exchange) {
+            (None, _) => {
+                let id = self.alloc_records(1)?[0];
+                let cookie = l.get(dp).next_seq.max(FIRST_COOKIE);
+                // Write the new dirent first (it may fail for space), then
+                // unlink the old one and link the new one at dp's tail.
+                let rec =
+                    match self.new_dirent(id, dn, None, s, skind, cookie, RecordId::NONE, None) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            self.free_records_now(&[id]);
+                            return Err(e);
+                        }
+                    };
+                self.unlink_dirent(&mut tx, l.get(sp), scookie);
+                let d = l.get(dp);
+                tx.store(
+                    self.data_link_before(d, cookie),
+                    id.0,
+                    Some((self.geo.record_pos(id).0, 64)),
+                );
+                d.data.insert(cookie, rec);
+                d.names.insert(dn.into(), cookie);
+                d.next_seq = cookie + 1;
+            }
+            (Some((d, dkind)), false) => {
+                let id = self.alloc_records(1)?[0];
+                let dcookie = l.get(dp).names[dn];
+                self.unlink_dirent(&mut tx, l.get(sp), scookie);
+                self.replace_dirent(&mut tx, l.get(dp), dcookie, id, s, skind, None);
+                let victim = l.get(d);
+                let mut va = victim.attr;
+                va.ctime_ns = now;
+                va.nlink = if dkind == FileType::Directory {
+                    0
+                } else {
+                    va.nlink - 1
+                };
+                if va.nlink > 0 {
+                    self.set_attr(&mut tx, victim, va);
+                } else {
+                    victim.attr = va;
+                }
+                if dkind == FileType::Directory {
+                    // dp loses the replaced subdirectory.
+                    let dpi = l.get(dp);
+                    let mut a = dpi.attr;
+                    a.nlink -= 1;
+                    self.set_attr(&mut tx, dpi, a);
+                }
+            }
+            (Some((d, dkind)), true) => {
+                let ids = self.alloc_records(2)?;
+                let dcookie = l.get(dp).names[dn];
+                self.replace_dirent(&mut tx, l.get(sp), scookie, ids[0], d, dkind, None);
+                self.replace_dirent(&mut tx, l.get(dp), dcookie, ids[1], s, skind, None);
+                if sp != dp {
+                    let dmoves = dkind == FileType::Directory;
+                    if dmoves {
+                        let x = l.get(d);
+                        let mut a = x.attr;
+                        a.parent = sp;
+                        a.ctime_ns = now;
+                        self.set_attr(&mut tx, x, a);
+                        ns.dir_parent.insert(d, sp);
+                    }
+                    let delta = |v: &mut u32, plus: bool, minus: bool| {
+                        if plus && !minus {
+                            *v += 1;
+                        }
+                        if minus && !plus {
+                            *v -= 1;
+                        }
+                    };
+                    let sdir = skind == FileType::Directory;
+                    let x = l.get(sp);
+                    let mut a = x.attr;
+                    delta(&mut a.nlink, dmoves, sdir);
+                    self.set_attr(&mut tx, x, a);
+                    let x = l.get(dp);
+                    let mut a = x.attr;
+                    delta(&mut a.nlink, sdir, dmoves);
+                    self.set_attr(&mut tx, x, a);
+                } else {
+                    let x = l.get(d);
+                    let mut a = x.attr;
+                    a.ctime_ns = now;
+                    self.set_attr(&mut tx, x, a);
+                }
+            }
+        }
+        // Common: times on both parents, ctime on the moved inode, and a
+        // moved directory's parent link and its parents' link counts.
+        for p in [sp, dp] {
+            let x = l.get(p);
+            let mut a = x.attr;
+            a.mtime_ns = now;
+            a.ctime_ns = now;
+            self.set_attr(&mut tx, x, a);
+        }
+        if moves_dir && !flags.exchange {
+            let x = l.get(sp);
+            let mut a = x.attr;
+            a.nlink -= 1;
+            self.set_attr(&mut tx, x, a);
+            let x = l.get(dp);
+            let mut a = x.attr;
+            a.nlink += 1;
+            self.set_attr(&mut tx, x, a);
+        }
+        let x = l.get(s);
+        let mut a = x.attr;
+        a.ctime_ns = now;
+        if skind == FileType::Directory {
+            a.parent = dp;
+        }
+        self.set_attr(&mut tx, x, a);
+        tx.commit(self);
+        if skind == FileType::Directory {
+            ns.dir_parent.insert(s, dp);
+        }
+        if let (Some((d, dkind)), false) = (dst, flags.exchange) {
+            let v = l.get(d);
+            if v.attr.nlink == 0 {
+                if dkind == FileType::Directory {
+                    ns.dir_parent.remove(&d);
+                }
+                if v.pins == 0 {
+                    self.free_inode_storage(v);
+                }
+            }
+        }
+        Ok(())
+    }
+}
