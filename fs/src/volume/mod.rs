@@ -29,6 +29,7 @@ mod failstop;
 mod file;
 mod itable;
 pub mod journal;
+mod lifecycle;
 mod ns;
 mod pinned;
 mod recover;
@@ -43,6 +44,7 @@ mod tests;
 mod tmpfile;
 mod tx;
 mod txhold;
+mod types;
 mod verify;
 mod xattr;
 
@@ -50,16 +52,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, XATTR_HEAD_OFF};
-use layout::superblock::{self, STATE_CLEAN, STATE_MOUNTED};
-use layout::{
-    AttrSlot, FileType, Geometry, GeometryParams, InodeHeader, Record, RecordId, Superblock,
-    ROOT_INO,
-};
+use layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, Superblock, ROOT_INO};
 
 pub use acl::{Acl, AclEntry, AclKind, ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
 pub use alloc::Slice;
@@ -76,13 +73,15 @@ pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats, SendStart
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use tmpfile::{Linked, TmpFile};
 pub use txhold::{TxHold, TxSeg};
+pub use types::{Attr, ChainEntry, DirEntry, FormatOptions, OpenOptions, SetAttr, StatFs, TimeSet};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;
 
 use crate::error::{FsError, Result};
-use crate::media::{ExclusivePm, MapOptions, PersistChoice, PersistMode, Pm};
+use crate::media::{ExclusivePm, PersistMode, Pm};
 use alloc::Alloc;
 use failstop::OrStop;
+pub(crate) use lifecycle::{mark_mounted, write_superblocks};
 use tx::{JournalSlots, SlotState, Tx};
 
 /// Largest file size pktfs accepts (file offsets are signed 64-bit in POSIX).
@@ -198,126 +197,6 @@ impl Inode {
     }
 }
 
-/// Attributes as callers see them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Attr {
-    pub ino: u64,
-    pub kind: FileType,
-    /// Permission bits (including suid/sgid/sticky), without the type.
-    pub perm: u32,
-    pub uid: u32,
-    pub gid: u32,
-    pub nlink: u32,
-    pub size: u64,
-    /// Bytes of buffer space the file's records name, in 512-byte units.
-    pub blocks: u64,
-    pub atime_ns: i64,
-    pub mtime_ns: i64,
-    pub ctime_ns: i64,
-    pub rdev: u32,
-    pub blksize: u32,
-}
-
-/// One directory entry from `readdir`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DirEntry {
-    pub name: Vec<u8>,
-    pub ino: u64,
-    pub kind: FileType,
-    /// Pass this back to continue after this entry.
-    pub cookie: u64,
-}
-
-/// A time to set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeSet {
-    Now,
-    Ns(i64),
-}
-
-/// Attribute changes; `None` leaves a field alone.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SetAttr {
-    pub mode: Option<u32>,
-    pub uid: Option<u32>,
-    pub gid: Option<u32>,
-    pub size: Option<u64>,
-    pub atime: Option<TimeSet>,
-    pub mtime: Option<TimeSet>,
-    pub ctime: Option<TimeSet>,
-}
-
-/// File system statistics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StatFs {
-    pub block_size: u32,
-    pub blocks: u64,
-    pub blocks_free: u64,
-    pub files: u64,
-    pub files_free: u64,
-    pub records: u64,
-    pub records_free: u64,
-    pub name_max: u32,
-}
-
-/// The chain of a file as packets: one entry per record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChainEntry {
-    pub record: u64,
-    pub file_off: u64,
-    pub len: u32,
-    pub buffer: u32,
-    pub buf_off: u32,
-    /// Image offset of the slice's first byte (for sendfile).
-    pub image_off: u64,
-    pub payload_crc: u32,
-    pub timestamp_ns: u64,
-    pub seq: u64,
-    pub from_network: bool,
-    /// Marked damaged, or its bytes do not match `payload_crc`: reads of
-    /// its range fail with EIO.
-    pub damaged: bool,
-    /// A remote record: (object, offset in the object); `buffer`, `buf_off`
-    /// and `image_off` then mean nothing.
-    pub remote: Option<(u64, u64)>,
-}
-
-impl ChainEntry {
-    /// The JSON form `pktfs chain --json` prints and the `user.pktfs.chain`
-    /// attribute holds (one object per record; the CRC in hex).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "record": self.record, "file_offset": self.file_off, "length": self.len,
-            "buffer": self.buffer, "buffer_offset": self.buf_off, "image_offset": self.image_off,
-            "crc32c": format!("{:08x}", self.payload_crc), "timestamp_ns": self.timestamp_ns,
-            "seq": self.seq, "from_network": self.from_network, "damaged": self.damaged,
-            "remote": self.remote.map(|(obj, off)| serde_json::json!({"object": obj, "offset": off})),
-        })
-    }
-}
-
-/// How to format.
-#[derive(Clone, Debug)]
-pub struct FormatOptions {
-    pub params: GeometryParams,
-    pub label: Option<String>,
-}
-
-/// How to open.
-#[derive(Clone, Debug, Default)]
-pub struct OpenOptions {
-    pub persist: PersistChoice,
-    pub read_only: bool,
-    /// Don't take the image lock (checking a live image read-only).
-    pub no_lock: bool,
-    /// When reads check payload checksums (see `verify`).
-    pub verify: VerifyMode,
-    /// Do not pre-fault the whole mapping in the background: for a short
-    /// job that touches little of a big image (`pktfs recv`), the pre-fault
-    /// would only compete with it for the CPU.
-    pub no_populate: bool,
-}
-
 pub(crate) fn now_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -379,148 +258,7 @@ impl std::fmt::Debug for Volume {
     }
 }
 
-fn uuid() -> [u8; 16] {
-    let mut u = [0u8; 16];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = f.read_exact(&mut u);
-    }
-    u
-}
-
 impl Volume {
-    /// Format `pm` as an empty pktfs image. Overwrites whatever was there;
-    /// the "refuse to format an existing image" policy belongs to mkfs.
-    /// `progress` is called with (done, total) bytes while zeroing tables.
-    pub fn format_pm(
-        pm: &mut Pm,
-        opts: &FormatOptions,
-        progress: &mut dyn FnMut(u64, u64),
-    ) -> Result<Geometry> {
-        let mut params = opts.params.clone();
-        params.image_len_bytes = params.image_len_bytes.min(pm.len());
-        let g = Geometry::compute(&params).map_err(|msg| FsError::Refused {
-            path: "image".into(),
-            msg,
-        })?;
-        // Invalidate any old superblock first so a crash mid-format leaves
-        // an image nothing will mistake for a valid one.
-        pm.write(superblock::PRIMARY_OFFSET, &[0u8; 256]);
-        pm.write(superblock::BACKUP_OFFSET, &[0u8; 256]);
-        pm.persist(0, 8192);
-        // Journal slots, the inode table and the record table must start
-        // zeroed: no committed journal entries, null links.
-        let table_end = g.buffer_offset;
-        let total = table_end - g.journal_offset;
-        let mut off = g.journal_offset;
-        const STEP: u64 = 8 << 20;
-        while off < table_end {
-            let n = STEP.min(table_end - off);
-            pm.zero(off, n);
-            pm.flush(off, n);
-            off += n;
-            progress(off - g.journal_offset, total);
-        }
-        pm.fence();
-        // Root directory.
-        let now = now_ns();
-        let root = AttrSlot {
-            kind: FileType::Directory,
-            mode: 0o755,
-            uid: 0,
-            gid: 0,
-            nlink: 2,
-            size: 0,
-            atime_ns: now,
-            mtime_ns: now,
-            ctime_ns: now,
-            rdev: 0,
-            parent: ROOT_INO,
-        };
-        write_new_inode(pm, &g, ROOT_INO, &root, RecordId::NONE);
-        pm.fence();
-        let mut sb = Superblock::new(g, uuid(), now as u64);
-        if let Some(l) = &opts.label {
-            let b = l.as_bytes();
-            let n = b.len().min(31);
-            sb.label[..n].copy_from_slice(&b[..n]);
-        }
-        write_superblocks(pm, &sb);
-        Ok(g)
-    }
-
-    /// Create (or resize) the file at `path`, allocate all of it, and format
-    /// it. Refuses before touching the file when the geometry is impossible,
-    /// the file system holding it lacks the room, or another process has it
-    /// open ([`Pm::create`]); a file this call created is removed again if
-    /// formatting fails.
-    pub fn format(
-        path: &Path,
-        opts: &FormatOptions,
-        progress: &mut dyn FnMut(u64, u64),
-    ) -> Result<Geometry> {
-        Geometry::compute(&opts.params).map_err(|msg| FsError::Refused {
-            path: path.to_path_buf(),
-            msg,
-        })?;
-        let existed = std::fs::symlink_metadata(path).is_ok();
-        let mut pm = Pm::create(path, opts.params.image_len_bytes)?;
-        let r = Self::format_pm(&mut pm, opts, progress).and_then(|g| {
-            pm.sync_all().map_err(|source| FsError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?;
-            Ok(g)
-        });
-        drop(pm);
-        if r.is_err() && !existed {
-            let _ = std::fs::remove_file(path);
-        }
-        r
-    }
-
-    /// Open an image file: validate, recover, and mark it mounted.
-    pub fn open(path: &Path, opts: &OpenOptions) -> Result<Volume> {
-        let pm = Pm::open(
-            path,
-            &MapOptions {
-                persist: opts.persist,
-                read_only: opts.read_only,
-                no_populate: opts.no_populate,
-                no_lock: opts.no_lock,
-            },
-        )?;
-        let v = Self::open_pm(pm, opts.read_only)?;
-        v.set_verify_mode(opts.verify);
-        Ok(v)
-    }
-
-    /// A freshly formatted image of `params.image_len_bytes` in heap memory
-    /// (no file, nothing persists): for tests, tools and examples.
-    pub fn format_in_memory(params: GeometryParams) -> Result<Pm> {
-        let mut pm = Pm::from_bytes(vec![0u8; params.image_len_bytes as usize]);
-        Self::format_pm(
-            &mut pm,
-            &FormatOptions {
-                params,
-                label: None,
-            },
-            &mut |_, _| {},
-        )?;
-        Ok(pm)
-    }
-
-    /// A volume on a freshly formatted image in heap memory
-    /// ([`Self::format_in_memory`]), open read-write.
-    pub fn in_memory(params: GeometryParams) -> Result<Volume> {
-        Self::open_pm(Self::format_in_memory(params)?, false)
-    }
-
-    /// Open a volume on an already-mapped region (tests, crash images).
-    pub fn open_pm(pm: Pm, read_only: bool) -> Result<Volume> {
-        recover::open(pm, read_only)
-    }
-
     /// What opening found and did (backup superblock, journal replays, ...).
     pub fn open_report(&self) -> &OpenReport {
         &self.report
@@ -554,35 +292,6 @@ impl Volume {
     }
     pub fn is_read_only(&self) -> bool {
         self.read_only
-    }
-
-    /// Mark the image clean. Every operation is already durable; this only
-    /// records that the close was orderly.
-    pub fn close(self) -> Result<()> {
-        self.mark_clean()
-    }
-
-    fn mark_clean(&self) -> Result<()> {
-        if self.read_only || self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return Ok(());
-        }
-        if let Some(why) = self.failure() {
-            // Stopped after a fault: write nothing more, and leave the
-            // image marked as in use so the next open treats it as after
-            // a crash.
-            return Err(FsError::Failed(why));
-        }
-        // Not `or_stop`: this runs in Drop, where a panic could abort.
-        let Ok(mut sb) = self.sb.lock() else {
-            return Err(FsError::Failed("the superblock lock was poisoned".into()));
-        };
-        sb.state = STATE_CLEAN;
-        write_superblocks(&self.pm, &sb);
-        self.pm.sync_all().map_err(|source| FsError::Io {
-            path: "image".into(),
-            source,
-        })?;
-        Ok(())
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
@@ -859,14 +568,6 @@ impl Volume {
     }
 }
 
-impl Drop for Volume {
-    fn drop(&mut self) {
-        // Dropping without close() is fine (everything is durable), but an
-        // orderly drop still records a clean shutdown.
-        let _ = self.mark_clean();
-    }
-}
-
 /// Write a fresh inode (header + slot 0) and schedule its write-back. The
 /// inode is unreachable until a dirent naming it is published.
 pub(crate) fn write_new_inode(
@@ -902,74 +603,6 @@ pub(crate) fn write_new_inode_heads(
     SlotState {
         generation,
         live_slot: 0,
-    }
-}
-
-/// Rewrite both superblocks. At any instant at least one copy must be valid,
-/// so the copy that is *not* valid now (a crash tore it earlier) is written
-/// first; when both are valid, the primary goes first and the backup keeps
-/// the old state until the primary is durable.
-pub(crate) fn write_superblocks(pm: &Pm, sb: &Superblock) {
-    let b = sb.to_bytes();
-    let backup_ok = Superblock::from_bytes(
-        pm.slice(superblock::BACKUP_OFFSET, 256),
-        superblock::BACKUP_OFFSET,
-        pm.len(),
-    )
-    .is_ok();
-    let order = if backup_ok {
-        [superblock::PRIMARY_OFFSET, superblock::BACKUP_OFFSET]
-    } else {
-        [superblock::BACKUP_OFFSET, superblock::PRIMARY_OFFSET]
-    };
-    for off in order {
-        pm.write(off, &b);
-        pm.persist(off, 256);
-    }
-}
-
-pub(crate) fn mark_mounted(pm: &Pm, sb: &mut Superblock) {
-    sb.state = STATE_MOUNTED;
-    sb.mount_count = sb.mount_count.saturating_add(1); // a hostile count must not overflow
-    sb.last_mount_ns = now_ns() as u64;
-    write_superblocks(pm, sb);
-}
-
-impl Volume {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new_from_parts(
-        pm: Pm,
-        geo: Geometry,
-        sb: Superblock,
-        alloc: Alloc,
-        inodes: FxHashMap<u32, Arc<RwLock<Inode>>>,
-        ns: Namespace,
-        read_only: bool,
-        report: OpenReport,
-    ) -> Volume {
-        let remote = remote::RemoteState::default();
-        for a in inodes.values() {
-            // Freshly built by open: nobody else holds these locks.
-            if let Ok(i) = a.try_read() {
-                remote.count(&i.data);
-            }
-        }
-        Volume {
-            pm,
-            geo,
-            sb: Mutex::new(sb),
-            alloc: Mutex::new(alloc),
-            journal: JournalSlots::new(geo.journal_slots),
-            ns: Mutex::new(ns),
-            inodes: itable::InodeTable::new(inodes),
-            read_only,
-            report,
-            closed: false.into(),
-            verify: verify::Verifier::new(geo.record_count),
-            fail_state: Default::default(),
-            damaged_inodes: Default::default(),
-            remote,
-        }
     }
 }
 

@@ -30,7 +30,8 @@ use std::cmp::Reverse;
 
 use pktfs::{RingEvent, RxData, RxRing, RxRingConfig, SendStart, TxMsg, TxPos, Volume};
 
-use super::session::{CloseReason, Flow, Protocol, Session};
+use super::conn::{Conn, Sending, Table};
+use super::session::{CloseReason, Flow, Protocol};
 
 /// Longest wait in one turn: how soon a stop request is seen.
 const MAX_WAIT: Duration = Duration::from_millis(100);
@@ -66,110 +67,9 @@ pub struct LoopParams {
     pub max_connections: usize,
 }
 
-/// A send in progress: the message and how far it got.
-struct Sending<'v> {
-    /// The message, while not in the kernel's hands.
-    msg: Option<TxMsg<'v>>,
-    pos: TxPos,
-    sent: u64,
-    total: u64,
-}
-
 /// A listener of the loop and the protocol it serves (accept tag: its
 /// index).
 pub type Service = (TcpListener, Arc<dyn Protocol>);
-
-struct Conn<'v> {
-    sock: TcpStream,
-    /// Index of the service that accepted it.
-    svc: usize,
-    /// The session asked to finish ([`Flow::Finish`]): no more data for
-    /// it; once its sends are out the sending side is shut down and the
-    /// connection lingers until the peer closes or `LINGER` ends.
-    finishing: bool,
-    lingering: bool,
-    /// The peer closed its side.
-    peer_eof: bool,
-    session: Box<dyn Session<'v> + 'v>,
-    gen: u32,
-    idle_until: Instant,
-    /// The receive is in flight (the multishot one, or a draining one).
-    recv_armed: bool,
-    /// Finishing with no packet buffer to receive into: what the peer
-    /// still sends is read into DRAM and thrown away
-    /// ([`RxRing::recv_discard`]), so the close does not reset the
-    /// connection before the answer is read.
-    draining: bool,
-    /// The receive ended but should go on (re-armed at the end of the turn).
-    rearm: bool,
-    /// Got bytes this turn (its session commits at the end of the turn).
-    touched: bool,
-    closing: Option<CloseReason>,
-    /// The idle-heap entry that counts (older ones are stale).
-    idle_entry: Instant,
-    sending: Option<Sending<'v>>,
-    in_kernel_send: bool,
-    queued: VecDeque<TxMsg<'v>>,
-    timer_at: Option<Instant>,
-}
-
-/// Connections by slot; a tag is `generation << 32 | slot + 1`, so a late
-/// completion of a closed connection never reaches its slot's next owner.
-struct Table<'v> {
-    slots: Vec<Option<Conn<'v>>>,
-    free: Vec<u32>,
-    gens: Vec<u32>,
-}
-
-impl<'v> Table<'v> {
-    fn new() -> Self {
-        Table {
-            slots: Vec::new(),
-            free: Vec::new(),
-            gens: Vec::new(),
-        }
-    }
-    fn insert(&mut self, mut c: Conn<'v>) -> u64 {
-        let i = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.slots.push(None);
-                self.gens.push(0);
-                (self.slots.len() - 1) as u32
-            }
-        };
-        self.gens[i as usize] = self.gens[i as usize].wrapping_add(1);
-        c.gen = self.gens[i as usize];
-        self.slots[i as usize] = Some(c);
-        (c_gen(self.gens[i as usize]) << 32) | (i as u64 + 1)
-    }
-    fn get(&mut self, tag: u64) -> Option<&mut Conn<'v>> {
-        let i = (tag & 0xffff_ffff).checked_sub(1)? as usize;
-        let c = self.slots.get_mut(i)?.as_mut()?;
-        (c_gen(c.gen) == tag >> 32).then_some(c)
-    }
-    fn remove(&mut self, tag: u64) -> Option<Conn<'v>> {
-        self.get(tag)?;
-        let i = (tag & 0xffff_ffff) as usize - 1;
-        self.free.push(i as u32);
-        self.slots[i].take()
-    }
-    fn tags(&self) -> Vec<u64> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| c.as_ref().map(|c| (c_gen(c.gen) << 32) | (i as u64 + 1)))
-            .collect()
-    }
-    fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
-    }
-}
-
-fn c_gen(g: u32) -> u64 {
-    // Tags must stay below the ring's 56-bit limit.
-    (g & 0x00ff_ffff) as u64
-}
 
 fn now_ns() -> u64 {
     std::time::SystemTime::now()

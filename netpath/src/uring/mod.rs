@@ -9,6 +9,7 @@
 //! [`choose`] decides at start whether the loops can run here (Auto probes
 //! io_uring and falls back to threads with the reason).
 
+mod conn;
 mod event_loop;
 pub mod limits;
 mod listen;

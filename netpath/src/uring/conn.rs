@@ -1,0 +1,112 @@
+//! A loop's connections: what each one is doing (its session, its
+//! receive, its sends, its deadlines) and the table that finds one by the
+//! tag its ring operations carry.
+
+use std::collections::VecDeque;
+use std::net::TcpStream;
+use std::time::Instant;
+
+use pktfs::{TxMsg, TxPos};
+
+use super::session::{CloseReason, Session};
+
+/// A send in progress: the message and how far it got.
+pub(super) struct Sending<'v> {
+    /// The message, while not in the kernel's hands.
+    pub(super) msg: Option<TxMsg<'v>>,
+    pub(super) pos: TxPos,
+    pub(super) sent: u64,
+    pub(super) total: u64,
+}
+
+pub(super) struct Conn<'v> {
+    pub(super) sock: TcpStream,
+    /// Index of the service that accepted it.
+    pub(super) svc: usize,
+    /// The session asked to finish ([`Flow::Finish`]): no more data for
+    /// it; once its sends are out the sending side is shut down and the
+    /// connection lingers until the peer closes or `LINGER` ends.
+    pub(super) finishing: bool,
+    pub(super) lingering: bool,
+    /// The peer closed its side.
+    pub(super) peer_eof: bool,
+    pub(super) session: Box<dyn Session<'v> + 'v>,
+    pub(super) gen: u32,
+    pub(super) idle_until: Instant,
+    /// The receive is in flight (the multishot one, or a draining one).
+    pub(super) recv_armed: bool,
+    /// Finishing with no packet buffer to receive into: what the peer
+    /// still sends is read into DRAM and thrown away
+    /// ([`RxRing::recv_discard`]), so the close does not reset the
+    /// connection before the answer is read.
+    pub(super) draining: bool,
+    /// The receive ended but should go on (re-armed at the end of the turn).
+    pub(super) rearm: bool,
+    /// Got bytes this turn (its session commits at the end of the turn).
+    pub(super) touched: bool,
+    pub(super) closing: Option<CloseReason>,
+    /// The idle-heap entry that counts (older ones are stale).
+    pub(super) idle_entry: Instant,
+    pub(super) sending: Option<Sending<'v>>,
+    pub(super) in_kernel_send: bool,
+    pub(super) queued: VecDeque<TxMsg<'v>>,
+    pub(super) timer_at: Option<Instant>,
+}
+
+/// Connections by slot; a tag is `generation << 32 | slot + 1`, so a late
+/// completion of a closed connection never reaches its slot's next owner.
+pub(super) struct Table<'v> {
+    pub(super) slots: Vec<Option<Conn<'v>>>,
+    pub(super) free: Vec<u32>,
+    pub(super) gens: Vec<u32>,
+}
+
+impl<'v> Table<'v> {
+    pub(super) fn new() -> Self {
+        Table {
+            slots: Vec::new(),
+            free: Vec::new(),
+            gens: Vec::new(),
+        }
+    }
+    pub(super) fn insert(&mut self, mut c: Conn<'v>) -> u64 {
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(None);
+                self.gens.push(0);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.gens[i as usize] = self.gens[i as usize].wrapping_add(1);
+        c.gen = self.gens[i as usize];
+        self.slots[i as usize] = Some(c);
+        (c_gen(self.gens[i as usize]) << 32) | (i as u64 + 1)
+    }
+    pub(super) fn get(&mut self, tag: u64) -> Option<&mut Conn<'v>> {
+        let i = (tag & 0xffff_ffff).checked_sub(1)? as usize;
+        let c = self.slots.get_mut(i)?.as_mut()?;
+        (c_gen(c.gen) == tag >> 32).then_some(c)
+    }
+    pub(super) fn remove(&mut self, tag: u64) -> Option<Conn<'v>> {
+        self.get(tag)?;
+        let i = (tag & 0xffff_ffff) as usize - 1;
+        self.free.push(i as u32);
+        self.slots[i].take()
+    }
+    pub(super) fn tags(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (c_gen(c.gen) << 32) | (i as u64 + 1)))
+            .collect()
+    }
+    pub(super) fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+}
+
+fn c_gen(g: u32) -> u64 {
+    // Tags must stay below the ring's 56-bit limit.
+    (g & 0x00ff_ffff) as u64
+}
