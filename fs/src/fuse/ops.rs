@@ -1,7 +1,9 @@
 //! The FUSE operations: each handler translates one kernel request into one
-//! Volume call and its result into one reply. The only policy here is POSIX
-//! rules the kernel leaves to the file system (setgid-directory inheritance,
-//! which owner a new inode gets) and the kernel's lookup counting (pins).
+//! Volume call and its result into one reply. POSIX rules the kernel leaves
+//! to the file system (the umask under default ACLs, setgid-directory
+//! inheritance, clearing setuid/setgid on write and chown) are the
+//! Volume's; what is read here is who asks (uid, gid, and from /proc the
+//! groups and capabilities FUSE does not send).
 
 use std::ffi::OsStr;
 use std::io;
@@ -23,7 +25,7 @@ use super::translate::{
     err, file_attr, has_cap_fsetid, in_group, kind, name_bytes, time_ns, time_set, xattr_reply,
 };
 use crate::error::FsError;
-use crate::volume::{FallocMode, NewMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags};
+use crate::volume::{FallocMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags};
 use crate::FileType;
 
 /// The read-only virtual attribute that shows a file's chain of records.
@@ -182,12 +184,10 @@ impl Filesystem for PktFuse {
             if k == FileType::Directory || k == FileType::Symlink {
                 return reply.error(Errno::from_i32(libc::EINVAL));
             }
+            let m = self.new_owner(req, mode & 0o7777, umask);
             let r = self
-                .new_owner(req, parent.0, mode & 0o7777, umask, false)
-                .and_then(|m| {
-                    self.vol
-                        .create_node_pinned(parent.0, name_bytes(name), k, m, rdev)
-                });
+                .vol
+                .create_node_pinned(parent.0, name_bytes(name), k, m, rdev);
             match r {
                 Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
                 Err(e) => reply.error(err(&e)),
@@ -205,17 +205,10 @@ impl Filesystem for PktFuse {
         reply: ReplyEntry,
     ) {
         shield(&self.vol, || {
-            let r = self
-                .new_owner(req, parent.0, mode & 0o7777, umask, true)
-                .and_then(|m| {
-                    self.vol.create_node_pinned(
-                        parent.0,
-                        name_bytes(name),
-                        FileType::Directory,
-                        m,
-                        0,
-                    )
-                });
+            let m = self.new_owner(req, mode & 0o7777, umask);
+            let r =
+                self.vol
+                    .create_node_pinned(parent.0, name_bytes(name), FileType::Directory, m, 0);
             match r {
                 Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
                 Err(e) => reply.error(err(&e)),
@@ -250,16 +243,12 @@ impl Filesystem for PktFuse {
         reply: ReplyEntry,
     ) {
         shield(&self.vol, || {
-            let r = self.new_owner(req, parent.0, 0o777, 0, false).and_then(
-                |NewMode { uid, gid, .. }| {
-                    self.vol.symlink_pinned(
-                        parent.0,
-                        name_bytes(link_name),
-                        target.as_os_str().as_bytes(),
-                        uid,
-                        gid,
-                    )
-                },
+            let r = self.vol.symlink_pinned(
+                parent.0,
+                name_bytes(link_name),
+                target.as_os_str().as_bytes(),
+                req.uid(),
+                req.gid(),
             );
             match r {
                 Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
@@ -733,12 +722,10 @@ impl Filesystem for PktFuse {
         reply: ReplyCreate,
     ) {
         shield(&self.vol, || {
-            let r = self
-                .new_owner(req, parent.0, mode & 0o7777, umask, false)
-                .and_then(|m| {
-                    self.vol
-                        .create_node_pinned(parent.0, name_bytes(name), FileType::Regular, m, 0)
-                });
+            let m = self.new_owner(req, mode & 0o7777, umask);
+            let r =
+                self.vol
+                    .create_node_pinned(parent.0, name_bytes(name), FileType::Regular, m, 0);
             // Pinned by the create: the kernel's lookup reference.
             let a = match r {
                 Ok(a) => a,

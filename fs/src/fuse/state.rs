@@ -10,9 +10,7 @@ use fuser::{FopenFlags, Generation, INodeNo, Notifier, ReplyEntry, Request};
 use super::translate::{err, file_attr};
 use crate::error::FsError;
 use crate::volume::{Attr, DirEntry, NewMode, Seg, Volume};
-use crate::FileType;
 
-const S_ISGID: u32 = 0o2000;
 /// Knobs the adapter needs from the mount options.
 #[derive(Clone, Debug)]
 pub(crate) struct Tuning {
@@ -92,34 +90,17 @@ impl PktFuse {
         }
     }
 
-    /// Owner and group of a new inode in `parent`, and the mode asked for
-    /// with the setgid-directory rule applied: in a setgid directory a new
-    /// inode takes the directory's group, and a new subdirectory inherits
-    /// the setgid bit. The umask (the kernel leaves it to us, FUSE_DONT_MASK)
-    /// and default ACLs are the Volume's to apply.
-    pub(super) fn new_owner(
-        &self,
-        req: &Request,
-        parent: u64,
-        perm: u32,
-        umask: u32,
-        is_dir: bool,
-    ) -> Result<NewMode, FsError> {
-        let p = self.vol.getattr(parent)?;
-        if p.kind != FileType::Directory {
-            return Err(FsError::NotDir);
-        }
-        let (gid, perm) = if p.perm & S_ISGID != 0 {
-            (p.gid, if is_dir { perm | S_ISGID } else { perm })
-        } else {
-            (req.gid(), perm)
-        };
-        Ok(NewMode {
+    /// Owner and group of a new inode in `parent`, and the mode asked for:
+    /// the caller's. The umask (the kernel leaves it to us, FUSE_DONT_MASK),
+    /// default ACLs and the setgid-directory rule are the Volume's to
+    /// apply, under the directory's lock (`Volume::create_node_pinned`).
+    pub(super) fn new_owner(&self, req: &Request, perm: u32, umask: u32) -> NewMode {
+        NewMode {
             perm,
             umask,
             uid: req.uid(),
-            gid,
-        })
+            gid: req.gid(),
+        }
     }
 
     /// Tell the kernel that `ino`'s attributes changed behind a request

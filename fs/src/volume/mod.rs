@@ -40,6 +40,8 @@ mod rx;
 pub mod rxring;
 mod scrub;
 #[cfg(test)]
+mod sgid_tests;
+#[cfg(test)]
 mod tests;
 mod tmpfile;
 mod tx;

@@ -18,6 +18,9 @@ use crate::error::{FsError, Result};
 mod rename;
 pub use rename::RenameFlags;
 
+/// The set-group-ID bit of a mode.
+pub(crate) const S_ISGID: u32 = 0o2000;
+
 /// Cookies 1 and 2 are left for "." and ".." in readdir.
 pub const FIRST_COOKIE: u64 = 3;
 
@@ -366,7 +369,7 @@ impl Volume {
         symlink: Option<&[u8]>,
         pins: u64,
     ) -> Result<Attr> {
-        let NewMode { uid, gid, .. } = m;
+        let uid = m.uid;
         self.check_writable()?;
         check_name(name)?;
         let mut ns = self.ns.lock().or_stop();
@@ -393,7 +396,17 @@ impl Volume {
         let give_back_ino = |v: &Volume| v.alloc.lock().or_stop().free_inode(ino);
         // Inherited ACLs: records of the new inode, written before the
         // inode that heads them (like a symlink's target).
-        let inherited = self.inherit_acl(&p, kind, m.perm, m.umask);
+        // The setgid-directory rule (as Linux's inode_init_owner), under
+        // the directory's lock: a new inode in a setgid directory takes
+        // the directory's group, and a new subdirectory its setgid bit.
+        // (The kernel strips a new file's setgid bit first when the
+        // creator may not keep it; netpath's and recv's files carry none.)
+        let (gid, asked) = match p.attr.mode & S_ISGID != 0 {
+            true if kind == FileType::Directory => (p.attr.gid, m.perm | S_ISGID),
+            true => (p.attr.gid, m.perm),
+            false => (m.gid, m.perm),
+        };
+        let inherited = self.inherit_acl(&p, kind, asked, m.umask);
         let perm = inherited.mode;
         let xattr_recs = match self.write_new_xattrs(&inherited.xattrs) {
             Ok(r) => r,

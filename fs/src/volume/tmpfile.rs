@@ -279,10 +279,17 @@ impl Volume {
         // Nothing reaches it until the name below is published, so its
         // changes are written in place rather than journalled.
         let mut tx = Tx::new();
+        // Named into a setgid directory: the directory's group, as a file
+        // created there takes it (the setgid-directory rule, `make_node`).
+        let d = &guards[di].1.attr;
+        let dir_group = (d.mode & super::ns::S_ISGID != 0).then_some(d.gid);
         let t = &mut guards[ti].1;
         let mut ta = t.attr;
         ta.nlink = 1;
         ta.ctime_ns = now;
+        if let Some(g) = dir_group {
+            ta.gid = g;
+        }
         // Nothing could read an unnamed file: it was last "accessed" when
         // it came into being, which for a file made ahead of its upload
         // (netpath's spares) is now, not when it was made.
