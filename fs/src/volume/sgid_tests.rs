@@ -24,7 +24,11 @@ fn new_inodes_in_a_setgid_directory_take_its_group() {
     let f = v.create(d, b"f", 0o644, 10, 20).unwrap();
     assert_eq!((f.uid, f.gid, f.perm), (10, 50, 0o644));
     let sub = v.mkdir(d, b"sub", 0o755, 10, 20).unwrap();
-    assert_eq!((sub.gid, sub.perm), (50, 0o755 | SGID), "a subdirectory inherits setgid");
+    assert_eq!(
+        (sub.gid, sub.perm),
+        (50, 0o755 | SGID),
+        "a subdirectory inherits setgid"
+    );
     let s = v.symlink(d, b"s", b"f", 10, 20).unwrap();
     assert_eq!(s.gid, 50);
     let n = v
