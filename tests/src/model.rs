@@ -469,6 +469,13 @@ impl Model {
         let default = self.n(p).xattrs.get(ACL_DEFAULT_XATTR.as_bytes()).cloned();
         let mut inherited = BTreeMap::new();
         let mut perm = perm & 0o7777;
+        // The setgid-directory rule: the directory's group, and for a new
+        // subdirectory its setgid bit.
+        let setgid_dir = self.n(p).perm & 0o2000 != 0;
+        let dir_gid = self.n(p).gid;
+        if setgid_dir && kind == FileType::Directory {
+            perm |= 0o2000;
+        }
         if let (Some(d), false) = (&default, kind == FileType::Symlink) {
             let acl = Acl::parse(d)
                 .expect("stored default ACL")
@@ -483,6 +490,9 @@ impl Model {
             }
         }
         let mut node = Node::new(kind, perm, rdev, p);
+        if setgid_dir {
+            node.gid = dir_gid;
+        }
         node.xattrs = inherited;
         if let Some(t) = target {
             node.data = t.to_vec();
@@ -776,6 +786,10 @@ impl Model {
                 let id = self.next;
                 self.next += 1;
                 let mut node = Node::new(FileType::Regular, 0o644, 0, p);
+                if self.n(p).perm & 0o2000 != 0 {
+                    // Named into a setgid directory: its group.
+                    node.gid = self.n(p).gid;
+                }
                 node.data = pattern(*seed, 0, *len as usize);
                 self.nodes.insert(id, node);
                 self.nm(p).children.insert(name, id);
