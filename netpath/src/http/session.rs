@@ -36,7 +36,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pktfs::{RxHeld, TmpFile, Volume};
+use pktfs::{RxHeld, RxPiece, TmpFile, Volume};
 
 use super::conn::{Conn, Outbox};
 use super::framing::BodyError;
@@ -384,7 +384,7 @@ impl<'v> HttpSession<'v> {
     }
 
     /// Landed bytes of a body (data and framing); returns what follows it.
-    fn body_bytes(&mut self, mut d: RxHeld<'v>, ts: u64) -> Option<RxHeld<'v>> {
+    fn body_bytes<D: Landed<'v>>(&mut self, mut d: D, ts: u64) -> Option<D> {
         let max = self.sh.cfg.max_header_bytes;
         let b = self.body.as_mut().expect("a body");
         b.deadline = Instant::now() + self.sh.cfg.io_timeout;
@@ -400,7 +400,7 @@ impl<'v> HttpSession<'v> {
                 }
                 Frame::Size => {
                     if self.line.is_empty() && !d.bytes()[0].is_ascii_hexdigit() {
-                        return self.body_error(BodyError::Bad("bad chunk size"));
+                        return self.fail_body(BodyError::Bad("bad chunk size"));
                     }
                     match assemble(&mut self.line, d.bytes(), max, |w| {
                         match httparse::parse_chunk_size(w) {
@@ -412,8 +412,8 @@ impl<'v> HttpSession<'v> {
                         Ok(Some((n, 0))) => (n as u64, Some(Frame::Trailers)),
                         Ok(Some((n, size))) => (n as u64, Some(Frame::Data(size))),
                         Ok(None) => (d.len() as u64, None),
-                        Err(Some(())) => return self.body_error(BodyError::Bad("bad chunk size")),
-                        Err(None) => return self.body_error(BodyError::Bad("chunk line too long")),
+                        Err(Some(())) => return self.fail_body(BodyError::Bad("bad chunk size")),
+                        Err(None) => return self.fail_body(BodyError::Bad("chunk line too long")),
                     }
                 }
                 Frame::Crlf => {
@@ -422,7 +422,7 @@ impl<'v> HttpSession<'v> {
                     if self.line.len() < 2 {
                         (k as u64, None)
                     } else if self.line != b"\r\n" {
-                        return self.body_error(BodyError::Bad("chunk data not followed by CRLF"));
+                        return self.fail_body(BodyError::Bad("chunk data not followed by CRLF"));
                     } else {
                         self.line.clear();
                         (k as u64, Some(Frame::Size))
@@ -454,10 +454,10 @@ impl<'v> HttpSession<'v> {
                         }
                         Ok(None) => (d.len() as u64, None),
                         Err(Some(())) => {
-                            return self.body_error(BodyError::Bad("malformed trailer section"))
+                            return self.fail_body(BodyError::Bad("malformed trailer section"))
                         }
                         Err(None) => {
-                            return self.body_error(BodyError::Bad("trailer section too large"))
+                            return self.fail_body(BodyError::Bad("trailer section too large"))
                         }
                     }
                 }
@@ -476,20 +476,25 @@ impl<'v> HttpSession<'v> {
 
     /// `part`: body data (at most `left` bytes of the current frame);
     /// `rest`: what follows it in the landed chunk.
-    fn body_data(
+    fn body_data<D: Landed<'v>>(
         &mut self,
-        part: RxHeld<'v>,
+        part: D,
         ts: u64,
         left: u64,
-        rest: Option<RxHeld<'v>>,
-    ) -> Option<RxHeld<'v>> {
+        rest: Option<D>,
+    ) -> Option<D> {
         let k = part.len() as u64;
         let b = self.body.as_mut().expect("a body");
         b.bytes += k;
         match b.upload.as_mut() {
             Some(u) => {
                 // CRC and flush now, while the bytes are hot.
-                self.c.pieces.push(part.piece(ts, self.seq));
+                let Some(piece) = part.into_piece(ts, self.seq) else {
+                    // Bytes in DRAM cannot become a file's (`on_dram`
+                    // gives an upload up before its body is walked).
+                    return self.fail_body(no_body_space());
+                };
+                self.c.pieces.push(piece);
                 u.batch += k;
             }
             None => drop(part),
@@ -526,13 +531,18 @@ impl<'v> HttpSession<'v> {
     /// The body failed: an upload is given up (never visible), the
     /// failure answered when there is anyone to answer, the connection
     /// closed.
-    fn body_error(&mut self, e: BodyError) -> Option<RxHeld<'v>> {
+    fn body_error(&mut self, e: BodyError) {
         let upload = self.abort_upload();
         self.c.body_failed(e);
         if upload {
             self.end_request();
         }
         self.finishing = true;
+    }
+
+    /// [`Self::body_error`] where the body walk stops: nothing follows.
+    fn fail_body<D>(&mut self, e: BodyError) -> Option<D> {
+        self.body_error(e);
         None
     }
 
@@ -688,10 +698,23 @@ impl<'v> Session<'v> for HttpSession<'v> {
     fn on_dram(&mut self, bytes: &[u8]) -> Flow<'v> {
         // The image is full and these bytes are in DRAM: heads are parsed
         // and their requests served as usual (GET, HEAD, DELETE need no
-        // buffer space); a body cannot be stored from here.
+        // buffer space), bodies that are skipped walked over; an upload's
+        // body cannot be stored from here (507).
         self.c.add_in(bytes.len() as u64);
         let mut at = 0;
-        while at < bytes.len() && !self.finishing && self.body.is_none() {
+        while at < bytes.len() && !self.finishing {
+            if self.body.as_ref().is_some_and(|b| b.upload.is_some()) {
+                // An upload cannot be stored from here.
+                self.body_error(no_body_space());
+                break;
+            }
+            if self.body.is_some() {
+                // A body to skip (its request is answered): its framing is
+                // walked here as from a packet buffer.
+                let rest = self.body_bytes(Dram(&bytes[at..]), 0);
+                at = bytes.len() - rest.map_or(0, |r| r.0.len());
+                continue;
+            }
             if self.queued() >= MAX_QUEUED {
                 // Pipelined past what waits for the client to read; with
                 // nowhere to keep the rest, answer what was asked and close.
@@ -703,15 +726,8 @@ impl<'v> Session<'v> for HttpSession<'v> {
                 None => at = bytes.len(),
             }
         }
-        if let Some(b) = &self.body {
-            if b.upload.is_some() {
-                self.body_error(no_body_space());
-            } else {
-                // A body to skip (its request is answered): not parsed out
-                // of DRAM; the connection closes after the answers.
-                self.body = None;
-                self.finishing = true;
-            }
+        if self.body.as_ref().is_some_and(|b| b.upload.is_some()) {
+            self.body_error(no_body_space());
         }
         self.flow()
     }
@@ -760,5 +776,55 @@ impl<'v> Session<'v> for HttpSession<'v> {
             );
         }
         self.backlog.clear();
+    }
+}
+
+/// Received bytes the body framing walks over: in a packet buffer of the
+/// image ([`RxHeld`], every upload's) or in DRAM ([`Dram`]: read while the
+/// image had no buffer to receive into, `on_dram`). One walk for both; the
+/// packet-buffer case compiles to what it was.
+trait Landed<'v>: Sized {
+    fn len(&self) -> u32;
+    fn bytes(&self) -> &[u8];
+    /// Split off the first `n` bytes (`0 < n < len`).
+    fn split_to(&mut self, n: u32) -> Self;
+    /// The bytes as a piece of an upload's file: CRC taken, lines flushed.
+    /// `None` for bytes that are not in the image.
+    fn into_piece(self, ts: u64, seq: u64) -> Option<RxPiece<'v>>;
+}
+
+impl<'v> Landed<'v> for RxHeld<'v> {
+    fn len(&self) -> u32 {
+        RxHeld::len(self)
+    }
+    fn bytes(&self) -> &[u8] {
+        RxHeld::bytes(self)
+    }
+    fn split_to(&mut self, n: u32) -> Self {
+        RxHeld::split_to(self, n)
+    }
+    fn into_piece(self, ts: u64, seq: u64) -> Option<RxPiece<'v>> {
+        Some(self.piece(ts, seq))
+    }
+}
+
+/// Bytes of a connection read into DRAM.
+struct Dram<'a>(&'a [u8]);
+
+impl<'v> Landed<'v> for Dram<'_> {
+    fn len(&self) -> u32 {
+        // One receive's worth: far below 4 GiB.
+        self.0.len() as u32
+    }
+    fn bytes(&self) -> &[u8] {
+        self.0
+    }
+    fn split_to(&mut self, n: u32) -> Self {
+        let (front, back) = self.0.split_at(n as usize);
+        self.0 = back;
+        Dram(front)
+    }
+    fn into_piece(self, _ts: u64, _seq: u64) -> Option<RxPiece<'v>> {
+        None
     }
 }
