@@ -5,7 +5,7 @@ mod cli_common;
 #[path = "../../tests/tests/net_common/mod.rs"]
 mod net_common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use cli_common::*;
@@ -18,29 +18,12 @@ fn access_log_and_request_failures_land_in_the_log_file() {
     let img = dir.path().join("img");
     let log = dir.path().join("serve.log");
     let addr = free_port();
-    let mut child = Proc::spawn(
-        Command::new(PKTFS)
-            .args([
-                "serve",
-                img.to_str().unwrap(),
-                "--listen",
-                &addr.to_string(),
-                "--log-level",
-                "info",
-                "--log-file",
-                log.to_str().unwrap(),
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null()),
+    let child = serve_with(
+        &img,
+        addr,
+        &["--log-level", "info", "--log-file", log.to_str().unwrap()],
+        Stdio::null(),
     );
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-        &mut first,
-    )
-    .unwrap();
-    assert!(first.contains("serving"), "{first}");
-    wait_listening(addr);
 
     assert_eq!(http(addr, "PUT", "/logged.txt", &[], b"hello").status, 201);
     assert_eq!(http(addr, "GET", "/logged.txt", &[], b"").status, 200);

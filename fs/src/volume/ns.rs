@@ -275,10 +275,23 @@ impl Volume {
         m: NewMode,
         rdev: u32,
     ) -> Result<Attr> {
+        self.make_plain_node(parent, name, kind, m, rdev, 0)
+    }
+
+    /// [`Self::create_node`], the new inode starting with `pins`.
+    pub(super) fn make_plain_node(
+        &self,
+        parent: u64,
+        name: &[u8],
+        kind: FileType,
+        m: NewMode,
+        rdev: u32,
+        pins: u64,
+    ) -> Result<Attr> {
         if kind == FileType::Symlink {
             return Err(FsError::Invalid("use symlink"));
         }
-        self.make_node(parent, name, kind, m, rdev, None, 0)
+        self.make_node(parent, name, kind, m, rdev, None, pins)
     }
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {

@@ -27,10 +27,7 @@ impl Volume {
         m: NewMode,
         rdev: u32,
     ) -> Result<Attr> {
-        if kind == FileType::Symlink {
-            return Err(FsError::Invalid("use symlink"));
-        }
-        self.make_node(parent, name, kind, m, rdev, None, 1)
+        self.make_plain_node(parent, name, kind, m, rdev, 1)
     }
 
     /// [`Self::symlink`], returning with one pin on the new inode, taken

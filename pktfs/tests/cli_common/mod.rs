@@ -124,6 +124,11 @@ pub fn mkfs(path: &std::path::Path, bytes: u64) {
 /// `pktfs serve IMAGE --listen ADDR`, returned once it says it serves and
 /// the port accepts; its stderr goes to `stderr`.
 pub fn serve(img: &std::path::Path, addr: SocketAddr, stderr: Stdio) -> Proc {
+    serve_with(img, addr, &[], stderr)
+}
+
+/// [`serve`] with more arguments.
+pub fn serve_with(img: &std::path::Path, addr: SocketAddr, extra: &[&str], stderr: Stdio) -> Proc {
     let mut c = Proc::spawn(
         Command::new(PKTFS)
             .args([
@@ -132,6 +137,7 @@ pub fn serve(img: &std::path::Path, addr: SocketAddr, stderr: Stdio) -> Proc {
                 "--listen",
                 &addr.to_string(),
             ])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(stderr),
     );
