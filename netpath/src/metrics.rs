@@ -150,6 +150,7 @@ impl Metrics {
         vol: &Volume,
         open: usize,
         spares: usize,
+        loops: &crate::uring::LoopShared,
         extra: Option<&crate::config::Extra>,
     ) -> String {
         let st = vol.statfs();
@@ -165,24 +166,52 @@ impl Metrics {
         let mut out = String::with_capacity(4096);
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        // The loops count these themselves (they are bumped where the loop
+        // already holds the line); read them now. Before the OpenMetrics
+        // end marker, in the same text form.
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut more = String::new();
+        let mut add = |name: &str, help: &str, counter: bool, value: u64| {
+            let (kind, suffix) = if counter {
+                ("counter", "_total")
+            } else {
+                ("gauge", "")
+            };
+            let name = format!("pktfs_{name}");
+            more +=
+                &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{suffix} {value}\n");
+        };
+        add(
+            "net_connections_idle_closed",
+            "Connections the io_uring loops closed for idling or trickling past their timeout",
+            true,
+            loops.idle_closed.load(Relaxed),
+        );
+        add(
+            "net_connections_nospace_closed",
+            "Connections the io_uring loops ended because the image had no buffer space to receive into",
+            true,
+            loops.nospace_closed.load(Relaxed),
+        );
+        add(
+            "net_ring_empty",
+            "Receives on the io_uring loops that found the provided-buffer ring empty and waited for it to be refilled",
+            true,
+            loops.enobufs.load(Relaxed),
+        );
+        add(
+            "net_dram_reads",
+            "Receives the io_uring loops read into DRAM because the image had no buffer to lend (request heads on a full image)",
+            true,
+            loops.dram_reads.load(Relaxed),
+        );
         if let Some(x) = extra {
-            // Before the OpenMetrics end marker, in the same text form.
-            let eof = out.rfind("# EOF").unwrap_or(out.len());
-            let mut more = String::new();
             for s in (x.0)() {
-                let (kind, suffix) = if s.counter {
-                    ("counter", "_total")
-                } else {
-                    ("gauge", "")
-                };
-                let name = format!("pktfs_{}", s.name);
-                more += &format!(
-                    "# HELP {name} {}\n# TYPE {name} {kind}\n{name}{suffix} {}\n",
-                    s.help, s.value
-                );
+                add(s.name, s.help, s.counter, s.value);
             }
-            out.insert_str(eof, &more);
         }
+        let eof = out.rfind("# EOF").unwrap_or(out.len());
+        out.insert_str(eof, &more);
         out
     }
 }

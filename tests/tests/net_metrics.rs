@@ -83,6 +83,16 @@ fn metrics_parse_and_count_what_was_served() {
         "3 files, 1 dir"
     );
     assert!(m["pktfs_pm_buffer_free_bytes"] < m0["pktfs_pm_buffer_free_bytes"]);
+    // The loops' own counters are there (on threads they stay 0); nothing
+    // here idled out, ran out of space or was read into DRAM.
+    for name in [
+        "pktfs_net_connections_idle_closed_total",
+        "pktfs_net_connections_nospace_closed_total",
+        "pktfs_net_dram_reads_total",
+    ] {
+        assert_eq!(m[name], 0.0, "{name}");
+    }
+    assert!(m["pktfs_net_ring_empty_total"] >= 0.0);
     // The library's stats agree.
     let st = s.stats();
     assert_eq!(st.files_stored, 3);

@@ -465,9 +465,24 @@ fn a_full_image_still_serves_get_and_delete_on_the_loops() {
     drop(c);
     let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
     assert!(st.dram_reads >= 5, "heads were read into DRAM: {st:?}");
+    // /metrics reports them (its own head is read into DRAM too).
+    let scraped = metric(&s, "pktfs_net_dram_reads_total");
+    assert!(scraped >= st.dram_reads as f64, "{scraped} < {st:?}");
     // DELETE frees space; the ring takes it and uploads land again.
     assert_eq!(http(s.http, "DELETE", "/fill0", &[], b"").status, 204);
     assert_eq!(http(s.http, "PUT", "/new", &[], b"room now").status, 201);
     assert_eq!(s.read("/new").unwrap(), b"room now");
     stop_and_check(&mut s);
+}
+
+/// One counter or gauge from the server's /metrics.
+fn metric(s: &Server, name: &str) -> f64 {
+    let r = http(s.http, "GET", "/metrics", &[], b"");
+    assert_eq!(r.status, 200);
+    let text = String::from_utf8(r.body).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("{name} is not in /metrics:\n{text}"))
+        .parse()
+        .unwrap()
 }

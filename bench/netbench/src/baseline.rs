@@ -252,32 +252,24 @@ fn sink(
 /// The baselines that can run as a process of their own.
 pub const SERVABLE: &[&str] = &["network-only", "copy+clwb", "ext4+fdatasync"];
 
-/// `--serve-baseline KIND [--port N] [--dir D] [--conns N] [--until-eof]`:
-/// run one baseline server, on its own for profiling (until killed), or as
-/// netbench's child (`--until-eof`: until the parent closes our stdin, so
-/// a child never outlives its benchmark). The first line on stdout names
-/// the address (`--port 0`: a free one). `--conns` sizes copy+clwb's file:
-/// each connection holds a 2 MiB window of it for its lifetime.
-pub fn serve_baseline(args: &[String], kind: &str) {
-    let kind = match kind {
-        "network-only" => Base::NetOnly,
-        "copy+clwb" => Base::Copy,
-        "ext4+fdatasync" => Base::Ext4,
-        other => {
-            eprintln!(
-                "netbench: unknown baseline {other:?} ({})",
-                SERVABLE.join(", ")
-            );
-            std::process::exit(2);
-        }
+/// `netbench serve-baseline KIND [--port N] [--dir D] [--conns N]
+/// [--until-eof]`: run one baseline server, on its own for profiling
+/// (until killed), or as netbench's child (`--until-eof`: until the parent
+/// closes our stdin, so a child never outlives its benchmark). The first
+/// line on stdout names the address (`--port 0`: a free one). `--conns`
+/// sizes copy+clwb's file: each connection holds a 2 MiB window of it for
+/// its lifetime.
+pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
+    use crate::cli::BaselineKind;
+    let kind = match a.kind {
+        BaselineKind::NetworkOnly => Base::NetOnly,
+        BaselineKind::CopyClwb => Base::Copy,
+        BaselineKind::Ext4Fdatasync => Base::Ext4,
     };
-    let port = crate::arg(args, "--port", 18081.0) as u16;
-    let conns = crate::arg(args, "--conns", 32.0) as u64;
-    let dir = crate::arg_str(args, "--dir")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
-        });
+    let (port, conns) = (a.port, a.conns);
+    let dir = a.dir.clone().unwrap_or_else(|| {
+        PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
+    });
     std::fs::create_dir_all(&dir).expect("baseline dir");
     let pm = (kind == Base::Copy).then(|| {
         let f = dir.join("copy.dat");
@@ -314,7 +306,7 @@ pub fn serve_baseline(args: &[String], kind: &str) {
             let _ = std::thread::Builder::new().spawn(move || baseline_conn(&b, s, id as u64 + 1));
         }
     };
-    if args.iter().any(|a| a == "--until-eof") {
+    if a.until_eof {
         std::thread::spawn(accept);
         crate::child::wait_for_parent();
         let _ = std::fs::remove_dir_all(&dir);

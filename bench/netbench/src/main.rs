@@ -3,26 +3,10 @@
 //!
 //! ```text
 //! cargo run --release -p pktfs-netbench --bin netbench -- [OPTIONS]
-//!   --only LIST        sections, comma-separated (default: all):
-//!                      put     large PUT (--size-mib)
-//!                      get     large GET
-//!                      small   1 KiB PUTs at 1, 16 and 256 connections
-//!                      c10k    1 KiB PUTs at --many-conns connections
-//!                      volume  the Volume calls of one 1 KiB PUT, CRC32C speed
-//!   --size-mib N       large transfer size (256)
-//!   --reps N           large transfers: repetitions, median (5)
-//!   --secs S           small: seconds of load per server per conn count,
-//!                      split into --rounds runs of at least 1 s (6)
-//!   --rounds N         small: rounds, medians across them (8)
-//!   --conns LIST       small: connection counts (1,16,256)
-//!   --wrk-threads N    wrk -t (1: wrk's own thread stays off the server's
-//!                      cores as far as it can on a small machine)
-//!   --many-conns N     c10k: connections (10000)
-//!   --many-secs S      c10k: seconds per run (6)
-//!   --many-rounds N    c10k: rounds (3)
-//!   --image-mib N      small, c10k: each pktfs child's image (1024)
-//!   --nginx PATH       the nginx binary (default: from $PATH or /usr/sbin)
 //! ```
+//!
+//! `netbench --help` lists the options (sections with `--only`, sizes,
+//! repetitions, rounds, connection counts); they are defined in `cli.rs`.
 //!
 //! Servers (HTTP/1.1 with keep-alive, each on its own 127.0.0.1 port):
 //! - `network-only`: reads the body into a reused 1 MiB buffer, drops it
@@ -56,14 +40,15 @@
 //! `perf record -p` with the same client):
 //!
 //! ```text
-//! netbench --serve-baseline network-only|copy+clwb|ext4+fdatasync --port 18081 [--dir D] [--conns N]
-//! netbench --serve-pktfs NAME --persist clwb --io uring|threads|auto [--max-connections N] [--loops N] [--image-mib N] [--dir D]
+//! netbench serve-baseline network-only|copy+clwb|ext4+fdatasync --port 18081 [--dir D] [--conns N]
+//! netbench serve-pktfs NAME --persist clwb --io uring|threads|auto [--max-connections N] [--loops N] [--image-mib N] [--dir D]
 //! ```
 //!
 //! (with `--until-eof` they stop when their stdin closes.)
 
 mod baseline;
 mod child;
+mod cli;
 mod client;
 mod load;
 mod nginx;
@@ -93,19 +78,6 @@ fn fs_type(p: &Path) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-fn arg_str<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
-}
-
-fn arg(args: &[String], name: &str, default: f64) -> f64 {
-    arg_str(args, name)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// Whether the HTTP part of a server's io summary says io_uring.
 fn http_on_uring(io: &str) -> bool {
     io.split(", ")
@@ -114,33 +86,29 @@ fn http_on_uring(io: &str) -> bool {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(kind) = arg_str(&args, "--serve-baseline") {
-        baseline::serve_baseline(&args, kind);
-        return;
+    let cli = <cli::Cli as clap::Parser>::parse();
+    match cli.child {
+        Some(cli::ChildMode::ServeBaseline(a)) => return baseline::serve_baseline(&a),
+        Some(cli::ChildMode::ServePktfs(a)) => return pktfs_server::serve_pktfs(&a),
+        None => {}
     }
-    if let Some(name) = arg_str(&args, "--serve-pktfs") {
-        pktfs_server::serve_pktfs(&args, name);
-        return;
-    }
+    let args = cli.run;
     // The machine sets the pace (clwb or not, CRC32C speed): say which.
     let machine = pktfs::media::machine::Machine::measure();
     println!("netbench on {machine}");
-    let size = (arg(&args, "--size-mib", 256.0) as u64) << 20;
-    let reps = arg(&args, "--reps", 5.0) as usize;
-    let secs = arg(&args, "--secs", 6.0);
-    let rounds = (arg(&args, "--rounds", 8.0) as usize).max(1);
-    let conns_list: Vec<usize> = arg_str(&args, "--conns")
-        .unwrap_or("1,16,256")
-        .split(',')
-        .filter_map(|c| c.trim().parse().ok())
-        .collect();
-    let wrk_threads = arg(&args, "--wrk-threads", 1.0) as usize;
-    let mut many = arg(&args, "--many-conns", 10_000.0) as usize;
-    let many_secs = arg(&args, "--many-secs", 6.0);
-    let many_rounds = (arg(&args, "--many-rounds", 3.0) as usize).max(1);
-    let only: Option<String> = arg_str(&args, "--only").map(str::to_string);
-    let want = |s: &str| only.as_deref().is_none_or(|o| o.split(',').any(|x| x == s));
+    let size = args.size_mib << 20;
+    let reps = args.reps as usize;
+    let secs = args.secs;
+    let rounds = args.rounds as usize;
+    let conns_list: Vec<usize> = args.conns.iter().map(|&c| c as usize).collect();
+    let wrk_threads = args.wrk_threads as usize;
+    let mut many = args.many_conns as usize;
+    let many_secs = args.many_secs;
+    let many_rounds = args.many_rounds as usize;
+    let want = |s: &str| {
+        let s = <cli::Section as clap::ValueEnum>::from_str(s, false).expect("a section name");
+        args.wants(s)
+    };
     let pid = std::process::id();
     let shm = PathBuf::from(format!("/dev/shm/pktfs-netbench-{pid}"));
     let ext4_base = PathBuf::from(format!("/tmp/pktfs-netbench-{pid}"));
@@ -199,7 +167,7 @@ fn main() {
     ));
 
     let nginx = if want("put") || want("small") || want("c10k") {
-        match nginx::start(arg_str(&args, "--nginx"), &shm, many.max(1024), nofile) {
+        match nginx::start(args.nginx.as_deref(), &shm, many.max(1024), nofile) {
             Ok(n) => {
                 println!(
                     "nginx: {}, {} workers x {} connections, on {}",
@@ -271,7 +239,7 @@ fn main() {
                 shm.join(kind)
             };
             let a = [
-                "--serve-baseline",
+                "serve-baseline",
                 kind,
                 "--port",
                 "0",
@@ -285,7 +253,7 @@ fn main() {
             ];
             spawn(kind, a.iter().map(|s| s.to_string()).collect());
         }
-        let image_bytes = (arg(&args, "--image-mib", 1024.0) as u64) << 20;
+        let image_bytes = args.image_mib << 20;
         for s in specs.iter().filter(|s| needed(&s.name)) {
             let mut s = s.clone();
             s.max_connections = max_conns + 64;

@@ -20,9 +20,9 @@ pub struct Nginx {
 /// The nginx binary: `--nginx PATH`, else the first on $PATH or in the
 /// sbin directories (Debian puts it in /usr/sbin, often not on a user's
 /// PATH).
-fn find(explicit: Option<&str>) -> Option<PathBuf> {
+fn find(explicit: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = explicit {
-        return Some(PathBuf::from(p));
+        return Some(p.to_path_buf());
     }
     let path = std::env::var("PATH").unwrap_or_default();
     let found = path
@@ -85,14 +85,14 @@ fn config(
 /// Start nginx with its prefix and root under `dir` (tmpfs), able to hold
 /// `conns` connections. Err says why it is skipped.
 pub fn start(
-    explicit: Option<&str>,
+    explicit: Option<&Path>,
     dir: &Path,
     conns: usize,
     nofile: u64,
 ) -> Result<Nginx, String> {
     let Some(bin) = find(explicit).filter(|b| b.is_file()) else {
         return Err(match explicit {
-            Some(p) => format!("{p} not found"),
+            Some(p) => format!("{} not found", p.display()),
             None => "not installed (apt-get install nginx-light)".into(),
         });
     };

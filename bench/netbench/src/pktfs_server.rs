@@ -105,7 +105,7 @@ pub fn child_args(spec: &PktfsSpec, dir: &Path, image_bytes: u64) -> Vec<String>
         PersistChoice::Clwb => "clwb",
     };
     [
-        "--serve-pktfs",
+        "serve-pktfs",
         &spec.name,
         "--persist",
         persist,
@@ -126,24 +126,18 @@ pub fn child_args(spec: &PktfsSpec, dir: &Path, image_bytes: u64) -> Vec<String>
     .collect()
 }
 
-/// `--serve-pktfs NAME --persist P --io M --max-connections N --loops N
-/// --image-mib N --dir D --until-eof`: a pktfs server as netbench's child.
-pub fn serve_pktfs(args: &[String], name: &str) {
-    let persist = crate::arg_str(args, "--persist")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(PersistChoice::Clwb);
-    let io = crate::arg_str(args, "--io")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_default();
-    let mut spec = PktfsSpec::new(name, persist, io);
-    spec.max_connections = crate::arg(args, "--max-connections", 256.0) as usize;
-    spec.loops = crate::arg(args, "--loops", 0.0) as usize;
-    let image_bytes = (crate::arg(args, "--image-mib", 1024.0) as u64) << 20;
-    let dir = crate::arg_str(args, "--dir")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
-        });
+/// `netbench serve-pktfs NAME --persist P --io M --max-connections N
+/// --loops N --image-mib N --dir D --until-eof`: a pktfs server as
+/// netbench's child, until its stdin closes.
+pub fn serve_pktfs(a: &crate::cli::PktfsArgs) {
+    let name = a.name.as_str();
+    let mut spec = PktfsSpec::new(name, a.persist, a.io);
+    spec.max_connections = a.max_connections as usize;
+    spec.loops = a.loops as usize;
+    let image_bytes = a.image_mib << 20;
+    let dir = a.dir.clone().unwrap_or_else(|| {
+        PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
+    });
     std::fs::create_dir_all(&dir).expect("image dir");
     let s = start_pktfs(&dir, &spec, image_bytes);
     crate::child::announce(name, s.addr, &s.io);

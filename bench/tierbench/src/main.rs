@@ -22,24 +22,56 @@ use std::time::{Duration, Instant};
 use pktfs::{OpenOptions, RemoteExtent, Volume};
 use pktfs_tier::garage::Garage;
 
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// The sections of a run (`--only`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Section {
+    /// Tier-out of --big-files files of 1 MiB.
+    Big,
+    /// Tier-out of --small-files files of 4 KiB.
+    Small,
+    /// Cold sequential read through the mount against s3fs.
+    Cold,
+    /// HTTP ingest while tier-out runs.
+    Ingest,
+    /// Opening and mounting an image of --records remote records.
+    Mount,
 }
 
-/// `--only big,small,cold,ingest,mount`: the sections to run (all when
-/// not given), to re-measure one without the others.
-fn wanted(section: &str) -> bool {
-    let args: Vec<String> = std::env::args().collect();
-    match args.iter().position(|a| a == "--only") {
-        None => true,
-        Some(i) => args
-            .get(i + 1)
-            .is_some_and(|v| v.split(',').any(|s| s.trim() == section)),
+/// tierbench's options. A misspelt option or a count of zero is refused
+/// before Garage starts: a run takes many minutes, and quietly ignoring
+/// `--rep 1` would spend them on figures nobody asked for.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "tierbench",
+    about = "pktfs's tier against rclone and s3fs on one Garage, in one run (bench/tier.sh)"
+)]
+struct Cli {
+    /// Sections to run, comma-separated (default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    only: Vec<Section>,
+    /// Runs per measurement (the median is reported).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    reps: u64,
+    /// Files of 1 MiB in the big tier-out.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    big_files: u64,
+    /// Files of 4 KiB in the small tier-out.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    small_files: u64,
+    /// Remote records in the image the mount section opens.
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    records: u64,
+    /// The mount's --tier-readahead in the cold read.
+    #[arg(long, default_value_t = 8)]
+    cold_readahead: u64,
+    /// MiB of 1 MiB PUTs in the ingest section.
+    #[arg(long, default_value_t = 6144, value_parser = clap::value_parser!(u64).range(1..))]
+    ingest_mib: u64,
+}
+
+impl Cli {
+    fn wanted(&self, s: Section) -> bool {
+        self.only.is_empty() || self.only.contains(&s)
     }
 }
 
@@ -286,10 +318,11 @@ fn ingest(addr: &str, conns: usize, files: u64, tag: &str) -> f64 {
 }
 
 fn main() {
-    let reps = arg("--reps", 3).max(1) as usize;
-    let big_files = arg("--big-files", 1024);
-    let small_files = arg("--small-files", 100_000);
-    let records = arg("--records", 1_000_000);
+    let cli = <Cli as clap::Parser>::parse();
+    let reps = cli.reps as usize;
+    let big_files = cli.big_files;
+    let small_files = cli.small_files;
+    let records = cli.records;
     let machine = pktfs::media::machine::Machine::measure();
     println!("tierbench on {machine}");
     let g = Garage::start(1).unwrap_or_else(|e| {
@@ -341,7 +374,11 @@ fn main() {
         ("tier-out, 1 MiB files", big_files, 1usize << 20),
         ("tier-out, 4 KiB files", small_files, 4096),
     ] {
-        if !wanted(if size == 4096 { "small" } else { "big" }) {
+        if !cli.wanted(if size == 4096 {
+            Section::Small
+        } else {
+            Section::Big
+        }) {
             continue;
         }
         let bytes = n * size as u64;
@@ -375,7 +412,7 @@ fn main() {
     }
 
     // 3. Cold sequential read: a 1 GiB file, pktfs mount vs s3fs.
-    if wanted("cold") {
+    if cli.wanted(Section::Cold) {
         let size = (big_files << 20) as usize;
         let img = w.join("r.img");
         let dir = w.join("rsrc");
@@ -408,7 +445,7 @@ fn main() {
         let mut s = Vec::new();
         let mp = w.join("mp");
         let _ = std::fs::create_dir_all(&mp);
-        let ra = arg("--cold-readahead", 8).to_string();
+        let ra = cli.cold_readahead.to_string();
         let read_pktfs = || {
             let c = mount_tiered(
                 &e,
@@ -476,7 +513,7 @@ fn main() {
     //    force yields to writing clients (--tier-busy-bandwidth 32M); the
     //    "full speed" variant turns that off, as it is above the high
     //    watermark.
-    if wanted("ingest") {
+    if cli.wanted(Section::Ingest) {
         // A fixed amount of data, in an image with room for all of it even
         // untiered: the comparison is of ingest rates, not of what a full
         // image does (507). (Images far larger than the data slowed both
@@ -484,7 +521,7 @@ fn main() {
         // 6 GiB: tier-out (a pass every 200 ms) must overlap the ingest
         // for the comparison to mean anything; 2 GiB took about a second,
         // and a run at full speed moved nothing while it lasted.
-        let files = arg("--ingest-mib", 6144);
+        let files = cli.ingest_mib;
         let variants: [(&str, Option<&str>); 3] = [
             ("no tier", None),
             ("tier-out yielding (default)", Some("32M")),
@@ -614,7 +651,7 @@ fn main() {
     }
 
     // 5. Open and mount time with 1,000,000 remote records.
-    if wanted("mount") {
+    if cli.wanted(Section::Mount) {
         let img = w.join("m.img");
         let files = (records / 100).max(1);
         let params = layout::GeometryParams {
@@ -687,5 +724,32 @@ fn main() {
     println!("|---|---|---|---|---|");
     for (what, p, b, base) in &rows {
         println!("| {what} | {p:.2} | {b:.2} | {:.2}x | {base} |", p / b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[test]
+    fn options_parse_and_bad_ones_are_refused() {
+        Cli::command().debug_assert();
+        let c = Cli::try_parse_from(["tierbench", "--only", "cold,mount", "--reps", "1"])
+            .expect("parses");
+        assert!(c.wanted(Section::Cold) && c.wanted(Section::Mount));
+        assert!(!c.wanted(Section::Big));
+        assert_eq!((c.reps, c.records), (1, 1_000_000));
+        assert!(Cli::try_parse_from(["tierbench"])
+            .expect("parses")
+            .wanted(Section::Ingest));
+        for bad in [
+            &["tierbench", "--rep", "1"][..],
+            &["tierbench", "--reps", "0"],
+            &["tierbench", "--only", "colds"],
+            &["tierbench", "--big-files", "-3"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?} was accepted");
+        }
     }
 }

@@ -381,6 +381,7 @@ impl<'a> Conn<'a> {
             self.vol,
             self.sh.open_connections(),
             self.sh.spares.load(std::sync::atomic::Ordering::Relaxed),
+            &self.sh.loops,
             self.sh.cfg.extra.as_ref(),
         );
         let extra = format!("Content-Type: {METRICS_TYPE}\r\nCache-Control: no-store\r\n");
