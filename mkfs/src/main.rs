@@ -72,9 +72,8 @@ fn existing_contents(path: &Path) -> Result<Option<String>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
-    if meta.is_dir() {
-        return Err(format!("{} is a directory", path.display()));
-    }
+    // Before reading it: a FIFO would wait for a writer.
+    pktfs::media::check_path_kind(path).map_err(|e| e.to_string())?;
     let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut head = vec![0u8; 1 << 16];
     let mut n = 0;

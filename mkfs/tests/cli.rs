@@ -69,6 +69,49 @@ fn refuses_other_data_and_bad_geometry() {
     }
 }
 
+/// A directory, a FIFO or a socket is refused with a message, at once: a
+/// FIFO used to be opened for reading, which waits for a writer forever.
+#[test]
+fn refuses_what_cannot_be_an_image_without_hanging() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let sock = d.path().join("sock");
+    let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    for (path, kind) in [
+        (d.path().to_path_buf(), "is a directory"),
+        (fifo, "is a FIFO"),
+        (sock, "is a socket"),
+    ] {
+        let mut child = mkfs()
+            .arg(&path)
+            .args(["--size", "16M", "--force"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if t0.elapsed() > std::time::Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("mkfs.pktfs {path:?} did not return");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let out = child.wait_with_output().unwrap();
+        assert!(!status.success(), "{path:?} formatted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(kind) && !err.contains("panicked"), "{err}");
+    }
+}
+
 /// Every size option takes the same forms (`4G`, `4GiB`, `1M`, `512K`,
 /// bytes), and the label is refused, not cut, when it does not fit.
 #[test]

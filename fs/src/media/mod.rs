@@ -56,7 +56,7 @@ use std::sync::Mutex;
 
 pub use arch::FlushInsn;
 pub use exclusive::ExclusivePm;
-pub use open::MapOptions;
+pub use open::{check_path_kind, MapOptions};
 use recording::{CrashLog, Recorder};
 
 /// How writes are made durable.
@@ -121,6 +121,9 @@ pub enum MediaError {
     Locked { path: PathBuf },
     #[error("{path} is {len} bytes: too small to be an image")]
     TooSmall { path: PathBuf, len: u64 },
+    /// Not something an image can live in (a directory, a FIFO, ...).
+    #[error("{path} is {kind}: an image is a regular file (on a DAX-mounted file system for real persistent memory) or a DAX character device (/dev/daxN.M)")]
+    NotAnImage { path: PathBuf, kind: &'static str },
     /// Creating (or resizing) an image: the file system lacks the room.
     #[error(
         "{path}: {} asked for but the file system holding it has only {} free; {}",
@@ -743,5 +746,39 @@ mod tests {
             Pm::open(&dir.path().join("nope"), &MapOptions::default()),
             Err(MediaError::Io { .. })
         ));
+    }
+
+    #[test]
+    fn refuses_what_cannot_be_an_image_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let ro = MapOptions {
+            read_only: true,
+            ..Default::default()
+        };
+        let kind = |r: Result<Pm, MediaError>| match r {
+            Err(MediaError::NotAnImage { kind, .. }) => kind,
+            Err(e) => panic!("another error: {e}"),
+            Ok(_) => panic!("mapped"),
+        };
+        assert_eq!(kind(Pm::open(dir.path(), &ro)), "a directory");
+        assert_eq!(
+            kind(Pm::open(dir.path(), &MapOptions::default())),
+            "a directory"
+        );
+        assert_eq!(kind(Pm::create(dir.path(), 1 << 20)), "a directory");
+        // Opening a FIFO for reading would wait for a writer forever.
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo {fifo:?}");
+        assert_eq!(kind(Pm::open(&fifo, &ro)), "a FIFO");
+        assert_eq!(kind(Pm::create(&fifo, 1 << 20)), "a FIFO");
+        assert!(fifo.exists(), "an existing FIFO is left alone");
+        let null = Path::new("/dev/null");
+        if null.exists() {
+            assert_eq!(
+                kind(Pm::open(null, &ro)),
+                "a character device that is not a DAX device"
+            );
+        }
     }
 }

@@ -92,6 +92,41 @@ fn dax_device_len(file: &File) -> Option<u64> {
         .ok()
 }
 
+/// Refuse what an image cannot be before opening it: opening a FIFO would
+/// wait for a writer, a directory would read as a 4 KiB "image". A path
+/// that cannot be examined is left to the open, whose error names it.
+fn check_kind(path: &Path, meta: &std::fs::Metadata) -> Result<(), MediaError> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let kind = if t.is_file() || t.is_char_device() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device (its page cache is not persistent memory)"
+    } else {
+        "not a regular file"
+    };
+    Err(MediaError::NotAnImage {
+        path: path.to_path_buf(),
+        kind,
+    })
+}
+
+/// Refuse a path that names something an image cannot be (a directory, a
+/// FIFO, a socket, a block device) without opening it; a path that does
+/// not exist passes (creating it is the caller's business).
+pub fn check_path_kind(path: &Path) -> Result<(), MediaError> {
+    match std::fs::metadata(path) {
+        Ok(m) => check_kind(path, &m),
+        Err(_) => Ok(()),
+    }
+}
+
 /// How long an open waits for a lock held by someone else before it says
 /// the image is in use. A lock can outlive its holder briefly: a process
 /// that forks copies every descriptor (the image's included) into the
@@ -259,6 +294,7 @@ impl Pm {
     /// ([`MediaError::SparseNoRoom`]); a read-only open maps it as it is
     /// (reading a hole needs no backing).
     pub fn open(path: &Path, opts: &MapOptions) -> Result<Pm, MediaError> {
+        check_path_kind(path)?;
         let file = OpenOptions::new()
             .read(true)
             .write(!opts.read_only)
@@ -278,6 +314,7 @@ impl Pm {
     /// existing one keeps its length and contents. A character device
     /// (/dev/dax) is mapped as it is.
     pub fn create(path: &Path, len_bytes: u64) -> Result<Pm, MediaError> {
+        check_path_kind(path)?;
         let (file, created) = match OpenOptions::new()
             .read(true)
             .write(true)
@@ -305,10 +342,22 @@ impl Pm {
     }
 
     fn map(path: &Path, file: File, opts: &MapOptions) -> Result<Pm, MediaError> {
+        use std::os::unix::fs::FileTypeExt;
         let meta = file.metadata().map_err(io_err(path))?;
+        // Again on what was opened: the path may have been replaced since.
+        check_kind(path, &meta)?;
         let mut len = meta.len();
         if len == 0 {
-            len = dax_device_len(&file).unwrap_or(0);
+            len = match dax_device_len(&file) {
+                Some(l) => l,
+                None if meta.file_type().is_char_device() => {
+                    return Err(MediaError::NotAnImage {
+                        path: path.to_path_buf(),
+                        kind: "a character device that is not a DAX device",
+                    })
+                }
+                None => 0,
+            };
         }
         if len < 8192 {
             return Err(MediaError::TooSmall {
