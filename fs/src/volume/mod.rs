@@ -27,6 +27,7 @@ mod alloc;
 mod digest;
 mod failstop;
 mod file;
+mod file_space;
 mod itable;
 pub mod journal;
 mod lifecycle;
