@@ -181,30 +181,31 @@ impl Metrics {
             more +=
                 &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{suffix} {value}\n");
         };
-        add(
-            "net_connections_idle_closed",
-            "Connections the io_uring loops closed for idling or trickling past their timeout",
-            true,
-            loops.idle_closed.load(Relaxed),
-        );
-        add(
-            "net_connections_nospace_closed",
-            "Connections the io_uring loops ended because the image had no buffer space to receive into",
-            true,
-            loops.nospace_closed.load(Relaxed),
-        );
-        add(
-            "net_ring_empty",
-            "Receives on the io_uring loops that found the provided-buffer ring empty and waited for it to be refilled",
-            true,
-            loops.enobufs.load(Relaxed),
-        );
-        add(
-            "net_dram_reads",
-            "Receives the io_uring loops read into DRAM because the image had no buffer to lend (request heads on a full image)",
-            true,
-            loops.dram_reads.load(Relaxed),
-        );
+        let loop_counters = [
+            (
+                "net_connections_idle_closed",
+                "Connections the io_uring loops closed for idling or trickling past their timeout",
+                &loops.idle_closed,
+            ),
+            (
+                "net_connections_nospace_closed",
+                "Connections the io_uring loops ended because the image had no buffer space to receive into",
+                &loops.nospace_closed,
+            ),
+            (
+                "net_ring_empty",
+                "Receives on the io_uring loops that found the provided-buffer ring empty and waited for it to be refilled",
+                &loops.enobufs,
+            ),
+            (
+                "net_dram_reads",
+                "Receives the io_uring loops read into DRAM because the image had no buffer to lend (request heads on a full image)",
+                &loops.dram_reads,
+            ),
+        ];
+        for (name, help, n) in loop_counters {
+            add(name, help, true, n.load(Relaxed));
+        }
         if let Some(x) = extra {
             for s in (x.0)() {
                 add(s.name, s.help, s.counter, s.value);

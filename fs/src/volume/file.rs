@@ -53,6 +53,16 @@ pub(crate) enum Cover {
     Remote(RemoteSlice, Rec),
 }
 
+/// Where a walk of the data chain from `off` starts: the key of the record
+/// at or before `off` (it may reach into `off`), else `off` itself.
+pub(crate) fn walk_from(i: &Inode, off: u64) -> u64 {
+    i.data
+        .range(..=off)
+        .next_back()
+        .map(|(k, _)| *k)
+        .unwrap_or(off)
+}
+
 /// Walk `[off, end)` of a data chain: the records covering it, cut to the
 /// range, with the holes between them. The one walk reads, transmit holds,
 /// fallocate and copy_file_range share.
@@ -62,13 +72,7 @@ pub(crate) fn cover(i: &Inode, off: u64, end: u64, bs: u32) -> Vec<Cover> {
         return out;
     }
     let mut pos = off;
-    let start_key = i
-        .data
-        .range(..=off)
-        .next_back()
-        .map(|(k, _)| *k)
-        .unwrap_or(off);
-    for (_, r) in i.data.range(start_key..end) {
+    for (_, r) in i.data.range(walk_from(i, off)..end) {
         let (rs, re) = (r.r.file_off, r.r.file_end());
         if re <= pos {
             continue;

@@ -5,7 +5,7 @@
 
 use super::failstop::OrStop;
 
-use super::file::{cover, Cover, FallocMode, Piece};
+use super::file::{cover, walk_from, Cover, FallocMode, Piece};
 use super::remote::Loc;
 use super::tx::Tx;
 use super::{now_ns, Volume, MAX_FILE_SIZE};
@@ -122,14 +122,8 @@ impl Volume {
         if off >= size {
             return Err(FsError::Nxio);
         }
-        let start_key = i
-            .data
-            .range(..=off)
-            .next_back()
-            .map(|(k, _)| *k)
-            .unwrap_or(off);
         let mut pos = off;
-        for (_, r) in i.data.range(start_key..) {
+        for (_, r) in i.data.range(walk_from(&i, off)..) {
             if r.r.file_end() <= pos {
                 continue;
             }
