@@ -244,18 +244,20 @@ fn usage_cancel_and_operational_exit_codes() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // SIGINT while fsck is busy (here: blocked opening a FIFO, which no
-    // writer ever opens): exit 32. The signal is sent once fsck has set up
-    // its handling (SIGINT shows in the blocked mask of its main thread).
-    let fifo = dir.path().join("fifo");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    // SIGINT while fsck is busy (here: waiting for the lock of an image
+    // another process holds, as a mount does; fsck waits 1.5 s for a lock
+    // before it says the image is in use): exit 32. The signal is sent once
+    // fsck has set up its handling (SIGINT shows in the blocked mask of its
+    // main thread).
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&cut)
+        .unwrap();
+    held.try_lock().unwrap();
     let mut child = Command::new(bin)
         .arg("-n")
-        .arg(&fifo)
+        .arg(&cut)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
