@@ -62,6 +62,7 @@ use std::path::{Path, PathBuf};
 use pktfs::media::PersistChoice;
 
 use child::ChildServer;
+use cli::Section;
 use load::{LoadOpts, LoadServer};
 use pktfs_server::PktfsSpec;
 
@@ -105,10 +106,7 @@ fn main() {
     let mut many = args.many_conns as usize;
     let many_secs = args.many_secs;
     let many_rounds = args.many_rounds as usize;
-    let want = |s: &str| {
-        let s = <cli::Section as clap::ValueEnum>::from_str(s, false).expect("a section name");
-        args.wants(s)
-    };
+    let want = |s: Section| args.wants(s);
     let pid = std::process::id();
     let shm = PathBuf::from(format!("/dev/shm/pktfs-netbench-{pid}"));
     let ext4_base = PathBuf::from(format!("/tmp/pktfs-netbench-{pid}"));
@@ -166,7 +164,7 @@ fn main() {
         netpath::IoMode::Auto,
     ));
 
-    let nginx = if want("put") || want("small") || want("c10k") {
+    let nginx = if want(Section::Put) || want(Section::Small) || want(Section::C10k) {
         match nginx::start(args.nginx.as_deref(), &shm, many.max(1024), nofile) {
             Ok(n) => {
                 println!(
@@ -187,7 +185,7 @@ fn main() {
     };
     let mut results: report::Results = Vec::new();
 
-    if want("put") || want("get") {
+    if want(Section::Put) || want(Section::Get) {
         transfer::run(
             &transfer::Opts {
                 shm: &shm,
@@ -196,14 +194,14 @@ fn main() {
                 reps,
                 pktfs: &specs,
                 nginx: nginx.as_ref().map(|n| (n.addr, n.pid())),
-                put: want("put"),
-                get: want("get"),
+                put: want(Section::Put),
+                get: want(Section::Get),
             },
             &mut results,
         );
     }
 
-    if want("small") || want("c10k") {
+    if want(Section::Small) || want(Section::C10k) {
         let have_wrk = client::have_wrk();
         let script = shm.join("put.lua");
         client::write_put_script(&script);
@@ -231,7 +229,7 @@ fn main() {
             "nginx",
         ];
         // Without the small-PUT rows only those run.
-        let needed = |name: &str| want("small") || many_names.contains(&name);
+        let needed = |name: &str| want(Section::Small) || many_names.contains(&name);
         for kind in baseline::SERVABLE.iter().filter(|k| needed(k)) {
             let dir = if kind.starts_with("ext4") {
                 ext4_base.join("child")
@@ -304,10 +302,10 @@ fn main() {
             println!("{msg}");
             notes.push(msg);
         }
-        if want("small") {
+        if want(Section::Small) {
             load::small_puts(&servers, &conns_list, &o, &mut results);
         }
-        if want("c10k") && have_wrk {
+        if want(Section::C10k) && have_wrk {
             let many_servers: Vec<LoadServer> = servers
                 .iter()
                 .filter(|s| many_names.contains(&s.name.as_str()))
@@ -323,7 +321,7 @@ fn main() {
         drop(children);
     }
 
-    if want("volume") {
+    if want(Section::Volume) {
         volume_costs::volume_costs(&shm, &mut results);
     }
     drop(nginx);
