@@ -512,9 +512,17 @@ impl Pm {
             }
             _ => {}
         }
+        // A plain load first: a locked swap on every flush would be a
+        // locked instruction right after the write-backs, which x86 orders
+        // behind them (CLFLUSHOPT/CLWB are ordered with locked RMWs), so it
+        // made each flush wait for its lines like a fence, on the hot path
+        // of every upload, for a test hook.
         if self
             .inject_persist_failure
-            .swap(false, std::sync::atomic::Ordering::SeqCst)
+            .load(std::sync::atomic::Ordering::Acquire)
+            && self
+                .inject_persist_failure
+                .swap(false, std::sync::atomic::Ordering::SeqCst)
         {
             self.persist_failed("injected persistence failure (test hook)".to_string());
         }

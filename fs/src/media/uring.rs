@@ -22,7 +22,7 @@
 //! memory rather than reuse it (leaking reserved buffer space is safe: the
 //! next open of the image rebuilds the allocator from what files reach).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
@@ -145,11 +145,40 @@ impl Drop for Sink {
     }
 }
 
-/// What a send in flight names: kept alive until its completion.
+/// What a sendmsg in flight names: kept alive until its completion, then
+/// kept for the next one (`NetRing::spare_keeps`), so that a send costs no
+/// allocation once the loop is warm. A one-iovec send needs none of it
+/// (it goes as `IORING_OP_SEND`).
 struct SendKeep {
-    _iovs: Box<[libc::iovec]>,
-    _msg: Box<libc::msghdr>,
+    /// Its heap buffer must not move while the send is in flight: filled
+    /// before the SQE is pushed, untouched until the completion.
+    iovs: Vec<libc::iovec>,
+    msg: Box<libc::msghdr>,
 }
+
+impl SendKeep {
+    fn new() -> Self {
+        SendKeep {
+            iovs: Vec::new(),
+            // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
+            msg: Box::new(unsafe { std::mem::zeroed() }),
+        }
+    }
+}
+
+fn spare_keep(spares: &mut Vec<SendKeep>, kept: Option<SendKeep>) {
+    if let Some(k) = kept {
+        if spares.len() < SPARE_KEEPS_MAX && k.iovs.capacity() <= SPARE_IOVS_MAX {
+            spares.push(k);
+        }
+    }
+}
+
+/// Kept `SendKeep`s at most: a burst of sends on thousands of connections
+/// does not stay allocated for ever.
+const SPARE_KEEPS_MAX: usize = 256;
+/// A kept iovec list longer than this (a large GET's) is not kept.
+const SPARE_IOVS_MAX: usize = 64;
 
 /// An io_uring with one provided-buffer ring (buffer group 0) over image
 /// memory. Not `Send` (raw pointers): with SINGLE_ISSUER only the thread
@@ -163,7 +192,11 @@ pub struct NetRing {
     defer_taskrun: bool,
     /// Requests whose last completion has not been reaped.
     inflight: usize,
-    sends: HashMap<u64, SendKeep>,
+    /// Sends in flight that name kept memory (sendmsg), by user_data;
+    /// `None` for a one-buffer send, which names only the caller's bytes.
+    /// Keys are the loop's own tags, never input: a fast hash is enough.
+    sends: FxHashMap<u64, Option<SendKeep>>,
+    spare_keeps: Vec<SendKeep>,
     /// Made at the first draining receive.
     sink: Option<Sink>,
     base: *mut u8,
@@ -267,7 +300,8 @@ impl NetRing {
             incremental: inc,
             defer_taskrun,
             inflight: 0,
-            sends: HashMap::new(),
+            sends: FxHashMap::default(),
+            spare_keeps: Vec::new(),
             sink: None,
             base: pm.base,
             len: pm.len,
@@ -383,45 +417,43 @@ impl NetRing {
     /// The iovecs of a send: `head` first, then one per segment, each
     /// checked to lie inside the image (a segment outside it panics: the
     /// callers build them from held records, so that is a bug, never input).
-    fn iovecs<C: FromIterator<libc::iovec>>(
-        &self,
+    fn iovecs<'s>(
+        &'s self,
         head: Option<&[u8]>,
-        segs: impl IntoIterator<Item = RingSeg>,
-    ) -> C {
+        segs: impl IntoIterator<Item = RingSeg> + 's,
+    ) -> impl Iterator<Item = libc::iovec> + 's {
         let head = head.filter(|h| !h.is_empty()).map(|h| libc::iovec {
             // The kernel only reads; the caller keeps the bytes alive.
             iov_base: h.as_ptr() as *mut libc::c_void,
             iov_len: h.len(),
         });
-        head.into_iter()
-            .chain(segs.into_iter().map(|s| match s {
-                RingSeg::Image { off: o, len } => {
-                    let end = o.checked_add(len as u64);
-                    assert!(
-                        end.is_some_and(|e| e <= self.len as u64),
-                        "send segment outside the image"
-                    );
-                    libc::iovec {
-                        // SAFETY: in bounds (checked); the kernel only reads.
-                        iov_base: unsafe { self.base.add(o as usize) as *mut libc::c_void },
-                        iov_len: len,
-                    }
-                }
-                RingSeg::Zero(len) => {
-                    assert!(len <= ZEROS.len(), "hole segment too long");
-                    libc::iovec {
-                        iov_base: ZEROS.as_ptr() as *mut libc::c_void,
-                        iov_len: len,
-                    }
-                }
-                // The kernel only reads; the caller keeps the bytes alive
-                // and unmoved until the completion (the contract above).
-                RingSeg::Mem { ptr, len } => libc::iovec {
-                    iov_base: ptr as *mut libc::c_void,
+        head.into_iter().chain(segs.into_iter().map(|s| match s {
+            RingSeg::Image { off: o, len } => {
+                let end = o.checked_add(len as u64);
+                assert!(
+                    end.is_some_and(|e| e <= self.len as u64),
+                    "send segment outside the image"
+                );
+                libc::iovec {
+                    // SAFETY: in bounds (checked); the kernel only reads.
+                    iov_base: unsafe { self.base.add(o as usize) as *mut libc::c_void },
                     iov_len: len,
-                },
-            }))
-            .collect()
+                }
+            }
+            RingSeg::Zero(len) => {
+                assert!(len <= ZEROS.len(), "hole segment too long");
+                libc::iovec {
+                    iov_base: ZEROS.as_ptr() as *mut libc::c_void,
+                    iov_len: len,
+                }
+            }
+            // The kernel only reads; the caller keeps the bytes alive
+            // and unmoved until the completion (the contract above).
+            RingSeg::Mem { ptr, len } => libc::iovec {
+                iov_base: ptr as *mut libc::c_void,
+                iov_len: len,
+            },
+        }))
     }
 
     /// The same send as [`Self::send_segments`], tried at once without
@@ -441,7 +473,7 @@ impl NetRing {
         segs: impl IntoIterator<Item = RingSeg>,
     ) -> io::Result<usize> {
         // On the stack for the usual few iovecs (the call is synchronous).
-        let iovs: smallvec::SmallVec<[libc::iovec; 8]> = self.iovecs(head, segs);
+        let iovs: smallvec::SmallVec<[libc::iovec; 8]> = self.iovecs(head, segs).collect();
         // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_iov = iovs.as_ptr() as *mut libc::iovec;
@@ -456,7 +488,8 @@ impl NetRing {
         Ok(n as usize)
     }
 
-    /// sendmsg on `fd` with one iovec per segment: `Some((image_off, len))`
+    /// Send on `fd` (sendmsg with one iovec per segment; a plain send when
+    /// there is one buffer): `Some((image_off, len))`
     /// for bytes of the image, `None` with a length for zeros (a hole, at
     /// most 64 KiB per segment). `user_data` must be unique among sends in
     /// flight.
@@ -483,24 +516,49 @@ impl NetRing {
                 "a send with this user_data is in flight",
             ));
         }
-        let iovs: Box<[libc::iovec]> = self.iovecs(head, segs);
-        // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
-        let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
-        msg.msg_iov = iovs.as_ptr() as *mut libc::iovec;
-        msg.msg_iovlen = iovs.len() as _;
-        let e = opcode::SendMsg::new(types::Fd(fd), &*msg as *const libc::msghdr)
-            .flags(libc::MSG_NOSIGNAL as u32)
-            .build()
-            .user_data(user_data);
-        self.push(e)?;
-        self.sends.insert(
-            user_data,
-            SendKeep {
-                _iovs: iovs,
-                _msg: msg,
-            },
-        );
+        let mut keep = self.spare_keeps.pop().unwrap_or_else(SendKeep::new);
+        keep.iovs.clear();
+        keep.iovs.extend(self.iovecs(head, segs));
+        let one = match keep.iovs[..] {
+            [one] => u32::try_from(one.iov_len)
+                .ok()
+                .map(|len| (one.iov_base, len)),
+            _ => None,
+        };
+        let (e, kept) = if let Some((buf, len)) = one {
+            // One buffer (a small answer's head, or one record): a plain
+            // send, without the msghdr the kernel would copy and the iovec
+            // it would import; nothing to keep but the caller's bytes.
+            let e = opcode::Send::new(types::Fd(fd), buf as *const u8, len)
+                .flags(libc::MSG_NOSIGNAL)
+                .build()
+                .user_data(user_data);
+            self.spare_keeps.push(keep);
+            (e, None)
+        } else {
+            // SAFETY: msghdr is plain old data; zeroed is a valid empty
+            // header (a kept one may hold the previous send's fields).
+            *keep.msg = unsafe { std::mem::zeroed() };
+            keep.msg.msg_iov = keep.iovs.as_mut_ptr();
+            keep.msg.msg_iovlen = keep.iovs.len() as _;
+            let e = opcode::SendMsg::new(types::Fd(fd), &*keep.msg as *const libc::msghdr)
+                .flags(libc::MSG_NOSIGNAL as u32)
+                .build()
+                .user_data(user_data);
+            (e, Some(keep))
+        };
+        if let Err(err) = self.push(e) {
+            self.spare(kept);
+            return Err(err);
+        }
+        self.sends.insert(user_data, kept);
         Ok(())
+    }
+
+    /// A send's kept memory, back for the next send once the kernel is
+    /// done with it.
+    fn spare(&mut self, kept: Option<SendKeep>) {
+        spare_keep(&mut self.spare_keeps, kept);
     }
 
     /// Submit what is queued and wait for at least one completion, at most
@@ -540,7 +598,11 @@ impl NetRing {
             };
             if !c.more() {
                 self.inflight = self.inflight.saturating_sub(1);
-                self.sends.remove(&c.user_data);
+                // The kernel is done with a send's memory at its last
+                // completion.
+                if let Some(k) = self.sends.remove(&c.user_data) {
+                    spare_keep(&mut self.spare_keeps, k);
+                }
             }
             if c.user_data != QUIESCE_UD {
                 out.push(c);

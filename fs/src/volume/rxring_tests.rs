@@ -328,10 +328,43 @@ fn sends_through_ring(inline_sends: bool) {
         };
     }
     drop(msg);
+    // A head alone (one buffer: a plain send, not a sendmsg), twice, so
+    // the second reuses what the first kept.
+    for _ in 0..2 {
+        let msg = TxMsg {
+            head: b"BYE".to_vec(),
+            hold: None,
+        };
+        if let SendStart::Done { sent: n, .. } = ring
+            .send(b.as_fd(), msg, TxPos::default(), 10)
+            .map_err(|e| e.0)
+            .unwrap()
+        {
+            assert!(inline_sends);
+            assert_eq!(n, 3);
+            continue;
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "no completion for the head-only send"
+            );
+            ring.submit_and_wait(Some(Duration::from_millis(100)))
+                .unwrap();
+            ring.completions(&mut ev);
+            if let Some(RingEvent::Sent { tag, result, .. }) = ev.pop() {
+                assert_eq!(tag, 10);
+                assert_eq!(result.unwrap(), 3);
+                break;
+            }
+        }
+    }
     drop(ring);
     assert_eq!(v.stray_buffer_refs(), 0);
     drop(b);
     let got = reader.join().unwrap();
     assert_eq!(&got[..6], b"HEAD\r\n");
-    assert_eq!(got[6..], want[..]);
+    assert_eq!(got[6..got.len() - 6], want[..]);
+    assert_eq!(&got[got.len() - 6..], b"BYEBYE");
 }

@@ -86,6 +86,12 @@ pub(super) struct Conn<'a> {
     pub path: ReqPath,
     pub out: Vec<u8>,
     pub pieces: Vec<RxPiece<'a>>,
+    /// Scratch for an upload's name and its answer's extra header lines,
+    /// kept between requests: taken, filled, put back (no allocation per
+    /// request once warm; an error path that does not put them back only
+    /// costs the next request an allocation).
+    pub scratch_name: Vec<u8>,
+    pub scratch_head: String,
     date: (i64, String),
     /// An unnamed file made ahead of the next PUT (after a PUT's answer is
     /// sent, off the latency path); freed when the connection ends.
@@ -146,6 +152,8 @@ impl<'a> Conn<'a> {
             path: ReqPath::new(),
             out: Vec::with_capacity(512),
             pieces: Vec::new(),
+            scratch_name: Vec::new(),
+            scratch_head: String::new(),
             date: (0, String::new()),
             spare: None,
             spare_wanted: false,

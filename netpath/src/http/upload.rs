@@ -202,7 +202,9 @@ impl<'a> Conn<'a> {
         let check = |b: &pktfs::Bound| guard.check(b);
         let cond: Option<pktfs::Precondition<'_>> = h.cond.any().then_some(&check);
         let replace = !matches!(h.cond.if_none_match, Some(TagList::Any));
-        let name = self.path.name().expect("non-empty path").to_vec();
+        let mut name = std::mem::take(&mut self.scratch_name);
+        name.clear();
+        name.extend_from_slice(self.path.name().expect("non-empty path"));
         // One call, under the directory's lock: whether a file was replaced
         // comes back from it (no separate lookup that would queue behind
         // other uploads into the same directory).
@@ -239,7 +241,8 @@ impl<'a> Conn<'a> {
         });
         // The new version's tag, so a client can make its next change
         // conditional on it (from the records' CRCs: no pass over data).
-        let mut extra = String::with_capacity(160);
+        let mut extra = std::mem::take(&mut self.scratch_head);
+        extra.clear();
         if let Some(d) = linked.digest() {
             extra.push_str("ETag: ");
             push_etag(&mut extra, d);
@@ -257,6 +260,8 @@ impl<'a> Conn<'a> {
             let body = format!("stored {bytes} bytes as {records} records\n");
             self.with_body(201, keep, &extra, body.as_bytes(), true) && keep
         };
+        self.scratch_name = name;
+        self.scratch_head = extra;
         if self.outbox.is_some() && go_on {
             // On an event loop the answer is only queued: the session
             // drops this once it is sent (`on_sent`). A connection that

@@ -95,6 +95,8 @@ struct Loop<'v> {
     params: LoopParams,
     idle: BinaryHeap<Reverse<(Instant, u64)>>,
     timers: BinaryHeap<Reverse<(Instant, u64)>>,
+    /// When the current turn began (its completions were reaped).
+    turn_now: Instant,
     touched: Vec<u64>,
     rearm: Vec<u64>,
     starved: Vec<u64>,
@@ -123,6 +125,7 @@ pub fn run(
         vol: &vol,
         ring,
         table: Table::new(),
+        turn_now: Instant::now(),
         services: &services,
         shared: &shared,
         params,
@@ -179,6 +182,7 @@ impl<'v> Loop<'v> {
             self.report.turns += 1;
             let rx_ns = now_ns();
             let now = Instant::now();
+            self.turn_now = now;
             self.ring.completions(&mut events);
             for ev in events.drain(..) {
                 self.handle(ev, rx_ns, now);
@@ -383,7 +387,9 @@ impl<'v> Loop<'v> {
         if c.lingering || c.closing.is_some() {
             return;
         }
-        c.idle_until = Instant::now() + c.session.idle_timeout();
+        // From the turn's start: a turn is short against any timeout, and
+        // one clock read per turn is cheaper than one per connection.
+        c.idle_until = self.turn_now + c.session.idle_timeout();
         if c.idle_until < c.idle_entry {
             c.idle_entry = c.idle_until;
             self.idle.push(Reverse((c.idle_until, tag)));
@@ -663,7 +669,10 @@ impl<'v> Loop<'v> {
     }
 
     fn end_turn(&mut self, now: Instant) {
-        for tag in std::mem::take(&mut self.touched) {
+        // The lists are walked out of `self` (handling may push new tags,
+        // for the next turn) and their capacity kept: no allocation per turn.
+        let mut touched = std::mem::take(&mut self.touched);
+        for tag in touched.drain(..) {
             let Some(c) = self.table.get(tag) else {
                 continue;
             };
@@ -677,7 +686,10 @@ impl<'v> Loop<'v> {
             let f = c.session.end_turn();
             self.apply(tag, f);
         }
-        for tag in std::mem::take(&mut self.rearm) {
+        touched.append(&mut self.touched);
+        self.touched = touched;
+        let mut rearm = std::mem::take(&mut self.rearm);
+        for tag in rearm.drain(..) {
             let Some(c) = self.table.get(tag) else {
                 continue;
             };
@@ -690,6 +702,8 @@ impl<'v> Loop<'v> {
                 self.maybe_reap(tag);
             }
         }
+        rearm.append(&mut self.rearm);
+        self.rearm = rearm;
         if !self.starved.is_empty() {
             let have = self.ring.replenish();
             let starved = std::mem::take(&mut self.starved);
