@@ -25,6 +25,7 @@
 //! - one lookup reference from the kernel = one [`Volume::pin`], released by
 //!   `forget`, so unlinked files stay readable while open.
 
+mod dir;
 mod ops;
 mod state;
 mod translate;

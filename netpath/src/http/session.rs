@@ -36,7 +36,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pktfs::{RxHeld, RxPiece, TmpFile, Volume};
+use pktfs::{RxHeld, TmpFile, Volume};
 
 use super::conn::{Conn, Outbox};
 use super::framing::BodyError;
@@ -45,6 +45,9 @@ use super::spare::Spare;
 use crate::rxstream::RxStream;
 use crate::shared::Shared;
 use crate::uring::{CloseReason, Flow, Protocol, Session};
+
+mod body;
+use body::{no_body_space, Dram};
 
 /// Answers queued (not yet handed to the loop) before parsing pauses.
 const MAX_QUEUED: usize = 64;
@@ -186,13 +189,6 @@ fn assemble<T, E>(
         None if take < data.len() || buf.len() >= max => Err(None),
         None => Ok(None),
     }
-}
-
-/// The image has no buffer space for an upload's body (answered 507).
-fn no_body_space() -> BodyError {
-    BodyError::Fs(pktfs::FsError::NoSpace(
-        "no free buffer space to receive the body into",
-    ))
 }
 
 impl<'v> HttpSession<'v> {
@@ -374,190 +370,6 @@ impl<'v> HttpSession<'v> {
         if !keep {
             self.finishing = true;
         }
-    }
-
-    /// A Content-Length: 0 body is complete at once.
-    fn body_done_if_empty(&mut self) {
-        if matches!(self.body.as_ref().map(|b| b.frame), Some(Frame::Length(0))) {
-            self.body_complete();
-        }
-    }
-
-    /// Landed bytes of a body (data and framing); returns what follows it.
-    fn body_bytes<D: Landed<'v>>(&mut self, mut d: D, ts: u64) -> Option<D> {
-        let max = self.sh.cfg.max_header_bytes;
-        let b = self.body.as_mut().expect("a body");
-        b.deadline = Instant::now() + self.sh.cfg.io_timeout;
-        let (n, next): (u64, Option<Frame>) =
-            match b.frame {
-                Frame::Length(left) | Frame::Data(left) => {
-                    let k = left.min(d.len() as u64) as u32;
-                    if k < d.len() {
-                        let part = d.split_to(k);
-                        return self.body_data(part, ts, left, Some(d));
-                    }
-                    return self.body_data(d, ts, left, None);
-                }
-                Frame::Size => {
-                    if self.line.is_empty() && !d.bytes()[0].is_ascii_hexdigit() {
-                        return self.fail_body(BodyError::Bad("bad chunk size"));
-                    }
-                    match assemble(&mut self.line, d.bytes(), max, |w| {
-                        match httparse::parse_chunk_size(w) {
-                            Ok(httparse::Status::Complete((n, size))) => Ok(Some((n, size))),
-                            Ok(httparse::Status::Partial) => Ok(None),
-                            Err(_) => Err(()),
-                        }
-                    }) {
-                        Ok(Some((n, 0))) => (n as u64, Some(Frame::Trailers)),
-                        Ok(Some((n, size))) => (n as u64, Some(Frame::Data(size))),
-                        Ok(None) => (d.len() as u64, None),
-                        Err(Some(())) => return self.fail_body(BodyError::Bad("bad chunk size")),
-                        Err(None) => return self.fail_body(BodyError::Bad("chunk line too long")),
-                    }
-                }
-                Frame::Crlf => {
-                    let k = (2 - self.line.len()).min(d.len() as usize);
-                    self.line.extend_from_slice(&d.bytes()[..k]);
-                    if self.line.len() < 2 {
-                        (k as u64, None)
-                    } else if self.line != b"\r\n" {
-                        return self.fail_body(BodyError::Bad("chunk data not followed by CRLF"));
-                    } else {
-                        self.line.clear();
-                        (k as u64, Some(Frame::Size))
-                    }
-                }
-                Frame::Trailers => {
-                    match assemble(&mut self.line, d.bytes(), max, |w| {
-                        if w.starts_with(b"\r\n") {
-                            return Ok(Some((2, ())));
-                        }
-                        if w == b"\r" {
-                            return Ok(None);
-                        }
-                        let mut hs = [httparse::EMPTY_HEADER; 32];
-                        match httparse::parse_headers(w, &mut hs) {
-                            Ok(httparse::Status::Complete((n, _))) => Ok(Some((n, ()))),
-                            Ok(httparse::Status::Partial) => Ok(None),
-                            Err(_) => Err(()),
-                        }
-                    }) {
-                        Ok(Some((n, ()))) => {
-                            self.seq += n as u64;
-                            let rest = (n < d.len() as usize).then(|| {
-                                let _t = d.split_to(n as u32);
-                                d
-                            });
-                            self.body_complete();
-                            return rest;
-                        }
-                        Ok(None) => (d.len() as u64, None),
-                        Err(Some(())) => {
-                            return self.fail_body(BodyError::Bad("malformed trailer section"))
-                        }
-                        Err(None) => {
-                            return self.fail_body(BodyError::Bad("trailer section too large"))
-                        }
-                    }
-                }
-            };
-        self.seq += n;
-        if let Some(f) = next {
-            self.body.as_mut().expect("a body").frame = f;
-        }
-        if n < d.len() as u64 {
-            let _framing = d.split_to(n as u32);
-            Some(d)
-        } else {
-            None
-        }
-    }
-
-    /// `part`: body data (at most `left` bytes of the current frame);
-    /// `rest`: what follows it in the landed chunk.
-    fn body_data<D: Landed<'v>>(
-        &mut self,
-        part: D,
-        ts: u64,
-        left: u64,
-        rest: Option<D>,
-    ) -> Option<D> {
-        let k = part.len() as u64;
-        let b = self.body.as_mut().expect("a body");
-        b.bytes += k;
-        match b.upload.as_mut() {
-            Some(u) => {
-                // CRC and flush now, while the bytes are hot.
-                let Some(piece) = part.into_piece(ts, self.seq) else {
-                    // Bytes in DRAM cannot become a file's (`on_dram`
-                    // gives an upload up before its body is walked).
-                    return self.fail_body(no_body_space());
-                };
-                self.c.pieces.push(piece);
-                u.batch += k;
-            }
-            None => drop(part),
-        }
-        self.seq += k;
-        let left = left - k;
-        match b.frame {
-            Frame::Length(_) if left == 0 => {
-                self.body_complete();
-                return rest;
-            }
-            Frame::Length(_) => b.frame = Frame::Length(left),
-            Frame::Data(_) if left == 0 => b.frame = Frame::Crlf,
-            Frame::Data(_) => b.frame = Frame::Data(left),
-            _ => unreachable!("data only in a data frame"),
-        }
-        rest
-    }
-
-    /// The body is in: a skipped one is done; an upload is named (one
-    /// commit with its last pieces) and answered.
-    fn body_complete(&mut self) {
-        let Some(b) = self.body.take() else { return };
-        self.line.clear();
-        let Some(u) = b.upload else { return };
-        let records = u.records + self.c.pieces.len() as u64;
-        let keep = self.c.put_finish(&u.head, u.tmp, Ok((b.bytes, records)));
-        self.end_request();
-        if !keep {
-            self.finishing = true;
-        }
-    }
-
-    /// The body failed: an upload is given up (never visible), the
-    /// failure answered when there is anyone to answer, the connection
-    /// closed.
-    fn body_error(&mut self, e: BodyError) {
-        let upload = self.abort_upload();
-        self.c.body_failed(e);
-        if upload {
-            self.end_request();
-        }
-        self.finishing = true;
-    }
-
-    /// [`Self::body_error`] where the body walk stops: nothing follows.
-    fn fail_body<D>(&mut self, e: BodyError) -> Option<D> {
-        self.body_error(e);
-        None
-    }
-
-    /// Drop an upload in progress (its uncommitted pieces and its unnamed
-    /// file). Whether there was one.
-    fn abort_upload(&mut self) -> bool {
-        let Some(b) = self.body.take() else {
-            return false;
-        };
-        self.vol_abort();
-        b.upload.is_some()
-    }
-
-    fn vol_abort(&mut self) {
-        self.c.vol.rx_abort(std::mem::take(&mut self.c.pieces));
     }
 }
 
@@ -776,55 +588,5 @@ impl<'v> Session<'v> for HttpSession<'v> {
             );
         }
         self.backlog.clear();
-    }
-}
-
-/// Received bytes the body framing walks over: in a packet buffer of the
-/// image ([`RxHeld`], every upload's) or in DRAM ([`Dram`]: read while the
-/// image had no buffer to receive into, `on_dram`). One walk for both; the
-/// packet-buffer case compiles to what it was.
-trait Landed<'v>: Sized {
-    fn len(&self) -> u32;
-    fn bytes(&self) -> &[u8];
-    /// Split off the first `n` bytes (`0 < n < len`).
-    fn split_to(&mut self, n: u32) -> Self;
-    /// The bytes as a piece of an upload's file: CRC taken, lines flushed.
-    /// `None` for bytes that are not in the image.
-    fn into_piece(self, ts: u64, seq: u64) -> Option<RxPiece<'v>>;
-}
-
-impl<'v> Landed<'v> for RxHeld<'v> {
-    fn len(&self) -> u32 {
-        RxHeld::len(self)
-    }
-    fn bytes(&self) -> &[u8] {
-        RxHeld::bytes(self)
-    }
-    fn split_to(&mut self, n: u32) -> Self {
-        RxHeld::split_to(self, n)
-    }
-    fn into_piece(self, ts: u64, seq: u64) -> Option<RxPiece<'v>> {
-        Some(self.piece(ts, seq))
-    }
-}
-
-/// Bytes of a connection read into DRAM.
-struct Dram<'a>(&'a [u8]);
-
-impl<'v> Landed<'v> for Dram<'_> {
-    fn len(&self) -> u32 {
-        // One receive's worth: far below 4 GiB.
-        self.0.len() as u32
-    }
-    fn bytes(&self) -> &[u8] {
-        self.0
-    }
-    fn split_to(&mut self, n: u32) -> Self {
-        let (front, back) = self.0.split_at(n as usize);
-        self.0 = back;
-        Dram(front)
-    }
-    fn into_piece(self, _ts: u64, _seq: u64) -> Option<RxPiece<'v>> {
-        None
     }
 }

@@ -1,0 +1,214 @@
+//! Making a node: a file, directory, symlink or device inode and the
+//! dirent naming it, in one commit under the namespace lock (every
+//! creating entry point of `ns.rs` comes here).
+
+use super::super::failstop::OrStop;
+
+use layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
+
+use super::super::tx::Tx;
+use super::super::{
+    check_name, now_ns, write_new_inode_heads, Attr, Inode, Rec, Volume, MAX_NLINK,
+};
+use super::{NewMode, FIRST_COOKIE, S_ISGID};
+use crate::error::{FsError, Result};
+
+impl Volume {
+    #[allow(clippy::too_many_arguments)]
+    /// `pins`: pins the new inode starts with, set before it is reachable
+    /// (`create_node_pinned`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn make_node(
+        &self,
+        parent: u64,
+        name: &[u8],
+        kind: FileType,
+        m: NewMode,
+        rdev: u32,
+        symlink: Option<&[u8]>,
+        pins: u64,
+    ) -> Result<Attr> {
+        let uid = m.uid;
+        self.check_writable()?;
+        check_name(name)?;
+        let mut ns = self.ns.lock().or_stop();
+        let parc = self.inode(parent)?;
+        let mut p = super::super::wlock(&parc)?;
+        if p.attr.kind != FileType::Directory {
+            return Err(FsError::NotDir);
+        }
+        if p.attr.nlink == 0 {
+            return Err(FsError::NotFound); // removed while open
+        }
+        if p.names.contains_key(name) {
+            return Err(FsError::Exists);
+        }
+        if kind == FileType::Directory && p.attr.nlink >= MAX_NLINK {
+            return Err(FsError::TooManyLinks);
+        }
+        let ino = self
+            .alloc
+            .lock()
+            .or_stop()
+            .alloc_inode()
+            .ok_or(FsError::NoSpace("no free inodes"))?;
+        let give_back_ino = |v: &Volume| v.alloc.lock().or_stop().free_inode(ino);
+        // Inherited ACLs: records of the new inode, written before the
+        // inode that heads them (like a symlink's target).
+        // The setgid-directory rule (as Linux's inode_init_owner), under
+        // the directory's lock: a new inode in a setgid directory takes
+        // the directory's group, and a new subdirectory its setgid bit.
+        // (The kernel strips a new file's setgid bit first when the
+        // creator may not keep it; netpath's and recv's files carry none.)
+        let (gid, asked) = match p.attr.mode & S_ISGID != 0 {
+            true if kind == FileType::Directory => (p.attr.gid, m.perm | S_ISGID),
+            true => (p.attr.gid, m.perm),
+            false => (m.gid, m.perm),
+        };
+        let inherited = self.inherit_acl(&p, kind, asked, m.umask);
+        let perm = inherited.mode;
+        let xattr_recs = match self.write_new_xattrs(&inherited.xattrs) {
+            Ok(r) => r,
+            Err(e) => {
+                give_back_ino(self);
+                return Err(e);
+            }
+        };
+        let give_back_ino = |v: &Volume| {
+            v.free_new_xattrs(&xattr_recs);
+            v.alloc.lock().or_stop().free_inode(ino)
+        };
+        // Symlink target: data records of the new inode, written before the
+        // inode that heads them.
+        let mut target_recs: Vec<Rec> = Vec::new();
+        if let Some(t) = symlink {
+            let slices = match self.alloc_payload(t.len() as u64) {
+                Ok(s) => s,
+                Err(e) => {
+                    give_back_ino(self);
+                    return Err(e);
+                }
+            };
+            let ids = match self.alloc_records(slices.len()) {
+                Ok(i) => i,
+                Err(e) => {
+                    self.release_payload(&slices);
+                    give_back_ino(self);
+                    return Err(e);
+                }
+            };
+            let crcs = self.write_payload(&slices, t);
+            let now = now_ns() as u64;
+            let mut off = 0u64;
+            for (k, s) in slices.iter().enumerate() {
+                let r = Record {
+                    kind: RecordKind::Data,
+                    flags: 0,
+                    buffer: s.buffer,
+                    buf_off: s.buf_off,
+                    len: s.len,
+                    payload_crc: crcs[k],
+                    file_off: off,
+                    seq: k as u64 + 1,
+                    timestamp_ns: now,
+                    aux: 0,
+                };
+                off += s.len as u64;
+                let next = ids.get(k + 1).copied().unwrap_or(RecordId::NONE);
+                self.write_record(ids[k], &r, next);
+                target_recs.push(Rec { id: ids[k], r });
+            }
+        }
+        let undo_target = |v: &Volume, recs: &[Rec]| {
+            v.free_new_xattrs(&xattr_recs);
+            let mut a = v.alloc.lock().or_stop();
+            for r in recs {
+                a.free_record(r.id.0);
+                a.drop_ref(r.slice());
+            }
+            a.free_inode(ino);
+        };
+        let did = match self.alloc_records(1) {
+            Ok(v) => v[0],
+            Err(e) => {
+                undo_target(self, &target_recs);
+                return Err(e);
+            }
+        };
+        let now = now_ns();
+        let attr = AttrSlot {
+            kind,
+            mode: perm & 0o7777,
+            uid,
+            gid,
+            nlink: if kind == FileType::Directory { 2 } else { 1 },
+            size: symlink.map(|t| t.len() as u64).unwrap_or(0),
+            atime_ns: now,
+            mtime_ns: now,
+            ctime_ns: now,
+            rdev,
+            parent: if kind == FileType::Directory {
+                p.ino
+            } else {
+                0
+            },
+        };
+        let head = target_recs.first().map(|r| r.id).unwrap_or(RecordId::NONE);
+        let xhead = xattr_recs.first().map(|r| r.id).unwrap_or(RecordId::NONE);
+        let slot = write_new_inode_heads(&self.pm, &self.geo, ino, &attr, head, xhead);
+        let cookie = p.next_seq.max(FIRST_COOKIE);
+        // A new non-directory leaves the parent's link count alone, so the
+        // parent's new mtime/ctime can ride on the dirent (FLAG_DIR_TIME)
+        // and the create is one publish instead of a journalled commit.
+        let dir_time = (kind != FileType::Directory && now > p.attr.ctime_ns).then_some(now);
+        let dirent =
+            match self.new_dirent(did, name, None, ino, kind, cookie, RecordId::NONE, dir_time) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.free_records_now(&[did]);
+                    undo_target(self, &target_recs);
+                    return Err(e);
+                }
+            };
+        let mut tx = Tx::new();
+        let link = self.data_link_before(&p, cookie);
+        tx.store(link, did.0, Some((self.geo.record_pos(did).0, 64)));
+        tx.store_reach(self.geo.inode_pos(ino).0, layout::inode::INODE_SIZE as u64);
+        let mut pa = p.attr;
+        pa.mtime_ns = now;
+        pa.ctime_ns = now;
+        if kind == FileType::Directory {
+            pa.nlink += 1;
+        }
+        if dir_time.is_some() {
+            p.attr = pa; // carried by the dirent; the next slot switch keeps it
+        } else {
+            self.set_attr(&mut tx, &mut p, pa);
+        }
+        tx.commit(self);
+        // DRAM follows the committed state.
+        p.data.insert(cookie, dirent);
+        p.names.insert(name.into(), cookie);
+        p.next_seq = cookie + 1;
+        let mut child = Inode::new(ino, attr, slot);
+        child.pins = pins;
+        if kind == FileType::Directory {
+            child.next_seq = FIRST_COOKIE;
+            ns.dir_parent.insert(ino, p.ino);
+        }
+        for r in xattr_recs {
+            let name = &self.slice_bytes(r.slice())[..r.r.aux as usize];
+            child.xnames.insert(name.into(), r.r.seq);
+            child.next_xkey = child.next_xkey.max(r.r.seq + 1);
+            child.xattrs.insert(r.r.seq, r);
+        }
+        for r in target_recs {
+            child.next_seq = child.next_seq.max(r.r.seq.saturating_add(1));
+            child.data_bytes += r.r.len as u64;
+            child.data.insert(r.r.file_off, r);
+        }
+        let a = self.attr_of(&child);
+        self.insert_inode(child);
+        Ok(a)
+    }
+}
