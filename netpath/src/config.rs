@@ -146,6 +146,13 @@ pub struct Config {
     /// (a power of two) and bytes per entry.
     pub ring_entries: u16,
     pub ring_entry_bytes: u32,
+    /// io_uring loops: after a turn that did work, how long a loop polls
+    /// for the next completion before it sleeps (zero: it sleeps at once).
+    /// Polling saves a request arriving within it the wake-up of an idle
+    /// core (most of the one-connection latency in a VM) and costs up to
+    /// this much CPU time per quiet spell; a loop with nothing to do
+    /// sleeps. The threads transport does not poll.
+    pub busy_poll: Duration,
     /// More facts for /metrics (the tier engine's counters).
     pub extra: Option<Extra>,
 }
@@ -154,6 +161,11 @@ impl Config {
     /// The cap on thread-served connections when none is configured (each
     /// costs a thread with its stack).
     pub const THREADS_DEFAULT_MAX: usize = 256;
+
+    /// [`Config::busy_poll`] unless set: long enough to span a client's
+    /// turnaround on one connection (about 20-30 us measured on loopback
+    /// in a VM), short enough that a lone request costs little CPU.
+    pub const BUSY_POLL_DEFAULT: Duration = Duration::from_micros(50);
 
     /// The cap for the thread-per-connection transport.
     pub fn thread_cap(&self) -> usize {
@@ -187,6 +199,7 @@ impl Default for Config {
             loops: 0,
             ring_entries: 64,
             ring_entry_bytes: 64 << 10,
+            busy_poll: Self::BUSY_POLL_DEFAULT,
             extra: None,
         }
     }

@@ -198,6 +198,11 @@ impl Metrics {
                 &loops.enobufs,
             ),
             (
+                "net_busy_poll_turns",
+                "Turns of the io_uring loops whose completions were found by busy polling instead of sleeping",
+                &loops.polled,
+            ),
+            (
                 "net_dram_reads",
                 "Receives the io_uring loops read into DRAM because the image had no buffer to lend (request heads on a full image)",
                 &loops.dram_reads,

@@ -151,6 +151,7 @@ impl Services {
                 services,
                 crate::uring::loop_count(c.loops),
                 ring,
+                c.busy_poll,
                 loop_shared,
             ) {
                 Ok(l) => {

@@ -50,6 +50,15 @@ fn persist_value(s: &str) -> Result<String, String> {
         .map_err(|_| "not a persist mode (auto, clwb, msync, eadr)".into())
 }
 
+/// `--busy-poll-us`: microseconds, at most one second.
+pub fn busy_poll_value(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n <= 1_000_000 => Ok(n),
+        Ok(_) => Err("more than 1000000 microseconds (one second)".into()),
+        Err(_) => Err("not a number of microseconds".into()),
+    }
+}
+
 fn verify_value(s: &str) -> Result<String, String> {
     s.parse::<VerifyMode>()
         .map(|_| s.to_string())

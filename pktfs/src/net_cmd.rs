@@ -69,6 +69,13 @@ pub struct NetArgs {
     /// io_uring event loops (default: one per two cores, at least one).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub loops: usize,
+    /// Microseconds an io_uring loop that just did work polls for the next
+    /// request before it sleeps: a request that arrives meanwhile is not
+    /// delayed by waking an idle core (most of the latency of a lightly
+    /// loaded server in a VM), for up to this much CPU time per quiet
+    /// spell. 0: sleep at once. An idle loop always sleeps. [default: 50]
+    #[arg(long, value_name = "US", value_parser = crate::cli::busy_poll_value)]
+    pub busy_poll_us: Option<u64>,
 }
 
 /// `--io`, else $PKTFS_IO, else auto.
@@ -129,6 +136,9 @@ impl NetArgs {
             raw_idle_timeout: Duration::from_secs(self.raw_idle_timeout.max(1)),
             io: io_mode(self.io)?,
             loops: self.loops,
+            busy_poll: self
+                .busy_poll_us
+                .map_or(netpath::Config::BUSY_POLL_DEFAULT, Duration::from_micros),
             ..netpath::Config::default()
         })
     }

@@ -124,6 +124,8 @@ fn bad_values_are_usage_errors_naming_the_value_once() {
         ),
         (&["serve", "x", "--persist", "fast"], "fast"),
         (&["mount", "x", "y", "--verify", "sometimes"], "sometimes"),
+        (&["serve", "x", "--busy-poll-us", "5000000"], "5000000"),
+        (&["serve", "x", "--busy-poll-us", "lots"], "lots"),
     ] {
         let out = run(args);
         let err = text(&out.stderr);

@@ -3,7 +3,8 @@
 //! delay nobody; clients that vanish mid-stream; a full volume; a ring of
 //! packet buffers too small for its connections (ENOBUFS, re-armed); and
 //! no buffer space left behind when the loops stop with connections open;
-//! HTTP on a full image: uploads answered 507, GET and DELETE served.
+//! HTTP on a full image: uploads answered 507, GET and DELETE served;
+//! busy polling counted, and off when configured so.
 
 mod net_common;
 mod prereq;
@@ -473,6 +474,49 @@ fn a_full_image_still_serves_get_and_delete_on_the_loops() {
     assert_eq!(http(s.http, "PUT", "/new", &[], b"room now").status, 201);
     assert_eq!(s.read("/new").unwrap(), b"room now");
     stop_and_check(&mut s);
+}
+
+/// Busy polling (on by default): a loop that answered a request looks for
+/// the next completion before it sleeps, and the turns it found that way
+/// are counted (loop stats and /metrics); with `busy_poll` zero it never
+/// polls. Either way the same requests store the same files.
+#[test]
+fn busy_polling_is_counted_and_can_be_turned_off() {
+    require!(uring_usable());
+    for busy in [netpath::Config::BUSY_POLL_DEFAULT, Duration::ZERO] {
+        let mut s = server(16 * MIB, |c| {
+            c.io = IoMode::Uring;
+            c.loops = 1;
+            c.busy_poll = busy;
+        });
+        let mut c = Conn::new(s.http);
+        for k in 0..200 {
+            c.send(&req_bytes(
+                "PUT",
+                &format!("/p{}", k % 8),
+                &[],
+                &data(1024, k),
+            ));
+            // Created, then replaced.
+            let want = if k < 8 { 201 } else { 204 };
+            assert_eq!(c.response(false).unwrap().status, want);
+        }
+        drop(c);
+        for k in 192..200 {
+            assert_eq!(s.read(&format!("/p{}", k % 8)).unwrap(), data(1024, k));
+        }
+        let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
+        let scraped = metric(&s, "pktfs_net_busy_poll_turns_total");
+        if busy.is_zero() {
+            assert_eq!((st.polled, scraped), (0, 0.0), "{st:?}");
+        } else {
+            // At least each answer's send completion is found by the poll
+            // that follows the turn which queued it.
+            assert!(st.polled >= 200, "{st:?}");
+            assert!(scraped >= 200.0, "{scraped}");
+        }
+        stop_and_check(&mut s);
+    }
 }
 
 /// One counter or gauge from the server's /metrics.

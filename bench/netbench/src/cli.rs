@@ -147,6 +147,9 @@ pub struct PktfsArgs {
     /// io_uring event loops (0: the server's default).
     #[arg(long, default_value_t = 0)]
     pub loops: u64,
+    /// The loops' busy polling, microseconds (default: the server's).
+    #[arg(long)]
+    pub busy_poll_us: Option<u64>,
     /// The image, MiB.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(16..))]
     pub image_mib: u64,

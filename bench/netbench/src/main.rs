@@ -59,6 +59,9 @@ mod volume_costs;
 
 use std::path::{Path, PathBuf};
 
+/// The io_uring server with busy polling off (a small-PUT row only).
+const NOPOLL: &str = "pktfs clwb uring nopoll";
+
 use pktfs::media::PersistChoice;
 
 use child::ChildServer;
@@ -257,6 +260,18 @@ fn main() {
             s.max_connections = max_conns + 64;
             let dir = shm.join(s.name.replace(' ', "-"));
             spawn(&s.name, pktfs_server::child_args(&s, &dir, image_bytes));
+        }
+        // The same loops without busy polling, beside them in the small-PUT
+        // rows: what polling buys in latency and costs in CPU.
+        if want(Section::Small) {
+            if let Some(s) = specs.iter().find(|s| s.name == "pktfs clwb uring") {
+                let mut s = s.clone();
+                s.name = NOPOLL.into();
+                s.max_connections = max_conns + 64;
+                s.busy_poll_us = Some(0);
+                let dir = shm.join(s.name.replace(' ', "-"));
+                spawn(&s.name, pktfs_server::child_args(&s, &dir, image_bytes));
+            }
         }
         for c in &children {
             if c.name.contains("uring") && !http_on_uring(&c.io) {

@@ -21,6 +21,8 @@ pub struct PktfsSpec {
     pub max_connections: usize,
     /// io_uring event loops (0: the server's default, one per two cores).
     pub loops: usize,
+    /// The loops' busy polling, microseconds (None: the server's default).
+    pub busy_poll_us: Option<u64>,
 }
 
 impl PktfsSpec {
@@ -32,6 +34,7 @@ impl PktfsSpec {
             persister: true,
             max_connections: netpath::Config::THREADS_DEFAULT_MAX,
             loops: 0,
+            busy_poll_us: None,
         }
     }
 }
@@ -83,6 +86,9 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServe
         loops: spec.loops,
         ..Default::default()
     };
+    if let Some(us) = spec.busy_poll_us {
+        cfg.busy_poll = std::time::Duration::from_micros(us);
+    }
     if !spec.persister {
         cfg.persister_min = u64::MAX;
     }
@@ -104,7 +110,7 @@ pub fn child_args(spec: &PktfsSpec, dir: &Path, image_bytes: u64) -> Vec<String>
         PersistChoice::Auto => "auto",
         PersistChoice::Clwb => "clwb",
     };
-    [
+    let mut args: Vec<String> = [
         "serve-pktfs",
         &spec.name,
         "--persist",
@@ -123,7 +129,12 @@ pub fn child_args(spec: &PktfsSpec, dir: &Path, image_bytes: u64) -> Vec<String>
     ]
     .iter()
     .map(|s| s.to_string())
-    .collect()
+    .collect();
+    if let Some(us) = spec.busy_poll_us {
+        args.push("--busy-poll-us".into());
+        args.push(us.to_string());
+    }
+    args
 }
 
 /// `netbench serve-pktfs NAME --persist P --io M --max-connections N
@@ -134,6 +145,7 @@ pub fn serve_pktfs(a: &crate::cli::PktfsArgs) {
     let mut spec = PktfsSpec::new(name, a.persist, a.io);
     spec.max_connections = a.max_connections as usize;
     spec.loops = a.loops as usize;
+    spec.busy_poll_us = a.busy_poll_us;
     let image_bytes = a.image_mib << 20;
     let dir = a.dir.clone().unwrap_or_else(|| {
         PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))

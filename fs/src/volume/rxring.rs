@@ -464,6 +464,13 @@ impl<'v> RxRing<'v> {
         self.ring.submit_and_wait(timeout)
     }
 
+    /// Submit everything queued, then poll for a completion without
+    /// sleeping, at most `budget`; returns whether one arrived (then
+    /// [`Self::completions`] has it). See `NetRing::submit_and_poll`.
+    pub fn submit_and_poll(&mut self, budget: Duration) -> io::Result<bool> {
+        self.ring.submit_and_poll(budget)
+    }
+
     /// Decode the completions posted so far into `out`, then replenish
     /// the entries the kernel used up.
     pub fn completions(&mut self, out: &mut Vec<RingEvent<'v>>) {

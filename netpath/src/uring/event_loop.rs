@@ -4,7 +4,9 @@
 //!
 //! # A turn
 //! 1. Submit everything queued and wait for a completion (one
-//!    `io_uring_enter`), at most until the next deadline.
+//!    `io_uring_enter`), at most until the next deadline. After a turn
+//!    that did work, the loop first polls for up to `busy_poll` without
+//!    sleeping (see [`LoopParams::busy_poll`]).
 //! 2. Read the clock once (the receive time of every byte of the turn).
 //! 3. Handle the completions: accepts open sessions and arm a multishot
 //!    receive; receives hand the landed bytes to their session (which
@@ -57,6 +59,8 @@ pub struct LoopShared {
     pub nospace_closed: AtomicU64,
     pub dram_reads: AtomicU64,
     pub enobufs: AtomicU64,
+    /// Turns whose completions were found by polling, not by sleeping.
+    pub polled: AtomicU64,
     /// Loops that are running.
     pub running: AtomicUsize,
 }
@@ -67,6 +71,12 @@ pub struct LoopParams {
     pub ring: RxRingConfig,
     /// Connections all loops together take (by the fd limit).
     pub max_connections: usize,
+    /// After a turn that did work, how long the loop looks for the next
+    /// completion without sleeping (zero: never). A loop asleep when a
+    /// request arrives is woken by an interrupt to its idle core, which
+    /// costs that request tens of microseconds in a VM; polling trades CPU
+    /// time (at most this much per quiet spell) for that latency.
+    pub busy_poll: Duration,
 }
 
 /// A listener of the loop and the protocol it serves (accept tag: its
@@ -86,6 +96,8 @@ pub struct LoopReport {
     pub max_open: usize,
     pub turns: u64,
     pub enobufs: u64,
+    /// Turns whose work was found by polling.
+    pub polled: u64,
 }
 
 struct Loop<'v> {
@@ -173,11 +185,25 @@ impl<'v> Loop<'v> {
 
     fn serve(&mut self) {
         let mut events = Vec::new();
+        // Whether the last turn handled anything: only then is the next
+        // completion likely soon enough to be worth polling for (an idle
+        // loop sleeps at once).
+        let mut worked = false;
         while !self.shared.stop.load(Ordering::Relaxed) {
-            let wait = self.next_deadline().map_or(MAX_WAIT, |t| {
-                t.saturating_duration_since(Instant::now()).min(MAX_WAIT)
-            });
-            if let Err(e) = self.ring.submit_and_wait(Some(wait)) {
+            let budget = self.params.busy_poll.min(self.wait_time());
+            let polled = worked
+                && !budget.is_zero()
+                && match self.ring.submit_and_poll(budget) {
+                    Ok(found) => found,
+                    Err(e) => {
+                        tracing::error!("io_uring submit: {e}");
+                        false
+                    }
+                };
+            if polled {
+                self.shared.polled.fetch_add(1, Ordering::Relaxed);
+                self.report.polled += 1;
+            } else if let Err(e) = self.ring.submit_and_wait(Some(self.wait_time())) {
                 tracing::error!("io_uring submit: {e}");
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -186,11 +212,20 @@ impl<'v> Loop<'v> {
             let now = Instant::now();
             self.turn_now = now;
             self.ring.completions(&mut events);
+            worked = !events.is_empty();
             for ev in events.drain(..) {
                 self.handle(ev, rx_ns, now);
             }
             self.end_turn(now);
         }
+    }
+
+    /// How long a turn may sleep: until the next deadline, at most
+    /// `MAX_WAIT`.
+    fn wait_time(&self) -> Duration {
+        self.next_deadline().map_or(MAX_WAIT, |t| {
+            t.saturating_duration_since(Instant::now()).min(MAX_WAIT)
+        })
     }
 
     fn next_deadline(&self) -> Option<Instant> {

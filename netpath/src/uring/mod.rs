@@ -122,6 +122,8 @@ pub struct LoopStats {
     /// Receives read into DRAM because the ring had no buffer and the
     /// volume none to give (request heads on a full image).
     pub dram_reads: u64,
+    /// Turns whose completions the loops found by busy polling.
+    pub polled: u64,
     /// Receives that found a ring empty and were re-armed after it was
     /// replenished.
     pub enobufs: u64,
@@ -162,11 +164,13 @@ impl Loops {
     /// `services` on its own SO_REUSEPORT listener, all through the loop's
     /// one ring (one ring of packet buffers per core, whatever the
     /// protocol). `shared`: the counters (the server's metrics read them).
+    /// `busy_poll`: see [`event_loop::LoopParams::busy_poll`].
     pub fn start(
         vol: Arc<Volume>,
         services: Vec<(SocketAddr, Arc<dyn Protocol>)>,
         loops: usize,
         ring: RxRingConfig,
+        busy_poll: std::time::Duration,
         shared: Arc<LoopShared>,
     ) -> std::io::Result<Loops> {
         let ring = fit_ring(ring, &vol, loops);
@@ -174,10 +178,11 @@ impl Loops {
         let max_connections = limits::connection_limit(nofile);
         let names: Vec<&str> = services.iter().map(|s| s.1.name()).collect();
         tracing::info!(
-            "{}: RLIMIT_NOFILE {nofile}: up to {max_connections} connections on {loops} io_uring loop(s), each lending the kernel {} x {} bytes of packet buffers",
+            "{}: RLIMIT_NOFILE {nofile}: up to {max_connections} connections on {loops} io_uring loop(s), each lending the kernel {} x {} bytes of packet buffers, busy polling {} us",
             names.join("+"),
             ring.entries,
-            ring.entry_bytes
+            ring.entry_bytes,
+            busy_poll.as_micros()
         );
         // Per service, one listener per loop (SO_REUSEPORT spreads the
         // connections over the loops); the first fixes the port.
@@ -196,6 +201,7 @@ impl Loops {
         let params = event_loop::LoopParams {
             ring,
             max_connections,
+            busy_poll,
         };
         let mut l = Loops {
             shared: shared.clone(),
@@ -237,6 +243,7 @@ impl Loops {
             nospace_closed: s.nospace_closed.load(Ordering::Relaxed),
             dram_reads: s.dram_reads.load(Ordering::Relaxed),
             enobufs: s.enobufs.load(Ordering::Relaxed),
+            polled: s.polled.load(Ordering::Relaxed),
             nofile: self.nofile,
             max_connections: self.max_connections,
         }

@@ -93,6 +93,7 @@ fn a_session_sends_a_file_by_its_chain_over_partial_sends() {
         )],
         1,
         RxRingConfig::default(),
+        Duration::from_micros(50),
         Default::default(),
     )
     .unwrap();
