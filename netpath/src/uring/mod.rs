@@ -164,7 +164,7 @@ impl Loops {
     /// `services` on its own SO_REUSEPORT listener, all through the loop's
     /// one ring (one ring of packet buffers per core, whatever the
     /// protocol). `shared`: the counters (the server's metrics read them).
-    /// `busy_poll`: see [`event_loop::LoopParams::busy_poll`].
+    /// `busy_poll`: see [`crate::Config::busy_poll`].
     pub fn start(
         vol: Arc<Volume>,
         services: Vec<(SocketAddr, Arc<dyn Protocol>)>,
