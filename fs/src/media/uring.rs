@@ -609,7 +609,11 @@ impl NetRing {
             if !self.ring.completion().is_empty() {
                 return Ok(true);
             }
-            if self.ring.submission().taskrun() {
+            // Work queued for the ring, or completions held back because
+            // the CQ was full (entering with GETEVENTS flushes them).
+            let sq = self.ring.submission();
+            if sq.taskrun() || sq.cq_overflow() {
+                drop(sq);
                 self.enter_nowait()?;
                 continue;
             }
