@@ -24,7 +24,8 @@
 //!   /dev/shm image in clwb persist mode (clflushopt where the CPU has no
 //!   clwb: the machine line says which), `Config.io` = Uring (skipped with
 //!   a message where io_uring is unusable) / Threads; `pktfs eadr`: eadr
-//!   mode, `Config.io` = Auto.
+//!   mode, `Config.io` = Auto; `pktfs clwb uring nopoll` (small PUTs
+//!   only): the io_uring server with busy polling off.
 //!
 //! Large PUT/GET run against servers in this process (CPU: client +
 //! server). The small-PUT and many-connection loads run against servers
@@ -41,7 +42,7 @@
 //!
 //! ```text
 //! netbench serve-baseline network-only|copy+clwb|ext4+fdatasync --port 18081 [--dir D] [--conns N]
-//! netbench serve-pktfs NAME --persist clwb --io uring|threads|auto [--max-connections N] [--loops N] [--image-mib N] [--dir D]
+//! netbench serve-pktfs NAME --persist clwb --io uring|threads|auto [--max-connections N] [--loops N] [--busy-poll-us N] [--image-mib N] [--dir D]
 //! ```
 //!
 //! (with `--until-eof` they stop when their stdin closes.)
@@ -59,15 +60,15 @@ mod volume_costs;
 
 use std::path::{Path, PathBuf};
 
-/// The io_uring server with busy polling off (a small-PUT row only).
-const NOPOLL: &str = "pktfs clwb uring nopoll";
-
 use pktfs::media::PersistChoice;
 
 use child::ChildServer;
 use cli::Section;
 use load::{LoadOpts, LoadServer};
 use pktfs_server::PktfsSpec;
+
+/// The io_uring server with busy polling off (a small-PUT row only).
+const NOPOLL: &str = "pktfs clwb uring nopoll";
 
 fn fs_type(p: &Path) -> String {
     let out = std::process::Command::new("df").arg("-T").arg(p).output();
