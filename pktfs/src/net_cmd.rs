@@ -197,6 +197,12 @@ pub fn describe(s: &ServicesHandle, args: &NetArgs) -> String {
             "        up to {} connections on the loops (RLIMIT_NOFILE {})\n",
             l.max_connections, l.nofile
         ));
+        let busy = l.busy_poll.as_micros();
+        out.push_str(&if busy == 0 {
+            "        no busy polling (--busy-poll-us 0)\n".to_string()
+        } else {
+            format!("        busy polling {busy} us after each turn with work (--busy-poll-us)\n")
+        });
     }
     out
 }

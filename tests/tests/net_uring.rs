@@ -506,6 +506,7 @@ fn busy_polling_is_counted_and_can_be_turned_off() {
             assert_eq!(s.read(&format!("/p{}", k % 8)).unwrap(), data(1024, k));
         }
         let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
+        assert_eq!(st.busy_poll, busy, "the stats say what is in force");
         let scraped = metric(&s, "pktfs_net_busy_poll_turns_total");
         if busy.is_zero() {
             assert_eq!((st.polled, scraped), (0, 0.0), "{st:?}");

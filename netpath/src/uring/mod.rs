@@ -106,6 +106,7 @@ pub struct Loops {
     loops: usize,
     nofile: u64,
     max_connections: usize,
+    busy_poll: std::time::Duration,
 }
 
 /// Counters of the loops.
@@ -131,6 +132,8 @@ pub struct LoopStats {
     /// limit) and the connections it allows.
     pub nofile: u64,
     pub max_connections: usize,
+    /// The loops' busy polling (`Config::busy_poll`; zero: none).
+    pub busy_poll: std::time::Duration,
 }
 
 /// Share of the volume's free buffer space all rings together may hold:
@@ -210,6 +213,7 @@ impl Loops {
             loops,
             nofile,
             max_connections,
+            busy_poll,
         };
         for (k, svcs) in per_loop.into_iter().enumerate() {
             let (tx, rx) = std::sync::mpsc::channel();
@@ -246,6 +250,7 @@ impl Loops {
             polled: s.polled.load(Ordering::Relaxed),
             nofile: self.nofile,
             max_connections: self.max_connections,
+            busy_poll: self.busy_poll,
         }
     }
 
