@@ -151,7 +151,9 @@ pub struct Config {
     /// Polling saves a request arriving within it the wake-up of an idle
     /// core (most of the one-connection latency in a VM) and costs up to
     /// this much CPU time per quiet spell; a loop with nothing to do
-    /// sleeps. The threads transport does not poll.
+    /// sleeps, and one whose polls keep finding nothing (requests further
+    /// apart than this) pauses polling with a growing backoff
+    /// (`uring/event_loop/poll.rs`). The threads transport does not poll.
     pub busy_poll: Duration,
     /// More facts for /metrics (the tier engine's counters).
     pub extra: Option<Extra>,

@@ -203,6 +203,11 @@ impl Metrics {
                 &loops.polled,
             ),
             (
+                "net_busy_poll_misses",
+                "Busy polls of the io_uring loops that found nothing before the loop slept (CPU spent for no latency; polling pauses after a few in a row)",
+                &loops.poll_misses,
+            ),
+            (
                 "net_dram_reads",
                 "Receives the io_uring loops read into DRAM because the image had no buffer to lend (request heads on a full image)",
                 &loops.dram_reads,

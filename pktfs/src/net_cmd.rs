@@ -73,7 +73,10 @@ pub struct NetArgs {
     /// request before it sleeps: a request that arrives meanwhile is not
     /// delayed by waking an idle core (most of the latency of a lightly
     /// loaded server in a VM), for up to this much CPU time per quiet
-    /// spell. 0: sleep at once. An idle loop always sleeps. [default: 50]
+    /// spell. After three polls in a row that found nothing (requests
+    /// further apart than this) a loop stops polling for a while, so a
+    /// paced client does not pay the window on every request. 0: sleep at
+    /// once. An idle loop always sleeps. [default: 50]
     #[arg(long, value_name = "US", value_parser = crate::cli::busy_poll_value)]
     pub busy_poll_us: Option<u64>,
 }
@@ -201,7 +204,9 @@ pub fn describe(s: &ServicesHandle, args: &NetArgs) -> String {
         out.push_str(&if busy == 0 {
             "        no busy polling (--busy-poll-us 0)\n".to_string()
         } else {
-            format!("        busy polling {busy} us after each turn with work (--busy-poll-us)\n")
+            format!(
+                "        busy polling {busy} us after each turn with work, paused while polls miss (--busy-poll-us)\n"
+            )
         });
     }
     out

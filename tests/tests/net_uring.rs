@@ -4,7 +4,8 @@
 //! packet buffers too small for its connections (ENOBUFS, re-armed); and
 //! no buffer space left behind when the loops stop with connections open;
 //! HTTP on a full image: uploads answered 507, GET and DELETE served;
-//! busy polling counted, and off when configured so.
+//! busy polling counted, off when configured so, and paused for a paced
+//! client.
 
 mod net_common;
 mod prereq;
@@ -518,6 +519,65 @@ fn busy_polling_is_counted_and_can_be_turned_off() {
         }
         stop_and_check(&mut s);
     }
+}
+
+/// A client that sends a request every 2 ms on one connection (far past
+/// the 50 us poll window): polling for its next request cannot pay, and
+/// the loop stops after a few misses in a row instead of spending the
+/// window on every request (a fixed poll missed once per request: 120
+/// misses here). Back-to-back requests afterwards are polled for again.
+#[test]
+fn busy_polling_pauses_for_a_paced_client() {
+    require!(uring_usable());
+    let mut s = server(16 * MIB, |c| {
+        c.io = IoMode::Uring;
+        c.loops = 1;
+        c.busy_poll = netpath::Config::BUSY_POLL_DEFAULT;
+    });
+    let mut c = Conn::new(s.http);
+    let put = |c: &mut Conn, k: usize| {
+        c.send(&req_bytes(
+            "PUT",
+            &format!("/q{}", k % 4),
+            &[],
+            &data(1024, k as u64),
+        ));
+        let want = if k < 4 { 201 } else { 204 };
+        assert_eq!(c.response(false).unwrap().status, want);
+    };
+    for k in 0..120 {
+        put(&mut c, k);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let paced = s.svc.as_ref().unwrap().loop_stats().unwrap();
+    // 3 misses, a pause of 16 waits, a missed probe, a pause of 32, a
+    // missed probe, a pause of 64: 6 misses in 120 requests.
+    assert!((3..=12).contains(&paced.poll_misses), "paced: {paced:?}");
+    assert_eq!(
+        metric(&s, "pktfs_net_busy_poll_misses_total") as u64,
+        paced.poll_misses
+    );
+    // Back to back: the pause ends (at the latest after its 64 waits, or
+    // at once when a sleep is shorter than the window) and polls find
+    // the next requests again. Every request's send completion is found
+    // by a poll in any case (880 turns); a loop that stayed paused would
+    // find nothing more.
+    for k in 120..1_000 {
+        put(&mut c, k);
+    }
+    drop(c);
+    let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
+    assert!(
+        st.polled - paced.polled >= 880 + 100,
+        "back to back: {st:?}, after the paced part: {paced:?}"
+    );
+    for k in 996..1_000 {
+        assert_eq!(
+            s.read(&format!("/q{}", k % 4)).unwrap(),
+            data(1024, k as u64)
+        );
+    }
+    stop_and_check(&mut s);
 }
 
 /// One counter or gauge from the server's /metrics.

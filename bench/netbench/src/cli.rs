@@ -37,6 +37,9 @@ pub enum Section {
     Small,
     /// 1 KiB PUTs at --many-conns connections.
     C10k,
+    /// 1 KiB PUTs on one connection, one every --paced-us (busy polling's
+    /// cost when requests come further apart than its window).
+    Paced,
     /// The Volume calls of one 1 KiB PUT, and the CRC32C speed.
     Volume,
 }
@@ -67,6 +70,9 @@ pub struct RunOpts {
     /// as it can on a small machine).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub wrk_threads: u64,
+    /// Paced run: microseconds from one request's start to the next's.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub paced_us: u64,
     /// Many-connection run: connections (lowered to what RLIMIT_NOFILE
     /// allows, with a note).
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
@@ -200,6 +206,7 @@ mod tests {
             &["netbench", "serve-baseline", "nginx"],
             &["netbench", "serve-pktfs", "p", "--io", "epoll"],
             &["netbench", "--rounds", "2", "serve-pktfs", "p"],
+            &["netbench", "--only", "paced", "--paced-us", "0"],
         ] {
             assert!(Cli::try_parse_from(bad).is_err(), "{bad:?} was accepted");
         }
@@ -215,7 +222,8 @@ mod tests {
         assert!(!c.run.wants(Section::Put));
         assert_eq!((c.run.rounds, c.run.reps, c.run.size_mib), (8, 5, 256));
         let all = Cli::try_parse_from(["netbench"]).expect("parses");
-        assert!(all.run.wants(Section::Volume));
+        assert!(all.run.wants(Section::Volume) && all.run.wants(Section::Paced));
+        assert_eq!(all.run.paced_us, 200);
         let ch = Cli::try_parse_from([
             "netbench",
             "serve-pktfs",

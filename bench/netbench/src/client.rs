@@ -75,6 +75,37 @@ pub fn get_big(addr: SocketAddr, path: &str, buf: &mut [u8]) -> (f64, u64) {
     (t0.elapsed().as_secs_f64(), clen)
 }
 
+/// One 1 KiB PUT of `path` on `s`, waiting for its whole answer.
+fn put_1k(s: &mut TcpStream, path: &str, buf: &mut [u8; 4096]) {
+    let mut req =
+        format!("PUT {path} HTTP/1.1\r\nHost: b\r\nContent-Length: 1024\r\n\r\n").into_bytes();
+    req.extend_from_slice(&[b'x'; 1024]);
+    s.write_all(&req).expect("send");
+    let mut got = 0;
+    loop {
+        let k = s.read(&mut buf[got..]).expect("recv");
+        assert!(k > 0);
+        got += k;
+        if let Some(i) = buf[..got].windows(4).position(|w| w == b"\r\n\r\n") {
+            let h = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+            assert!(h.starts_with("http/1.1 20"), "PUT failed: {h}");
+            let cl: usize = h
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            while got < i + 4 + cl {
+                let k = s.read(&mut buf[got..]).expect("recv");
+                assert!(k > 0);
+                got += k;
+            }
+            return;
+        }
+    }
+}
+
 /// Built-in closed-loop 1 KiB PUT client: (median latency us, req/s).
 pub fn own_small_puts(addr: SocketAddr, conns: usize, secs: f64) -> (f64, f64) {
     let stop = Arc::new(AtomicBool::new(false));
@@ -84,42 +115,17 @@ pub fn own_small_puts(addr: SocketAddr, conns: usize, secs: f64) -> (f64, f64) {
         ts.push(std::thread::spawn(move || {
             let mut s = TcpStream::connect(addr).expect("connect");
             let _ = s.set_nodelay(true);
-            let body = [b'x'; 1024];
             let mut lat = Vec::new();
             let mut buf = [0u8; 4096];
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 n += 1;
                 let t0 = Instant::now();
-                let mut req = format!(
-                    "PUT /k/{} HTTP/1.1\r\nHost: b\r\nContent-Length: 1024\r\n\r\n",
-                    (c as u64 * 1000 + n % 64)
-                )
-                .into_bytes();
-                req.extend_from_slice(&body);
-                s.write_all(&req).expect("send");
-                let mut got = 0;
-                loop {
-                    let k = s.read(&mut buf[got..]).expect("recv");
-                    assert!(k > 0);
-                    got += k;
-                    if let Some(i) = buf[..got].windows(4).position(|w| w == b"\r\n\r\n") {
-                        let h = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
-                        let cl: usize = h
-                            .lines()
-                            .find_map(|l| {
-                                l.strip_prefix("content-length:")
-                                    .map(|v| v.trim().parse().unwrap_or(0))
-                            })
-                            .unwrap_or(0);
-                        while got < i + 4 + cl {
-                            let k = s.read(&mut buf[got..]).expect("recv");
-                            assert!(k > 0);
-                            got += k;
-                        }
-                        break;
-                    }
-                }
+                put_1k(
+                    &mut s,
+                    &format!("/k/{}", c as u64 * 1000 + n % 64),
+                    &mut buf,
+                );
                 lat.push(t0.elapsed().as_secs_f64() * 1e6);
             }
             lat
@@ -134,6 +140,32 @@ pub fn own_small_puts(addr: SocketAddr, conns: usize, secs: f64) -> (f64, f64) {
     let count = all.len() as f64;
     all.sort_by(|a, b| a.partial_cmp(b).expect("nan"));
     (all[all.len() / 2], count / secs)
+}
+
+/// Paced 1 KiB PUTs on one connection: one request every `gap` (the next
+/// is sent at its slot, or at once when the previous answer came later),
+/// for `secs`. Returns (median latency us, requests answered).
+pub fn paced_puts(addr: SocketAddr, gap: Duration, secs: f64) -> (f64, f64) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    let _ = s.set_nodelay(true);
+    let mut buf = [0u8; 4096];
+    let mut lat = Vec::new();
+    let t_end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut slot = Instant::now();
+    let mut n = 0u64;
+    while slot < t_end {
+        if let Some(d) = slot.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+        n += 1;
+        let t0 = Instant::now();
+        put_1k(&mut s, &format!("/paced/{}", n % 64), &mut buf);
+        lat.push(t0.elapsed().as_secs_f64() * 1e6);
+        slot += gap;
+    }
+    let count = lat.len() as f64;
+    lat.sort_by(|a, b| a.partial_cmp(b).expect("nan"));
+    (lat[lat.len() / 2], count)
 }
 
 pub fn have_wrk() -> bool {

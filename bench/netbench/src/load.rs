@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::child::tree_cpu_s;
-use crate::client::{own_small_puts, wrk_small_puts, Load, WrkOpts};
+use crate::client::{own_small_puts, paced_puts, wrk_small_puts, Load, WrkOpts};
 use crate::report::Results;
 
 /// A server under load: its address and the process whose CPU (with its
@@ -199,6 +199,44 @@ pub fn many_conns(
             errors as f64,
             "count",
         );
+    }
+}
+
+/// Paced 1 KiB PUTs: one connection, a request every `gap`, `o.rounds`
+/// rounds of `o.secs_per_run` per server (rotating the order), with the
+/// built-in client. Where the busy polling of the io_uring loops shows
+/// what it costs when the gaps are longer than its window: p50, server
+/// CPU per request and the rate reached.
+pub fn paced(servers: &[LoadServer], gap: Duration, o: &LoadOpts, results: &mut Results) {
+    let label = format!("1 KiB PUT every {} us, 1 conn", gap.as_micros());
+    println!(
+        "{label}: {} rounds x {} servers x {} s (built-in client)",
+        o.rounds,
+        servers.len(),
+        o.secs_per_run
+    );
+    let mut runs: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); servers.len()];
+    for round in 0..o.rounds {
+        for i in 0..servers.len() {
+            let k = (i + round) % servers.len();
+            std::thread::sleep(Duration::from_millis(300));
+            let s = &servers[k];
+            let c0 = tree_cpu_s(s.pid);
+            let (p50_us, requests) = paced_puts(s.addr, gap, o.secs_per_run);
+            let cpu_us = (tree_cpu_s(s.pid) - c0) / requests.max(1.0) * 1e6;
+            runs[k].push((p50_us, cpu_us, requests / o.secs_per_run));
+        }
+    }
+    for (k, s) in servers.iter().enumerate() {
+        let r = &runs[k];
+        let med = |f: &dyn Fn(&(f64, f64, f64)) -> f64| median(r.iter().map(f).collect());
+        for (what, v, unit) in [
+            ("p50", med(&|x| x.0), "us"),
+            ("server CPU per request", med(&|x| x.1), "us"),
+            ("req/s", med(&|x| x.2), "req/s"),
+        ] {
+            results.push((format!("{label}: {what}"), s.name.clone(), v, unit.into()));
+        }
     }
 }
 

@@ -24,8 +24,8 @@
 //!   /dev/shm image in clwb persist mode (clflushopt where the CPU has no
 //!   clwb: the machine line says which), `Config.io` = Uring (skipped with
 //!   a message where io_uring is unusable) / Threads; `pktfs eadr`: eadr
-//!   mode, `Config.io` = Auto; `pktfs clwb uring nopoll` (small PUTs
-//!   only): the io_uring server with busy polling off.
+//!   mode, `Config.io` = Auto; `pktfs clwb uring nopoll` (small and
+//!   paced PUTs only): the io_uring server with busy polling off.
 //!
 //! Large PUT/GET run against servers in this process (CPU: client +
 //! server). The small-PUT and many-connection loads run against servers
@@ -34,7 +34,11 @@
 //! missing; no c10k then), so that "server CPU per request" is the
 //! server's utime + stime from /proc during the run divided by the
 //! requests wrk counted. The soft RLIMIT_NOFILE is raised to the hard
-//! limit first, for the children and wrk. All servers run in the same run;
+//! limit first, for the children and wrk. The paced load (`--only paced`)
+//! sends one 1 KiB PUT every `--paced-us` (200 µs: 5,000 req/s) on one
+//! connection with the built-in client, against network-only and the
+//! loops with and without busy polling: what polling costs when requests
+//! come further apart than its window. All servers run in the same run;
 //! the end prints the table and issue 11's targets, met or missed.
 //!
 //! Child modes, also for profiling one server on its own (e.g.
@@ -205,7 +209,7 @@ fn main() {
         );
     }
 
-    if want(Section::Small) || want(Section::C10k) {
+    if want(Section::Small) || want(Section::C10k) || want(Section::Paced) {
         let have_wrk = client::have_wrk();
         let script = shm.join("put.lua");
         client::write_put_script(&script);
@@ -232,8 +236,15 @@ fn main() {
             "network-only",
             "nginx",
         ];
+        // The paced run: the loops with and without polling, against
+        // network-only.
+        let paced_names = ["pktfs clwb uring", NOPOLL, "network-only"];
         // Without the small-PUT rows only those run.
-        let needed = |name: &str| want(Section::Small) || many_names.contains(&name);
+        let needed = |name: &str| {
+            want(Section::Small)
+                || (want(Section::C10k) && many_names.contains(&name))
+                || (want(Section::Paced) && paced_names.contains(&name))
+        };
         for kind in baseline::SERVABLE.iter().filter(|k| needed(k)) {
             let dir = if kind.starts_with("ext4") {
                 ext4_base.join("child")
@@ -264,7 +275,7 @@ fn main() {
         }
         // The same loops without busy polling, beside them in the small-PUT
         // rows: what polling buys in latency and costs in CPU.
-        if want(Section::Small) {
+        if want(Section::Small) || want(Section::Paced) {
             if let Some(s) = specs.iter().find(|s| s.name == "pktfs clwb uring") {
                 let mut s = s.clone();
                 s.name = NOPOLL.into();
@@ -320,6 +331,19 @@ fn main() {
         }
         if want(Section::Small) {
             load::small_puts(&servers, &conns_list, &o, &mut results);
+        }
+        if want(Section::Paced) {
+            let paced_servers: Vec<LoadServer> = servers
+                .iter()
+                .filter(|s| paced_names.contains(&s.name.as_str()))
+                .cloned()
+                .collect();
+            load::paced(
+                &paced_servers,
+                std::time::Duration::from_micros(args.paced_us),
+                &o,
+                &mut results,
+            );
         }
         if want(Section::C10k) && have_wrk {
             let many_servers: Vec<LoadServer> = servers

@@ -325,6 +325,11 @@ impl NetRing {
         self.inflight
     }
 
+    /// Sends in flight (their completions not reaped yet).
+    pub fn sends_in_flight(&self) -> usize {
+        self.sends.len()
+    }
+
     /// Hand `[image_off, image_off+len)` to the kernel as buffer `bid`.
     /// Visible to the kernel at the next [`Self::submit_and_wait`].
     ///

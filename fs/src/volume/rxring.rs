@@ -273,6 +273,10 @@ impl<'v> RxRing<'v> {
     pub fn inflight(&self) -> usize {
         self.ring.inflight()
     }
+    /// Sends in flight: their completions come without the peer's help.
+    pub fn sends_in_flight(&self) -> usize {
+        self.ring.sends_in_flight()
+    }
 
     pub fn stats(&self) -> RxRingStats {
         let mut s = RxRingStats {

@@ -35,7 +35,10 @@ use pktfs::{RingEvent, RxData, RxRing, RxRingConfig, Volume};
 use super::conn::{Conn, Table};
 use super::session::{CloseReason, Flow, Protocol};
 
+mod poll;
 mod send;
+
+use poll::{Plan, PollGovernor};
 
 /// Longest wait in one turn: how soon a stop request is seen.
 const MAX_WAIT: Duration = Duration::from_millis(100);
@@ -61,6 +64,9 @@ pub struct LoopShared {
     pub enobufs: AtomicU64,
     /// Turns whose completions were found by polling, not by sleeping.
     pub polled: AtomicU64,
+    /// Polls for the peer's next bytes that found nothing (CPU spent for
+    /// no latency; see `poll.rs`).
+    pub poll_misses: AtomicU64,
     /// Loops that are running.
     pub running: AtomicUsize,
 }
@@ -75,7 +81,8 @@ pub struct LoopParams {
     /// completion without sleeping (zero: never). A loop asleep when a
     /// request arrives is woken by an interrupt to its idle core, which
     /// costs that request tens of microseconds in a VM; polling trades CPU
-    /// time (at most this much per quiet spell) for that latency.
+    /// time for that latency, and pauses while its polls keep finding
+    /// nothing (`poll.rs`).
     pub busy_poll: Duration,
 }
 
@@ -98,6 +105,8 @@ pub struct LoopReport {
     pub enobufs: u64,
     /// Turns whose work was found by polling.
     pub polled: u64,
+    /// Polls for the peer that found nothing.
+    pub poll_misses: u64,
 }
 
 struct Loop<'v> {
@@ -189,17 +198,27 @@ impl<'v> Loop<'v> {
         // completion likely soon enough to be worth polling for (an idle
         // loop sleeps at once).
         let mut worked = false;
+        let mut governor = PollGovernor::new(self.params.busy_poll);
         while !self.shared.stop.load(Ordering::Relaxed) {
-            let budget = self.params.busy_poll.min(self.wait_time());
-            let polled = worked
-                && !budget.is_zero()
-                && match self.ring.submit_and_poll(budget) {
+            let plan = governor.plan(worked, self.ring.sends_in_flight() > 0, self.wait_time());
+            let mut polled = false;
+            if let Plan::Poll { budget, judged } = plan {
+                polled = match self.ring.submit_and_poll(budget) {
                     Ok(found) => found,
                     Err(e) => {
                         tracing::error!("io_uring submit: {e}");
                         false
                     }
                 };
+                if judged {
+                    governor.polled(polled);
+                    if !polled {
+                        self.shared.poll_misses.fetch_add(1, Ordering::Relaxed);
+                        self.report.poll_misses += 1;
+                    }
+                }
+            }
+            let slept_from = Instant::now();
             if polled {
                 self.shared.polled.fetch_add(1, Ordering::Relaxed);
                 self.report.polled += 1;
@@ -213,6 +232,9 @@ impl<'v> Loop<'v> {
             self.turn_now = now;
             self.ring.completions(&mut events);
             worked = !events.is_empty();
+            if worked && plan == Plan::Sleep {
+                governor.slept(now.saturating_duration_since(slept_from));
+            }
             for ev in events.drain(..) {
                 self.handle(ev, rx_ns, now);
             }

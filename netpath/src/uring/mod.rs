@@ -125,6 +125,10 @@ pub struct LoopStats {
     pub dram_reads: u64,
     /// Turns whose completions the loops found by busy polling.
     pub polled: u64,
+    /// Polls for a peer's next bytes that found nothing before the loop
+    /// slept (each cost up to `busy_poll` of CPU for nothing; after a few
+    /// in a row a loop pauses polling).
+    pub poll_misses: u64,
     /// Receives that found a ring empty and were re-armed after it was
     /// replenished.
     pub enobufs: u64,
@@ -248,6 +252,7 @@ impl Loops {
             dram_reads: s.dram_reads.load(Ordering::Relaxed),
             enobufs: s.enobufs.load(Ordering::Relaxed),
             polled: s.polled.load(Ordering::Relaxed),
+            poll_misses: s.poll_misses.load(Ordering::Relaxed),
             nofile: self.nofile,
             max_connections: self.max_connections,
             busy_poll: self.busy_poll,

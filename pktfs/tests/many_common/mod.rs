@@ -77,6 +77,11 @@ pub fn serve_on_loops(
         said.push_str(&l);
     }
     assert!(said.contains(serving), "{said}");
+    // And the polling in force (the default window, paused while it misses).
+    assert!(
+        said.contains("busy polling 50 us after each turn with work, paused while polls miss"),
+        "{said}"
+    );
     let allowed: usize = said
         .split("up to ")
         .nth(1)
