@@ -154,6 +154,24 @@ mod tests {
         }
     }
 
+    /// Three judged polls that find nothing: the pause starts.
+    fn miss_until_paused(g: &mut PollGovernor) {
+        for _ in 0..MISSES_LIMIT {
+            assert!(judged(g));
+            g.polled(false);
+        }
+        assert!(g.paused());
+    }
+
+    /// Waits the governor sleeps through before it polls again.
+    fn waits_until_probe(g: &mut PollGovernor) -> u32 {
+        let mut waits = 0;
+        while !judged(g) {
+            waits += 1;
+        }
+        waits
+    }
+
     #[test]
     fn no_window_or_idle_turn_sleeps() {
         let mut g = PollGovernor::new(Duration::ZERO);
@@ -192,38 +210,20 @@ mod tests {
     #[test]
     fn a_found_probe_resumes_polling() {
         let mut g = PollGovernor::new(W);
-        for _ in 0..3 {
-            assert!(judged(&mut g));
-            g.polled(false);
-        }
-        assert!(g.paused());
-        let mut waits = 0;
-        while !judged(&mut g) {
-            waits += 1;
-        }
-        assert_eq!(waits, BACKOFF_START);
+        miss_until_paused(&mut g);
+        assert_eq!(waits_until_probe(&mut g), BACKOFF_START);
         g.polled(true);
         assert!(!g.paused());
         // Polling again, and the backoff started over: three more misses
         // pause for 16 waits, not 32.
-        for _ in 0..3 {
-            assert!(judged(&mut g));
-            g.polled(false);
-        }
-        let mut waits = 0;
-        while !judged(&mut g) {
-            waits += 1;
-        }
-        assert_eq!(waits, BACKOFF_START);
+        miss_until_paused(&mut g);
+        assert_eq!(waits_until_probe(&mut g), BACKOFF_START);
     }
 
     #[test]
     fn a_short_sleep_ends_the_pause() {
         let mut g = PollGovernor::new(W);
-        for _ in 0..3 {
-            assert!(judged(&mut g));
-            g.polled(false);
-        }
+        miss_until_paused(&mut g);
         assert!(!judged(&mut g));
         g.slept(Duration::from_micros(200));
         assert!(g.paused(), "a long sleep: polling would not have paid");
@@ -236,11 +236,7 @@ mod tests {
     #[test]
     fn own_sends_are_polled_for_and_not_judged() {
         let mut g = PollGovernor::new(W);
-        for _ in 0..3 {
-            assert!(judged(&mut g));
-            g.polled(false);
-        }
-        assert!(g.paused());
+        miss_until_paused(&mut g);
         // Paused, yet the completion of the loop's own send is polled for.
         assert_eq!(
             g.plan(true, true, FAR),
