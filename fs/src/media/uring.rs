@@ -196,6 +196,8 @@ pub struct NetRing {
     /// `None` for a one-buffer send, which names only the caller's bytes.
     /// Keys are the loop's own tags, never input: a fast hash is enough.
     sends: FxHashMap<u64, Option<SendKeep>>,
+    /// Sends queued since `take_fresh_sends` last looked.
+    fresh_sends: usize,
     spare_keeps: Vec<SendKeep>,
     /// Made at the first draining receive.
     sink: Option<Sink>,
@@ -305,6 +307,7 @@ impl NetRing {
             defer_taskrun,
             inflight: 0,
             sends: FxHashMap::default(),
+            fresh_sends: 0,
             spare_keeps: Vec::new(),
             sink: None,
             base: pm.base,
@@ -325,9 +328,11 @@ impl NetRing {
         self.inflight
     }
 
-    /// Sends in flight (their completions not reaped yet).
-    pub fn sends_in_flight(&self) -> usize {
-        self.sends.len()
+    /// Sends queued since the last call: the ones the next
+    /// `io_uring_enter` hands the kernel, whose completions usually come
+    /// at once (a send into a socket with room completes inline).
+    pub fn take_fresh_sends(&mut self) -> usize {
+        std::mem::take(&mut self.fresh_sends)
     }
 
     /// Hand `[image_off, image_off+len)` to the kernel as buffer `bid`.
@@ -561,6 +566,7 @@ impl NetRing {
             return Err(err);
         }
         self.sends.insert(user_data, kept);
+        self.fresh_sends += 1;
         Ok(())
     }
 

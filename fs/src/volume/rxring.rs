@@ -273,9 +273,10 @@ impl<'v> RxRing<'v> {
     pub fn inflight(&self) -> usize {
         self.ring.inflight()
     }
-    /// Sends in flight: their completions come without the peer's help.
-    pub fn sends_in_flight(&self) -> usize {
-        self.ring.sends_in_flight()
+    /// Sends queued since the last call (see `NetRing::take_fresh_sends`):
+    /// their completions usually come without waiting for the peer.
+    pub fn take_fresh_sends(&mut self) -> usize {
+        self.ring.take_fresh_sends()
     }
 
     pub fn stats(&self) -> RxRingStats {

@@ -200,7 +200,8 @@ impl<'v> Loop<'v> {
         let mut worked = false;
         let mut governor = PollGovernor::new(self.params.busy_poll);
         while !self.shared.stop.load(Ordering::Relaxed) {
-            let plan = governor.plan(worked, self.ring.sends_in_flight() > 0, self.wait_time());
+            let fresh_sends = self.ring.take_fresh_sends() > 0;
+            let plan = governor.plan(worked, fresh_sends, self.wait_time());
             let mut polled = false;
             if let Plan::Poll { budget, judged } = plan {
                 polled = match self.ring.submit_and_poll(budget) {

@@ -23,11 +23,14 @@
 //!   have caught them; the sleep's length includes the wake-up, so this
 //!   only errs towards pausing).
 //!
-//! Only polls that wait for the peer are judged. After a turn that put a
-//! send in the kernel, the loop polls for that send's own completion,
-//! which comes within microseconds; such polls always run and are not
-//! counted, or a paced client (each request a found send completion and a
-//! missed wait for the next request) would never let the pause start.
+//! Only polls that wait for the peer are judged. After a turn that queued
+//! a send, the loop polls for that send's own completion, which comes
+//! within microseconds when the socket has room; such polls always run
+//! and are not counted, or a paced client (each request a found send
+//! completion and a missed wait for the next request) would never let the
+//! pause start. A send queued in an earlier turn and still in the kernel
+//! waits for its peer to read, so the polls after it are judged like any
+//! other.
 //!
 //! Cost bound: while the peer's gaps exceed the window, at most
 //! `MISSES_LIMIT` wasted windows, then one per pause of up to 1,024 waits.
@@ -76,9 +79,9 @@ impl PollGovernor {
     }
 
     /// The plan for the wait after a turn. `worked`: the turn handled
-    /// completions (an idle loop sleeps at once); `own_sends`: sends of the
-    /// loop are in the kernel (their completions are imminent); `until_deadline`:
-    /// the loop's next timer.
+    /// completions (an idle loop sleeps at once); `own_sends`: the turn
+    /// queued sends (their completions are imminent); `until_deadline`: the
+    /// loop's next timer.
     pub(super) fn plan(&mut self, worked: bool, own_sends: bool, until_deadline: Duration) -> Plan {
         if !worked || self.window.is_zero() {
             return Plan::Sleep;
