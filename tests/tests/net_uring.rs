@@ -485,11 +485,7 @@ fn a_full_image_still_serves_get_and_delete_on_the_loops() {
 fn busy_polling_is_counted_and_can_be_turned_off() {
     require!(uring_usable());
     for busy in [netpath::Config::BUSY_POLL_DEFAULT, Duration::ZERO] {
-        let mut s = server(16 * MIB, |c| {
-            c.io = IoMode::Uring;
-            c.loops = 1;
-            c.busy_poll = busy;
-        });
+        let mut s = http_on_one_loop(busy);
         let mut c = Conn::new(s.http);
         for k in 0..200 {
             c.send(&req_bytes(
@@ -529,11 +525,7 @@ fn busy_polling_is_counted_and_can_be_turned_off() {
 #[test]
 fn busy_polling_pauses_for_a_paced_client() {
     require!(uring_usable());
-    let mut s = server(16 * MIB, |c| {
-        c.io = IoMode::Uring;
-        c.loops = 1;
-        c.busy_poll = netpath::Config::BUSY_POLL_DEFAULT;
-    });
+    let mut s = http_on_one_loop(netpath::Config::BUSY_POLL_DEFAULT);
     let mut c = Conn::new(s.http);
     let put = |c: &mut Conn, k: usize| {
         c.send(&req_bytes(
@@ -581,6 +573,15 @@ fn busy_polling_pauses_for_a_paced_client() {
         );
     }
     stop_and_check(&mut s);
+}
+
+/// HTTP on one io_uring loop polling for `busy_poll`.
+fn http_on_one_loop(busy_poll: Duration) -> Server {
+    server(16 * MIB, |c| {
+        c.io = IoMode::Uring;
+        c.loops = 1;
+        c.busy_poll = busy_poll;
+    })
 }
 
 /// One counter or gauge from the server's /metrics.

@@ -123,8 +123,9 @@ impl PollGovernor {
         }
     }
 
-    /// A sleep taken instead of a judged poll (paused) ended with
-    /// completions after `slept`.
+    /// A sleep (no poll before it) ended with completions after `slept`:
+    /// while paused, one shorter than the window ends the pause (a poll
+    /// would have found them); otherwise it changes nothing.
     pub(super) fn slept(&mut self, slept: Duration) {
         if self.pause > 0 && slept < self.window {
             self.pause = 0;
