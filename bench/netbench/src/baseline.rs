@@ -14,6 +14,8 @@ use pktfs::media::{ExclusivePm, MapOptions, PersistChoice, Pm};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Base {
     NetOnly,
+    /// network-only, its reads spinning on `recv(MSG_DONTWAIT)`.
+    NetOnlyPolling,
     Copy,
     Ext4,
     Sendfile,
@@ -24,6 +26,7 @@ impl Base {
     pub fn name(self) -> &'static str {
         match self {
             Base::NetOnly => "network-only",
+            Base::NetOnlyPolling => POLLING,
             Base::Copy => "copy+clwb",
             Base::Ext4 => "ext4+fdatasync",
             Base::Sendfile => "sendfile-tmpfs",
@@ -113,10 +116,32 @@ pub fn start_baseline(b: Arc<Baseline>) -> SocketAddr {
     addr
 }
 
+/// The polling baseline's name. It serves the one-connection rows only:
+/// a thread spinning per connection is not a server for 16 of them on a
+/// small machine.
+pub const POLLING: &str = "network-only-polling";
+
+/// Up to `buf.len()` bytes from `s`; the polling baseline spins on a
+/// non-blocking receive (one syscall per try, as the io_uring loops'
+/// polls are) instead of sleeping in `read`.
+fn read_some(s: &mut TcpStream, buf: &mut [u8], poll: bool) -> std::io::Result<usize> {
+    if !poll {
+        return s.read(buf);
+    }
+    loop {
+        match rustix::net::recv(&*s, &mut *buf, rustix::net::RecvFlags::DONTWAIT) {
+            Ok((n, _)) => return Ok(n),
+            Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => std::hint::spin_loop(),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// A minimal keep-alive HTTP server for the baselines.
 fn baseline_conn(b: &Baseline, mut s: TcpStream, id: u64) {
     let mut hdr = vec![0u8; 64 << 10];
     let mut body = vec![0u8; 1 << 20];
+    let poll = b.kind == Base::NetOnlyPolling;
     let (mut start, mut end) = (0usize, 0usize);
     let mut copy = b.copy.as_ref().map(Lease::take);
     let mut ext4 = if b.kind == Base::Ext4 {
@@ -158,7 +183,7 @@ fn baseline_conn(b: &Baseline, mut s: TcpStream, id: u64) {
                 end -= start;
                 start = 0;
             }
-            match s.read(&mut hdr[end..]) {
+            match read_some(&mut s, &mut hdr[end..], poll) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => end += n,
             }
@@ -176,7 +201,7 @@ fn baseline_conn(b: &Baseline, mut s: TcpStream, id: u64) {
         }
         while left > 0 {
             let want = (left as usize).min(body.len());
-            match s.read(&mut body[..want]) {
+            match read_some(&mut s, &mut body[..want], poll) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
                     sink(b, &body[..n], &mut ext4, &mut copy, pos);
@@ -225,7 +250,7 @@ fn sink(
     pos: u64,
 ) {
     match b.kind {
-        Base::NetOnly | Base::Sendfile => {}
+        Base::NetOnly | Base::NetOnlyPolling | Base::Sendfile => {}
         Base::Copy => {
             let l = copy.as_mut().expect("copy window");
             let w = l.w.as_mut().expect("leased");
@@ -250,7 +275,18 @@ fn sink(
 }
 
 /// The baselines that can run as a process of their own.
-pub const SERVABLE: &[&str] = &["network-only", "copy+clwb", "ext4+fdatasync"];
+pub const SERVABLE: &[&str] = &["network-only", POLLING, "copy+clwb", "ext4+fdatasync"];
+
+/// The baseline a child of `kind` serves.
+fn base_of(kind: crate::cli::BaselineKind) -> Base {
+    use crate::cli::BaselineKind;
+    match kind {
+        BaselineKind::NetworkOnly => Base::NetOnly,
+        BaselineKind::NetworkOnlyPolling => Base::NetOnlyPolling,
+        BaselineKind::CopyClwb => Base::Copy,
+        BaselineKind::Ext4Fdatasync => Base::Ext4,
+    }
+}
 
 /// `netbench serve-baseline KIND [--port N] [--dir D] [--conns N]
 /// [--until-eof]`: run one baseline server, on its own for profiling
@@ -260,12 +296,7 @@ pub const SERVABLE: &[&str] = &["network-only", "copy+clwb", "ext4+fdatasync"];
 /// sizes copy+clwb's file: each connection holds a 2 MiB window of it for
 /// its lifetime.
 pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
-    use crate::cli::BaselineKind;
-    let kind = match a.kind {
-        BaselineKind::NetworkOnly => Base::NetOnly,
-        BaselineKind::CopyClwb => Base::Copy,
-        BaselineKind::Ext4Fdatasync => Base::Ext4,
-    };
+    let kind = base_of(a.kind);
     let (port, conns) = (a.port, a.conns);
     let dir = a.dir.clone().unwrap_or_else(|| {
         PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
@@ -312,5 +343,50 @@ pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
         let _ = std::fs::remove_dir_all(&dir);
     } else {
         accept();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    /// netbench spawns children by table name: each servable name must be
+    /// a `serve-baseline` kind serving the baseline of that name.
+    #[test]
+    fn servable_names_are_child_kinds() {
+        for name in SERVABLE {
+            let kind = crate::cli::BaselineKind::from_str(name, false)
+                .unwrap_or_else(|e| panic!("{name} is not a serve-baseline kind: {e}"));
+            assert_eq!(base_of(kind).name(), *name);
+        }
+    }
+
+    /// The polling baseline answers keep-alive PUTs whose head and body
+    /// come in separate segments, and stops with its client.
+    #[test]
+    fn polling_baseline_answers_puts() {
+        let b = Arc::new(Baseline {
+            kind: Base::NetOnlyPolling,
+            pm: None,
+            copy: None,
+            ext4_dir: std::env::temp_dir(),
+            stop: Arc::new(AtomicBool::new(false)),
+        });
+        let addr = start_baseline(b.clone());
+        let mut c = TcpStream::connect(addr).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let answer = b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
+        for n in 0..3 {
+            c.write_all(format!("PUT /k/{n} HTTP/1.1\r\nContent-Length: 1024\r\n\r\n").as_bytes())
+                .expect("head");
+            std::thread::sleep(Duration::from_millis(5)); // the server spins meanwhile
+            c.write_all(&[b'x'; 1024]).expect("body");
+            let mut got = vec![0u8; answer.len()];
+            c.read_exact(&mut got).expect("answer");
+            assert_eq!(got, answer, "answer {n}");
+        }
+        b.stop.store(true, Ordering::Relaxed);
     }
 }

@@ -104,9 +104,9 @@ impl Drop for ChildServer {
     }
 }
 
-/// (parent pid, utime + stime in clock ticks) of a process, from
+/// (parent pid, utime, stime in clock ticks) of a process, from
 /// /proc/PID/stat (all its threads, live and finished).
-fn stat(pid: u32) -> Option<(u32, u64)> {
+fn stat(pid: u32) -> Option<(u32, u64, u64)> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: fields are counted
     // from after its closing one (field 3, state, comes first).
@@ -115,18 +115,33 @@ fn stat(pid: u32) -> Option<(u32, u64)> {
     let ppid = f.get(1)?.parse().ok()?;
     let utime: u64 = f.get(11)?.parse().ok()?;
     let stime: u64 = f.get(12)?.parse().ok()?;
-    Some((ppid, utime + stime))
+    Some((ppid, utime, stime))
 }
 
 /// CPU seconds used so far by `pid` and every live descendant (nginx's
 /// workers are its master's children).
 pub fn tree_cpu_s(pid: u32) -> f64 {
-    let mut all: Vec<(u32, u32, u64)> = Vec::new();
+    let t = tree_cpu(pid);
+    t.user_s + t.system_s
+}
+
+/// CPU time of a process tree, split by mode.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuTimes {
+    pub user_s: f64,
+    pub system_s: f64,
+}
+
+/// [`tree_cpu_s`], user and system time apart: the system share is the
+/// kernel's TCP work, which every server pays alike; the user share is
+/// the server's own.
+pub fn tree_cpu(pid: u32) -> CpuTimes {
+    let mut all: Vec<(u32, u32, (u64, u64))> = Vec::new();
     if let Ok(rd) = std::fs::read_dir("/proc") {
         for e in rd.flatten() {
             if let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) {
-                if let Some((pp, t)) = stat(p) {
-                    all.push((p, pp, t));
+                if let Some((pp, u, s)) = stat(p) {
+                    all.push((p, pp, (u, s)));
                 }
             }
         }
@@ -138,12 +153,15 @@ pub fn tree_cpu_s(pid: u32) -> f64 {
         tree.extend(all.iter().filter(|x| x.1 == parent).map(|x| x.0));
         i += 1;
     }
-    let ticks: u64 = all
+    let (user, system) = all
         .iter()
         .filter(|x| tree.contains(&x.0))
-        .map(|x| x.2)
-        .sum();
-    ticks as f64 / rustix::param::clock_ticks_per_second() as f64
+        .fold((0u64, 0u64), |a, x| (a.0 + x.2 .0, a.1 + x.2 .1));
+    let hz = rustix::param::clock_ticks_per_second() as f64;
+    CpuTimes {
+        user_s: user as f64 / hz,
+        system_s: system as f64 / hz,
+    }
 }
 
 /// Raise this process's soft RLIMIT_NOFILE to its hard limit (children,

@@ -103,6 +103,10 @@ impl RunOpts {
 pub enum BaselineKind {
     #[value(name = "network-only")]
     NetworkOnly,
+    /// network-only whose reads spin on a non-blocking receive instead of
+    /// sleeping: what polling costs a server that does no work.
+    #[value(name = "network-only-polling")]
+    NetworkOnlyPolling,
     #[value(name = "copy+clwb")]
     CopyClwb,
     #[value(name = "ext4+fdatasync")]

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::child::tree_cpu_s;
+use crate::child::{tree_cpu, tree_cpu_s};
 use crate::client::{own_small_puts, paced_puts, wrk_small_puts, Load, WrkOpts};
 use crate::report::Results;
 
@@ -36,10 +36,24 @@ fn is_last(name: &str) -> bool {
     name.starts_with("ext4")
 }
 
+/// Whether `name` runs at `conns` connections: the polling baseline only
+/// at one (a spinning thread per connection would starve the others, and
+/// the client, on a small machine).
+fn runs_at(name: &str, conns: usize) -> bool {
+    conns == 1 || name != crate::baseline::POLLING
+}
+
+/// A run's server CPU seconds per request: all, and the user-space share.
+#[derive(Clone, Copy, Debug, Default)]
+struct PerRequest {
+    cpu_s: f64,
+    user_s: f64,
+}
+
 /// One run of `conns` connections against `s`: what the client saw and
 /// the server's CPU seconds per request.
-fn run(s: &LoadServer, o: &LoadOpts, conns: usize, timeout_s: f64) -> (Load, f64) {
-    let c0 = tree_cpu_s(s.pid);
+fn run(s: &LoadServer, o: &LoadOpts, conns: usize, timeout_s: f64) -> (Load, PerRequest) {
+    let c0 = tree_cpu(s.pid);
     let l = match &o.script {
         Some(script) => wrk_small_puts(
             s.addr,
@@ -62,7 +76,12 @@ fn run(s: &LoadServer, o: &LoadOpts, conns: usize, timeout_s: f64) -> (Load, f64
             }
         }
     };
-    let cpu = (tree_cpu_s(s.pid) - c0) / l.requests.max(1.0);
+    let c1 = tree_cpu(s.pid);
+    let n = l.requests.max(1.0);
+    let cpu = PerRequest {
+        cpu_s: (c1.user_s + c1.system_s - c0.user_s - c0.system_s) / n,
+        user_s: (c1.user_s - c0.user_s) / n,
+    };
     (l, cpu)
 }
 
@@ -84,21 +103,24 @@ pub fn small_puts(
     } else {
         "built-in client"
     };
-    let rotating: Vec<usize> = (0..servers.len())
-        .filter(|&k| !is_last(&servers[k].name))
-        .collect();
-    let last: Vec<usize> = (0..servers.len())
-        .filter(|&k| is_last(&servers[k].name))
-        .collect();
     for &conns in conns_list {
+        let here = |k: &usize| runs_at(&servers[*k].name, conns);
+        let rotating: Vec<usize> = (0..servers.len())
+            .filter(|&k| !is_last(&servers[k].name))
+            .filter(here)
+            .collect();
+        let last: Vec<usize> = (0..servers.len())
+            .filter(|&k| is_last(&servers[k].name))
+            .filter(here)
+            .collect();
         println!(
             "small PUTs, {}: {} rounds x {} servers x {} s ({tool})",
             conns_label(conns),
             o.rounds,
-            servers.len(),
+            rotating.len() + last.len(),
             o.secs_per_run
         );
-        let mut runs: Vec<Vec<(Load, f64)>> = vec![Vec::new(); servers.len()];
+        let mut runs: Vec<Vec<(Load, PerRequest)>> = vec![Vec::new(); servers.len()];
         for round in 0..o.rounds {
             let m = rotating.len().max(1);
             let order = (0..rotating.len())
@@ -112,7 +134,10 @@ pub fn small_puts(
         let c = conns_label(conns);
         for (k, s) in servers.iter().enumerate() {
             let r = &runs[k];
-            let med = |f: &dyn Fn(&(Load, f64)) -> f64| median(r.iter().map(f).collect());
+            if r.is_empty() {
+                continue;
+            }
+            let med = |f: &dyn Fn(&(Load, PerRequest)) -> f64| median(r.iter().map(f).collect());
             let mut row = |what: &str, v: f64, unit: &str| {
                 results.push((
                     format!("1 KiB PUT, {c}: {what}"),
@@ -135,7 +160,12 @@ pub fn small_puts(
             if o.script.is_some() {
                 row("p99", med(&|x| x.0.p99_us), "us");
             }
-            row("server CPU per request", med(&|x| x.1 * 1e6), "us");
+            row("server CPU per request", med(&|x| x.1.cpu_s * 1e6), "us");
+            row(
+                "server user-space CPU per request",
+                med(&|x| x.1.user_s * 1e6),
+                "us",
+            );
             let errors: u64 = r.iter().map(|x| x.0.non2xx + x.0.socket_errors).sum();
             if errors > 0 {
                 row(
@@ -166,7 +196,7 @@ pub fn many_conns(
         servers.len(),
         o.secs_per_run
     );
-    let mut runs: Vec<Vec<(Load, f64)>> = vec![Vec::new(); servers.len()];
+    let mut runs: Vec<Vec<(Load, PerRequest)>> = vec![Vec::new(); servers.len()];
     for round in 0..o.rounds {
         for i in 0..servers.len() {
             let k = (i + round) % servers.len();
@@ -179,7 +209,7 @@ pub fn many_conns(
     let c = conns_label(conns);
     for (k, s) in servers.iter().enumerate() {
         let r = &runs[k];
-        let med = |f: &dyn Fn(&(Load, f64)) -> f64| median(r.iter().map(f).collect());
+        let med = |f: &dyn Fn(&(Load, PerRequest)) -> f64| median(r.iter().map(f).collect());
         let requests: f64 = r.iter().map(|x| x.0.requests).sum();
         let errors: u64 = r.iter().map(|x| x.0.non2xx + x.0.socket_errors).sum();
         let mut row = |what: &str, v: f64, unit: &str| {
@@ -192,7 +222,7 @@ pub fn many_conns(
         };
         row("req/s", med(&|x| x.0.rps), "req/s");
         row("p99", med(&|x| x.0.p99_us), "us");
-        row("server CPU per request", med(&|x| x.1 * 1e6), "us");
+        row("server CPU per request", med(&|x| x.1.cpu_s * 1e6), "us");
         row("requests, all rounds", requests, "count");
         row(
             "non-2xx + socket errors, all rounds",
@@ -246,4 +276,15 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_polling_baseline_runs_at_one_connection_only() {
+        let poll = crate::baseline::POLLING;
+        assert!(super::runs_at(poll, 1));
+        assert!(!super::runs_at(poll, 16));
+        assert!(super::runs_at("network-only", 256));
+    }
 }

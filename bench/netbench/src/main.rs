@@ -11,6 +11,11 @@
 //! Servers (HTTP/1.1 with keep-alive, each on its own 127.0.0.1 port):
 //! - `network-only`: reads the body into a reused 1 MiB buffer, drops it
 //!   (a thread per connection);
+//! - `network-only-polling` (small PUTs at one connection only): the same,
+//!   its reads spinning on a non-blocking `recv` instead of sleeping. Not
+//!   a target's reference: the floor of what busy polling costs a server
+//!   that does no work (while it polls, CPU per request is the whole round
+//!   trip), printed beside the targets;
 //! - `copy+clwb`: reads into that buffer, then memcpy's it into a mapped
 //!   /dev/shm file and persists it (`ExclusivePm::write` + `persist`: clwb each
 //!   line + sfence), PASTE's copy baseline;
@@ -33,8 +38,10 @@
 //! `wrk` with a Lua script (a built-in closed-loop client when wrk is
 //! missing; no c10k then), so that "server CPU per request" is the
 //! server's utime + stime from /proc during the run divided by the
-//! requests wrk counted. The soft RLIMIT_NOFILE is raised to the hard
-//! limit first, for the children and wrk. The paced load (`--only paced`)
+//! requests wrk counted (its user-space share, the server's own work
+//! rather than the kernel's TCP, on a row of its own). The soft
+//! RLIMIT_NOFILE is raised to the hard limit first, for the children and
+//! wrk. The paced load (`--only paced`)
 //! sends one 1 KiB PUT every `--paced-us` (200 µs: 5,000 req/s) on one
 //! connection with the built-in client, against network-only and the
 //! loops with and without busy polling: what polling costs when requests
@@ -45,7 +52,7 @@
 //! `perf record -p` with the same client):
 //!
 //! ```text
-//! netbench serve-baseline network-only|copy+clwb|ext4+fdatasync --port 18081 [--dir D] [--conns N]
+//! netbench serve-baseline network-only|network-only-polling|copy+clwb|ext4+fdatasync --port 18081 [--dir D] [--conns N]
 //! netbench serve-pktfs NAME --persist clwb --io uring|threads|auto [--max-connections N] [--loops N] [--busy-poll-us N] [--image-mib N] [--dir D]
 //! ```
 //!

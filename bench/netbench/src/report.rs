@@ -62,12 +62,27 @@ struct Ratio<'a> {
     bound: f64,
 }
 
+/// `server`'s value of `what` over `base`'s: the ratio and the
+/// measurement as printed ("1.12x (a vs b)"); `Err` says why there is none.
+fn measured(r: &Results, what: &str, server: &str, base: &str) -> Result<(f64, String), String> {
+    match (get_unit(r, what, server), get(r, what, base)) {
+        (Some((a, unit)), Some(b)) if b > 0.0 => {
+            let x = a / b;
+            Ok((
+                x,
+                format!("{x:.2}x ({} vs {})", fmt_value(a, unit), fmt_value(b, unit)),
+            ))
+        }
+        (None, _) => Err("not measured".to_string()),
+        _ => Err(format!("not measured ({base} did not run)")),
+    }
+}
+
 fn ratio_line(r: &Results, server: &str, t: &Ratio<'_>) -> String {
     let op = if t.at_least { ">=" } else { "<=" };
     let target = format!("{} {op} {:.2}x {}", t.label, t.bound, t.base);
-    let (measured, verdict) = match (get_unit(r, t.what, server), get(r, t.what, t.base)) {
-        (Some((a, unit)), Some(b)) if b > 0.0 => {
-            let x = a / b;
+    let (measured, verdict) = match measured(r, t.what, server, t.base) {
+        Ok((x, shown)) => {
             // Compared at the printed precision, so the verdict agrees
             // with the ratio shown.
             let x2 = (x * 100.0).round() / 100.0;
@@ -76,13 +91,9 @@ fn ratio_line(r: &Results, server: &str, t: &Ratio<'_>) -> String {
             } else {
                 x2 <= t.bound
             };
-            (
-                format!("{x:.2}x ({} vs {})", fmt_value(a, unit), fmt_value(b, unit)),
-                if met { "met" } else { "MISSED" },
-            )
+            (shown, if met { "met" } else { "MISSED" })
         }
-        (None, _) => ("not measured".to_string(), "-"),
-        _ => (format!("not measured ({} did not run)", t.base), "-"),
+        Err(why) => (why, "-"),
     };
     format!("| {target} | {server} | {measured} | {verdict} |")
 }
@@ -172,5 +183,40 @@ pub fn print_summary(r: &Results, machine: &str, pktfs: &[&str], many: usize, no
             _ => ("not measured".to_string(), "-"),
         };
         println!("| {many} connections: every request answered 2xx, p99 reported | {server} | {measured} | {verdict} |");
+    }
+    print_polling_floor(r, pktfs);
+}
+
+/// Not targets: what a server that does no work costs per request at one
+/// connection when it polls its socket instead of sleeping, and where
+/// pktfs (which polls by default) stands against that floor. Busy polling
+/// buys the one-connection p50; while it polls, a server's CPU per request
+/// is the whole round trip, the client's share included.
+fn print_polling_floor(r: &Results, pktfs: &[&str]) {
+    const CPU: &str = "1 KiB PUT, 1 conn: server CPU per request";
+    const P50: &str = "1 KiB PUT, 1 conn: p50, median of rounds";
+    let poll = crate::baseline::POLLING;
+    if get(r, CPU, poll).is_none() {
+        return;
+    }
+    // Same measurement as a target line, no verdict.
+    let line = |label: &str, what: &str, server: &str, base: &str| {
+        let shown = measured(r, what, server, base).map_or_else(|why| why, |m| m.1);
+        println!("| {label} / {base} | {server} | {shown} | reference |");
+    };
+    line(
+        "polling floor: CPU per 1 KiB PUT, 1 conn",
+        CPU,
+        poll,
+        "network-only",
+    );
+    line("polling floor: p50, 1 conn", P50, poll, "network-only");
+    for server in pktfs {
+        line(
+            "CPU per 1 KiB PUT, 1 conn, over the polling floor",
+            CPU,
+            server,
+            poll,
+        );
     }
 }
