@@ -121,8 +121,7 @@ fn stat(pid: u32) -> Option<(u32, u64, u64)> {
 /// CPU seconds used so far by `pid` and every live descendant (nginx's
 /// workers are its master's children).
 pub fn tree_cpu_s(pid: u32) -> f64 {
-    let t = tree_cpu(pid);
-    t.user_s + t.system_s
+    tree_cpu(pid).total_s()
 }
 
 /// CPU time of a process tree, split by mode.
@@ -130,6 +129,12 @@ pub fn tree_cpu_s(pid: u32) -> f64 {
 pub struct CpuTimes {
     pub user_s: f64,
     pub system_s: f64,
+}
+
+impl CpuTimes {
+    pub fn total_s(&self) -> f64 {
+        self.user_s + self.system_s
+    }
 }
 
 /// [`tree_cpu_s`], user and system time apart: the system share is the

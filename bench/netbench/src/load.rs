@@ -79,7 +79,7 @@ fn run(s: &LoadServer, o: &LoadOpts, conns: usize, timeout_s: f64) -> (Load, Per
     let c1 = tree_cpu(s.pid);
     let n = l.requests.max(1.0);
     let cpu = PerRequest {
-        cpu_s: (c1.user_s + c1.system_s - c0.user_s - c0.system_s) / n,
+        cpu_s: (c1.total_s() - c0.total_s()) / n,
         user_s: (c1.user_s - c0.user_s) / n,
     };
     (l, cpu)

@@ -41,12 +41,12 @@
 //! requests wrk counted (its user-space share, the server's own work
 //! rather than the kernel's TCP, on a row of its own). The soft
 //! RLIMIT_NOFILE is raised to the hard limit first, for the children and
-//! wrk. The paced load (`--only paced`)
-//! sends one 1 KiB PUT every `--paced-us` (200 µs: 5,000 req/s) on one
-//! connection with the built-in client, against network-only and the
-//! loops with and without busy polling: what polling costs when requests
-//! come further apart than its window. All servers run in the same run;
-//! the end prints the table and issue 11's targets, met or missed.
+//! wrk. The paced load (`--only paced`) sends one 1 KiB PUT every
+//! `--paced-us` (200 µs: 5,000 req/s) on one connection with the built-in
+//! client, against network-only and the loops with and without busy
+//! polling: what polling costs when requests come further apart than its
+//! window. All servers run in the same run; the end prints the table and
+//! issue 11's targets, met or missed.
 //!
 //! Child modes, also for profiling one server on its own (e.g.
 //! `perf record -p` with the same client):
