@@ -55,6 +55,12 @@ pub struct RxStream<'a> {
     /// (first byte, kernel receive time) of each recv into the current
     /// storage, ascending.
     stamps: Vec<(u32, u64)>,
+    /// The latest stamp handed out: stamps never go below it. The kernel
+    /// stamps each packet as it is delivered, before TCP puts reordered
+    /// segments back in order (a recv ending where a late segment ends can
+    /// carry a later stamp than the next one), and the wall clock can step
+    /// back; a stream's records still ascend in time.
+    last_ts: u64,
     chunk: u32,
     timeout: Option<Duration>,
 }
@@ -83,6 +89,7 @@ impl<'a> RxStream<'a> {
             end: 0,
             base_seq: 0,
             stamps: Vec::new(),
+            last_ts: 0,
             chunk: chunk.max(IDLE_RESERVATION),
             timeout: None,
         }
@@ -159,7 +166,7 @@ impl<'a> RxStream<'a> {
             match r {
                 Ok((n, ts)) => {
                     if n > 0 {
-                        self.stamps.push((self.end, ts.unwrap_or_else(now_ns)));
+                        self.stamp(ts);
                         self.end += n as u32;
                     }
                     return Ok(n);
@@ -176,10 +183,18 @@ impl<'a> RxStream<'a> {
         }
     }
 
+    /// Note the receive time of the bytes about to land at `end` (the
+    /// kernel's stamp, or now), never earlier than the last one.
+    fn stamp(&mut self, kernel_ns: Option<u64>) {
+        let ts = kernel_ns.unwrap_or_else(now_ns).max(self.last_ts);
+        self.last_ts = ts;
+        self.stamps.push((self.end, ts));
+    }
+
     fn stamp_at(&self, off: u32) -> u64 {
         let i = self.stamps.partition_point(|&(s, _)| s <= off);
         if i == 0 {
-            now_ns()
+            now_ns().max(self.last_ts)
         } else {
             self.stamps[i - 1].1
         }
@@ -321,5 +336,30 @@ impl<'v> RxJob<'v> {
     /// Make the piece (CRC, flush); the job's reference moves to it.
     pub fn piece(self) -> RxPiece<'v> {
         self.held.piece(self.timestamp_ns, self.seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_never_go_back_in_time() {
+        let vol = Volume::in_memory(layout::GeometryParams::for_size(8 << 20)).unwrap();
+        let mut rx = RxStream::detached(&vol);
+        // A recv whose last packet was delivered late, then one stamped
+        // earlier (reordered segments), then one without a stamp.
+        rx.stamp(Some(2_000));
+        rx.end += 10;
+        rx.stamp(Some(1_000));
+        rx.end += 10;
+        assert_eq!(rx.stamp_at(0), 2_000);
+        assert_eq!(rx.stamp_at(15), 2_000, "clamped to the stamp before it");
+        rx.stamp(None);
+        rx.end += 10;
+        let now = rx.stamp_at(25);
+        assert!(now > 2_000, "no stamp: the wall clock, {now}");
+        rx.stamp(Some(3_000));
+        assert_eq!(rx.stamp_at(30), now, "the clock read stays the floor");
     }
 }

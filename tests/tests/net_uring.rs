@@ -97,7 +97,13 @@ fn check_records(s: &Server, ino: u64, body: &[u8]) {
     for e in s.vol.chain(ino).unwrap() {
         assert!(e.from_network);
         assert_eq!(e.seq, e.file_off, "sequence = stream position");
-        assert!(e.timestamp_ns >= last_ts && e.timestamp_ns > 0);
+        assert!(
+            e.timestamp_ns >= last_ts && e.timestamp_ns > 0,
+            "record at {} stamped {} after one stamped {}",
+            e.file_off,
+            e.timestamp_ns,
+            last_ts
+        );
         last_ts = e.timestamp_ns;
         let b = &body[e.file_off as usize..(e.file_off + e.len as u64) as usize];
         assert_eq!(e.payload_crc, layout::crc32c(b));

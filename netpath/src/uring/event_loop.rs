@@ -198,6 +198,7 @@ impl<'v> Loop<'v> {
         // completion likely soon enough to be worth polling for (an idle
         // loop sleeps at once).
         let mut worked = false;
+        let mut last_rx_ns = 0;
         let mut governor = PollGovernor::new(self.params.busy_poll);
         while !self.shared.stop.load(Ordering::Relaxed) {
             let fresh_sends = self.ring.take_fresh_sends() > 0;
@@ -239,7 +240,11 @@ impl<'v> Loop<'v> {
                 }
             }
             self.report.turns += 1;
-            let rx_ns = now_ns();
+            // Receive times never go back within a loop (each connection
+            // stays on one loop, so its records' stamps ascend with the
+            // stream even when the wall clock steps back).
+            let rx_ns = now_ns().max(last_rx_ns);
+            last_rx_ns = rx_ns;
             let now = Instant::now();
             self.turn_now = now;
             self.ring.completions(&mut events);
