@@ -381,8 +381,15 @@ fn http_uploads_on_a_full_image_are_answered_507_on_the_loops() {
     }
     assert!(refused >= 1, "24 MiB cannot fit: {stored} stored");
     s.settle();
+    // A 507 comes one of two ways, whichever the timing brings first: the
+    // loop finds the ring empty and the image without a buffer to refill
+    // it (counted in `nospace_closed`), or the session's own commit or
+    // link finds no space (a body that landed whole while another upload's
+    // abort freed buffers, then no room for its records or its name).
+    // Either way the connection ends with its answer; the counter never
+    // counts more than the refusals.
     let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
-    assert!(st.nospace_closed >= 1, "{st:?}");
+    assert!(st.nospace_closed <= refused, "{st:?}, {refused} refused");
     stop_and_check(&mut s);
 }
 
