@@ -34,6 +34,7 @@ use pktfs::{RingEvent, RxData, RxRing, RxRingConfig, Volume};
 
 use super::conn::{Conn, Table};
 use super::session::{CloseReason, Flow, Protocol};
+use crate::util::now_ns;
 
 mod poll;
 mod send;
@@ -89,12 +90,6 @@ pub struct LoopParams {
 /// A listener of the loop and the protocol it serves (accept tag: its
 /// index).
 pub type Service = (TcpListener, Arc<dyn Protocol>);
-
-fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
 
 /// What a loop did, for its log line at exit.
 #[derive(Debug, Default, Clone, Copy)]
