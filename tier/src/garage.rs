@@ -23,6 +23,9 @@ struct Node {
     s3_port: u16,
     child: Option<Child>,
     log: PathBuf,
+    /// Where this run of the server began writing in `log` (a restarted
+    /// node appends).
+    log_from: u64,
 }
 
 /// Running Garage servers with a bucket and a key.
@@ -36,11 +39,36 @@ pub struct Garage {
     secret: String,
 }
 
+/// A port for one of Garage's listeners.
+///
+/// Not `bind(0)`: the kernel hands out port-0 binds and outgoing
+/// connections from the ephemeral range (32768-60999 by default), so a
+/// port learned that way and released can be taken by any other socket of
+/// the test run before Garage binds it (CI saw a node that never answered
+/// on such a port). Ports here come from below that range, from one
+/// counter per process (two Garages of one test binary never share a
+/// port), and are checked free by binding them; a node that still loses
+/// its port exits, and [`Garage::start`] starts again on fresh ports.
 fn free_port() -> Result<u16, String> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000; // 20000..32000, under the ephemeral range
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    // Seeded per process so that two test binaries, or a benchmark beside
+    // a test, start at different places.
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(2_654_435_761) % SPAN,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    for _ in 0..SPAN {
+        let port = (LOW + NEXT.fetch_add(1, Ordering::Relaxed) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(format!("no free port in {LOW}..{}", LOW + SPAN))
 }
 
 fn random_hex(n: usize) -> String {
@@ -50,6 +78,19 @@ fn random_hex(n: usize) -> String {
         let _ = f.read_exact(&mut b);
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Why the server logging to `log` (from byte `from`) cannot serve,
+/// if it said so. Garage does not exit when its S3 port is taken: it logs
+/// the error and keeps its RPC port, and another process listening on the
+/// S3 port would pass a connect check. CI once failed that way.
+fn start_failure(log: &Path, from: u64) -> Option<String> {
+    let s = std::fs::read(log).ok()?;
+    let s = String::from_utf8_lossy(s.get(from as usize..)?);
+    ["Address already in use", "exited with error"]
+        .iter()
+        .any(|m| s.contains(m))
+        .then(|| tail(log))
 }
 
 fn tail(p: &Path) -> String {
@@ -78,12 +119,46 @@ impl Garage {
 
     /// Start `nodes` (1 or 3) servers on 127.0.0.1 with replication factor
     /// `nodes`, a bucket and a key.
+    ///
+    /// A start that fails (a node that exits, or never answers) is tried
+    /// again on fresh ports, at most three times in all; each failure is
+    /// printed, and the last one is returned.
     pub fn start(nodes: usize) -> Result<Garage, String> {
+        Self::start_with_ports(nodes, &mut free_port)
+    }
+
+    /// [`Garage::start`] with the ports picked by `port` (a test hands one
+    /// that is taken).
+    fn start_with_ports(
+        nodes: usize,
+        port: &mut dyn FnMut() -> Result<u16, String>,
+    ) -> Result<Garage, String> {
         if nodes != 1 && nodes != 3 {
             return Err("a Garage of 1 or 3 nodes".into());
         }
         let bin =
             Self::binary().ok_or("garage is not installed (cargo install --locked garage)")?;
+        const ATTEMPTS: usize = 3;
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(nodes, bin.clone(), port) {
+                Ok(g) => return Ok(g),
+                Err(e) if attempt < ATTEMPTS => {
+                    eprintln!(
+                        "garage: start {attempt} of {ATTEMPTS} failed, trying fresh ports: {e}"
+                    );
+                    attempt += 1;
+                }
+                Err(e) => return Err(format!("garage did not start in {ATTEMPTS} tries: {e}")),
+            }
+        }
+    }
+
+    fn start_once(
+        nodes: usize,
+        bin: PathBuf,
+        port: &mut dyn FnMut() -> Result<u16, String>,
+    ) -> Result<Garage, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let secret = random_hex(32);
         let mut g = Garage {
@@ -97,7 +172,7 @@ impl Garage {
         for k in 0..nodes {
             let d = g.dir.path().join(format!("n{k}"));
             std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
-            let (rpc_port, s3_port, admin_port) = (free_port()?, free_port()?, free_port()?);
+            let (rpc_port, s3_port, admin_port) = (port()?, port()?, port()?);
             let conf = d.join("garage.toml");
             std::fs::write(
                 &conf,
@@ -118,6 +193,7 @@ impl Garage {
                 s3_port,
                 child: None,
                 log: d.join("server.log"),
+                log_from: 0,
             });
             g.start_node(k)?;
         }
@@ -216,11 +292,16 @@ impl Garage {
         for k in 0..n {
             let store = self.store_at(k)?;
             let key = format!("ready-{k}");
+            let node = &self.nodes[k];
             self.poll(60, || {
+                if let Some(log) = start_failure(&node.log, node.log_from) {
+                    return Ok(Err(format!("garage node {k} cannot serve:\n{log}")));
+                }
                 store
                     .put(&key, b"ok".to_vec(), crc_ok())
+                    .map(Ok)
                     .map_err(|e| e.to_string())
-            })?;
+            })??;
             store.delete(&key).map_err(|e| e.to_string())?;
         }
         Ok(())
@@ -237,6 +318,7 @@ impl Garage {
             .append(true)
             .open(&node.log)
             .map_err(|e| e.to_string())?;
+        node.log_from = log.metadata().map_err(|e| e.to_string())?.len();
         let err = log.try_clone().map_err(|e| e.to_string())?;
         let child = Command::new(&self.bin)
             .arg("-c")
@@ -249,14 +331,36 @@ impl Garage {
             .spawn()
             .map_err(|e| format!("cannot start garage: {e}"))?;
         node.child = Some(child);
-        let port = node.s3_port;
-        let rpc = node.rpc_port;
-        self.poll(30, || {
-            std::net::TcpStream::connect(("127.0.0.1", port))
+        let (port, rpc) = (node.s3_port, node.rpc_port);
+        let t0 = Instant::now();
+        loop {
+            // A node that exited (its port taken, say) is a failed start at
+            // once, not after the deadline, and never mistaken for another
+            // process listening on its port.
+            let node = &mut self.nodes[k];
+            if let Some(Ok(Some(status))) = node.child.as_mut().map(Child::try_wait) {
+                node.child = None;
+                return Err(format!(
+                    "garage node {k} exited at start ({status}); server log:\n{}",
+                    tail(&node.log)
+                ));
+            }
+            if let Some(log) = start_failure(&node.log, node.log_from) {
+                return Err(format!("garage node {k} cannot serve:\n{log}"));
+            }
+            match std::net::TcpStream::connect(("127.0.0.1", port))
                 .and(std::net::TcpStream::connect(("127.0.0.1", rpc)))
-                .map(drop)
-                .map_err(|e| format!("garage node {k} not listening on {port}: {e}"))
-        })
+            {
+                Ok(_) => return Ok(()),
+                Err(e) if t0.elapsed() > Duration::from_secs(30) => {
+                    return Err(format!(
+                        "garage node {k} not listening on {port} and {rpc}: {e}; server log:\n{}",
+                        tail(&node.log)
+                    ))
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
     }
 
     /// Kill node `k` (SIGKILL: a machine failing, not a clean stop).
@@ -351,5 +455,39 @@ impl Drop for Garage {
         for k in 0..self.nodes.len() {
             self.stop_node(k);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CI once lost a Garage whose S3 port another socket held: the node
+    /// kept running without its S3 API while the other listener passed the
+    /// connect check. Such a start is now found from the node's log and
+    /// made again on fresh ports.
+    #[test]
+    fn a_node_whose_port_is_taken_is_started_again_on_fresh_ports() {
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken_port = taken.local_addr().unwrap().port();
+        // rpc, s3, admin: the first start gets the taken port for S3.
+        let mut calls = 0;
+        let mut port = || {
+            calls += 1;
+            if calls == 2 {
+                Ok(taken_port)
+            } else {
+                free_port()
+            }
+        };
+        let t0 = Instant::now();
+        let g = Garage::start_with_ports(1, &mut port).unwrap();
+        assert_eq!(calls, 6, "one failed start and one good one");
+        assert_ne!(g.nodes[0].s3_port, taken_port);
+        // Found from the log, not by waiting out a deadline.
+        assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+        let store = g.store().unwrap();
+        store.put("k", b"ok".to_vec(), crc_ok()).unwrap();
+        drop(taken);
     }
 }
