@@ -10,7 +10,7 @@
 //! pktfs never acknowledges anything its on-media state does not hold.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 #[path = "../../tests/tests/prereq/mod.rs"]
 mod prereq;
+mod cli_common;
+use cli_common::{free_port, wait_listening};
 
 use layout::GeometryParams;
 use pktfs::media::{MapOptions, Pm};
@@ -252,24 +254,6 @@ fn sigkill_mount_daemon_during_writes() {
             "round {round}: killed the mount after {delay} ms; {} acknowledged files verified",
             acked.len()
         );
-    }
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-fn wait_listening(a: SocketAddr) {
-    let t0 = Instant::now();
-    while TcpStream::connect_timeout(&a, Duration::from_millis(100)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "server on {a} did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
