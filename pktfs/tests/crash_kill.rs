@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod cli_common;
 #[path = "../../tests/tests/prereq/mod.rs"]
 mod prereq;
-mod cli_common;
 use cli_common::{free_port, wait_listening};
 
 use layout::GeometryParams;
