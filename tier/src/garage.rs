@@ -39,7 +39,8 @@ pub struct Garage {
     secret: String,
 }
 
-/// A port for one of Garage's listeners.
+/// A free port on 127.0.0.1 for a server about to be started (one of
+/// Garage's listeners here; the CLI tests' servers too).
 ///
 /// Not `bind(0)`: the kernel hands out port-0 binds and outgoing
 /// connections from the ephemeral range (32768-60999 by default), so a
@@ -47,9 +48,10 @@ pub struct Garage {
 /// the test run before Garage binds it (CI saw a node that never answered
 /// on such a port). Ports here come from below that range, from one
 /// counter per process (two Garages of one test binary never share a
-/// port), and are checked free by binding them; a node that still loses
-/// its port exits, and [`Garage::start`] starts again on fresh ports.
-fn free_port() -> Result<u16, String> {
+/// port), and are checked free by binding them; a Garage node that still
+/// loses its port is found from its log, and [`Garage::start`] starts
+/// again on fresh ports.
+pub fn free_port() -> Result<u16, String> {
     use std::sync::atomic::{AtomicU32, Ordering};
     const LOW: u32 = 20_000;
     const SPAN: u32 = 12_000; // 20000..32000, under the ephemeral range

@@ -4,41 +4,20 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// This package's binary: cargo builds it for its tests.
 pub const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 
-/// A port for a child process to listen on.
-///
-/// Not `bind(0)` and release: the kernel hands out port-0 binds and the
-/// local ports of outgoing connections from the ephemeral range
-/// (32768-60999 by default), so such a port can be taken by any other
-/// socket of the test run before the child binds it. Ports here come from
-/// below that range, from one counter per process (parallel tests of one
-/// binary never get the same port), and are checked free by binding them.
+/// A port for a child process to listen on: the Garage harness's
+/// (from below the ephemeral range, one counter per process, checked free;
+/// a port learned by binding port 0 and releasing it can be taken by any
+/// other socket of the test run before the child binds it).
 pub fn free_port() -> SocketAddr {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    const LOW: u32 = 20_000;
-    const SPAN: u32 = 12_000;
-    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
-    // Seeded per process: test binaries run one after another, but a
-    // benchmark or a Garage may run beside them.
-    let _ = NEXT.compare_exchange(
-        u32::MAX,
-        std::process::id().wrapping_mul(2_654_435_761) % SPAN,
-        Ordering::Relaxed,
-        Ordering::Relaxed,
-    );
-    for _ in 0..SPAN {
-        let port = (LOW + NEXT.fetch_add(1, Ordering::Relaxed) % SPAN) as u16;
-        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
-            return l.local_addr().unwrap();
-        }
-    }
-    panic!("no free port in {LOW}..{}", LOW + SPAN);
+    let port = pktfs_tier::garage::free_port().unwrap();
+    SocketAddr::from(([127, 0, 0, 1], port))
 }
 
 /// A child process that is killed (and reaped) when dropped unless it
