@@ -122,8 +122,8 @@ impl Garage {
     /// Start `nodes` (1 or 3) servers on 127.0.0.1 with replication factor
     /// `nodes`, a bucket and a key.
     ///
-    /// A start that fails (a node that exits, or never answers) is tried
-    /// again on fresh ports, at most three times in all; each failure is
+    /// A start that fails (a node that exits, logs a failed bind, or never
+    /// answers) is tried again on fresh ports, at most three times in all; each failure is
     /// printed, and the last one is returned.
     pub fn start(nodes: usize) -> Result<Garage, String> {
         Self::start_with_ports(nodes, &mut free_port)
