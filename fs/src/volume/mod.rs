@@ -38,6 +38,8 @@ mod remote;
 #[cfg(test)]
 mod remote_tests;
 mod rx;
+#[cfg(test)]
+mod rx_tests;
 pub mod rxring;
 mod scrub;
 #[cfg(test)]
