@@ -2,7 +2,7 @@
 //! step, default ACLs inherited by new inodes, malformed ACLs refused, all
 //! checked against the media (`check_invariants`) and across a reopen.
 
-use super::tests::{fresh, reopen};
+use super::tests::{fresh, ok, reopen};
 use super::*;
 
 const ACCESS: &[u8] = ACL_ACCESS_XATTR.as_bytes();
@@ -34,10 +34,6 @@ fn entries(v: &[u8]) -> Vec<(u16, u16, u32)> {
         .iter()
         .map(|e| (e.tag, e.perm, e.id))
         .collect()
-}
-
-fn ok(v: &Volume) {
-    v.check_invariants().unwrap();
 }
 
 #[test]

@@ -3,12 +3,8 @@
 //! transmit holds, and links and removals made conditional on what a name
 //! leads to. Each is checked against the media (`check_invariants`).
 
-use super::tests::{fresh, reopen};
+use super::tests::{fresh, ok, reopen};
 use super::*;
-
-fn ok(v: &Volume) {
-    v.check_invariants().unwrap();
-}
 
 #[test]
 fn receive_into_buffers_and_publish_tmpfile_atomically() {

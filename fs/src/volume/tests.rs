@@ -20,7 +20,8 @@ pub(crate) fn reopen(v: Volume) -> Volume {
     Volume::open_pm(Pm::from_bytes(img), false).unwrap()
 }
 
-fn ok(v: &Volume) {
+/// The media agree with the Volume's state (`check_invariants`).
+pub(crate) fn ok(v: &Volume) {
     v.check_invariants().unwrap();
 }
 
