@@ -123,8 +123,8 @@ impl Garage {
     /// `nodes`, a bucket and a key.
     ///
     /// A start that fails (a node that exits, logs a failed bind, or never
-    /// answers) is tried again on fresh ports, at most three times in all; each failure is
-    /// printed, and the last one is returned.
+    /// answers) is tried again on fresh ports, at most three times in all;
+    /// each failure is printed, and the last one is returned.
     pub fn start(nodes: usize) -> Result<Garage, String> {
         Self::start_with_ports(nodes, &mut free_port)
     }
