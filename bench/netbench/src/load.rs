@@ -43,16 +43,49 @@ fn runs_at(name: &str, conns: usize) -> bool {
     conns == 1 || name != crate::baseline::POLLING
 }
 
-/// A run's server CPU seconds per request: all, and the user-space share.
+/// A run's server CPU seconds per request: all, and the user-space share;
+/// and the machine's wake-up IPIs per request.
 #[derive(Clone, Copy, Debug, Default)]
 struct PerRequest {
     cpu_s: f64,
     user_s: f64,
+    /// NaN where /proc/interrupts does not say.
+    ipis: f64,
+}
+
+/// Inter-processor interrupts that wake or kick a CPU, all CPUs together:
+/// rescheduling and function-call interrupts (a remote wake-up is one or
+/// the other, depending on the kernel's wake path) from /proc/interrupts.
+///
+/// Why: on a VM whose idle vCPUs halt at once, a one-connection round
+/// trip has two modes. An answer that reaches the client's vCPU before it
+/// halted wakes it for free; one that comes later needs an IPI and exits
+/// to the hypervisor on both sides, and the round trip (with a polling
+/// server's CPU per request) grows by half. IPIs per request say which
+/// mode a run was in: about one per request in the slow mode.
+fn wakeup_ipis() -> Option<u64> {
+    parse_wakeup_ipis(&std::fs::read_to_string("/proc/interrupts").ok()?)
+}
+
+fn parse_wakeup_ipis(text: &str) -> Option<u64> {
+    let mut found = false;
+    let mut sum = 0u64;
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        if !matches!(words.next(), Some("RES:" | "CAL:")) {
+            continue;
+        }
+        found = true;
+        // Per-CPU counts come first; the description after them is words.
+        sum += words.map_while(|w| w.parse::<u64>().ok()).sum::<u64>();
+    }
+    found.then_some(sum)
 }
 
 /// One run of `conns` connections against `s`: what the client saw and
 /// the server's CPU seconds per request.
 fn run(s: &LoadServer, o: &LoadOpts, conns: usize, timeout_s: f64) -> (Load, PerRequest) {
+    let i0 = wakeup_ipis();
     let c0 = tree_cpu(s.pid);
     let l = match &o.script {
         Some(script) => wrk_small_puts(
@@ -77,10 +110,15 @@ fn run(s: &LoadServer, o: &LoadOpts, conns: usize, timeout_s: f64) -> (Load, Per
         }
     };
     let c1 = tree_cpu(s.pid);
+    let i1 = wakeup_ipis();
     let n = l.requests.max(1.0);
     let cpu = PerRequest {
         cpu_s: (c1.total_s() - c0.total_s()) / n,
         user_s: (c1.user_s - c0.user_s) / n,
+        ipis: match (i0, i1) {
+            (Some(a), Some(b)) => b.saturating_sub(a) as f64 / n,
+            _ => f64::NAN,
+        },
     };
     (l, cpu)
 }
@@ -149,13 +187,15 @@ pub fn small_puts(
             row(&format!("req/s ({tool})"), med(&|x| x.0.rps), "req/s");
             row("p50, median of rounds", med(&|x| x.0.p50_us), "us");
             if conns == 1 {
-                // On a small VM the one-connection round trip is bimodal:
-                // about 3x longer when the scheduler puts the client and
-                // the server's thread on different vCPUs (a wake-up IPI to
-                // a halted vCPU), and the placement changes from run to
-                // run; the best round shows the same-vCPU case.
+                // On a small VM the one-connection round trip is bimodal
+                // (see `wakeup_ipis`): the best round shows the fast mode,
+                // the IPIs per request which mode the rounds were in.
                 let best = r.iter().map(|x| x.0.p50_us).fold(f64::INFINITY, f64::min);
                 row("p50, best round", best, "us");
+                let ipis = med(&|x| x.1.ipis);
+                if ipis.is_finite() {
+                    row("wake-up IPIs per request (all CPUs)", ipis, "per request");
+                }
             }
             if o.script.is_some() {
                 row("p99", med(&|x| x.0.p99_us), "us");
@@ -280,6 +320,18 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn wakeup_ipis_sum_rescheduling_and_function_call_interrupts() {
+        let text = "           CPU0       CPU1\n\
+             LOC:   13025349   13043168   Local timer interrupts\n\
+             RES:        460         33   Rescheduling interrupts\n\
+             CAL:       3580       3529   Function call interrupts\n\
+             TLB:    5457450    4753334   TLB shootdowns\n";
+        assert_eq!(super::parse_wakeup_ipis(text), Some(460 + 33 + 3580 + 3529));
+        assert_eq!(super::parse_wakeup_ipis("LOC: 1 2 Local timer\n"), None);
+        assert_eq!(super::parse_wakeup_ipis(""), None);
+    }
+
     #[test]
     fn the_polling_baseline_runs_at_one_connection_only() {
         let poll = crate::baseline::POLLING;

@@ -23,6 +23,8 @@ fn fmt_value(v: f64, unit: &str) -> String {
         "ns/B" => format!("{v:.3} {unit}"),
         "us" => format!("{v:.2} {unit}"),
         "count" => format!("{v:.0}"),
+        // A rate per request, not a total: fractions matter.
+        "per request" => format!("{v:.2}"),
         _ => format!("{v:.1} {unit}"),
     }
 }
@@ -40,7 +42,13 @@ pub fn print_table(results: &Results) {
             "network-only"
         };
         let ratio = |to: &str| match results.iter().find(|(w, s, _, _)| w == what && s == to) {
-            Some(r) if unit != "count" && r.2 != 0.0 && !r.2.is_nan() => format!("{:.2}x", v / r.2),
+            Some(r)
+                if !matches!(unit.as_str(), "count" | "per request")
+                    && r.2 != 0.0
+                    && !r.2.is_nan() =>
+            {
+                format!("{:.2}x", v / r.2)
+            }
             _ => String::new(),
         };
         println!(
