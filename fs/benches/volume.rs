@@ -64,7 +64,7 @@ fn main() {
     println!(
         "pktfs volume benchmark: image {} MiB on /dev/shm, persist mode {}, {} runs, medians",
         image_len >> 20,
-        v.persist_mode(),
+        v.persistence(),
         runs
     );
     println!();

@@ -47,7 +47,7 @@ pub fn check_listen(addr: SocketAddr) -> Result<(), String> {
 fn persist_value(s: &str) -> Result<String, String> {
     s.parse::<PersistChoice>()
         .map(|_| s.to_string())
-        .map_err(|_| "not a persist mode (auto, clwb, msync, eadr)".into())
+        .map_err(|_| format!("not a persist mode ({})", pktfs::media::PERSIST_NAMES))
 }
 
 /// `--busy-poll-us`: microseconds, at most one second.
@@ -69,8 +69,10 @@ fn verify_value(s: &str) -> Result<String, String> {
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct DurabilityArgs {
     /// How writes are made durable: auto (chosen by what the image is on,
-    /// and printed), clwb, msync, eadr [default: auto]. For mount, the same
-    /// as -o persist=MODE.
+    /// and printed), clwb (write back each line with the best instruction
+    /// the CPU has), clflushopt or clflush (the same with that instruction,
+    /// to see what a CPU without clwb costs), msync, eadr [default: auto].
+    /// For mount, the same as -o persist=MODE.
     #[arg(long, value_name = "MODE", value_parser = persist_value)]
     pub persist: Option<String>,
     /// When reads check payload checksums: once (each record once per

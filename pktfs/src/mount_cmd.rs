@@ -34,7 +34,7 @@ pub struct MountArgs {
     /// dev/nodev, suid/nosuid, exec/noexec, atime/noatime, sync, dirsync,
     /// auto_unmount, threads=N, max_write=SIZE (default 1M),
     /// max_readahead=SIZE, attr_timeout=SECS, entry_timeout=SECS,
-    /// no_kernel_cache, persist=auto|clwb|msync|eadr,
+    /// no_kernel_cache, persist=auto|clwb|clflushopt|clflush|msync|eadr,
     /// verify=once|always|off (payload checksums on reads; default once).
     /// See docs/MOUNT.md.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -333,7 +333,7 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
             "pktfs: {} mounted on {} ({} persistence); Ctrl-C unmounts",
             image.display(),
             mp.display(),
-            vol.persist_mode()
+            vol.persistence()
         );
     }
     let vol = Arc::new(vol);
@@ -365,10 +365,10 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
         "{} mounted on {} ({} persistence)",
         image.display(),
         mp.display(),
-        vol.persist_mode()
+        vol.persistence()
     );
     if a.daemon_child {
-        tell_parent(&format!("{READY} {}", vol.persist_mode()));
+        tell_parent(&format!("{READY} {}", vol.persistence()));
         // Nothing more goes to the parent's pipe.
         if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
             let _ = nix::unistd::dup2_stdout(&null);

@@ -363,7 +363,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     pktfs::sayln!(
         "pktfs: serving {} ({} persistence)",
         a.image.display(),
-        vol.persist_mode()
+        vol.persistence()
     );
     pktfs::sayln!("{}", describe(&svc, &net).trim_end());
     if let Some(t) = &tier {
@@ -583,7 +583,7 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
         if created { "created" } else { "using" },
         image.display(),
         g.image_len_bytes >> 20,
-        vol.persist_mode()
+        vol.persistence()
     );
     pktfs::sayln!("{}", describe(&svc, &net).trim_end());
     match &mount {

@@ -174,6 +174,70 @@ fn sizes_host_names_and_durability_options() {
     interrupt(child);
 }
 
+/// Whether /proc/cpuinfo lists `flag` for this CPU.
+fn cpu_has(flag: &str) -> bool {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .is_some_and(|l| l.split_whitespace().any(|f| f == flag))
+}
+
+/// `--persist clflushopt` / `clflush`: the clwb mode with that write-back
+/// instruction. Served where the CPU has it (the mode is printed by its
+/// name, and what was stored is there after the server stops); refused
+/// with the instruction's name, before the image is touched, where it
+/// does not. An unknown mode's error lists the names.
+#[test]
+fn a_forced_write_back_instruction_is_used_or_refused() {
+    use std::io::{Read, Write};
+    for insn in ["clflushopt", "clflush"] {
+        let (_dir, img) = image(32 << 20);
+        let before = std::fs::read(&img).unwrap();
+        let port = free_port().port();
+        let mut cmd = Command::new(PKTFS);
+        cmd.arg("serve")
+            .arg(&img)
+            .args(["--persist", insn])
+            .args(["--listen", &format!("127.0.0.1:{port}")]);
+        if !cpu_has(insn) {
+            let out = cmd.output().unwrap();
+            assert!(!out.status.success());
+            let err = text(&out.stderr);
+            assert!(err.contains(&format!("no {insn} instruction")), "{err}");
+            assert_eq!(
+                std::fs::read(&img).unwrap(),
+                before,
+                "the image was changed"
+            );
+            continue;
+        }
+        let (child, first) = start(&mut cmd);
+        assert!(first.contains(&format!("({insn} persistence)")), "{first}");
+        let addr = format!("127.0.0.1:{port}").parse().unwrap();
+        wait_listening(addr);
+        let body: Vec<u8> = (0..200_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "PUT /f HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        s.write_all(&body).unwrap();
+        let mut resp = Vec::new();
+        s.read_to_end(&mut resp).unwrap();
+        assert!(resp.starts_with(b"HTTP/1.1 201"), "{}", text(&resp));
+        interrupt(child);
+        let v = Volume::open(&img, &OpenOptions::default()).unwrap();
+        let a = v.lookup(v.root(), b"f").unwrap();
+        assert_eq!(v.read(a.ino, 0, body.len() as u64 + 1).unwrap(), body);
+        v.close().unwrap();
+    }
+    let err = text(&run(&["serve", "x", "--persist", "clwbx"]).stderr);
+    assert!(err.contains("clflushopt") && err.contains("eadr"), "{err}");
+}
+
 /// An image held by a server: an offline command's refusal names the
 /// image once.
 #[test]

@@ -146,7 +146,7 @@ pub struct BaselineArgs {
 pub struct PktfsArgs {
     /// The server's name in the tables.
     pub name: String,
-    /// Persist mode: auto, clwb, eadr or msync.
+    /// Persist mode: auto, clwb, clflushopt, clflush, eadr or msync.
     #[arg(long, default_value = "clwb", value_parser = parse_persist)]
     pub persist: PersistChoice,
     /// How connections are served: auto, uring or threads.

@@ -30,7 +30,11 @@
 //!   clwb: the machine line says which), `Config.io` = Uring (skipped with
 //!   a message where io_uring is unusable) / Threads; `pktfs eadr`: eadr
 //!   mode, `Config.io` = Auto; `pktfs clwb uring nopoll` (small and
-//!   paced PUTs only): the io_uring server with busy polling off.
+//!   paced PUTs only): the io_uring server with busy polling off;
+//!   `pktfs clflushopt` (where the CPU has clwb and clflushopt): the clwb
+//!   mode writing lines back with clflushopt (`--persist clflushopt`),
+//!   `Config.io` = Auto: what a CPU without clwb would cost, its target
+//!   lines printed as references.
 //!
 //! Large PUT/GET run against servers in this process (CPU: client +
 //! server). The small-PUT and many-connection loads run against servers
@@ -71,7 +75,7 @@ mod volume_costs;
 
 use std::path::{Path, PathBuf};
 
-use pktfs::media::PersistChoice;
+use pktfs::media::{FlushInsn, PersistChoice};
 
 use child::ChildServer;
 use cli::Section;
@@ -80,6 +84,9 @@ use pktfs_server::PktfsSpec;
 
 /// The io_uring server with busy polling off (a small-PUT row only).
 const NOPOLL: &str = "pktfs clwb uring nopoll";
+/// The clwb mode with clflushopt's write-backs, on the loops (threads
+/// where io_uring is unusable).
+const CLFLUSHOPT: &str = "pktfs clflushopt";
 
 fn fs_type(p: &Path) -> String {
     let out = std::process::Command::new("df").arg("-T").arg(p).output();
@@ -178,6 +185,24 @@ fn main() {
         PersistChoice::Eadr,
         netpath::IoMode::Auto,
     ));
+    // What a CPU without clwb would cost: the clwb mode writing lines back
+    // with clflushopt, which also evicts them (the next touch of a line
+    // the commit just wrote misses). Only where the CPU has clwb too; on
+    // one without it, "pktfs clwb" already is this.
+    if FlushInsn::Clwb.available() && FlushInsn::Clflushopt.available() {
+        specs.push(PktfsSpec::new(
+            CLFLUSHOPT,
+            PersistChoice::Clflushopt,
+            netpath::IoMode::Auto,
+        ));
+    } else {
+        let msg = format!(
+            "{CLFLUSHOPT}: not run (this CPU has no clwb, so the pktfs clwb servers already write back with {})",
+            machine.flush_insn.name()
+        );
+        println!("{msg}");
+        notes.push(msg);
+    }
 
     let nginx = if want(Section::Put) || want(Section::Small) || want(Section::C10k) {
         match nginx::start(args.nginx.as_deref(), &shm, many.max(1024), nofile) {
@@ -379,7 +404,19 @@ fn main() {
         .filter(|s| s.persist == PersistChoice::Clwb)
         .map(|s| s.name.as_str())
         .collect();
-    report::print_summary(&results, &machine.to_string(), &pktfs_names, many, &notes);
+    let emulated: Vec<&str> = specs
+        .iter()
+        .filter(|s| s.persist == PersistChoice::Clflushopt)
+        .map(|s| s.name.as_str())
+        .collect();
+    report::print_summary(
+        &results,
+        &machine.to_string(),
+        &pktfs_names,
+        &emulated,
+        many,
+        &notes,
+    );
     let _ = std::fs::remove_dir_all(&shm);
     let _ = std::fs::remove_dir_all(&ext4_base);
 }

@@ -104,17 +104,12 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServe
 
 /// The arguments that make a netbench child serve `spec`.
 pub fn child_args(spec: &PktfsSpec, dir: &Path, image_bytes: u64) -> Vec<String> {
-    let persist = match spec.persist {
-        PersistChoice::Eadr => "eadr",
-        PersistChoice::Msync => "msync",
-        PersistChoice::Auto => "auto",
-        PersistChoice::Clwb => "clwb",
-    };
+    let persist = spec.persist.to_string();
     let mut args: Vec<String> = [
         "serve-pktfs",
         &spec.name,
         "--persist",
-        persist,
+        &persist,
         "--io",
         &spec.io.to_string(),
         "--max-connections",

@@ -102,7 +102,7 @@ pub struct MountOptions {
     /// `strictatime`/`atime` (always) or `noatime` (never). FUSE leaves
     /// atime to the daemon, so this is pktfs's own policy, not the kernel's.
     pub atime: AtimeMode,
-    /// How the image is made durable (`persist=auto|clwb|msync|eadr`); for
+    /// How the image is made durable (`persist=auto|clwb|clflushopt|clflush|msync|eadr`); for
     /// whoever opens the Volume.
     pub persist: PersistChoice,
     /// When reads check payload checksums (`verify=once|always|off`); for

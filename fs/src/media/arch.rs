@@ -15,17 +15,43 @@ pub enum FlushInsn {
     None,
 }
 
+impl FlushInsn {
+    /// The instruction's name, as `--persist` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlushInsn::Clwb => "clwb",
+            FlushInsn::Clflushopt => "clflushopt",
+            FlushInsn::Clflush => "clflush",
+            FlushInsn::None => "none",
+        }
+    }
+
+    /// Whether this CPU can execute it. `None` (issue nothing) always can.
+    #[cfg(target_arch = "x86_64")]
+    pub fn available(self) -> bool {
+        // CPUID leaf 7, subleaf 0, EBX: bit 24 CLWB, bit 23 CLFLUSHOPT; leaf
+        // 1, EDX bit 19: CLFLUSH (every x86-64 has it, but ask anyway).
+        let l7 = std::arch::x86_64::__cpuid_count(7, 0);
+        match self {
+            FlushInsn::Clwb => l7.ebx & (1 << 24) != 0,
+            FlushInsn::Clflushopt => l7.ebx & (1 << 23) != 0,
+            FlushInsn::Clflush => std::arch::x86_64::__cpuid(1).edx & (1 << 19) != 0,
+            FlushInsn::None => true,
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    pub fn available(self) -> bool {
+        self == FlushInsn::None
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 pub fn detect_flush() -> FlushInsn {
-    // CPUID leaf 7, subleaf 0, EBX: bit 24 CLWB, bit 23 CLFLUSHOPT.
-    let r = std::arch::x86_64::__cpuid_count(7, 0);
-    if r.ebx & (1 << 24) != 0 {
-        FlushInsn::Clwb
-    } else if r.ebx & (1 << 23) != 0 {
-        FlushInsn::Clflushopt
-    } else {
-        FlushInsn::Clflush
-    }
+    [FlushInsn::Clwb, FlushInsn::Clflushopt]
+        .into_iter()
+        .find(|i| i.available())
+        .unwrap_or(FlushInsn::Clflush)
 }
 
 #[cfg(not(target_arch = "x86_64"))]

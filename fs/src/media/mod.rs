@@ -40,6 +40,7 @@
 mod arch;
 mod exclusive;
 pub mod machine;
+mod mode;
 pub mod net;
 mod open;
 pub mod recording;
@@ -56,57 +57,9 @@ use std::sync::Mutex;
 
 pub use arch::FlushInsn;
 pub use exclusive::ExclusivePm;
+pub use mode::{PersistChoice, PersistMode, Persistence, PERSIST_NAMES};
 pub use open::{check_path_kind, MapOptions};
 use recording::{CrashLog, Recorder};
-
-/// How writes are made durable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PersistMode {
-    /// clwb (or clflushopt/clflush) each written line, then sfence. Default on
-    /// a DAX mapping and on /dev/shm.
-    Clwb,
-    /// msync(MS_SYNC) the written pages: a file on a block device.
-    Msync,
-    /// sfence only: the CPU caches are in the persistence domain (eADR).
-    Eadr,
-}
-
-/// What the user asked for; `Auto` picks by what the image is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum PersistChoice {
-    #[default]
-    Auto,
-    Clwb,
-    Msync,
-    Eadr,
-}
-
-impl std::str::FromStr for PersistChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s {
-            "auto" => PersistChoice::Auto,
-            "clwb" => PersistChoice::Clwb,
-            "msync" => PersistChoice::Msync,
-            "eadr" => PersistChoice::Eadr,
-            _ => {
-                return Err(format!(
-                    "unknown persist mode {s:?} (auto, clwb, msync, eadr)"
-                ))
-            }
-        })
-    }
-}
-
-impl std::fmt::Display for PersistMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            PersistMode::Clwb => "clwb",
-            PersistMode::Msync => "msync",
-            PersistMode::Eadr => "eadr",
-        })
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum MediaError {
@@ -158,6 +111,10 @@ pub enum MediaError {
         space::human_bytes(*len_bytes)
     )]
     TooLarge { path: PathBuf, len_bytes: u64 },
+    /// `--persist clflushopt` (or another forced write-back instruction) on
+    /// a CPU without it.
+    #[error("persist mode {0} asked for, but this CPU has no {0} instruction (it is not among the flags in /proc/cpuinfo); use clwb, clflushopt or clflush where the CPU has it, or auto")]
+    FlushUnavailable(&'static str),
 }
 
 /// What to do about [`MediaError::NoRoom`]: the largest `--size` that fits
@@ -348,6 +305,13 @@ impl Pm {
     }
     pub fn flush_insn(&self) -> FlushInsn {
         self.insn
+    }
+    /// The mode and write-back instruction together, as the tools print it.
+    pub fn persistence(&self) -> Persistence {
+        Persistence {
+            mode: self.mode,
+            insn: self.insn,
+        }
     }
     pub fn is_read_only(&self) -> bool {
         self.read_only
@@ -693,9 +657,15 @@ mod tests {
     fn every_mode_copies_correctly() {
         for mode in [
             PersistChoice::Clwb,
+            PersistChoice::Clflushopt,
+            PersistChoice::Clflush,
             PersistChoice::Msync,
             PersistChoice::Eadr,
         ] {
+            if !mode.write_back_insn().is_none_or(FlushInsn::available) {
+                eprintln!("every_mode_copies_correctly: this CPU has no {mode:?}; not tried");
+                continue;
+            }
             let dir = tempfile::tempdir().unwrap();
             let p = dir.path().join("img");
             std::fs::write(&p, vec![0u8; 1 << 20]).unwrap();

@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use super::{arch, sigbus, space, tracker, Backing, MediaError, PersistChoice, PersistMode, Pm};
+use super::{sigbus, space, tracker, Backing, MediaError, PersistChoice, PersistMode, Pm};
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> MediaError + '_ {
     move |source| MediaError::Io {
@@ -294,6 +294,9 @@ impl Pm {
     /// ([`MediaError::SparseNoRoom`]); a read-only open maps it as it is
     /// (reading a hole needs no backing).
     pub fn open(path: &Path, opts: &MapOptions) -> Result<Pm, MediaError> {
+        // A write-back instruction the CPU lacks is refused before the file
+        // is touched (`map` resolves it again; this is only the early no).
+        opts.persist.resolve_insn()?;
         check_path_kind(path)?;
         let file = OpenOptions::new()
             .read(true)
@@ -378,9 +381,12 @@ impl Pm {
             memmap2::MmapOptions::new().len(len as usize).map_raw(&file)
         }
         .map_err(io_err(path))?;
+        let insn = opts.persist.resolve_insn()?;
         let mode = match opts.persist {
             PersistChoice::Auto => auto_mode(path, &file),
-            PersistChoice::Clwb => PersistMode::Clwb,
+            PersistChoice::Clwb | PersistChoice::Clflushopt | PersistChoice::Clflush => {
+                PersistMode::Clwb
+            }
             PersistChoice::Msync => PersistMode::Msync,
             PersistChoice::Eadr => PersistMode::Eadr,
         };
@@ -424,7 +430,7 @@ impl Pm {
             base,
             len: len as usize,
             mode,
-            insn: arch::detect_flush(),
+            insn,
             _sigbus: Some(sigbus::register(
                 base,
                 len as usize,

@@ -275,6 +275,11 @@ impl Volume {
     pub fn persist_mode(&self) -> PersistMode {
         self.pm.mode()
     }
+    /// The persist mode with its write-back instruction, for people:
+    /// prints `clwb`, `clflushopt`, `clflush`, `msync` or `eadr`.
+    pub fn persistence(&self) -> crate::media::Persistence {
+        self.pm.persistence()
+    }
     /// The region's shared API: length, persistence mode, flush/fence,
     /// the crash log. Its bytes are reached only through the Volume, its
     /// typed handles ([`RxBuf`], [`TxHold`]), or [`Self::pm_exclusive`].
