@@ -41,7 +41,8 @@
 //! that are processes of their own (netbench children, nginx), driven by
 //! `wrk` with a Lua script (a built-in closed-loop client when wrk is
 //! missing; no c10k then), so that "server CPU per request" is the
-//! server's utime + stime from /proc during the run divided by the
+//! server's CPU time during the run (its process CPU clock, in ns; the
+//! /proc ticks where the clock cannot be read) divided by the
 //! requests wrk counted (its user-space share, the server's own work
 //! rather than the kernel's TCP, on a row of its own). The soft
 //! RLIMIT_NOFILE is raised to the hard limit first, for the children and
