@@ -61,6 +61,8 @@ fn main() {
     )
     .unwrap();
     let runs = 3;
+    // The ratios move with the CPU (clwb or not, how fast CRC32C runs).
+    println!("machine: {}", pktfs::media::machine::Machine::measure());
     println!(
         "pktfs volume benchmark: image {} MiB on /dev/shm, persist mode {}, {} runs, medians",
         image_len >> 20,
