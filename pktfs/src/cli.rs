@@ -47,7 +47,7 @@ pub fn check_listen(addr: SocketAddr) -> Result<(), String> {
 fn persist_value(s: &str) -> Result<String, String> {
     s.parse::<PersistChoice>()
         .map(|_| s.to_string())
-        .map_err(|_| format!("not a persist mode ({})", pktfs::media::PERSIST_NAMES))
+        .map_err(|_| format!("not a persist mode ({})", pktfs::media::persist_names()))
 }
 
 /// `--busy-poll-us`: microseconds, at most one second.

@@ -57,7 +57,7 @@ use std::sync::Mutex;
 
 pub use arch::FlushInsn;
 pub use exclusive::ExclusivePm;
-pub use mode::{PersistChoice, PersistMode, Persistence, PERSIST_NAMES};
+pub use mode::{persist_names, PersistChoice, PersistMode, Persistence};
 pub use open::{check_path_kind, MapOptions};
 use recording::{CrashLog, Recorder};
 

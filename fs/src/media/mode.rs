@@ -36,26 +36,33 @@ pub enum PersistChoice {
     Eadr,
 }
 
-/// The names `--persist` takes, for help and error texts.
-pub const PERSIST_NAMES: &str = "auto, clwb, clflushopt, clflush, msync, eadr";
+/// Every choice, in the order help and error texts list them.
+const ALL: [PersistChoice; 6] = [
+    PersistChoice::Auto,
+    PersistChoice::Clwb,
+    PersistChoice::Clflushopt,
+    PersistChoice::Clflush,
+    PersistChoice::Msync,
+    PersistChoice::Eadr,
+];
+
+/// The names `--persist` takes, for help and error texts:
+/// "auto, clwb, clflushopt, clflush, msync, eadr".
+pub fn persist_names() -> String {
+    ALL.map(|c| c.to_string()).join(", ")
+}
 
 impl std::str::FromStr for PersistChoice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s {
-            "auto" => PersistChoice::Auto,
-            "clwb" => PersistChoice::Clwb,
-            "clflushopt" => PersistChoice::Clflushopt,
-            "clflush" => PersistChoice::Clflush,
-            "msync" => PersistChoice::Msync,
-            "eadr" => PersistChoice::Eadr,
-            _ => return Err(format!("unknown persist mode {s:?} ({PERSIST_NAMES})")),
-        })
+        ALL.into_iter()
+            .find(|c| c.to_string() == s)
+            .ok_or_else(|| format!("unknown persist mode {s:?} ({})", persist_names()))
     }
 }
 
 impl std::fmt::Display for PersistChoice {
-    /// The name `--persist` takes for it.
+    /// The name `--persist` takes for it (parsing reads it from here).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             PersistChoice::Auto => "auto",
@@ -126,7 +133,11 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_unknown_ones_are_refused() {
-        for n in PERSIST_NAMES.split(", ") {
+        assert_eq!(
+            persist_names(),
+            "auto, clwb, clflushopt, clflush, msync, eadr"
+        );
+        for n in persist_names().split(", ") {
             let c: PersistChoice = n.parse().unwrap();
             assert_eq!(c.to_string(), n);
             let shown = match c {
