@@ -155,6 +155,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
+        print_reps("PUT big", puts.iter().map(|t| t.name.as_str()), &by);
         for (k, t) in puts.iter().enumerate() {
             results.push((
                 "PUT big".into(),
@@ -218,6 +219,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
+        print_reps("GET big", gets.iter().map(|g| g.0.as_str()), &by);
         for (k, (n, _, _, _)) in gets.iter().enumerate() {
             results.push((
                 "GET big".into(),
@@ -237,4 +239,14 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     drop(servers);
+}
+
+/// Every repetition's GB/s, in the order run (servers interleaved within a
+/// repetition), so that a median hit by a slow spell of the host can be
+/// told from a server that is slow in every repetition.
+fn print_reps<'a>(what: &str, names: impl Iterator<Item = &'a str>, by: &[Vec<f64>]) {
+    for (name, reps) in names.zip(by) {
+        let list: Vec<String> = reps.iter().map(|r| format!("{r:.2}")).collect();
+        println!("{what}, {name}: GB/s by repetition: {}", list.join(", "));
+    }
 }
