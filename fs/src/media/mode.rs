@@ -36,7 +36,8 @@ pub enum PersistChoice {
     Eadr,
 }
 
-/// Every choice, in the order help and error texts list them.
+/// Every choice, in the order help and error texts list them (and parsing
+/// tries them).
 const ALL: [PersistChoice; 6] = [
     PersistChoice::Auto,
     PersistChoice::Clwb,
@@ -45,6 +46,23 @@ const ALL: [PersistChoice; 6] = [
     PersistChoice::Msync,
     PersistChoice::Eadr,
 ];
+
+// `ALL` is exactly the chain `PersistChoice::next` walks from `Auto`,
+// checked when the crate compiles. `next` has no wildcard arm, so a new
+// choice does not compile until it is given a place in the chain, and then
+// this does not compile until `ALL` holds it there: a choice the enum has
+// but `--persist` cannot parse cannot be built.
+const _: () = {
+    let mut i = 0;
+    let mut at = Some(PersistChoice::Auto);
+    while let Some(c) = at {
+        assert!(i < ALL.len(), "a choice in PersistChoice::next is missing from ALL");
+        assert!(ALL[i] as u8 == c as u8, "ALL is not in PersistChoice::next's order");
+        i += 1;
+        at = c.next();
+    }
+    assert!(i == ALL.len(), "ALL holds a choice PersistChoice::next does not reach");
+};
 
 /// The names `--persist` takes, for help and error texts:
 /// "auto, clwb, clflushopt, clflush, msync, eadr".
@@ -76,6 +94,18 @@ impl std::fmt::Display for PersistChoice {
 }
 
 impl PersistChoice {
+    /// The choice after this one in `ALL`'s order (`None` after the last).
+    const fn next(self) -> Option<PersistChoice> {
+        match self {
+            PersistChoice::Auto => Some(PersistChoice::Clwb),
+            PersistChoice::Clwb => Some(PersistChoice::Clflushopt),
+            PersistChoice::Clflushopt => Some(PersistChoice::Clflush),
+            PersistChoice::Clflush => Some(PersistChoice::Msync),
+            PersistChoice::Msync => Some(PersistChoice::Eadr),
+            PersistChoice::Eadr => None,
+        }
+    }
+
     /// The write-back instruction this choice insists on, if it names one.
     pub fn write_back_insn(self) -> Option<FlushInsn> {
         match self {
