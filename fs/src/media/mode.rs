@@ -56,12 +56,21 @@ const _: () = {
     let mut i = 0;
     let mut at = Some(PersistChoice::Auto);
     while let Some(c) = at {
-        assert!(i < ALL.len(), "a choice in PersistChoice::next is missing from ALL");
-        assert!(ALL[i] as u8 == c as u8, "ALL is not in PersistChoice::next's order");
+        assert!(
+            i < ALL.len(),
+            "a choice in PersistChoice::next is missing from ALL"
+        );
+        assert!(
+            ALL[i] as u8 == c as u8,
+            "ALL is not in PersistChoice::next's order"
+        );
         i += 1;
         at = c.next();
     }
-    assert!(i == ALL.len(), "ALL holds a choice PersistChoice::next does not reach");
+    assert!(
+        i == ALL.len(),
+        "ALL holds a choice PersistChoice::next does not reach"
+    );
 };
 
 /// The names `--persist` takes, for help and error texts:
