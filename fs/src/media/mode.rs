@@ -37,40 +37,31 @@ pub enum PersistChoice {
 }
 
 /// Every choice, in the order help and error texts list them (and parsing
-/// tries them).
-const ALL: [PersistChoice; 6] = [
-    PersistChoice::Auto,
-    PersistChoice::Clwb,
-    PersistChoice::Clflushopt,
-    PersistChoice::Clflush,
-    PersistChoice::Msync,
-    PersistChoice::Eadr,
-];
-
-// `ALL` is exactly the chain `PersistChoice::next` walks from `Auto`,
-// checked when the crate compiles. `next` has no wildcard arm, so a new
-// choice does not compile until it is given a place in the chain, and then
-// this does not compile until `ALL` holds it there: a choice the enum has
-// but `--persist` cannot parse cannot be built.
-const _: () = {
+/// tries them): the chain `PersistChoice::next` walks from `Auto`, built
+/// when the crate compiles. `next` has no wildcard arm, so a new choice
+/// does not compile until it has a place in the chain, and then `--persist`
+/// parses and lists it.
+const ALL: [PersistChoice; COUNT] = {
+    let mut all = [PersistChoice::Auto; COUNT];
     let mut i = 0;
     let mut at = Some(PersistChoice::Auto);
     while let Some(c) = at {
-        assert!(
-            i < ALL.len(),
-            "a choice in PersistChoice::next is missing from ALL"
-        );
-        assert!(
-            ALL[i] as u8 == c as u8,
-            "ALL is not in PersistChoice::next's order"
-        );
+        all[i] = c;
         i += 1;
         at = c.next();
     }
-    assert!(
-        i == ALL.len(),
-        "ALL holds a choice PersistChoice::next does not reach"
-    );
+    all
+};
+
+/// How many choices the chain holds.
+const COUNT: usize = {
+    let mut n = 0;
+    let mut at = Some(PersistChoice::Auto);
+    while let Some(c) = at {
+        n += 1;
+        at = c.next();
+    }
+    n
 };
 
 /// The names `--persist` takes, for help and error texts:
@@ -103,7 +94,8 @@ impl std::fmt::Display for PersistChoice {
 }
 
 impl PersistChoice {
-    /// The choice after this one in `ALL`'s order (`None` after the last).
+    /// The choice after this one in the order `ALL` lists (`None` after
+    /// the last).
     const fn next(self) -> Option<PersistChoice> {
         match self {
             PersistChoice::Auto => Some(PersistChoice::Clwb),
