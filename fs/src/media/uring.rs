@@ -32,17 +32,12 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use super::Pm;
 
 mod mem;
+mod poll;
 use mem::{spare_keep, BufRingMem, SendKeep, Sink, SINK_BYTES};
 
 /// `IOU_PBUF_RING_INC` (include/uapi/linux/io_uring.h): incremental
 /// consumption of provided buffers (6.12+).
 const PBUF_RING_INC: u16 = 2;
-/// Busy polling reads the clock once per this many looks at the ring.
-/// Why: a clock read (the vDSO's, under a hypervisor's clock) costs more
-/// than a look at the ring: reading it at every look, half of a polling
-/// loop's samples were the clock. 32 looks with their PAUSEs take well
-/// under a microsecond, which is all a poll's budget overshoots by.
-const SPINS_PER_CLOCK: u32 = 32;
 /// `IORING_CQE_F_BUF_MORE` (include/uapi/linux/io_uring.h): the entry has room left.
 const CQE_F_BUF_MORE: u32 = 1 << 4;
 
@@ -518,32 +513,7 @@ impl NetRing {
     /// queues work for the ring) and one `io_uring_enter` only when it did;
     /// the poll starts with an enter only when requests are queued.
     pub fn submit_and_poll(&mut self, budget: Duration) -> io::Result<bool> {
-        let start = std::time::Instant::now();
-        // Nothing queued: the loop below enters when the kernel has work
-        // for the ring, so an enter now would be a syscall for nothing
-        // (one per request at one connection).
-        if !self.ring.submission().is_empty() {
-            self.enter_nowait()?;
-        }
-        let mut spins: u32 = 0;
-        loop {
-            if !self.ring.completion().is_empty() {
-                return Ok(true);
-            }
-            // Work queued for the ring, or completions held back because
-            // the CQ was full (entering with GETEVENTS flushes them).
-            let sq = self.ring.submission();
-            if sq.taskrun() || sq.cq_overflow() {
-                drop(sq);
-                self.enter_nowait()?;
-                continue;
-            }
-            spins += 1;
-            if spins.is_multiple_of(SPINS_PER_CLOCK) && start.elapsed() >= budget {
-                return Ok(false);
-            }
-            std::hint::spin_loop();
-        }
+        poll::poll(self, budget)
     }
 
     /// One `io_uring_enter` that submits what is queued and runs the
