@@ -38,6 +38,8 @@ use mem::{spare_keep, BufRingMem, SendKeep, Sink, SINK_BYTES};
 /// `IOU_PBUF_RING_INC` (include/uapi/linux/io_uring.h): incremental
 /// consumption of provided buffers (6.12+).
 const PBUF_RING_INC: u16 = 2;
+/// How long a stopping ring waits for its cancelled requests to end.
+const QUIESCE_LIMIT: Duration = Duration::from_secs(10);
 /// `IORING_CQE_F_BUF_MORE` (include/uapi/linux/io_uring.h): the entry has room left.
 const CQE_F_BUF_MORE: u32 = 1 << 4;
 
@@ -568,7 +570,19 @@ impl NetRing {
         }
         let mut cancelled = false;
         let mut errors = 0;
+        // Bounded: a stop must end even if the kernel never completes a
+        // request (then its memory is leaked, never freed under it).
+        let deadline = std::time::Instant::now() + QUIESCE_LIMIT;
         while self.inflight > 0 {
+            if std::time::Instant::now() >= deadline {
+                tracing::error!(
+                    "io_uring: {} requests still in flight {QUIESCE_LIMIT:?} after they were \
+                     cancelled; their memory is kept for the life of the process",
+                    self.inflight
+                );
+                self.wedged = true;
+                return false;
+            }
             if !cancelled {
                 let e = opcode::AsyncCancel2::new(types::CancelBuilder::any().all())
                     .build()

@@ -20,9 +20,23 @@ pub struct Server {
 }
 
 impl Server {
+    /// Stop the services. A stop that does not end within a minute ends
+    /// the test process with a message: a hang there once cost CI its whole
+    /// 90 minutes with nothing said but "has been running for over 60
+    /// seconds".
     pub fn stop(&mut self) {
         if let Some(s) = self.svc.take() {
+            let (done, wait) = std::sync::mpsc::channel::<()>();
+            std::thread::spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    wait.recv_timeout(Duration::from_secs(60))
+                {
+                    eprintln!("net test: stopping the services took over 60 s; aborting");
+                    std::process::abort();
+                }
+            });
             s.shutdown();
+            drop(done);
         }
     }
 
