@@ -17,6 +17,8 @@ pub enum Base {
     /// network-only, its reads spinning on `recv(MSG_DONTWAIT)`.
     NetOnlyPolling,
     Copy,
+    /// copy+clwb into lines not touched for a while (large PUT only).
+    CopyFresh,
     Ext4,
     Sendfile,
 }
@@ -28,6 +30,7 @@ impl Base {
             Base::NetOnly => "network-only",
             Base::NetOnlyPolling => POLLING,
             Base::Copy => "copy+clwb",
+            Base::CopyFresh => "copy+clwb, fresh lines",
             Base::Ext4 => "ext4+fdatasync",
             Base::Sendfile => "sendfile-tmpfs",
         }
@@ -49,11 +52,17 @@ pub struct Baseline {
 /// Windows of the copy baseline's file (the mapping lives as long as the
 /// process: the windows borrow it for `'static`).
 pub fn copy_windows(pm: Pm) -> Mutex<Vec<ExclusivePm<'static>>> {
-    const WINDOW: u64 = 2 << 20;
+    windows_of(pm, 2 << 20)
+}
+
+/// `pm` cut into windows of `window` bytes (a connection leases one and
+/// writes through it, wrapping at its end).
+pub fn windows_of(pm: Pm, window: u64) -> Mutex<Vec<ExclusivePm<'static>>> {
+    let window = window.max(1 << 20);
     let mut rest = Box::leak(Box::new(pm)).exclusive();
     let mut out = Vec::new();
-    while rest.window().end - rest.window().start >= WINDOW {
-        let at = rest.window().start + WINDOW;
+    while rest.window().end - rest.window().start >= window {
+        let at = rest.window().start + window;
         let (w, r) = rest.split_at(at);
         out.push(w);
         rest = r;
@@ -251,7 +260,7 @@ fn sink(
 ) {
     match b.kind {
         Base::NetOnly | Base::NetOnlyPolling | Base::Sendfile => {}
-        Base::Copy => {
+        Base::Copy | Base::CopyFresh => {
             let l = copy.as_mut().expect("copy window");
             let w = l.w.as_mut().expect("leased");
             let n = data.len() as u64;

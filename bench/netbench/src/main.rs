@@ -18,7 +18,12 @@
 //!   trip), printed beside the targets;
 //! - `copy+clwb`: reads into that buffer, then memcpy's it into a mapped
 //!   /dev/shm file and persists it (`ExclusivePm::write` + `persist`: clwb each
-//!   line + sfence), PASTE's copy baseline;
+//!   line + sfence), PASTE's copy baseline. Its 2 MiB window per connection
+//!   wraps, so the lines it writes stay in cache;
+//! - `copy+clwb, fresh lines` (large PUT only): the same into a window of
+//!   three transfers' size, so every line it writes was last written three
+//!   transfers ago, as a file system's free buffers are: what storing a
+//!   stream and writing it back costs on this machine, whoever does it;
 //! - `ext4+fdatasync`: `write()`s the body to a file on the root file system
 //!   (its type is printed) and `fdatasync()`s before answering;
 //! - `sendfile-tmpfs` (GET): `sendfile()` of a plain file on /dev/shm;

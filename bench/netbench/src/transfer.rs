@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use pktfs::media::{MapOptions, PersistChoice, Pm};
 
-use crate::baseline::{copy_windows, start_baseline, Base, Baseline};
+use crate::baseline::{copy_windows, start_baseline, windows_of, Base, Baseline};
 use crate::client::{get_big, put_big};
 use crate::load::median;
 use crate::pktfs_server::{start_pktfs, PktfsServer, PktfsSpec};
@@ -103,6 +103,32 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         Base::Copy,
         start_baseline(mk(Base::Copy, None, Some(copy_pm))),
     );
+    // The same copy and write-back into lines last written three
+    // transfers ago (a window of 3x the size, wrapping), as a file system's
+    // fresh buffers are: the copy+clwb row's 2 MiB window stays in cache,
+    // so it measures the write-back of hot lines, not what storing a
+    // stream costs. Where this row falls short of network-only, so must
+    // any server that stores the bytes once and writes them back.
+    let fresh_file = o.shm.join("copy-fresh.dat");
+    let fresh_len = size * 3;
+    std::fs::File::create(&fresh_file)
+        .and_then(|f| f.set_len(fresh_len))
+        .expect("fresh copy file");
+    let fresh_pm = windows_of(
+        Pm::open(
+            &fresh_file,
+            &MapOptions {
+                persist: PersistChoice::Clwb,
+                ..Default::default()
+            },
+        )
+        .expect("map fresh copy file"),
+        fresh_len,
+    );
+    let copy_fresh = base(
+        Base::CopyFresh,
+        start_baseline(mk(Base::CopyFresh, None, Some(fresh_pm))),
+    );
     let ext4 = base(Base::Ext4, start_baseline(mk(Base::Ext4, None, None)));
     let sendfile = base(
         Base::Sendfile,
@@ -133,7 +159,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     };
 
     if o.put {
-        let mut puts = vec![netonly, copy];
+        let mut puts = vec![netonly, copy, copy_fresh];
         puts.extend(servers.iter().map(pk));
         if let Some((addr, pid)) = o.nginx {
             puts.push(Target {
