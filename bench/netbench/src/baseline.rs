@@ -49,6 +49,19 @@ pub struct Baseline {
     pub stop: Arc<AtomicBool>,
 }
 
+/// A mapping once its background pre-fault is done: the baselines'
+/// files are measured as pktfs's images are, fully faulted in.
+pub trait Populated {
+    fn populated(self) -> Self;
+}
+
+impl Populated for Pm {
+    fn populated(self) -> Pm {
+        self.wait_populated();
+        self
+    }
+}
+
 /// Windows of the copy baseline's file (the mapping lives as long as the
 /// process: the windows borrow it for `'static`).
 pub fn copy_windows(pm: Pm) -> Mutex<Vec<ExclusivePm<'static>>> {
@@ -324,7 +337,8 @@ pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
                     ..Default::default()
                 },
             )
-            .expect("map copy file"),
+            .expect("map copy file")
+            .populated(),
         )
     });
     let b = Arc::new(Baseline {

@@ -92,6 +92,10 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServe
     if !spec.persister {
         cfg.persister_min = u64::MAX;
     }
+    // Measure nothing while the image is still being pre-faulted (it
+    // zeroes pages on the other core, and the first copies into pages it
+    // has not reached take a fault each).
+    vol.pm().wait_populated();
     let svc = netpath::Services::start(vol.clone(), cfg, None).expect("start");
     PktfsServer {
         name: spec.name.clone(),

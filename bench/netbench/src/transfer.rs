@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use pktfs::media::{MapOptions, PersistChoice, Pm};
 
-use crate::baseline::{copy_windows, start_baseline, windows_of, Base, Baseline};
+use crate::baseline::{copy_windows, start_baseline, windows_of, Base, Baseline, Populated};
 use crate::client::{get_big, put_big};
 use crate::load::median;
 use crate::pktfs_server::{start_pktfs, PktfsServer, PktfsSpec};
@@ -64,7 +64,8 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
                 ..Default::default()
             },
         )
-        .expect("map copy file"),
+        .expect("map copy file")
+        .populated(),
     );
     let sf_file = o.shm.join("sendfile.dat");
     {
@@ -82,7 +83,8 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
                 ..Default::default()
             },
         )
-        .expect("map sendfile file"),
+        .expect("map sendfile file")
+        .populated(),
     );
     let mk = |kind, pm, copy| {
         Arc::new(Baseline {
@@ -122,7 +124,8 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
                 ..Default::default()
             },
         )
-        .expect("map fresh copy file"),
+        .expect("map fresh copy file")
+        .populated(),
         fresh_len,
     );
     let copy_fresh = base(

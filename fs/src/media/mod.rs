@@ -175,11 +175,9 @@ pub struct Pm {
     recorder: Option<Mutex<Recorder>>,
     tracker: tracker::Tracker,
     read_only: bool,
-    /// Background pre-fault of the mapping; joined before the mapping goes.
-    populate: Option<(
-        std::thread::JoinHandle<()>,
-        std::sync::Arc<std::sync::atomic::AtomicBool>,
-    )>,
+    /// Background pre-fault of the mapping; joined before the mapping goes
+    /// (or by `wait_populated`).
+    populate: Mutex<Option<Populate>>,
     /// Set when a persist failed (msync error): the device may have lost
     /// writes, so nothing may be acknowledged any more (see the Volume's
     /// fail-stop).
@@ -199,9 +197,35 @@ unsafe impl Send for Pm {}
 // only word-sized racing accesses go through atomics.
 unsafe impl Sync for Pm {}
 
+/// The pre-fault thread and its stop flag.
+type Populate = (
+    std::thread::JoinHandle<()>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+);
+
+impl Pm {
+    /// Wait until the background pre-fault of the mapping (writable opens
+    /// start one unless `MapOptions::no_populate`) has finished; at once
+    /// when there is none. Why: while it runs it zeroes pages on another
+    /// core, and copies into pages it has not reached yet take a fault
+    /// each; a benchmark that starts measuring before it ends measures
+    /// that too.
+    pub fn wait_populated(&self) {
+        let p = self
+            .populate
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some((h, _stop)) = p {
+            let _ = h.join();
+        }
+    }
+}
+
 impl Drop for Pm {
     fn drop(&mut self) {
-        if let Some((h, stop)) = self.populate.take() {
+        let p = self.populate.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some((h, stop)) = p.take() {
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = h.join();
         }
@@ -249,7 +273,7 @@ impl Pm {
             recorder: None,
             tracker: tracker::Tracker::default(),
             read_only: false,
-            populate: None,
+            populate: Mutex::new(None),
             persist_failed: Default::default(),
             inject_persist_failure: Default::default(),
             completed_bytes: 0,
@@ -621,6 +645,30 @@ impl Pm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiting_for_the_prefault_ends_and_can_be_repeated() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("img");
+        std::fs::write(&p, vec![0u8; 8 << 20]).unwrap();
+        let pm = Pm::open(&p, &MapOptions::default()).unwrap();
+        pm.wait_populated();
+        assert!(pm.populate.lock().unwrap().is_none(), "joined");
+        pm.wait_populated();
+        pm.write(4096, b"after");
+        assert_eq!(pm.slice(4096, 5), b"after");
+        let quiet = Pm::open(
+            &dir.path().join("img"),
+            &MapOptions {
+                no_populate: true,
+                read_only: true,
+                no_lock: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        quiet.wait_populated();
+    }
 
     #[test]
     fn write_read_publish_roundtrip_on_a_file() {

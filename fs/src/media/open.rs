@@ -444,7 +444,7 @@ impl Pm {
             recorder: None,
             tracker: tracker::Tracker::default(),
             read_only: opts.read_only,
-            populate,
+            populate: std::sync::Mutex::new(populate),
             persist_failed: Default::default(),
             inject_persist_failure: Default::default(),
             completed_bytes,
