@@ -109,8 +109,8 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     // transfers ago (a window of 3x the size, wrapping), as a file system's
     // fresh buffers are: the copy+clwb row's 2 MiB window stays in cache,
     // so it measures the write-back of hot lines, not what storing a
-    // stream costs. Where this row falls short of network-only, so must
-    // any server that stores the bytes once and writes them back.
+    // stream costs. This row is the reference for that cost on the
+    // machine at hand (it copies twice: kernel to buffer, buffer to file).
     let fresh_file = o.shm.join("copy-fresh.dat");
     let fresh_len = size * 3;
     std::fs::File::create(&fresh_file)
