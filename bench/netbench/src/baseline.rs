@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,17 +49,23 @@ pub struct Baseline {
     pub stop: Arc<AtomicBool>,
 }
 
-/// A mapping once its background pre-fault is done: the baselines'
-/// files are measured as pktfs's images are, fully faulted in.
-pub trait Populated {
-    fn populated(self) -> Self;
-}
-
-impl Populated for Pm {
-    fn populated(self) -> Pm {
-        self.wait_populated();
-        self
-    }
+/// A copy baseline's file of `len` bytes at `path`, mapped in clwb mode
+/// once its background pre-fault is done (the baselines' files are
+/// measured as pktfs's images are, fully faulted in).
+pub fn copy_file(path: &Path, len: u64) -> Pm {
+    std::fs::File::create(path)
+        .and_then(|f| f.set_len(len))
+        .expect("copy file");
+    let pm = Pm::open(
+        path,
+        &MapOptions {
+            persist: PersistChoice::Clwb,
+            ..Default::default()
+        },
+    )
+    .expect("map copy file");
+    pm.wait_populated();
+    pm
 }
 
 /// Windows of the copy baseline's file (the mapping lives as long as the
@@ -324,23 +330,8 @@ pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
         PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
     });
     std::fs::create_dir_all(&dir).expect("baseline dir");
-    let pm = (kind == Base::Copy).then(|| {
-        let f = dir.join("copy.dat");
-        std::fs::File::create(&f)
-            .and_then(|h| h.set_len(conns.max(1) * (2 << 20)))
-            .expect("copy file");
-        copy_windows(
-            Pm::open(
-                &f,
-                &MapOptions {
-                    persist: PersistChoice::Clwb,
-                    ..Default::default()
-                },
-            )
-            .expect("map copy file")
-            .populated(),
-        )
-    });
+    let pm = (kind == Base::Copy)
+        .then(|| copy_windows(copy_file(&dir.join("copy.dat"), conns.max(1) * (2 << 20))));
     let b = Arc::new(Baseline {
         kind,
         pm: None,

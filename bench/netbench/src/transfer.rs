@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use pktfs::media::{MapOptions, PersistChoice, Pm};
 
-use crate::baseline::{copy_windows, start_baseline, windows_of, Base, Baseline, Populated};
+use crate::baseline::{copy_file, copy_windows, start_baseline, windows_of, Base, Baseline};
 use crate::client::{get_big, put_big};
 use crate::load::median;
 use crate::pktfs_server::{start_pktfs, PktfsServer, PktfsSpec};
@@ -52,21 +52,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     let size = o.size;
     let stop = Arc::new(AtomicBool::new(false));
     let image_bytes = size * 3 + (64 << 20);
-    let copy_file = o.shm.join("copy.dat");
-    std::fs::File::create(&copy_file)
-        .and_then(|f| f.set_len(size + (8 << 20)))
-        .expect("copy file");
-    let copy_pm = copy_windows(
-        Pm::open(
-            &copy_file,
-            &MapOptions {
-                persist: PersistChoice::Clwb,
-                ..Default::default()
-            },
-        )
-        .expect("map copy file")
-        .populated(),
-    );
+    let copy_pm = copy_windows(copy_file(&o.shm.join("copy.dat"), size + (8 << 20)));
     let sf_file = o.shm.join("sendfile.dat");
     {
         let mut f = std::fs::File::create(&sf_file).expect("sendfile file");
@@ -83,9 +69,9 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
                 ..Default::default()
             },
         )
-        .expect("map sendfile file")
-        .populated(),
+        .expect("map sendfile file"),
     );
+    sf_pm.wait_populated();
     let mk = |kind, pm, copy| {
         Arc::new(Baseline {
             kind,
@@ -111,21 +97,9 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     // so it measures the write-back of hot lines, not what storing a
     // stream costs. This row is the reference for that cost on the
     // machine at hand (it copies twice: kernel to buffer, buffer to file).
-    let fresh_file = o.shm.join("copy-fresh.dat");
     let fresh_len = size * 3;
-    std::fs::File::create(&fresh_file)
-        .and_then(|f| f.set_len(fresh_len))
-        .expect("fresh copy file");
     let fresh_pm = windows_of(
-        Pm::open(
-            &fresh_file,
-            &MapOptions {
-                persist: PersistChoice::Clwb,
-                ..Default::default()
-            },
-        )
-        .expect("map fresh copy file")
-        .populated(),
+        copy_file(&o.shm.join("copy-fresh.dat"), fresh_len),
         fresh_len,
     );
     let copy_fresh = base(
