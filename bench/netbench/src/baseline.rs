@@ -17,8 +17,10 @@ pub enum Base {
     /// network-only, its reads spinning on `recv(MSG_DONTWAIT)`.
     NetOnlyPolling,
     Copy,
-    /// copy+clwb into lines not touched for a while (large PUT only).
-    CopyFresh,
+    /// Receives the body straight into lines not touched for a while and
+    /// writes them back (large PUT only): pktfs's one copy and clwb, and
+    /// nothing else.
+    RecvFresh,
     Ext4,
     Sendfile,
 }
@@ -30,9 +32,24 @@ impl Base {
             Base::NetOnly => "network-only",
             Base::NetOnlyPolling => POLLING,
             Base::Copy => "copy+clwb",
-            Base::CopyFresh => "copy+clwb, fresh lines",
+            Base::RecvFresh => "recv+clwb, fresh lines",
             Base::Ext4 => "ext4+fdatasync",
             Base::Sendfile => "sendfile-tmpfs",
+        }
+    }
+}
+
+impl Base {
+    /// Its connection threads' name (at most 15 bytes, as Linux keeps):
+    /// what `perf` and `top -H` show.
+    fn thread_name(self) -> &'static str {
+        match self {
+            Base::NetOnly => "base-netonly",
+            Base::NetOnlyPolling => "base-netpoll",
+            Base::Copy => "base-copy",
+            Base::RecvFresh => "base-recvfresh",
+            Base::Ext4 => "base-ext4",
+            Base::Sendfile => "base-sendfile",
         }
     }
 }
@@ -44,7 +61,7 @@ pub struct Baseline {
     /// The copy baseline's file, cut into windows: a connection leases
     /// one and copies into it (wrapping), so no two threads write the
     /// same bytes and no lock is taken per copy.
-    pub copy: Option<Mutex<Vec<ExclusivePm<'static>>>>,
+    pub copy: Option<Windows>,
     pub ext4_dir: PathBuf,
     pub stop: Arc<AtomicBool>,
 }
@@ -53,7 +70,13 @@ pub struct Baseline {
 /// once its background pre-fault is done (the baselines' files are
 /// measured as pktfs's images are, fully faulted in).
 pub fn copy_file(path: &Path, len: u64) -> Pm {
-    std::fs::File::create(path)
+    // Not truncated: a file allocated beforehand (crate::interleave) keeps
+    // the memory it was given.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
         .and_then(|f| f.set_len(len))
         .expect("copy file");
     let pm = Pm::open(
@@ -68,22 +91,33 @@ pub fn copy_file(path: &Path, len: u64) -> Pm {
     pm
 }
 
+/// A window of a baseline's file and where its next write goes: kept
+/// with the window between connections, so one connection goes on where
+/// the last stopped (each line is rewritten once per window's length).
+pub struct Window {
+    w: ExclusivePm<'static>,
+    at: u64,
+}
+
+/// The free windows of a baseline's file.
+pub type Windows = Mutex<Vec<Window>>;
+
 /// Windows of the copy baseline's file (the mapping lives as long as the
 /// process: the windows borrow it for `'static`).
-pub fn copy_windows(pm: Pm) -> Mutex<Vec<ExclusivePm<'static>>> {
+pub fn copy_windows(pm: Pm) -> Windows {
     windows_of(pm, 2 << 20)
 }
 
 /// `pm` cut into windows of `window` bytes (a connection leases one and
 /// writes through it, wrapping at its end).
-pub fn windows_of(pm: Pm, window: u64) -> Mutex<Vec<ExclusivePm<'static>>> {
+fn windows_of(pm: Pm, window: u64) -> Windows {
     let window = window.max(1 << 20);
     let mut rest = Box::leak(Box::new(pm)).exclusive();
     let mut out = Vec::new();
     while rest.window().end - rest.window().start >= window {
         let at = rest.window().start + window;
         let (w, r) = rest.split_at(at);
-        out.push(w);
+        out.push(Window { w, at: 0 });
         rest = r;
     }
     Mutex::new(out)
@@ -91,20 +125,20 @@ pub fn windows_of(pm: Pm, window: u64) -> Mutex<Vec<ExclusivePm<'static>>> {
 
 /// A connection's window of the copy file, given back when it ends.
 struct Lease<'b> {
-    pool: &'b Mutex<Vec<ExclusivePm<'static>>>,
+    pool: &'b Windows,
     w: Option<ExclusivePm<'static>>,
     /// Next write position in the window (wraps).
     at: u64,
 }
 
 impl<'b> Lease<'b> {
-    fn take(pool: &'b Mutex<Vec<ExclusivePm<'static>>>) -> Lease<'b> {
+    fn take(pool: &'b Windows) -> Lease<'b> {
         loop {
-            if let Some(w) = pool.lock().expect("copy windows").pop() {
+            if let Some(Window { w, at }) = pool.lock().expect("copy windows").pop() {
                 return Lease {
                     pool,
                     w: Some(w),
-                    at: 0,
+                    at,
                 };
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -112,11 +146,44 @@ impl<'b> Lease<'b> {
     }
 }
 
+/// The largest receive into a fresh window: a pktfs record holds at most
+/// this much (`MAX_RECORD_BYTES`), so its threaded transport receives at
+/// most this much at a time.
+const RECV_MAX: usize = 256 << 10;
+
+impl Lease<'_> {
+    /// Where the next `n` bytes go (wrapping to the window's start when
+    /// they do not fit before its end); they are counted as written.
+    fn room(&mut self, n: usize) -> u64 {
+        let win = self.w.as_ref().expect("leased").window();
+        if self.at + n as u64 > win.end - win.start {
+            self.at = 0;
+        }
+        let at = win.start + self.at;
+        self.at += n as u64;
+        at
+    }
+
+    /// One receive of at most `want` bytes (at most [`RECV_MAX`]) from `s`
+    /// straight into the window, then clwb + sfence over what came.
+    fn recv_persist(&mut self, s: &TcpStream, want: usize) -> std::io::Result<usize> {
+        let want = want.min(RECV_MAX);
+        let at = self.room(want);
+        let w = self.w.as_mut().expect("leased");
+        let n = w.recv(s, at, want, 0)?;
+        w.persist(at, n as u64);
+        // The next receive starts at the next cache line after what came,
+        // as pktfs's next piece starts in a fresh buffer.
+        self.at -= (want - n.next_multiple_of(64).min(want)) as u64;
+        Ok(n)
+    }
+}
+
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
         if let Some(w) = self.w.take() {
             if let Ok(mut p) = self.pool.lock() {
-                p.push(w);
+                p.push(Window { w, at: self.at });
             }
         }
     }
@@ -135,7 +202,9 @@ pub fn start_baseline(b: Arc<Baseline>) -> SocketAddr {
                     let b = b.clone();
                     let _ = s.set_nonblocking(false);
                     let _ = s.set_nodelay(true);
-                    let _ = std::thread::Builder::new().spawn(move || baseline_conn(&b, s, id));
+                    let _ = std::thread::Builder::new()
+                        .name(b.kind.thread_name().into())
+                        .spawn(move || baseline_conn(&b, s, id));
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(2)),
             }
@@ -229,6 +298,17 @@ fn baseline_conn(b: &Baseline, mut s: TcpStream, id: u64) {
         }
         while left > 0 {
             let want = (left as usize).min(body.len());
+            if b.kind == Base::RecvFresh {
+                let l = copy.as_mut().expect("fresh window");
+                match l.recv_persist(&s, want) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        pos += n as u64;
+                        left -= n as u64;
+                    }
+                }
+                continue;
+            }
             match read_some(&mut s, &mut body[..want], poll) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
@@ -279,18 +359,12 @@ fn sink(
 ) {
     match b.kind {
         Base::NetOnly | Base::NetOnlyPolling | Base::Sendfile => {}
-        Base::Copy | Base::CopyFresh => {
+        Base::Copy | Base::RecvFresh => {
             let l = copy.as_mut().expect("copy window");
+            let at = l.room(data.len());
             let w = l.w.as_mut().expect("leased");
-            let n = data.len() as u64;
-            let win = w.window();
-            if l.at + n > win.end - win.start {
-                l.at = 0;
-            }
-            let at = win.start + l.at;
             w.write(at, data);
-            w.persist(at, n);
-            l.at += n;
+            w.persist(at, data.len() as u64);
         }
         Base::Ext4 => {
             use std::os::unix::fs::FileExt;
@@ -302,7 +376,9 @@ fn sink(
     }
 }
 
-/// The baselines that can run as a process of their own.
+/// The baselines netbench runs as children for the small PUTs
+/// (`recv+clwb, fresh lines` can also run as one, for profiling, but is
+/// measured in the large PUT only, inside netbench).
 pub const SERVABLE: &[&str] = &["network-only", POLLING, "copy+clwb", "ext4+fdatasync"];
 
 /// The baseline a child of `kind` serves.
@@ -312,6 +388,7 @@ fn base_of(kind: crate::cli::BaselineKind) -> Base {
         BaselineKind::NetworkOnly => Base::NetOnly,
         BaselineKind::NetworkOnlyPolling => Base::NetOnlyPolling,
         BaselineKind::CopyClwb => Base::Copy,
+        BaselineKind::RecvClwbFresh => Base::RecvFresh,
         BaselineKind::Ext4Fdatasync => Base::Ext4,
     }
 }
@@ -330,8 +407,17 @@ pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
         PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
     });
     std::fs::create_dir_all(&dir).expect("baseline dir");
-    let pm = (kind == Base::Copy)
-        .then(|| copy_windows(copy_file(&dir.join("copy.dat"), conns.max(1) * (2 << 20))));
+    let pm = match kind {
+        Base::Copy => Some(copy_windows(copy_file(
+            &dir.join("copy.dat"),
+            conns.max(1) * (2 << 20),
+        ))),
+        Base::RecvFresh => {
+            let len = a.fresh_mib << 20;
+            Some(windows_of(copy_file(&dir.join("recv-fresh.dat"), len), len))
+        }
+        _ => None,
+    };
     let b = Arc::new(Baseline {
         kind,
         pm: None,
@@ -348,7 +434,9 @@ pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
             let _ = s.set_nodelay(true);
             // Past the thread limit a connection is dropped (the client
             // sees a socket error) rather than the server dying.
-            let _ = std::thread::Builder::new().spawn(move || baseline_conn(&b, s, id as u64 + 1));
+            let _ = std::thread::Builder::new()
+                .name(b.kind.thread_name().into())
+                .spawn(move || baseline_conn(&b, s, id as u64 + 1));
         }
     };
     if a.until_eof {
@@ -369,7 +457,7 @@ mod tests {
     /// a `serve-baseline` kind serving the baseline of that name.
     #[test]
     fn servable_names_are_child_kinds() {
-        for name in SERVABLE {
+        for name in SERVABLE.iter().chain(&["recv+clwb, fresh lines"]) {
             let kind = crate::cli::BaselineKind::from_str(name, false)
                 .unwrap_or_else(|e| panic!("{name} is not a serve-baseline kind: {e}"));
             assert_eq!(base_of(kind).name(), *name);

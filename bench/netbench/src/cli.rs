@@ -109,6 +109,10 @@ pub enum BaselineKind {
     NetworkOnlyPolling,
     #[value(name = "copy+clwb")]
     CopyClwb,
+    /// Receives each body straight into a mapped file's lines, wrapping
+    /// over --fresh-mib, and writes them back (clwb + sfence).
+    #[value(name = "recv+clwb, fresh lines")]
+    RecvClwbFresh,
     #[value(name = "ext4+fdatasync")]
     Ext4Fdatasync,
 }
@@ -134,6 +138,10 @@ pub struct BaselineArgs {
     /// Connections copy+clwb's file is sized for (2 MiB each).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
     pub conns: u64,
+    /// The size of recv+clwb's file, MiB (its lines are rewritten once per
+    /// this many MiB received).
+    #[arg(long, default_value_t = 768, value_parser = clap::value_parser!(u64).range(1..))]
+    pub fresh_mib: u64,
     /// Where the baseline keeps its files (default: /dev/shm/pktfs-netbench-PID).
     #[arg(long)]
     pub dir: Option<PathBuf>,
@@ -163,6 +171,18 @@ pub struct PktfsArgs {
     /// The image, MiB.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(16..))]
     pub image_mib: u64,
+    /// io_uring loops: entries of each loop's ring of free packet buffers
+    /// (default: the server's).
+    #[arg(long)]
+    pub ring_entries: Option<u16>,
+    /// io_uring loops: KiB of buffer space per ring entry (default: the
+    /// server's).
+    #[arg(long)]
+    pub ring_entry_kib: Option<u32>,
+    /// Threads transport: keep large bodies on the connection's thread
+    /// instead of handing them to a persister thread.
+    #[arg(long)]
+    pub no_persister: bool,
     /// Where the image goes (default: /dev/shm/pktfs-netbench-PID).
     #[arg(long)]
     pub dir: Option<PathBuf>,

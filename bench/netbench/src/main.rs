@@ -20,10 +20,11 @@
 //!   /dev/shm file and persists it (`ExclusivePm::write` + `persist`: clwb each
 //!   line + sfence), PASTE's copy baseline. Its 2 MiB window per connection
 //!   wraps, so the lines it writes stay in cache;
-//! - `copy+clwb, fresh lines` (large PUT only): the same into a window of
-//!   three transfers' size, so every line it writes was last written three
-//!   transfers ago, as a file system's free buffers are: what storing a
-//!   stream and writing it back costs on this machine, whoever does it;
+//! - `recv+clwb, fresh lines` (large PUT only, a process of its own):
+//!   receives each body straight into lines of a mapped /dev/shm file last
+//!   written three transfers ago (`ExclusivePm::recv`, at most 256 KiB per
+//!   receive, as a pktfs record holds) and writes them back: pktfs's one
+//!   copy and clwb with nothing else, the floor of the design here;
 //! - `ext4+fdatasync`: `write()`s the body to a file on the root file system
 //!   (its type is printed) and `fdatasync()`s before answering;
 //! - `sendfile-tmpfs` (GET): `sendfile()` of a plain file on /dev/shm;
@@ -72,6 +73,7 @@ mod baseline;
 mod child;
 mod cli;
 mod client;
+mod interleave;
 mod load;
 mod nginx;
 mod pktfs_server;

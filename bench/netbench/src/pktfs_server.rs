@@ -23,6 +23,9 @@ pub struct PktfsSpec {
     pub loops: usize,
     /// The loops' busy polling, microseconds (None: the server's default).
     pub busy_poll_us: Option<u64>,
+    /// The loops' ring: entries and bytes per entry (None: the server's).
+    pub ring_entries: Option<u16>,
+    pub ring_entry_bytes: Option<u32>,
 }
 
 impl PktfsSpec {
@@ -35,6 +38,8 @@ impl PktfsSpec {
             max_connections: netpath::Config::THREADS_DEFAULT_MAX,
             loops: 0,
             busy_poll_us: None,
+            ring_entries: None,
+            ring_entry_bytes: None,
         }
     }
 }
@@ -58,8 +63,17 @@ pub fn uring_usable() -> Result<(), String> {
 
 /// Format an image of `image_bytes` in `dir` and serve it over HTTP on a
 /// free loopback port.
+/// Where [`start_pktfs`] puts `spec`'s image in `dir`, and its length for
+/// an `image_bytes` request.
+pub fn image_file(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> (PathBuf, u64) {
+    (
+        dir.join(format!("{}.img", spec.name).replace([' ', ','], "-")),
+        layout::GeometryParams::for_size(image_bytes).image_len_bytes,
+    )
+}
+
 pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServer {
-    let img = dir.join(format!("{}.img", spec.name).replace([' ', ','], "-"));
+    let (img, _) = image_file(dir, spec, image_bytes);
     Volume::format(
         &img,
         &FormatOptions {
@@ -88,6 +102,12 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServe
     };
     if let Some(us) = spec.busy_poll_us {
         cfg.busy_poll = std::time::Duration::from_micros(us);
+    }
+    if let Some(n) = spec.ring_entries {
+        cfg.ring_entries = n;
+    }
+    if let Some(b) = spec.ring_entry_bytes {
+        cfg.ring_entry_bytes = b;
     }
     if !spec.persister {
         cfg.persister_min = u64::MAX;
@@ -133,6 +153,9 @@ pub fn child_args(spec: &PktfsSpec, dir: &Path, image_bytes: u64) -> Vec<String>
         args.push("--busy-poll-us".into());
         args.push(us.to_string());
     }
+    if !spec.persister {
+        args.push("--no-persister".into());
+    }
     args
 }
 
@@ -145,6 +168,9 @@ pub fn serve_pktfs(a: &crate::cli::PktfsArgs) {
     spec.max_connections = a.max_connections as usize;
     spec.loops = a.loops as usize;
     spec.busy_poll_us = a.busy_poll_us;
+    spec.persister = !a.no_persister;
+    spec.ring_entries = a.ring_entries;
+    spec.ring_entry_bytes = a.ring_entry_kib.map(|k| k.saturating_mul(1024));
     let image_bytes = a.image_mib << 20;
     let dir = a.dir.clone().unwrap_or_else(|| {
         PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use pktfs::media::{MapOptions, PersistChoice, Pm};
 
-use crate::baseline::{copy_file, copy_windows, start_baseline, windows_of, Base, Baseline};
+use crate::baseline::{copy_file, copy_windows, start_baseline, Base, Baseline};
 use crate::client::{get_big, put_big};
 use crate::load::median;
-use crate::pktfs_server::{start_pktfs, PktfsServer, PktfsSpec};
+use crate::pktfs_server::{image_file, start_pktfs, PktfsServer, PktfsSpec};
 use crate::report::Results;
 
 /// CPU time of this whole process (all threads, also finished ones), s.
@@ -52,10 +52,37 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     let size = o.size;
     let stop = Arc::new(AtomicBool::new(false));
     let image_bytes = size * 3 + (64 << 20);
-    let copy_pm = copy_windows(copy_file(&o.shm.join("copy.dat"), size + (8 << 20)));
+    // The threaded transport hands a large body to a persister thread (the
+    // default) or keeps it on the connection's thread: for the PUT, each
+    // threads server also runs without it. The io_uring loops never use
+    // one (their pieces are made on the loop), so they get no such row.
+    let mut specs: Vec<PktfsSpec> = o.pktfs.to_vec();
+    for s in o.pktfs {
+        if s.io == netpath::IoMode::Threads {
+            let mut s = s.clone();
+            s.name = format!("{}, no persister thread", s.name);
+            s.persister = false;
+            specs.push(s);
+        }
+    }
+    // Every large file first, taking memory in turns (crate::interleave).
+    let copy_path = o.shm.join("copy.dat");
     let sf_file = o.shm.join("sendfile.dat");
+    let fresh_dir = o.shm.join("recv-fresh");
+    let fresh_mib = (3 * (size >> 20)).max(1);
+    let mut files = vec![
+        (copy_path.clone(), size + (8 << 20)),
+        (sf_file.clone(), size),
+        (fresh_dir.join("recv-fresh.dat"), fresh_mib << 20),
+    ];
+    files.extend(specs.iter().map(|s| image_file(o.shm, s, image_bytes)));
+    crate::interleave::allocate(&files).expect("allocate the large transfers' files");
+    let copy_pm = copy_windows(copy_file(&copy_path, size + (8 << 20)));
     {
-        let mut f = std::fs::File::create(&sf_file).expect("sendfile file");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&sf_file)
+            .expect("sendfile file");
         let chunk = vec![0x5au8; 1 << 20];
         for _ in 0..(size >> 20) {
             f.write_all(&chunk).expect("write");
@@ -91,37 +118,20 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         Base::Copy,
         start_baseline(mk(Base::Copy, None, Some(copy_pm))),
     );
-    // The same copy and write-back into lines last written three
-    // transfers ago (a window of 3x the size, wrapping), as a file system's
-    // fresh buffers are: the copy+clwb row's 2 MiB window stays in cache,
-    // so it measures the write-back of hot lines, not what storing a
-    // stream costs. This row is the reference for that cost on the
-    // machine at hand (it copies twice: kernel to buffer, buffer to file).
-    let fresh_len = size * 3;
-    let fresh_pm = windows_of(
-        copy_file(&o.shm.join("copy-fresh.dat"), fresh_len),
-        fresh_len,
-    );
-    let copy_fresh = base(
-        Base::CopyFresh,
-        start_baseline(mk(Base::CopyFresh, None, Some(fresh_pm))),
-    );
+    // The body received straight into lines last written three transfers
+    // ago (a window of 3x the size, wrapping), as a file system's free
+    // buffers are, and written back: pktfs's one copy and clwb with no CRC,
+    // no records and no commit, the floor of this design on the machine at
+    // hand. (The copy+clwb row's 2 MiB window stays in cache, so it
+    // measures the write-back of hot lines, not what storing a stream
+    // costs.) It runs as a process of its own (`netbench serve-baseline
+    // "recv+clwb, fresh lines"`, which can also be run by hand) on the file
+    // allocated above.
     let ext4 = base(Base::Ext4, start_baseline(mk(Base::Ext4, None, None)));
     let sendfile = base(
         Base::Sendfile,
         start_baseline(mk(Base::Sendfile, Some(sf_pm), None)),
     );
-    // The large-body persister thread on (the default) and, for the PUT
-    // only, off, for the first clwb and the first eadr server.
-    let mut specs: Vec<PktfsSpec> = o.pktfs.to_vec();
-    for persist in [PersistChoice::Clwb, PersistChoice::Eadr] {
-        if let Some(s) = o.pktfs.iter().find(|s| s.persist == persist) {
-            let mut s = s.clone();
-            s.name = format!("{}, no persister thread", s.name);
-            s.persister = false;
-            specs.push(s);
-        }
-    }
     let servers: Vec<PktfsServer> = specs
         .iter()
         .map(|s| start_pktfs(o.shm, s, image_bytes))
@@ -129,6 +139,26 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     for s in &servers {
         println!("{} (large transfers, in this process): io {}", s.name, s.io);
     }
+    let fresh_child = crate::child::ChildServer::spawn(
+        Base::RecvFresh.name(),
+        &[
+            "serve-baseline".to_string(),
+            Base::RecvFresh.name().to_string(),
+            "--port".into(),
+            "0".into(),
+            "--fresh-mib".into(),
+            fresh_mib.to_string(),
+            "--dir".into(),
+            fresh_dir.display().to_string(),
+            "--until-eof".into(),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let recv_fresh = Target {
+        name: fresh_child.name.clone(),
+        addr: fresh_child.addr,
+        pid: Some(fresh_child.pid()),
+    };
     let pk = |s: &PktfsServer| Target {
         name: s.name.clone(),
         addr: s.addr,
@@ -136,7 +166,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     };
 
     if o.put {
-        let mut puts = vec![netonly, copy, copy_fresh];
+        let mut puts = vec![netonly, copy, recv_fresh];
         puts.extend(servers.iter().map(pk));
         if let Some((addr, pid)) = o.nginx {
             puts.push(Target {
@@ -149,8 +179,14 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         let chunk = vec![0xa5u8; 1 << 20];
         let mut by: Vec<Vec<f64>> = vec![Vec::new(); puts.len()];
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); puts.len()];
-        for _ in 0..o.reps {
-            for (k, t) in puts.iter().enumerate() {
+        // ext4 stays last; the others start one later each repetition, so
+        // no server always follows the same neighbour or comes first (the
+        // memory this VM gets moves a lot within a minute: copies into
+        // cold lines measured 0.4-8 GB/s in one run).
+        let rotating = puts.len() - 1;
+        for r in 0..o.reps {
+            for k in rotated(puts.len(), rotating, r) {
+                let t = &puts[k];
                 let c0 = client_server_cpu_s(t);
                 let dt = put_big(t.addr, "/big", size, &chunk);
                 cpu[k].push((client_server_cpu_s(t) - c0) / size as f64 * 1e9);
@@ -178,7 +214,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     }
     if o.get {
         let chunk = vec![0x5au8; 1 << 20];
-        // The servers with the persister thread (the first o.pktfs.len()).
+        // The servers as configured (the first o.pktfs.len()).
         let with = &servers[..o.pktfs.len()];
         for s in with {
             put_big(s.addr, "/getme", size, &chunk);
@@ -207,8 +243,9 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         let mut buf = vec![0u8; 1 << 20];
         let mut by: Vec<Vec<f64>> = vec![Vec::new(); gets.len()];
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); gets.len()];
-        for _ in 0..o.reps {
-            for (k, (_, a, p, always)) in gets.iter().enumerate() {
+        for r in 0..o.reps {
+            for k in rotated(gets.len(), gets.len(), r) {
+                let (_, a, p, always) = &gets[k];
                 if let Some(v) = always {
                     v.set_verify_mode(pktfs::VerifyMode::Always);
                 }
@@ -247,9 +284,35 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
 /// Every repetition's GB/s, in the order run (servers interleaved within a
 /// repetition), so that a median hit by a slow spell of the host can be
 /// told from a server that is slow in every repetition.
+/// The order of `n` servers in repetition `r`: the first `rotating`
+/// start at `r mod rotating`, the rest keep their places after them.
+fn rotated(n: usize, rotating: usize, r: usize) -> impl Iterator<Item = usize> {
+    let m = rotating.clamp(1, n.max(1));
+    (0..n).map(move |i| if i < m { (i + r) % m } else { i })
+}
+
 fn print_reps<'a>(what: &str, names: impl Iterator<Item = &'a str>, by: &[Vec<f64>]) {
     for (name, reps) in names.zip(by) {
         let list: Vec<String> = reps.iter().map(|r| format!("{r:.2}")).collect();
         println!("{what}, {name}: GB/s by repetition: {}", list.join(", "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rotated;
+
+    #[test]
+    fn each_repetition_is_every_server_once_with_the_last_kept_last() {
+        for r in 0..7 {
+            let order: Vec<usize> = rotated(5, 4, r).collect();
+            let mut sorted = order.clone();
+            sorted.sort();
+            assert_eq!(sorted, vec![0, 1, 2, 3, 4], "rep {r}: {order:?}");
+            assert_eq!(order[4], 4, "the last stays last");
+            assert_eq!(order[0], r % 4, "rep {r} starts one later");
+        }
+        assert_eq!(rotated(0, 0, 3).count(), 0);
+        assert_eq!(rotated(3, 3, 1).collect::<Vec<_>>(), vec![1, 2, 0]);
     }
 }
