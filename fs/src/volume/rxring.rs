@@ -63,7 +63,9 @@ pub struct RxRingConfig {
 impl Default for RxRingConfig {
     fn default() -> Self {
         RxRingConfig {
-            entries: 64,
+            // What one turn may receive before it is checksummed: within
+            // a core's L2 (netpath's Config says why).
+            entries: 8,
             entry_bytes: 64 << 10,
             sq_entries: 1024,
             incremental: true,
