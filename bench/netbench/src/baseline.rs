@@ -37,9 +37,7 @@ impl Base {
             Base::Sendfile => "sendfile-tmpfs",
         }
     }
-}
 
-impl Base {
     /// Its connection threads' name (at most 15 bytes, as Linux keeps):
     /// what `perf` and `top -H` show.
     fn thread_name(self) -> &'static str {

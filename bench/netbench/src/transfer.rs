@@ -73,8 +73,10 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     let mut files = vec![
         (copy_path.clone(), size + (8 << 20)),
         (sf_file.clone(), size),
-        (fresh_dir.join("recv-fresh.dat"), fresh_mib << 20),
     ];
+    if o.put {
+        files.push((fresh_dir.join("recv-fresh.dat"), fresh_mib << 20));
+    }
     files.extend(specs.iter().map(|s| image_file(o.shm, s, image_bytes)));
     crate::interleave::allocate(&files).expect("allocate the large transfers' files");
     let copy_pm = copy_windows(copy_file(&copy_path, size + (8 << 20)));
@@ -118,15 +120,6 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         Base::Copy,
         start_baseline(mk(Base::Copy, None, Some(copy_pm))),
     );
-    // The body received straight into lines last written three transfers
-    // ago (a window of 3x the size, wrapping), as a file system's free
-    // buffers are, and written back: pktfs's one copy and clwb with no CRC,
-    // no records and no commit, the floor of this design on the machine at
-    // hand. (The copy+clwb row's 2 MiB window stays in cache, so it
-    // measures the write-back of hot lines, not what storing a stream
-    // costs.) It runs as a process of its own (`netbench serve-baseline
-    // "recv+clwb, fresh lines"`, which can also be run by hand) on the file
-    // allocated above.
     let ext4 = base(Base::Ext4, start_baseline(mk(Base::Ext4, None, None)));
     let sendfile = base(
         Base::Sendfile,
@@ -139,26 +132,32 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     for s in &servers {
         println!("{} (large transfers, in this process): io {}", s.name, s.io);
     }
-    let fresh_child = crate::child::ChildServer::spawn(
-        Base::RecvFresh.name(),
-        &[
-            "serve-baseline".to_string(),
-            Base::RecvFresh.name().to_string(),
-            "--port".into(),
-            "0".into(),
-            "--fresh-mib".into(),
-            fresh_mib.to_string(),
-            "--dir".into(),
-            fresh_dir.display().to_string(),
-            "--until-eof".into(),
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let recv_fresh = Target {
-        name: fresh_child.name.clone(),
-        addr: fresh_child.addr,
-        pid: Some(fresh_child.pid()),
-    };
+    // The body received straight into lines last written three transfers
+    // ago (a window of 3x the size, wrapping), as a file system's free
+    // buffers are, and written back: pktfs's one copy and clwb with no CRC,
+    // no records and no commit, the floor of this design on the machine at
+    // hand. (The copy+clwb row's 2 MiB window stays in cache, so it
+    // measures the write-back of hot lines, not what storing a stream
+    // costs.) For the PUT only; a process of its own (`netbench
+    // serve-baseline "recv+clwb, fresh lines"`, which can also be run by
+    // hand) on the file allocated above.
+    let fresh_child = o.put.then(|| {
+        crate::child::ChildServer::spawn(
+            Base::RecvFresh.name(),
+            &[
+                "serve-baseline".to_string(),
+                Base::RecvFresh.name().to_string(),
+                "--port".into(),
+                "0".into(),
+                "--fresh-mib".into(),
+                fresh_mib.to_string(),
+                "--dir".into(),
+                fresh_dir.display().to_string(),
+                "--until-eof".into(),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    });
     let pk = |s: &PktfsServer| Target {
         name: s.name.clone(),
         addr: s.addr,
@@ -166,6 +165,12 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     };
 
     if o.put {
+        let fresh = fresh_child.as_ref().expect("started for the PUT");
+        let recv_fresh = Target {
+            name: fresh.name.clone(),
+            addr: fresh.addr,
+            pid: Some(fresh.pid()),
+        };
         let mut puts = vec![netonly, copy, recv_fresh];
         puts.extend(servers.iter().map(pk));
         if let Some((addr, pid)) = o.nginx {
