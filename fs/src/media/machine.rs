@@ -67,7 +67,8 @@ fn cold_copy_gbps(src: &[u8]) -> f64 {
 }
 
 impl Machine {
-    /// Look at the CPU and time a checksum and a copy (about half a second).
+    /// Look at the CPU and time a checksum and two copies (about a second;
+    /// more on a machine whose memory is slow).
     pub fn measure() -> Machine {
         let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let flags = cpuinfo_field(&info, "flags").unwrap_or_default();
