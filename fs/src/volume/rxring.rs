@@ -21,7 +21,7 @@
 //!
 //! # Incremental consumption
 //! With `IOU_PBUF_RING_INC` (kernel 6.12+) one entry (a run of contiguous
-//! buffers, 64 KiB by default) is filled by successive receives, possibly
+//! buffers, 256 KiB by default) is filled by successive receives, possibly
 //! of different connections, each taking the next bytes: the image's
 //! buffers are packed densely and one entry serves many small receives.
 //! Without it each receive consumes a whole entry; its unfilled tail goes
@@ -64,9 +64,10 @@ impl Default for RxRingConfig {
     fn default() -> Self {
         RxRingConfig {
             // What one turn may receive before it is checksummed: within
-            // a core's L2 (netpath's Config says why).
-            entries: 8,
-            entry_bytes: 64 << 10,
+            // a core's L2; and one receive up to the largest record
+            // (netpath's Config says why).
+            entries: 4,
+            entry_bytes: 256 << 10,
             sq_entries: 1024,
             incremental: true,
             inline_sends: false,
