@@ -148,9 +148,9 @@ pub struct Config {
     /// 4 x 256 KiB keeps a turn inside a core's L2, where 64 x 64 KiB let a
     /// large upload land 2-4 MiB per turn and be checksummed and written
     /// back from memory; and an entry of 256 KiB (the largest record) lets
-    /// one receive take that much, where 64 KiB receives made the kernel
-    /// send a window update, and on loopback run the sender's transmit, 4x
-    /// as often (docs/NETPATH.md, "A turn's receive fits the cache").
+    /// one receive take that much, where each 64 KiB receive could send a
+    /// window update (on loopback the receiver then runs the sender's
+    /// transmit; docs/NETPATH.md, "A turn's receive fits the cache").
     /// Small requests share entries (incremental consumption), so 10,000
     /// connections are served as well with the smaller ring.
     pub ring_entries: u16,

@@ -156,6 +156,14 @@ pub fn child_args(spec: &PktfsSpec, dir: &Path, image_bytes: u64) -> Vec<String>
     if !spec.persister {
         args.push("--no-persister".into());
     }
+    if let Some(n) = spec.ring_entries {
+        args.push("--ring-entries".into());
+        args.push(n.to_string());
+    }
+    if let Some(b) = spec.ring_entry_bytes {
+        args.push("--ring-entry-kib".into());
+        args.push((b / 1024).to_string());
+    }
     args
 }
 
