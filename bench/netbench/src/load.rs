@@ -160,9 +160,9 @@ pub fn small_puts(
         );
         let mut runs: Vec<Vec<(Load, PerRequest)>> = vec![Vec::new(); servers.len()];
         for round in 0..o.rounds {
-            let m = rotating.len().max(1);
-            let order = (0..rotating.len())
-                .map(|i| rotating[(i + round) % m])
+            let n = rotating.len();
+            let order = crate::order::order(n, n, round)
+                .map(|i| rotating[i])
                 .chain(last.iter().copied());
             for k in order {
                 std::thread::sleep(Duration::from_millis(300)); // let the previous run's work settle
@@ -238,8 +238,8 @@ pub fn many_conns(
     );
     let mut runs: Vec<Vec<(Load, PerRequest)>> = vec![Vec::new(); servers.len()];
     for round in 0..o.rounds {
-        for i in 0..servers.len() {
-            let k = (i + round) % servers.len();
+        let n = servers.len();
+        for k in crate::order::order(n, n, round) {
             // Longer pause: the previous run's 10,000 connections close
             // and their server-side state goes away.
             std::thread::sleep(Duration::from_secs(1));
@@ -273,7 +273,7 @@ pub fn many_conns(
 }
 
 /// Paced 1 KiB PUTs: one connection, a request every `gap`, `o.rounds`
-/// rounds of `o.secs_per_run` per server (rotating the order), with the
+/// rounds of `o.secs_per_run` per server (the order changing every round: `crate::order`), with the
 /// built-in client. Where the busy polling of the io_uring loops shows
 /// what it costs when the gaps are longer than its window: p50, server
 /// CPU per request and the rate reached.
@@ -287,8 +287,8 @@ pub fn paced(servers: &[LoadServer], gap: Duration, o: &LoadOpts, results: &mut 
     );
     let mut runs: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); servers.len()];
     for round in 0..o.rounds {
-        for i in 0..servers.len() {
-            let k = (i + round) % servers.len();
+        let n = servers.len();
+        for k in crate::order::order(n, n, round) {
             std::thread::sleep(Duration::from_millis(300));
             let s = &servers[k];
             let c0 = tree_cpu_s(s.pid);

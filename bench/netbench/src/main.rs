@@ -76,6 +76,7 @@ mod client;
 mod interleave;
 mod load;
 mod nginx;
+mod order;
 mod pktfs_server;
 mod report;
 mod transfer;

@@ -184,13 +184,15 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         let chunk = vec![0xa5u8; 1 << 20];
         let mut by: Vec<Vec<f64>> = vec![Vec::new(); puts.len()];
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); puts.len()];
-        // ext4 stays last; the others start one later each repetition, so
-        // no server always follows the same neighbour or comes first (the
-        // memory this VM gets moves a lot within a minute: copies into
-        // cold lines measured 0.4-8 GB/s in one run).
+        // ext4 stays last; the others change places and neighbours every
+        // repetition (`order`): on this VM a transfer runs slower right
+        // after some others (a pktfs server measured 0.7x of an identical
+        // one whenever it came right after network-only), and the memory
+        // it gets moves a lot within a minute (copies into cold lines
+        // measured 0.4-8 GB/s in one run).
         let rotating = puts.len() - 1;
         for r in 0..o.reps {
-            for k in rotated(puts.len(), rotating, r) {
+            for k in crate::order::order(puts.len(), rotating, r) {
                 let t = &puts[k];
                 let c0 = client_server_cpu_s(t);
                 let dt = put_big(t.addr, "/big", size, &chunk);
@@ -249,7 +251,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         let mut by: Vec<Vec<f64>> = vec![Vec::new(); gets.len()];
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); gets.len()];
         for r in 0..o.reps {
-            for k in rotated(gets.len(), gets.len(), r) {
+            for k in crate::order::order(gets.len(), gets.len(), r) {
                 let (_, a, p, always) = &gets[k];
                 if let Some(v) = always {
                     v.set_verify_mode(pktfs::VerifyMode::Always);
@@ -289,35 +291,9 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
 /// Every repetition's GB/s, in the order run (servers interleaved within a
 /// repetition), so that a median hit by a slow spell of the host can be
 /// told from a server that is slow in every repetition.
-/// The order of `n` servers in repetition `r`: the first `rotating`
-/// start at `r mod rotating`, the rest keep their places after them.
-fn rotated(n: usize, rotating: usize, r: usize) -> impl Iterator<Item = usize> {
-    let m = rotating.clamp(1, n.max(1));
-    (0..n).map(move |i| if i < m { (i + r) % m } else { i })
-}
-
 fn print_reps<'a>(what: &str, names: impl Iterator<Item = &'a str>, by: &[Vec<f64>]) {
     for (name, reps) in names.zip(by) {
         let list: Vec<String> = reps.iter().map(|r| format!("{r:.2}")).collect();
         println!("{what}, {name}: GB/s by repetition: {}", list.join(", "));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rotated;
-
-    #[test]
-    fn each_repetition_is_every_server_once_with_the_last_kept_last() {
-        for r in 0..7 {
-            let order: Vec<usize> = rotated(5, 4, r).collect();
-            let mut sorted = order.clone();
-            sorted.sort();
-            assert_eq!(sorted, vec![0, 1, 2, 3, 4], "rep {r}: {order:?}");
-            assert_eq!(order[4], 4, "the last stays last");
-            assert_eq!(order[0], r % 4, "rep {r} starts one later");
-        }
-        assert_eq!(rotated(0, 0, 3).count(), 0);
-        assert_eq!(rotated(3, 3, 1).collect::<Vec<_>>(), vec![1, 2, 0]);
     }
 }
