@@ -3,8 +3,8 @@
 //! Every server runs once per repetition (or round), and the order changes
 //! so that no server always comes first or always comes right after the
 //! same other one: on the 2-vCPU VM of 2026-11-27 a 256 MiB upload to a
-//! pktfs server ran at about 0.7x of an identical server's whenever it came
-//! right after network-only's.
+//! pktfs server often ran slower right after network-only's than the same
+//! server's otherwise (0.76x-0.89x in three of four stand-alone sets).
 
 /// The order of `n` servers in repetition `r`: the first `rotating` are
 /// visited with a stride coprime to their count, starting at

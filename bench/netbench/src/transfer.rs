@@ -186,8 +186,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); puts.len()];
         // ext4 stays last; the others change places and neighbours every
         // repetition (`order`): on this VM a transfer runs slower right
-        // after some others (a pktfs server measured 0.7x of an identical
-        // one whenever it came right after network-only), and the memory
+        // after some others (`crate::order`), and the memory
         // it gets moves a lot within a minute (copies into cold lines
         // measured 0.4-8 GB/s in one run).
         let rotating = puts.len() - 1;
