@@ -136,6 +136,22 @@ impl Scan<'_> {
         Some(i)
     }
 
+    /// An error in a chain that makes what follows untrustworthy: a
+    /// finding against the chain, which is then cut where it went wrong.
+    fn chain_error(
+        &mut self,
+        c: &mut Chain,
+        code: &'static str,
+        ino: u32,
+        path: &str,
+        record: Option<u64>,
+        msg: String,
+    ) {
+        let f = self.find(Severity::Error, code, Some(ino), Some(path), record, msg);
+        c.findings.push(f);
+        c.unsafe_reason = true;
+    }
+
     pub(super) fn walk_chain(&mut self, i: &mut Ino, xattr: bool) -> Chain {
         let g = self.g;
         let head_addr = g.inode_pos(i.ino).0 + if xattr { XATTR_HEAD_OFF } else { DATA_HEAD_OFF };
@@ -166,16 +182,14 @@ impl Scan<'_> {
         let mut from = "head".to_string();
         while cur != 0 {
             if !g.record_in_range(cur) {
-                let f = self.find(
-                    Severity::Error,
+                self.chain_error(
+                    &mut c,
                     "chain.link",
-                    Some(ino),
-                    Some(&path),
+                    ino,
+                    &path,
                     None,
                     format!("{which} chain {from} links to record {cur}, outside the record table"),
                 );
-                c.findings.push(f);
-                c.unsafe_reason = true;
                 break;
             }
             let claimed = self.owner[cur as usize];
@@ -188,16 +202,7 @@ impl Scan<'_> {
                 } else {
                     ("record.shared", format!("{which} chain {from} links to record {cur}, which belongs to inode {claimed}"))
                 };
-                let f = self.find(
-                    Severity::Error,
-                    code,
-                    Some(ino),
-                    Some(&path),
-                    Some(cur),
-                    msg,
-                );
-                c.findings.push(f);
-                c.unsafe_reason = true;
+                self.chain_error(&mut c, code, ino, &path, Some(cur), msg);
                 break;
             }
             let at = g.record_pos(layout::RecordId(cur));
@@ -207,16 +212,14 @@ impl Scan<'_> {
             let (r, next) = match Record::from_bytes(&bytes, at, &g) {
                 Ok(x) => x,
                 Err(e) => {
-                    let f = self.find(
-                        Severity::Error,
+                    self.chain_error(
+                        &mut c,
                         "record.bad",
-                        Some(ino),
-                        Some(&path),
+                        ino,
+                        &path,
                         Some(cur),
                         format!("{which} chain: {e}"),
                     );
-                    c.findings.push(f);
-                    c.unsafe_reason = true;
                     if !xattr && kind == FileType::Directory {
                         self.tail_salvage(le64(&bytes[0..8]));
                     }
@@ -234,16 +237,7 @@ impl Scan<'_> {
                     ),
                     Some(k) => format!("{:?} record in the {which} chain (expected {k:?})", r.kind),
                 };
-                let f = self.find(
-                    Severity::Error,
-                    "chain.kind",
-                    Some(ino),
-                    Some(&path),
-                    Some(cur),
-                    msg,
-                );
-                c.findings.push(f);
-                c.unsafe_reason = true;
+                self.chain_error(&mut c, "chain.kind", ino, &path, Some(cur), msg);
                 break;
             }
             let mut node = Node {
@@ -255,16 +249,14 @@ impl Scan<'_> {
             match r.kind {
                 RecordKind::Data | RecordKind::Remote => {
                     if r.file_off < prev_end {
-                        let f = self.find(
-                            Severity::Error,
+                        self.chain_error(
+                            &mut c,
                             "data.order",
-                            Some(ino),
-                            Some(&path),
+                            ino,
+                            &path,
                             Some(cur),
                             format!("bytes [{}, {}) overlap or precede the previous record, which ends at {prev_end}", r.file_off, r.file_end()),
                         );
-                        c.findings.push(f);
-                        c.unsafe_reason = true;
                         break;
                     }
                     if kind == FileType::Regular && r.file_off >= i.attr.size && !i.rebuilt {
@@ -316,11 +308,11 @@ impl Scan<'_> {
                         }
                         keep
                     } else {
-                        let f = self.find(
-                            Severity::Error,
+                        self.chain_error(
+                            &mut c,
                             "data.payload_crc",
-                            Some(ino),
-                            Some(&path),
+                            ino,
+                            &path,
                             Some(cur),
                             format!(
                                 "payload checksum mismatch for bytes [{}, {})",
@@ -328,8 +320,6 @@ impl Scan<'_> {
                                 r.file_end()
                             ),
                         );
-                        c.findings.push(f);
-                        c.unsafe_reason = true;
                         false
                     };
                     if !keep {
@@ -407,16 +397,7 @@ impl Scan<'_> {
                     };
                     match problem {
                         Some((code, msg)) => {
-                            let f = self.find(
-                                Severity::Error,
-                                code,
-                                Some(ino),
-                                Some(&path),
-                                Some(cur),
-                                msg,
-                            );
-                            c.findings.push(f);
-                            c.unsafe_reason = true;
+                            self.chain_error(&mut c, code, ino, &path, Some(cur), msg);
                             node.keep = false;
                             self.salvage_cands.insert(r.dirent_ino());
                         }
@@ -454,16 +435,7 @@ impl Scan<'_> {
                         None
                     };
                     if let Some((code, msg)) = problem {
-                        let f = self.find(
-                            Severity::Error,
-                            code,
-                            Some(ino),
-                            Some(&path),
-                            Some(cur),
-                            msg,
-                        );
-                        c.findings.push(f);
-                        c.unsafe_reason = true;
+                        self.chain_error(&mut c, code, ino, &path, Some(cur), msg);
                         node.keep = false;
                     }
                 }
