@@ -4,7 +4,7 @@
 //! so that no server always comes first or always comes right after the
 //! same other one: on the 2-vCPU VM of 2026-11-27 a 256 MiB upload to a
 //! pktfs server often ran slower right after network-only's than the same
-//! server's otherwise (0.76x-0.89x in three of four stand-alone sets).
+//! server's otherwise (0.69x-0.89x in three of four stand-alone sets).
 
 /// The order of `n` servers in repetition `r`: the first `rotating` are
 /// visited with a stride coprime to their count, starting at

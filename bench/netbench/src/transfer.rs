@@ -185,9 +185,8 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         let mut by: Vec<Vec<f64>> = vec![Vec::new(); puts.len()];
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); puts.len()];
         // ext4 stays last; the others change places and neighbours every
-        // repetition (`order`): on this VM a transfer runs slower right
-        // after some others (`crate::order`), and the memory
-        // it gets moves a lot within a minute (copies into cold lines
+        // repetition (`crate::order` says why); and the memory this VM
+        // gives moves a lot within a minute (copies into cold lines
         // measured 0.4-8 GB/s in one run).
         let rotating = puts.len() - 1;
         for r in 0..o.reps {
