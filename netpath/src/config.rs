@@ -208,8 +208,9 @@ impl Default for Config {
             metrics_path: Some("/metrics".into()),
             io: IoMode::Auto,
             loops: 0,
-            ring_entries: 4,
-            ring_entry_bytes: 256 << 10,
+            // The Volume's ring default (4 x 256 KiB), one number in one place.
+            ring_entries: pktfs::RxRingConfig::default().entries,
+            ring_entry_bytes: pktfs::RxRingConfig::default().entry_bytes,
             busy_poll: Self::BUSY_POLL_DEFAULT,
             extra: None,
         }

@@ -274,9 +274,9 @@ pub fn many_conns(
 
 /// Paced 1 KiB PUTs: one connection, a request every `gap`, `o.rounds`
 /// rounds of `o.secs_per_run` per server (the order changing every round:
-/// `crate::order`), with the built-in client. Where the busy polling of the io_uring loops shows
-/// what it costs when the gaps are longer than its window: p50, server
-/// CPU per request and the rate reached.
+/// `crate::order`), with the built-in client. Where the busy polling of
+/// the io_uring loops shows what it costs when the gaps are longer than
+/// its window: p50, server CPU per request and the rate reached.
 pub fn paced(servers: &[LoadServer], gap: Duration, o: &LoadOpts, results: &mut Results) {
     let label = format!("1 KiB PUT every {} us, 1 conn", gap.as_micros());
     println!(
