@@ -40,7 +40,8 @@ pub enum Section {
     /// 1 KiB PUTs on one connection, one every --paced-us (busy polling's
     /// cost when requests come further apart than its window).
     Paced,
-    /// The Volume calls of one 1 KiB PUT, and the CRC32C speed.
+    /// The Volume calls of one 1 KiB PUT, the CRC32C speed, and
+    /// namespace changes from several threads.
     Volume,
 }
 

@@ -76,6 +76,7 @@ mod client;
 mod interleave;
 mod load;
 mod nginx;
+mod ns_scaling;
 mod order;
 mod pktfs_server;
 mod report;
@@ -404,6 +405,7 @@ fn main() {
 
     if want(Section::Volume) {
         volume_costs::volume_costs(&shm, &mut results);
+        ns_scaling::ns_scaling(&shm, &mut results);
     }
     drop(nginx);
 

@@ -255,6 +255,7 @@ impl Volume {
             alloc: Mutex::new(alloc),
             journal: JournalSlots::new(geo.journal_slots),
             ns: Mutex::new(ns),
+            renames: Mutex::new(()),
             inodes: itable::InodeTable::new(inodes),
             read_only,
             report,

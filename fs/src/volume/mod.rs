@@ -167,6 +167,8 @@ fn poisoned(ino: u32) -> FsError {
 
 /// Lock an inode for reading; a freed inode is "not found".
 pub(crate) fn rlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockReadGuard<'_, Inode>> {
+    #[cfg(test)]
+    lock_watch::note(a, a.try_read().is_err());
     let g = a.read().map_err(|e| poisoned(e.into_inner().ino))?;
     if g.dead {
         return Err(FsError::NotFound);
@@ -176,11 +178,40 @@ pub(crate) fn rlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockReadGuard
 
 /// Lock an inode for writing; a freed inode is "not found".
 pub(crate) fn wlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockWriteGuard<'_, Inode>> {
+    #[cfg(test)]
+    lock_watch::note(a, a.try_write().is_err());
     let g = a.write().map_err(|e| poisoned(e.into_inner().ino))?;
     if g.dead {
         return Err(FsError::NotFound);
     }
     Ok(g)
+}
+
+/// Lets a test see threads wait for one inode's lock (ns/lock_tests.rs):
+/// one watched inode at a time, in the whole test binary.
+#[cfg(test)]
+pub(crate) mod lock_watch {
+    use super::Inode;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, RwLock};
+
+    static WATCHED: AtomicUsize = AtomicUsize::new(0);
+    static WAITS: AtomicUsize = AtomicUsize::new(0);
+
+    /// Count from now the lock calls that find `a` taken.
+    pub fn watch(a: &Arc<RwLock<Inode>>) {
+        WAITS.store(0, Ordering::SeqCst);
+        WATCHED.store(Arc::as_ptr(a) as usize, Ordering::SeqCst);
+    }
+    /// Lock calls that found the watched inode taken (and so wait for it).
+    pub fn waits() -> usize {
+        WAITS.load(Ordering::SeqCst)
+    }
+    pub(super) fn note(a: &Arc<RwLock<Inode>>, taken: bool) {
+        if taken && Arc::as_ptr(a) as usize == WATCHED.load(Ordering::SeqCst) {
+            WAITS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
 impl Inode {
@@ -227,7 +258,9 @@ pub(crate) fn check_name(name: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Volume-wide lock-protected namespace state.
+/// Which directory is in which, for rename's loop check. Its lock is a
+/// leaf (ns.rs, "Locking"): taken for one map access, never while waiting
+/// for another lock.
 #[derive(Debug, Default)]
 pub(crate) struct Namespace {
     /// Directory -> parent directory, for rename loop checks.
@@ -241,6 +274,8 @@ pub struct Volume {
     pub(crate) alloc: Mutex<Alloc>,
     pub(crate) journal: JournalSlots,
     pub(crate) ns: Mutex<Namespace>,
+    /// Held by `rename` throughout: renames take turns (ns.rs, "Locking").
+    pub(crate) renames: Mutex<()>,
     /// Inode number -> in-memory inode (sharded; see `itable`).
     inodes: itable::InodeTable,
     read_only: bool,

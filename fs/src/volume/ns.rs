@@ -1,6 +1,17 @@
 //! Namespace operations: directories are chains of dirent records whose
 //! payload is the name; every change is one commit (a publish, or a journal
-//! of several) under the namespace lock.
+//! of several).
+//!
+//! Locking, so that changes in different directories run side by side
+//! (their commits' fences included): a change write-locks the inodes it
+//! touches, in ascending inode number, and makes every check under those
+//! locks. What it found by a lookup before locking (the inode a name leads
+//! to) it checks again once locked and, if the name has moved, looks up
+//! again. Only `rename` takes a volume-wide lock, `Volume::renames`, first:
+//! it alone moves directories, so its loop check (is the target below the
+//! directory moved?) sees no other move. `Volume::ns` (which directory is
+//! in which) is a leaf, held for a map access and never while waiting for
+//! another lock.
 
 use super::failstop::OrStop;
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
@@ -13,6 +24,8 @@ use super::{check_name, now_ns, Attr, DirEntry, Inode, Volume, MAX_NLINK};
 use crate::error::{FsError, Result};
 
 mod dirent;
+#[cfg(test)]
+mod lock_tests;
 mod node;
 mod rename;
 pub use rename::RenameFlags;
@@ -22,6 +35,9 @@ pub(crate) const S_ISGID: u32 = 0o2000;
 
 /// Cookies 1 and 2 are left for "." and ".." in readdir.
 pub const FIRST_COOKIE: u64 = 3;
+
+/// An inode's number and its in-memory inode.
+type InodeArc = (u32, Arc<RwLock<Inode>>);
 
 /// Write locks on several inodes, taken in ascending inode order.
 struct Locked<'a> {
@@ -38,6 +54,16 @@ impl<'a> Locked<'a> {
                 .collect::<Result<_>>()?,
         })
     }
+    /// [`Self::new`] for inodes found by a lookup made before the locks:
+    /// `None` when one of them has been freed since (the caller looks
+    /// again; its number may already name another inode).
+    fn new_bound(arcs: &'a [(u32, Arc<RwLock<Inode>>)]) -> Result<Option<Locked<'a>>> {
+        match Locked::new(arcs) {
+            Ok(l) => Ok(Some(l)),
+            Err(FsError::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
     fn get(&mut self, ino: u32) -> &mut Inode {
         &mut self
             .guards
@@ -45,6 +71,18 @@ impl<'a> Locked<'a> {
             .find(|(n, _)| *n == ino)
             .expect("inode locked")
             .1
+    }
+}
+
+/// How often a namespace change looks a name up again when, by the time
+/// it held the locks, the name had moved (each retry needs another thread
+/// to have changed that very name in between: someone made progress).
+pub(super) const BINDING_RETRIES: usize = 64;
+
+impl Inode {
+    /// The inode a directory's `name` leads to.
+    pub(crate) fn child(&self, name: &[u8]) -> Option<u32> {
+        self.names.get(name).map(|c| self.data[c].r.dirent_ino())
     }
 }
 
@@ -73,13 +111,23 @@ impl NewMode {
 }
 
 impl Volume {
-    fn arcs(&self, inos: &[u32]) -> Result<Vec<(u32, Arc<RwLock<Inode>>)>> {
+    fn arcs(&self, inos: &[u32]) -> Result<Vec<InodeArc>> {
         let mut v: Vec<u32> = inos.to_vec();
         v.sort_unstable();
         v.dedup();
         v.into_iter()
             .map(|n| Ok((n, self.inode(n as u64)?)))
             .collect()
+    }
+
+    /// [`Self::arcs`] for inodes found by a lookup made before: `None`
+    /// when one has been freed since (the caller looks again).
+    fn arcs_bound(&self, inos: &[u32]) -> Result<Option<Vec<InodeArc>>> {
+        match self.arcs(inos) {
+            Ok(a) => Ok(Some(a)),
+            Err(FsError::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn child_of(&self, dir: u64, name: &[u8]) -> Result<Option<(u32, FileType)>> {
@@ -369,22 +417,50 @@ impl Volume {
         if name.len() > layout::NAME_MAX {
             return Err(FsError::NameTooLong);
         }
-        let mut ns = self.ns.lock().or_stop();
-        let Some((cino, ckind)) = self.child_of(parent, name)? else {
-            // The namespace lock is held: the name stays absent.
-            return match cond {
-                Some(c) if !c(&Bound::Absent) => Err(FsError::PreconditionFailed),
-                _ => Err(FsError::NotFound),
+        // Look up, lock, and check that the name still leads where it did:
+        // no lock is held between the lookup and the locks (lock order is
+        // by inode number only), so a concurrent change of this very name
+        // sends us round again.
+        for _ in 0..BINDING_RETRIES {
+            let Some((cino, ckind)) = self.child_of(parent, name)? else {
+                // Absent under the parent's lock just now: absent at a
+                // point in time, which is what a failed removal reports.
+                return match cond {
+                    Some(c) if !c(&Bound::Absent) => Err(FsError::PreconditionFailed),
+                    _ => Err(FsError::NotFound),
+                };
             };
-        };
-        let dir = ckind == FileType::Directory;
-        match want_dir {
-            Some(true) if !dir => return Err(FsError::NotDir),
-            Some(false) if dir => return Err(FsError::IsDir),
-            _ => {}
+            let dir = ckind == FileType::Directory;
+            match want_dir {
+                Some(true) if !dir => return Err(FsError::NotDir),
+                Some(false) if dir => return Err(FsError::IsDir),
+                _ => {}
+            }
+            let Some(arcs) = self.arcs_bound(&[parent as u32, cino])? else {
+                continue; // the child was freed since the lookup
+            };
+            let Some(mut l) = Locked::new_bound(&arcs)? else {
+                continue; // the child was freed since the lookup
+            };
+            if l.get(parent as u32).child(name) != Some(cino) {
+                continue;
+            }
+            return self.remove_locked(&mut l, parent as u32, name, cino, dir, cond);
         }
-        let arcs = self.arcs(&[parent as u32, cino])?;
-        let mut l = Locked::new(&arcs)?;
+        Err(FsError::Contended("the name"))
+    }
+
+    /// [`Self::remove`] with the parent and the child `cino` (which `name`
+    /// leads to) write-locked.
+    fn remove_locked(
+        &self,
+        l: &mut Locked<'_>,
+        parent: u32,
+        name: &[u8],
+        cino: u32,
+        dir: bool,
+        cond: Option<Precondition<'_>>,
+    ) -> Result<u64> {
         if let Some(c) = cond {
             if !c(&self.bound_locked(l.get(cino))?) {
                 return Err(FsError::PreconditionFailed);
@@ -395,7 +471,7 @@ impl Volume {
         }
         let now = now_ns();
         let mut tx = Tx::new();
-        let p = l.get(parent as u32);
+        let p = l.get(parent);
         let cookie = p.names[name];
         self.unlink_dirent(&mut tx, p, cookie);
         let mut pa = p.attr;
@@ -416,7 +492,7 @@ impl Volume {
         }
         tx.commit(self);
         if dir {
-            ns.dir_parent.remove(&cino);
+            self.ns.lock().or_stop().dir_parent.remove(&cino);
         }
         let c = l.get(cino);
         if c.attr.nlink == 0 && c.pins == 0 {
@@ -429,7 +505,8 @@ impl Volume {
     pub fn link(&self, ino: u64, newparent: u64, newname: &[u8]) -> Result<Attr> {
         self.check_writable()?;
         check_name(newname)?;
-        let _ns = self.ns.lock().or_stop();
+        // Nothing is looked up: both inodes are given, and every check is
+        // made under their locks.
         let arcs = self.arcs(&[ino as u32, newparent as u32])?;
         if ino == newparent {
             return Err(FsError::NotPermitted("hard link to a directory"));

@@ -614,6 +614,37 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
             g.inode_count
         ));
     }
+    drop(a);
+    // rename's loop check walks `ns`: it must name every live directory's
+    // parent, and nothing else.
+    let ns = vol.ns.lock().or_stop();
+    let mut dirs = 0usize;
+    for (&ino, i) in map.iter() {
+        let i = i.read().or_stop();
+        if i.attr.kind != FileType::Directory || i.attr.nlink == 0 {
+            continue;
+        }
+        dirs += 1;
+        let want = if ino == ROOT_INO {
+            ROOT_INO
+        } else {
+            i.attr.parent
+        };
+        if ns.dir_parent.get(&ino) != Some(&want) {
+            return Err(format!(
+                "directory {ino}: parent {want}, the rename map says {:?}",
+                ns.dir_parent.get(&ino)
+            ));
+        }
+    }
+    if ns.dir_parent.len() != dirs {
+        return Err(format!(
+            "the rename map names {} directories, {dirs} are live",
+            ns.dir_parent.len()
+        ));
+    }
+    drop(ns);
+    let a = vol.alloc.lock().or_stop();
     for (b, &want) in refs.iter().enumerate() {
         let have = a.refcount(b as u32);
         // The allocator holds one extra reference on its current small buffer.

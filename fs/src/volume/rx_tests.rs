@@ -136,7 +136,11 @@ fn receive_references_are_released_once_whoever_drops_last() {
 }
 
 /// Received pieces of `data`, as the receive path makes them.
-fn rx_pieces<'v>(v: &'v Volume, data: &[u8], piece_len: usize) -> Vec<crate::RxPiece<'v>> {
+pub(crate) fn rx_pieces<'v>(
+    v: &'v Volume,
+    data: &[u8],
+    piece_len: usize,
+) -> Vec<crate::RxPiece<'v>> {
     let mut out = Vec::new();
     for (k, chunk) in data.chunks(piece_len).enumerate() {
         let mut buf = v.rx_reserve(chunk.len() as u32).unwrap();

@@ -166,64 +166,99 @@ impl Volume {
     ) -> Result<(bool, Option<u64>, Option<ContentDigest>)> {
         self.check_writable()?;
         check_name(name)?;
-        // Lock order: the namespace lock, then inode locks by number. The
-        // namespace lock covers the lookup below until the inode locks are
-        // held (every namespace change looks up and locks under it, and
-        // changes a directory only under that directory's write lock);
-        // it is released before the commit, so uploads into different
-        // directories do not wait on each other's fences.
-        let ns = self.ns.lock().or_stop();
-        let darc = self.inode(dir)?;
-        let victim = {
-            let d = super::rlock(&darc)?;
-            if d.attr.kind != FileType::Directory {
-                return Err(FsError::NotDir);
+        // Look up what the name leads to, lock the inodes by number, and
+        // check that the name still leads there (ns.rs, "Locking"); no lock
+        // is held between the lookup and the locks, so an upload waiting
+        // for a directory another upload holds across its commit delays
+        // nobody else.
+        let mut arcs: SmallVec<[_; 3]>;
+        let mut tries = 0;
+        let (mut guards, inos, victim, victim_cookie) = loop {
+            tries += 1;
+            if tries > super::ns::BINDING_RETRIES {
+                return Err(FsError::Contended("the name"));
             }
-            d.names
-                .get(name)
-                .map(|&c| (d.data[&c].r.dirent_ino(), d.data[&c].r.dirent_dtype(), c))
-        };
-        // The namespace lock keeps this entry as it is until the directory
-        // is write-locked below; from then on that lock does.
-        let victim_cookie = victim.map(|v| v.2);
-        let victim = victim.map(|(v, dtype, _)| (v, dtype));
-        if let Some((v, dtype)) = victim {
-            if !replace {
-                return Err(FsError::Exists);
-            }
-            if cond.is_some() && v as u64 == ino {
-                // Not a case a conditional upload makes (its file is new).
-                return Err(FsError::Invalid("a conditional link of a file onto itself"));
-            }
-            if dtype == FileType::Directory.dtype() {
-                return Err(FsError::IsDir);
-            }
-            if v as u64 == ino {
-                // Already linked under this name (a repeated call).
-                return match tail.as_ref().is_some_and(|t| !t.is_empty()) {
-                    false => Ok((true, None, None)),
-                    true => Err(FsError::Invalid("not an unnamed file")),
-                };
-            }
-        }
-        let mut inos: SmallVec<[u32; 3]> = SmallVec::new();
-        inos.extend([dir as u32, ino as u32]);
-        inos.extend(victim.map(|v| v.0));
-        inos.sort_unstable();
-        inos.dedup();
-        let mut arcs: SmallVec<[_; 3]> = SmallVec::new();
-        for &n in &inos {
-            let a = match n as u64 == dir {
-                true => darc.clone(),
-                false => self.inode(n as u64)?,
+            let darc = self.inode(dir)?;
+            let victim = {
+                let d = super::rlock(&darc)?;
+                if d.attr.kind != FileType::Directory {
+                    return Err(FsError::NotDir);
+                }
+                d.names
+                    .get(name)
+                    .map(|&c| (d.data[&c].r.dirent_ino(), d.data[&c].r.dirent_dtype()))
             };
-            arcs.push((n, a));
-        }
-        let mut guards: SmallVec<[_; 3]> = SmallVec::new();
-        for (n, a) in &arcs {
-            guards.push((*n, super::wlock(a)?));
-        }
-        drop(ns);
+            if let Some((v, dtype)) = victim {
+                if !replace {
+                    return Err(FsError::Exists);
+                }
+                if cond.is_some() && v as u64 == ino {
+                    // Not a case a conditional upload makes (its file is new).
+                    return Err(FsError::Invalid("a conditional link of a file onto itself"));
+                }
+                if dtype == FileType::Directory.dtype() {
+                    return Err(FsError::IsDir);
+                }
+                if v as u64 == ino {
+                    // Already linked under this name (a repeated call).
+                    return match tail.as_ref().is_some_and(|t| !t.is_empty()) {
+                        false => Ok((true, None, None)),
+                        true => Err(FsError::Invalid("not an unnamed file")),
+                    };
+                }
+            }
+            let mut inos: SmallVec<[u32; 3]> = SmallVec::new();
+            inos.extend([dir as u32, ino as u32]);
+            inos.extend(victim.map(|v| v.0));
+            inos.sort_unstable();
+            inos.dedup();
+            arcs = SmallVec::new();
+            let mut freed = false;
+            for &n in &inos {
+                let a = match n as u64 == dir {
+                    true => Ok(darc.clone()),
+                    false => self.inode(n as u64),
+                };
+                let a = match a {
+                    Ok(a) => a,
+                    // The file the name led to, freed since the lookup.
+                    Err(FsError::NotFound) if n as u64 != ino => {
+                        freed = true;
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
+                arcs.push((n, a));
+            }
+            if freed {
+                continue;
+            }
+            let mut guards: SmallVec<[_; 3]> = SmallVec::new();
+            for (n, a) in &arcs {
+                match super::wlock(a) {
+                    Ok(g) => guards.push((*n, g)),
+                    Err(FsError::NotFound) if *n as u64 == ino => return Err(FsError::NotFound),
+                    // Freed since the lookup (the directory or the file
+                    // the name led to): look again.
+                    Err(FsError::NotFound) => {
+                        freed = true;
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if freed {
+                continue;
+            }
+            let d = &guards[inos.iter().position(|m| *m == dir as u32).expect("locked")].1;
+            // Where the name leads now, under the directory's write lock
+            // (the cookie too: the same file may have been named anew).
+            let now_bound = d.names.get(name).map(|&c| (d.data[&c].r.dirent_ino(), c));
+            if now_bound.map(|b| b.0) != victim.map(|v| v.0) {
+                continue;
+            }
+            break (guards, inos, victim, now_bound.map(|b| b.1));
+        };
         let idx = |n: u32| inos.iter().position(|m| *m == n).expect("locked");
         let (ti, di) = (idx(ino as u32), idx(dir as u32));
         if let Some(cond) = cond {

@@ -31,7 +31,8 @@ impl Volume {
         let uid = m.uid;
         self.check_writable()?;
         check_name(name)?;
-        let mut ns = self.ns.lock().or_stop();
+        // The parent's write lock covers the name's absence until the
+        // commit; the new inode is seen by no one before it.
         let parc = self.inode(parent)?;
         let mut p = super::super::wlock(&parc)?;
         if p.attr.kind != FileType::Directory {
@@ -194,7 +195,7 @@ impl Volume {
         child.pins = pins;
         if kind == FileType::Directory {
             child.next_seq = FIRST_COOKIE;
-            ns.dir_parent.insert(ino, p.ino);
+            self.ns.lock().or_stop().dir_parent.insert(ino, p.ino);
         }
         for r in xattr_recs {
             let name = &self.slice_bytes(r.slice())[..r.r.aux as usize];

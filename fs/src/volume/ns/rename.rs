@@ -7,7 +7,7 @@ use layout::{FileType, RecordId};
 use super::super::failstop::OrStop;
 use super::super::tx::Tx;
 use super::super::{check_name, now_ns, Volume, MAX_NLINK};
-use super::{Locked, FIRST_COOKIE};
+use super::{Locked, BINDING_RETRIES, FIRST_COOKIE};
 use crate::error::{FsError, Result};
 
 /// rename(2) flags.
@@ -32,48 +32,79 @@ impl Volume {
         if flags.exchange && flags.noreplace {
             return Err(FsError::Invalid("RENAME_EXCHANGE with RENAME_NOREPLACE"));
         }
-        let mut ns = self.ns.lock().or_stop();
-        let (s, skind) = self.child_of(sp, sn)?.ok_or(FsError::NotFound)?;
-        let dst = self.child_of(dp, dn)?;
-        let (sp, dp) = (sp as u32, dp as u32);
-        if flags.exchange && dst.is_none() {
-            return Err(FsError::NotFound);
-        }
-        if flags.noreplace && dst.is_some() {
-            return Err(FsError::Exists);
-        }
-        if let Some((d, _)) = dst {
-            if d == s {
-                return Ok(()); // same file: POSIX says do nothing
+        // Renames take turns: only they move directories, so the loop check
+        // below sees no other move. Every other check is made under the
+        // inode locks, after checking that both names still lead where
+        // the lookups said (see ns.rs on locking).
+        let _renaming = self.renames.lock().or_stop();
+        for _ in 0..BINDING_RETRIES {
+            let (s, skind) = self.child_of(sp, sn)?.ok_or(FsError::NotFound)?;
+            let dst = self.child_of(dp, dn)?;
+            let (sp, dp) = (sp as u32, dp as u32);
+            if flags.exchange && dst.is_none() {
+                return Err(FsError::NotFound);
             }
-        }
-        // A directory may not move into itself or below itself.
-        let is_below = |dir: u32, anc: u32| {
-            let mut cur = dir;
-            loop {
-                if cur == anc {
-                    return true;
-                }
-                match ns.dir_parent.get(&cur) {
-                    Some(&p) if p != cur => cur = p,
-                    _ => return false,
+            if flags.noreplace && dst.is_some() {
+                return Err(FsError::Exists);
+            }
+            if let Some((d, _)) = dst {
+                if d == s {
+                    return Ok(()); // same file: POSIX says do nothing
                 }
             }
-        };
-        if skind == FileType::Directory && is_below(dp, s) {
-            return Err(FsError::Invalid("cannot move a directory into itself"));
-        }
-        if let (true, Some((d, FileType::Directory))) = (flags.exchange, dst) {
-            if is_below(sp, d) {
+            // A directory may not move into itself or below itself.
+            let is_below = |dir: u32, anc: u32| {
+                let mut cur = dir;
+                loop {
+                    if cur == anc {
+                        return true;
+                    }
+                    match self.ns.lock().or_stop().dir_parent.get(&cur) {
+                        Some(&p) if p != cur => cur = p,
+                        _ => return false,
+                    }
+                }
+            };
+            if skind == FileType::Directory && is_below(dp, s) {
                 return Err(FsError::Invalid("cannot move a directory into itself"));
             }
+            if let (true, Some((d, FileType::Directory))) = (flags.exchange, dst) {
+                if is_below(sp, d) {
+                    return Err(FsError::Invalid("cannot move a directory into itself"));
+                }
+            }
+            let mut inos = vec![sp, dp, s];
+            if let Some((d, _)) = dst {
+                inos.push(d);
+            }
+            let Some(arcs) = self.arcs_bound(&inos)? else {
+                continue; // freed since the lookup
+            };
+            let Some(mut l) = Locked::new_bound(&arcs)? else {
+                continue; // freed since the lookup
+            };
+            if l.get(sp).child(sn) != Some(s) || l.get(dp).child(dn) != dst.map(|d| d.0) {
+                continue;
+            }
+            if l.get(dp).attr.nlink == 0 {
+                return Err(FsError::NotFound); // removed while open
+            }
+            return self.rename_locked(&mut l, (sp, sn), (dp, dn), (s, skind), dst, flags);
         }
-        let mut inos = vec![sp, dp, s];
-        if let Some((d, _)) = dst {
-            inos.push(d);
-        }
-        let arcs = self.arcs(&inos)?;
-        let mut l = Locked::new(&arcs)?;
+        Err(FsError::Contended("the names"))
+    }
+
+    /// [`Self::rename`] with both parents, the inode moved (`s`) and the
+    /// one replaced or exchanged (`dst`) write-locked, the names checked.
+    fn rename_locked(
+        &self,
+        l: &mut Locked<'_>,
+        (sp, sn): (u32, &[u8]),
+        (dp, dn): (u32, &[u8]),
+        (s, skind): (u32, FileType),
+        dst: Option<(u32, FileType)>,
+        flags: RenameFlags,
+    ) -> Result<()> {
         if !flags.exchange {
             if let Some((d, dkind)) = dst {
                 match (skind == FileType::Directory, dkind == FileType::Directory) {
@@ -159,7 +190,7 @@ impl Volume {
                         a.parent = sp;
                         a.ctime_ns = now;
                         self.set_attr(&mut tx, x, a);
-                        ns.dir_parent.insert(d, sp);
+                        self.ns.lock().or_stop().dir_parent.insert(d, sp);
                     }
                     let delta = |v: &mut u32, plus: bool, minus: bool| {
                         if plus && !minus {
@@ -214,13 +245,13 @@ impl Volume {
         self.set_attr(&mut tx, x, a);
         tx.commit(self);
         if skind == FileType::Directory {
-            ns.dir_parent.insert(s, dp);
+            self.ns.lock().or_stop().dir_parent.insert(s, dp);
         }
         if let (Some((d, dkind)), false) = (dst, flags.exchange) {
             let v = l.get(d);
             if v.attr.nlink == 0 {
                 if dkind == FileType::Directory {
-                    ns.dir_parent.remove(&d);
+                    self.ns.lock().or_stop().dir_parent.remove(&d);
                 }
                 if v.pins == 0 {
                     self.free_inode_storage(v);
