@@ -84,6 +84,25 @@ impl Inode {
     pub(crate) fn child(&self, name: &[u8]) -> Option<u32> {
         self.names.get(name).map(|c| self.data[c].r.dirent_ino())
     }
+    /// [`Self::child`] and its type, as the dirent records it.
+    pub(super) fn child_kind(&self, name: &[u8]) -> Option<(u32, FileType)> {
+        self.names.get(name).map(|c| {
+            let r = &self.data[c].r;
+            (
+                r.dirent_ino(),
+                FileType::from_dtype(r.dirent_dtype()).unwrap_or(FileType::Regular),
+            )
+        })
+    }
+}
+
+/// Write-lock `a` only if no one holds it: the fast paths lock a child
+/// while holding its directory, whatever their numbers, so they must
+/// never wait (a wait out of number order could deadlock). `None` (taken,
+/// freed, or poisoned) sends the caller to its ordered path, which waits
+/// and reports poisoning.
+pub(in crate::volume) fn try_wlock(a: &Arc<RwLock<Inode>>) -> Option<RwLockWriteGuard<'_, Inode>> {
+    a.try_write().ok().filter(|g| !g.dead)
 }
 
 /// Who a new inode belongs to and the mode asked for it (see
@@ -136,13 +155,7 @@ impl Volume {
         if d.attr.kind != FileType::Directory {
             return Err(FsError::NotDir);
         }
-        Ok(d.names.get(name).map(|c| {
-            let r = &d.data[c].r;
-            (
-                r.dirent_ino(),
-                FileType::from_dtype(r.dirent_dtype()).unwrap_or(FileType::Regular),
-            )
-        }))
+        Ok(d.child_kind(name))
     }
 
     /// Find `name` in directory `parent`.
@@ -417,25 +430,50 @@ impl Volume {
         if name.len() > layout::NAME_MAX {
             return Err(FsError::NameTooLong);
         }
-        // Look up, lock, and check that the name still leads where it did:
-        // no lock is held between the lookup and the locks (lock order is
-        // by inode number only), so a concurrent change of this very name
-        // sends us round again.
-        for _ in 0..BINDING_RETRIES {
-            let Some((cino, ckind)) = self.child_of(parent, name)? else {
-                // Absent under the parent's lock just now: absent at a
-                // point in time, which is what a failed removal reports.
-                return match cond {
-                    Some(c) if !c(&Bound::Absent) => Err(FsError::PreconditionFailed),
-                    _ => Err(FsError::NotFound),
-                };
-            };
+        // Absent under the parent's lock: absent at a point in time, which
+        // is what a failed removal reports.
+        let absent = || match cond {
+            Some(c) if !c(&Bound::Absent) => Err(FsError::PreconditionFailed),
+            _ => Err(FsError::NotFound),
+        };
+        let kind_ok = |ckind: FileType| {
             let dir = ckind == FileType::Directory;
             match want_dir {
-                Some(true) if !dir => return Err(FsError::NotDir),
-                Some(false) if dir => return Err(FsError::IsDir),
-                _ => {}
+                Some(true) if !dir => Err(FsError::NotDir),
+                Some(false) if dir => Err(FsError::IsDir),
+                _ => Ok(dir),
             }
+        };
+        // Fast path: the parent write-locked and the name looked up under
+        // it, the child taken if no one holds it.
+        {
+            let (parc, carc);
+            parc = self.inode(parent)?;
+            let p = super::wlock(&parc)?;
+            if p.attr.kind != FileType::Directory {
+                return Err(FsError::NotDir);
+            }
+            let Some((cino, ckind)) = p.child_kind(name) else {
+                return absent();
+            };
+            let dir = kind_ok(ckind)?;
+            carc = self.inode(cino as u64).ok();
+            if let Some(c) = carc.as_ref().and_then(try_wlock) {
+                let mut l = Locked {
+                    guards: vec![(parent as u32, p), (cino, c)],
+                };
+                return self.remove_locked(&mut l, parent as u32, name, cino, dir, cond);
+            };
+        }
+        // Look up, lock in number order, and check that the name still
+        // leads where it did: no lock is held between the lookup and the
+        // locks, so a concurrent change of this very name sends us round
+        // again.
+        for _ in 0..BINDING_RETRIES {
+            let Some((cino, ckind)) = self.child_of(parent, name)? else {
+                return absent();
+            };
+            let dir = kind_ok(ckind)?;
             let Some(arcs) = self.arcs_bound(&[parent as u32, cino])? else {
                 continue; // the child was freed since the lookup
             };

@@ -171,7 +171,13 @@ impl Volume {
         // is held between the lookup and the locks, so an upload waiting
         // for a directory another upload holds across its commit delays
         // nobody else.
+        //
+        // The first try is a fast path: the lookup under the directory's
+        // write lock, kept if the other inodes can be taken without
+        // waiting (never out of number order); later tries look up under
+        // its read lock and lock in number order.
         let mut arcs: SmallVec<[_; 3]>;
+        let (mut fast_d, mut fast_t, mut fast_v);
         let mut tries = 0;
         let (mut guards, inos, victim, victim_cookie) = loop {
             tries += 1;
@@ -179,14 +185,23 @@ impl Volume {
                 return Err(FsError::Contended("the name"));
             }
             let darc = self.inode(dir)?;
-            let victim = {
-                let d = super::rlock(&darc)?;
+            let lookup = |d: &super::Inode| {
                 if d.attr.kind != FileType::Directory {
                     return Err(FsError::NotDir);
                 }
-                d.names
+                Ok(d.names
                     .get(name)
-                    .map(|&c| (d.data[&c].r.dirent_ino(), d.data[&c].r.dirent_dtype()))
+                    .map(|&c| (d.data[&c].r.dirent_ino(), d.data[&c].r.dirent_dtype())))
+            };
+            let mut dguard = None;
+            let victim = if tries == 1 {
+                fast_d = Some(darc.clone());
+                let d = super::wlock(fast_d.as_ref().expect("just set"))?;
+                let v = lookup(&d)?;
+                dguard = Some(d);
+                v
+            } else {
+                lookup(&*super::rlock(&darc)?)?
             };
             if let Some((v, dtype)) = victim {
                 if !replace {
@@ -212,6 +227,26 @@ impl Volume {
             inos.extend(victim.map(|v| v.0));
             inos.sort_unstable();
             inos.dedup();
+            if let Some(d) = dguard {
+                fast_t = self.inode(ino).ok();
+                fast_v = victim.and_then(|(v, _)| self.inode(v as u64).ok());
+                let tg = fast_t.as_ref().and_then(super::ns::try_wlock);
+                let vg = fast_v.as_ref().and_then(super::ns::try_wlock);
+                if let Some(tg) = tg {
+                    if victim.is_none() || vg.is_some() {
+                        let cookie = d.names.get(name).copied();
+                        let mut guards: SmallVec<[_; 3]> = SmallVec::new();
+                        guards.extend([(dir as u32, d), (ino as u32, tg)]);
+                        if let (Some((v, _)), Some(vg)) = (victim, vg) {
+                            guards.push((v, vg));
+                        }
+                        // In the order of `inos`, which indexes them.
+                        guards.sort_unstable_by_key(|g| g.0);
+                        break (guards, inos, victim, cookie);
+                    }
+                }
+                continue; // the ordered path
+            }
             arcs = SmallVec::new();
             let mut freed = false;
             for &n in &inos {

@@ -32,6 +32,45 @@ impl Volume {
         if flags.exchange && flags.noreplace {
             return Err(FsError::Invalid("RENAME_EXCHANGE with RENAME_NOREPLACE"));
         }
+        // Fast path: within one directory (the usual atomic replace), the
+        // directory write-locked and the names looked up under it, the
+        // inodes they lead to taken if no one holds them. It moves no
+        // directory to another parent, so it need not take turns.
+        if sp == dp {
+            let (darc, sarc, xarc);
+            darc = self.inode(sp)?;
+            let d = super::super::wlock(&darc)?;
+            if d.attr.kind != FileType::Directory {
+                return Err(FsError::NotDir);
+            }
+            let (s, skind) = d.child_kind(sn).ok_or(FsError::NotFound)?;
+            let dst = d.child_kind(dn);
+            if !Self::rename_proceeds(s, dst, flags)? {
+                return Ok(());
+            }
+            sarc = self.inode(s as u64).ok();
+            xarc = dst.and_then(|(x, _)| self.inode(x as u64).ok());
+            let sg = sarc.as_ref().and_then(super::try_wlock);
+            let xg = xarc.as_ref().and_then(super::try_wlock);
+            if let Some(sg) = sg {
+                if dst.is_none() || xg.is_some() {
+                    let dir = sp as u32;
+                    let mut guards = vec![(dir, d), (s, sg)];
+                    if let (Some((x, _)), Some(xg)) = (dst, xg) {
+                        guards.push((x, xg));
+                    }
+                    let mut l = Locked { guards };
+                    return self.rename_locked(
+                        &mut l,
+                        (dir, sn),
+                        (dir, dn),
+                        (s, skind),
+                        dst,
+                        flags,
+                    );
+                }
+            };
+        }
         // Renames take turns: only they move directories, so the loop check
         // below sees no other move. Every other check is made under the
         // inode locks, after checking that both names still lead where
@@ -41,16 +80,8 @@ impl Volume {
             let (s, skind) = self.child_of(sp, sn)?.ok_or(FsError::NotFound)?;
             let dst = self.child_of(dp, dn)?;
             let (sp, dp) = (sp as u32, dp as u32);
-            if flags.exchange && dst.is_none() {
-                return Err(FsError::NotFound);
-            }
-            if flags.noreplace && dst.is_some() {
-                return Err(FsError::Exists);
-            }
-            if let Some((d, _)) = dst {
-                if d == s {
-                    return Ok(()); // same file: POSIX says do nothing
-                }
+            if !Self::rename_proceeds(s, dst, flags)? {
+                return Ok(());
             }
             // A directory may not move into itself or below itself.
             let is_below = |dir: u32, anc: u32| {
@@ -92,6 +123,19 @@ impl Volume {
             return self.rename_locked(&mut l, (sp, sn), (dp, dn), (s, skind), dst, flags);
         }
         Err(FsError::Contended("the names"))
+    }
+
+    /// What the flags say of the names found: an error, nothing to do
+    /// (`false`: both names lead to the same file, where POSIX says do
+    /// nothing), or go on.
+    fn rename_proceeds(s: u32, dst: Option<(u32, FileType)>, flags: RenameFlags) -> Result<bool> {
+        if flags.exchange && dst.is_none() {
+            return Err(FsError::NotFound);
+        }
+        if flags.noreplace && dst.is_some() {
+            return Err(FsError::Exists);
+        }
+        Ok(dst.is_none_or(|(d, _)| d != s))
     }
 
     /// [`Self::rename`] with both parents, the inode moved (`s`) and the
