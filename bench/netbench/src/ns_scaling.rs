@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use pktfs::media::PersistChoice;
-use pktfs::{FormatOptions, OpenOptions, RenameFlags, Volume};
+use pktfs::RenameFlags;
 
 /// Rounds per layout (the median is reported), and create + rename +
 /// unlink cycles per thread in each.
@@ -19,23 +19,7 @@ const CYCLES: usize = 20_000;
 /// one shared directory. The layouts take turns within each round.
 pub fn ns_scaling(dir: &Path, results: &mut crate::report::Results) {
     let p = dir.join("ns.img");
-    Volume::format(
-        &p,
-        &FormatOptions {
-            params: layout::GeometryParams::for_size(256 << 20),
-            label: None,
-        },
-        &mut |_, _| {},
-    )
-    .expect("format");
-    let v = Volume::open(
-        &p,
-        &OpenOptions {
-            persist: PersistChoice::Clwb,
-            ..Default::default()
-        },
-    )
-    .expect("open");
+    let v = crate::volume_costs::new_volume(&p, PersistChoice::Clwb);
     let cpus = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .max(2);

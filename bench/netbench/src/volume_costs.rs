@@ -6,28 +6,33 @@ use std::time::Instant;
 use pktfs::media::PersistChoice;
 use pktfs::{FormatOptions, OpenOptions, Volume};
 
+/// A fresh 256 MiB image at `p`, opened with `persist`.
+pub(crate) fn new_volume(p: &Path, persist: PersistChoice) -> Volume {
+    Volume::format(
+        p,
+        &FormatOptions {
+            params: layout::GeometryParams::for_size(256 << 20),
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .expect("format");
+    Volume::open(
+        p,
+        &OpenOptions {
+            persist,
+            ..Default::default()
+        },
+    )
+    .expect("open")
+}
+
 /// Where a small PUT's time goes without sockets: the Volume calls the
 /// server makes for one 1 KiB upload, and CRC32C speed.
 pub fn volume_costs(dir: &Path, results: &mut crate::report::Results) {
     let p = dir.join("calls.img");
     for persist in [PersistChoice::Clwb, PersistChoice::Eadr] {
-        Volume::format(
-            &p,
-            &FormatOptions {
-                params: layout::GeometryParams::for_size(256 << 20),
-                label: None,
-            },
-            &mut |_, _| {},
-        )
-        .expect("format");
-        let v = Volume::open(
-            &p,
-            &OpenOptions {
-                persist,
-                ..Default::default()
-            },
-        )
-        .expect("open");
+        let v = new_volume(&p, persist);
         let d = v.mkdir(v.root(), b"k", 0o755, 0, 0).expect("mkdir").ino;
         let body = [7u8; 1024];
         let n = 20_000;
