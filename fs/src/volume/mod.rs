@@ -274,7 +274,8 @@ pub struct Volume {
     pub(crate) alloc: Mutex<Alloc>,
     pub(crate) journal: JournalSlots,
     pub(crate) ns: Mutex<Namespace>,
-    /// Held by `rename` throughout: renames take turns (ns.rs, "Locking").
+    /// Held by a rename between two directories throughout: such renames
+    /// take turns (ns.rs, "Locking").
     pub(crate) renames: Mutex<()>,
     /// Inode number -> in-memory inode (sharded; see `itable`).
     inodes: itable::InodeTable,

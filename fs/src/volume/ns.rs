@@ -7,9 +7,13 @@
 //! touches, in ascending inode number, and makes every check under those
 //! locks. What it found by a lookup before locking (the inode a name leads
 //! to) it checks again once locked and, if the name has moved, looks up
-//! again. Only `rename` takes a volume-wide lock, `Volume::renames`, first:
-//! it alone moves directories, so its loop check (is the target below the
-//! directory moved?) sees no other move. `Volume::ns` (which directory is
+//! again. (`remove`, a rename within one directory and `rx_link` first try
+//! a fast path: the directory write-locked, the lookup under it, and the
+//! other inodes taken only if free, never waited for out of order.) Only
+//! a rename between two directories takes a volume-wide lock,
+//! `Volume::renames`, first: it alone moves directories to another parent,
+//! so its loop check (is the target below the directory moved?) sees no
+//! other move. `Volume::ns` (which directory is
 //! in which) is a leaf, held for a map access and never while waiting for
 //! another lock.
 
@@ -54,16 +58,6 @@ impl<'a> Locked<'a> {
                 .collect::<Result<_>>()?,
         })
     }
-    /// [`Self::new`] for inodes found by a lookup made before the locks:
-    /// `None` when one of them has been freed since (the caller looks
-    /// again; its number may already name another inode).
-    fn new_bound(arcs: &'a [(u32, Arc<RwLock<Inode>>)]) -> Result<Option<Locked<'a>>> {
-        match Locked::new(arcs) {
-            Ok(l) => Ok(Some(l)),
-            Err(FsError::NotFound) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
     fn get(&mut self, ino: u32) -> &mut Inode {
         &mut self
             .guards
@@ -93,6 +87,17 @@ impl Inode {
                 FileType::from_dtype(r.dirent_dtype()).unwrap_or(FileType::Regular),
             )
         })
+    }
+}
+
+/// For inodes found by a lookup made before their locks: `None` where
+/// one has been freed since ("not found"; the caller looks again, as its
+/// number may already name another inode).
+pub(in crate::volume) fn unless_freed<T>(r: Result<T>) -> Result<Option<T>> {
+    match r {
+        Ok(x) => Ok(Some(x)),
+        Err(FsError::NotFound) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -137,16 +142,6 @@ impl Volume {
         v.into_iter()
             .map(|n| Ok((n, self.inode(n as u64)?)))
             .collect()
-    }
-
-    /// [`Self::arcs`] for inodes found by a lookup made before: `None`
-    /// when one has been freed since (the caller looks again).
-    fn arcs_bound(&self, inos: &[u32]) -> Result<Option<Vec<InodeArc>>> {
-        match self.arcs(inos) {
-            Ok(a) => Ok(Some(a)),
-            Err(FsError::NotFound) => Ok(None),
-            Err(e) => Err(e),
-        }
     }
 
     fn child_of(&self, dir: u64, name: &[u8]) -> Result<Option<(u32, FileType)>> {
@@ -474,10 +469,10 @@ impl Volume {
                 return absent();
             };
             let dir = kind_ok(ckind)?;
-            let Some(arcs) = self.arcs_bound(&[parent as u32, cino])? else {
+            let Some(arcs) = unless_freed(self.arcs(&[parent as u32, cino]))? else {
                 continue; // the child was freed since the lookup
             };
-            let Some(mut l) = Locked::new_bound(&arcs)? else {
+            let Some(mut l) = unless_freed(Locked::new(&arcs))? else {
                 continue; // the child was freed since the lookup
             };
             if l.get(parent as u32).child(name) != Some(cino) {

@@ -7,7 +7,7 @@ use layout::{FileType, RecordId};
 use super::super::failstop::OrStop;
 use super::super::tx::Tx;
 use super::super::{check_name, now_ns, Volume, MAX_NLINK};
-use super::{Locked, BINDING_RETRIES, FIRST_COOKIE};
+use super::{unless_freed, Locked, BINDING_RETRIES, FIRST_COOKIE};
 use crate::error::{FsError, Result};
 
 /// rename(2) flags.
@@ -108,10 +108,10 @@ impl Volume {
             if let Some((d, _)) = dst {
                 inos.push(d);
             }
-            let Some(arcs) = self.arcs_bound(&inos)? else {
+            let Some(arcs) = unless_freed(self.arcs(&inos))? else {
                 continue; // freed since the lookup
             };
-            let Some(mut l) = Locked::new_bound(&arcs)? else {
+            let Some(mut l) = unless_freed(Locked::new(&arcs))? else {
                 continue; // freed since the lookup
             };
             if l.get(sp).child(sn) != Some(s) || l.get(dp).child(dn) != dst.map(|d| d.0) {
