@@ -76,7 +76,8 @@ fn a_new_unnamed_file_never_vanishes_while_others_are_freed() {
 /// Uploads (`rx_link_deferred`, holding the replaced file for a moment as
 /// the server does) racing unlinks and renames of the same names across
 /// two directories, 12 threads on whatever cores there are. `rx_link`
-/// releases the namespace lock once it holds its inode locks; nothing may
+/// checks under its inode locks that the name still leads where its
+/// lookup said (fs's ns.rs, "Locking"); nothing may
 /// be lost, freed twice or left inconsistent, and every name left must
 /// read back one writer's whole body, before and after a remount.
 #[test]

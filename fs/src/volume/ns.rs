@@ -442,6 +442,7 @@ impl Volume {
         // Fast path: the parent write-locked and the name looked up under
         // it, the child taken if no one holds it.
         {
+            // Declared before the guards, so that they outlive them.
             let (parc, carc);
             parc = self.inode(parent)?;
             let p = super::wlock(&parc)?;

@@ -189,9 +189,10 @@ impl Volume {
                 if d.attr.kind != FileType::Directory {
                     return Err(FsError::NotDir);
                 }
-                Ok(d.names
-                    .get(name)
-                    .map(|&c| (d.data[&c].r.dirent_ino(), d.data[&c].r.dirent_dtype())))
+                Ok(d.names.get(name).map(|&c| {
+                    let r = &d.data[&c].r;
+                    (r.dirent_ino(), r.dirent_dtype(), c)
+                }))
             };
             let mut dguard = None;
             let victim = if tries == 1 {
@@ -203,7 +204,7 @@ impl Volume {
             } else {
                 lookup(&*super::rlock(&darc)?)?
             };
-            if let Some((v, dtype)) = victim {
+            if let Some((v, dtype, _)) = victim {
                 if !replace {
                     return Err(FsError::Exists);
                 }
@@ -229,19 +230,23 @@ impl Volume {
             inos.dedup();
             if let Some(d) = dguard {
                 fast_t = self.inode(ino).ok();
-                fast_v = victim.and_then(|(v, _)| self.inode(v as u64).ok());
+                fast_v = victim.and_then(|(v, ..)| self.inode(v as u64).ok());
                 let tg = fast_t.as_ref().and_then(super::ns::try_wlock);
                 let vg = fast_v.as_ref().and_then(super::ns::try_wlock);
                 if let Some(tg) = tg {
                     if victim.is_none() || vg.is_some() {
-                        let cookie = d.names.get(name).copied();
                         let mut guards: SmallVec<[_; 3]> = SmallVec::new();
                         guards.extend([(dir as u32, d), (ino as u32, tg)]);
-                        if let (Some((v, _)), Some(vg)) = (victim, vg) {
+                        if let (Some((v, ..)), Some(vg)) = (victim, vg) {
                             guards.push((v, vg));
                         }
                         // In the order of `inos`, which indexes them.
                         guards.sort_unstable_by_key(|g| g.0);
+                        // Looked up under the write lock still held.
+                        let (victim, cookie) = match victim {
+                            Some((v, t, c)) => (Some((v, t)), Some(c)),
+                            None => (None, None),
+                        };
                         break (guards, inos, victim, cookie);
                     }
                 }
@@ -292,7 +297,12 @@ impl Volume {
             if now_bound.map(|b| b.0) != victim.map(|v| v.0) {
                 continue;
             }
-            break (guards, inos, victim, now_bound.map(|b| b.1));
+            break (
+                guards,
+                inos,
+                victim.map(|(v, t, _)| (v, t)),
+                now_bound.map(|b| b.1),
+            );
         };
         let idx = |n: u32| inos.iter().position(|m| *m == n).expect("locked");
         let (ti, di) = (idx(ino as u32), idx(dir as u32));

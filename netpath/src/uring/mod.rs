@@ -63,7 +63,7 @@ impl std::fmt::Display for IoChoice {
 /// Why not one per core: a loop's connections need kernel time that is
 /// not on the loop's thread (TCP receive processing in softirq, the
 /// wakeups of the peers), and every loop takes the same volume's
-/// allocator and namespace locks. On 2 vCPUs with the client on the same
+/// allocator lock. On 2 vCPUs with the client on the same
 /// machine, one loop served 48-53k 1 KiB PUTs/s at 16 connections where
 /// two served 36-38k (docs/NETPATH.md); `--loops` sets the number.
 pub fn loop_count(wanted: usize) -> usize {

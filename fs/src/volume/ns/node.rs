@@ -1,6 +1,6 @@
 //! Making a node: a file, directory, symlink or device inode and the
-//! dirent naming it, in one commit under the namespace lock (every
-//! creating entry point of `ns.rs` comes here).
+//! dirent naming it, in one commit under the parent directory's write
+//! lock (every creating entry point of `ns.rs` comes here).
 
 use super::super::failstop::OrStop;
 

@@ -37,6 +37,7 @@ impl Volume {
         // inodes they lead to taken if no one holds them. It moves no
         // directory to another parent, so it need not take turns.
         if sp == dp {
+            // Declared before the guards, so that they outlive them.
             let (darc, sarc, xarc);
             darc = self.inode(sp)?;
             let d = super::super::wlock(&darc)?;
