@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use pktfs::{RxPiece, TmpFile, TxHold, TxMsg, Volume};
 use rustix::net::SendFlags;
 
-use super::head::{read_head, Framing, Head, Method, MAX_HEADERS};
+use super::head::{parse_head, Framing, Head, Method};
 use super::response::{begin, error_body, http_date};
 use super::spare::Spare;
 use crate::metrics::RequestLabels;
@@ -313,29 +313,17 @@ impl<'a> Conn<'a> {
         loop {
             let w = self.rx.window();
             if !w.is_empty() {
-                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-                let mut req = httparse::Request::new(&mut headers);
-                match req.parse(w) {
-                    Ok(httparse::Status::Complete(n)) => {
-                        if n > cfg.max_header_bytes {
-                            return HeadResult::Fail(431, "request head too large");
-                        }
-                        let h = read_head(&req, &mut self.path, cfg);
+                match parse_head(w, &mut self.path, cfg) {
+                    Ok(Some((n, h))) => {
                         self.rx.consume(n as u32);
                         return HeadResult::Req(h);
                     }
-                    Ok(httparse::Status::Partial) => {
-                        // The head's clock starts at its first bytes (a
-                        // head that arrives whole needs no clock).
+                    // The head's clock starts at its first bytes (a head
+                    // that arrives whole needs no clock).
+                    Ok(None) => {
                         started.get_or_insert_with(Instant::now);
-                        if w.len() >= cfg.max_header_bytes {
-                            return HeadResult::Fail(431, "request head too large");
-                        }
                     }
-                    Err(httparse::Error::TooManyHeaders) => {
-                        return HeadResult::Fail(431, "too many header fields")
-                    }
-                    Err(_) => return HeadResult::Fail(400, "malformed request"),
+                    Err((code, why)) => return HeadResult::Fail(code, why),
                 }
             }
             let timeout = match started {
@@ -388,6 +376,10 @@ impl<'a> Conn<'a> {
             self.linger();
             return false;
         }
+        if h.read_body_first() && self.outbox.is_none() {
+            // (An event loop's session reads it before calling this.)
+            return self.discard_body(h) && self.handle(&h.clone().without_body());
+        }
         if h.metrics {
             return self.metrics(h);
         }
@@ -422,15 +414,16 @@ impl<'a> Conn<'a> {
         if h.has_body() {
             let small = h.content_length.is_some_and(|n| n <= SMALL_BODY);
             keep = keep && small && !h.expect_continue;
-            if keep && !self.discard_body(h) {
-                return false; // the body failed; that was answered
-            }
         }
+        // Answered before the body is read (a refusal changes nothing, and
+        // the client may stop sending), as an event loop's session does.
         self.error(code, msg, keep);
         if !keep {
             self.linger();
+            return false;
         }
-        keep
+        // A body that then fails closes the connection.
+        self.discard_body(h)
     }
 
     // ----- responses -----

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use pktfs::{FsError, RxPiece};
 
+use super::chunked::{chunk_size_line, trailer_section};
 use super::conn::Conn;
 use super::head::{Framing, Head};
 use super::response::status_of;
@@ -180,20 +181,13 @@ impl<'a> Conn<'a> {
         loop {
             let w = self.rx.window();
             if !w.is_empty() {
-                if !w[0].is_ascii_hexdigit() {
-                    return Err(BodyError::Bad("bad chunk size"));
-                }
-                match httparse::parse_chunk_size(w) {
-                    Ok(httparse::Status::Complete((n, size))) => {
+                match chunk_size_line(w, self.sh.cfg.max_header_bytes) {
+                    Ok(Some((n, size))) => {
                         self.rx.consume(n as u32);
                         return Ok(size);
                     }
-                    Ok(httparse::Status::Partial) => {
-                        if w.len() > self.sh.cfg.max_header_bytes {
-                            return Err(BodyError::Bad("chunk line too long"));
-                        }
-                    }
-                    Err(_) => return Err(BodyError::Bad("bad chunk size")),
+                    Ok(None) => {}
+                    Err(why) => return Err(BodyError::Bad(why)),
                 }
             }
             self.more(IDLE_RESERVATION as u64)?;
@@ -213,25 +207,13 @@ impl<'a> Conn<'a> {
 
     fn trailers(&mut self) -> Result<(), BodyError> {
         loop {
-            let w = self.rx.window();
-            if w.starts_with(b"\r\n") {
-                self.rx.consume(2);
-                return Ok(());
-            }
-            if !w.is_empty() && w != b"\r" {
-                let mut hs = [httparse::EMPTY_HEADER; 32];
-                match httparse::parse_headers(w, &mut hs) {
-                    Ok(httparse::Status::Complete((n, _))) => {
-                        self.rx.consume(n as u32);
-                        return Ok(());
-                    }
-                    Ok(httparse::Status::Partial) => {
-                        if w.len() > self.sh.cfg.max_header_bytes {
-                            return Err(BodyError::Bad("trailer section too large"));
-                        }
-                    }
-                    Err(_) => return Err(BodyError::Bad("malformed trailer section")),
+            match trailer_section(self.rx.window(), self.sh.cfg.max_header_bytes) {
+                Ok(Some(n)) => {
+                    self.rx.consume(n as u32);
+                    return Ok(());
                 }
+                Ok(None) => {}
+                Err(why) => return Err(BodyError::Bad(why)),
             }
             self.more(IDLE_RESERVATION as u64)?;
         }

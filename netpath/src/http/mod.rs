@@ -37,7 +37,8 @@
 //!
 //! # Layout
 //! Protocol decisions are free of socket I/O so another transport can
-//! reuse them: `head` (what a head says), `cond` (entity tags and
+//! reuse them: `head` (what a head says, and where it ends), `chunked`
+//! (the chunked coding's lines), `cond` (entity tags and
 //! precondition evaluation), `response` (heads and bodies into a
 //! `Vec<u8>`). The blocking-socket transport is `conn` (the per-connection
 //! loop, counters, access log), `framing` (bodies), `upload` (PUT/POST)
@@ -45,6 +46,7 @@
 //! the same handlers on an io_uring loop, and `spare` makes the unnamed
 //! file of a connection's next upload ahead of time (both transports).
 
+mod chunked;
 pub(crate) mod cond;
 mod conn;
 mod framing;

@@ -40,7 +40,7 @@ use pktfs::{RxHeld, TmpFile, Volume};
 
 use super::conn::{Conn, Outbox};
 use super::framing::BodyError;
-use super::head::{read_head, Framing, Head, MAX_HEADERS};
+use super::head::{parse_head, Framing, Head};
 use super::spare::Spare;
 use crate::rxstream::RxStream;
 use crate::shared::Shared;
@@ -127,6 +127,9 @@ struct BodyRx<'v> {
     bytes: u64,
     /// None: the body is read and dropped.
     upload: Option<Upload<'v>>,
+    /// The request to act on once its body was read and dropped
+    /// ([`Head::read_body_first`]).
+    then: Option<Head>,
     /// The body must make progress by then.
     deadline: Instant,
 }
@@ -161,7 +164,8 @@ struct HttpSession<'v> {
 /// else from `buf` with `data` appended (never past `max` bytes).
 /// `Ok(Some((n, t)))`: complete, `n` bytes of `data` belong to it;
 /// `Ok(None)`: incomplete (all of `data` is in `buf` now); `Err(None)`:
-/// longer than `max`.
+/// longer than `max`. `parse` sees at most `max` bytes in either case, so
+/// the verdict does not depend on how the bytes were cut.
 fn assemble<T, E>(
     buf: &mut Vec<u8>,
     data: &[u8],
@@ -169,6 +173,9 @@ fn assemble<T, E>(
     mut parse: impl FnMut(&[u8]) -> Result<Option<(usize, T)>, E>,
 ) -> Result<Option<(usize, T)>, Option<E>> {
     if buf.is_empty() {
+        // Never more than `max` bytes parsed, however they were cut: what
+        // lies past the limit must not change the verdict.
+        let data = &data[..data.len().min(max)];
         return match parse(data).map_err(Some)? {
             Some(r) => Ok(Some(r)),
             None if data.len() >= max => Err(None),
@@ -287,19 +294,7 @@ impl<'v> HttpSession<'v> {
         let cfg = &self.sh.cfg;
         let max = cfg.max_header_bytes;
         let path = &mut self.c.path;
-        let r = assemble(&mut self.head, bytes, max, |w| {
-            let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut req = httparse::Request::new(&mut hs);
-            match req.parse(w) {
-                Ok(httparse::Status::Complete(n)) if n > max => {
-                    Err((431, "request head too large"))
-                }
-                Ok(httparse::Status::Complete(n)) => Ok(Some((n, read_head(&req, path, cfg)))),
-                Ok(httparse::Status::Partial) => Ok(None),
-                Err(httparse::Error::TooManyHeaders) => Err((431, "too many header fields")),
-                Err(_) => Err((400, "malformed request")),
-            }
-        });
+        let r = assemble(&mut self.head, bytes, max, |w| parse_head(w, path, cfg));
         match r {
             Ok(None) => {
                 // The head's clock starts at its first bytes.
@@ -331,13 +326,35 @@ impl<'v> HttpSession<'v> {
         self.begin_request();
         self.c.req.method = h.method.as_str();
         self.c.req.json = h.accept_json;
-        let keep = self.c.handle(&h);
-        let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
         let deadline = Instant::now() + self.sh.cfg.io_timeout;
         let frame = |f: Framing| match f {
             Framing::Length(n) => Frame::Length(n),
             Framing::Chunked => Frame::Size,
         };
+        if let Some(f) = h.framing().filter(|_| h.read_body_first()) {
+            // Acted on when its body is in (`body_complete`).
+            self.body = Some(BodyRx {
+                frame: frame(f),
+                bytes: 0,
+                upload: None,
+                then: Some(h.without_body()),
+                deadline,
+            });
+            self.body_done_if_empty();
+            return;
+        }
+        self.act(h);
+    }
+
+    /// Act on a request begun (its body, if it stores one, still to come).
+    fn act(&mut self, h: Head) {
+        let deadline = Instant::now() + self.sh.cfg.io_timeout;
+        let frame = |f: Framing| match f {
+            Framing::Length(n) => Frame::Length(n),
+            Framing::Chunked => Frame::Size,
+        };
+        let keep = self.c.handle(&h);
+        let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
         if let Some((tmp, f)) = ob.upload.take() {
             // Answered (and logged) when the body is in.
             self.body = Some(BodyRx {
@@ -349,6 +366,7 @@ impl<'v> HttpSession<'v> {
                     batch: 0,
                     records: 0,
                 }),
+                then: None,
                 deadline,
             });
             self.body_done_if_empty();
@@ -362,6 +380,7 @@ impl<'v> HttpSession<'v> {
                     frame: frame(f),
                     bytes: 0,
                     upload: None,
+                    then: None,
                     deadline,
                 });
                 self.body_done_if_empty();

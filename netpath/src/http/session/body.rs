@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use pktfs::{RxHeld, RxPiece};
 
+use super::super::chunked::{chunk_size_line, trailer_section};
 use super::super::framing::BodyError;
 use super::{assemble, Frame, HttpSession};
 
@@ -30,80 +31,59 @@ impl<'v> HttpSession<'v> {
         let max = self.sh.cfg.max_header_bytes;
         let b = self.body.as_mut().expect("a body");
         b.deadline = Instant::now() + self.sh.cfg.io_timeout;
-        let (n, next): (u64, Option<Frame>) =
-            match b.frame {
-                Frame::Length(left) | Frame::Data(left) => {
-                    let k = left.min(d.len() as u64) as u32;
-                    if k < d.len() {
-                        let part = d.split_to(k);
-                        return self.body_data(part, ts, left, Some(d));
-                    }
-                    return self.body_data(d, ts, left, None);
+        let (n, next): (u64, Option<Frame>) = match b.frame {
+            Frame::Length(left) | Frame::Data(left) => {
+                let k = left.min(d.len() as u64) as u32;
+                if k < d.len() {
+                    let part = d.split_to(k);
+                    return self.body_data(part, ts, left, Some(d));
                 }
-                Frame::Size => {
-                    if self.line.is_empty() && !d.bytes()[0].is_ascii_hexdigit() {
-                        return self.fail_body(BodyError::Bad("bad chunk size"));
-                    }
-                    match assemble(&mut self.line, d.bytes(), max, |w| {
-                        match httparse::parse_chunk_size(w) {
-                            Ok(httparse::Status::Complete((n, size))) => Ok(Some((n, size))),
-                            Ok(httparse::Status::Partial) => Ok(None),
-                            Err(_) => Err(()),
-                        }
-                    }) {
-                        Ok(Some((n, 0))) => (n as u64, Some(Frame::Trailers)),
-                        Ok(Some((n, size))) => (n as u64, Some(Frame::Data(size))),
-                        Ok(None) => (d.len() as u64, None),
-                        Err(Some(())) => return self.fail_body(BodyError::Bad("bad chunk size")),
-                        Err(None) => return self.fail_body(BodyError::Bad("chunk line too long")),
+                return self.body_data(d, ts, left, None);
+            }
+            Frame::Size => {
+                match assemble(&mut self.line, d.bytes(), max, |w| chunk_size_line(w, max)) {
+                    Ok(Some((n, 0))) => (n as u64, Some(Frame::Trailers)),
+                    Ok(Some((n, size))) => (n as u64, Some(Frame::Data(size))),
+                    Ok(None) => (d.len() as u64, None),
+                    Err(why) => {
+                        let why = why.unwrap_or("chunk line too long");
+                        return self.fail_body(BodyError::Bad(why));
                     }
                 }
-                Frame::Crlf => {
-                    let k = (2 - self.line.len()).min(d.len() as usize);
-                    self.line.extend_from_slice(&d.bytes()[..k]);
-                    if self.line.len() < 2 {
-                        (k as u64, None)
-                    } else if self.line != b"\r\n" {
-                        return self.fail_body(BodyError::Bad("chunk data not followed by CRLF"));
-                    } else {
-                        self.line.clear();
-                        (k as u64, Some(Frame::Size))
+            }
+            Frame::Crlf => {
+                let k = (2 - self.line.len()).min(d.len() as usize);
+                self.line.extend_from_slice(&d.bytes()[..k]);
+                if self.line.len() < 2 {
+                    (k as u64, None)
+                } else if self.line != b"\r\n" {
+                    return self.fail_body(BodyError::Bad("chunk data not followed by CRLF"));
+                } else {
+                    self.line.clear();
+                    (k as u64, Some(Frame::Size))
+                }
+            }
+            Frame::Trailers => {
+                match assemble(&mut self.line, d.bytes(), max, |w| {
+                    trailer_section(w, max).map(|t| t.map(|n| (n, ())))
+                }) {
+                    Ok(Some((n, ()))) => {
+                        self.seq += n as u64;
+                        let rest = (n < d.len() as usize).then(|| {
+                            let _t = d.split_to(n as u32);
+                            d
+                        });
+                        self.body_complete();
+                        return rest;
+                    }
+                    Ok(None) => (d.len() as u64, None),
+                    Err(why) => {
+                        let why = why.unwrap_or("trailer section too large");
+                        return self.fail_body(BodyError::Bad(why));
                     }
                 }
-                Frame::Trailers => {
-                    match assemble(&mut self.line, d.bytes(), max, |w| {
-                        if w.starts_with(b"\r\n") {
-                            return Ok(Some((2, ())));
-                        }
-                        if w == b"\r" {
-                            return Ok(None);
-                        }
-                        let mut hs = [httparse::EMPTY_HEADER; 32];
-                        match httparse::parse_headers(w, &mut hs) {
-                            Ok(httparse::Status::Complete((n, _))) => Ok(Some((n, ()))),
-                            Ok(httparse::Status::Partial) => Ok(None),
-                            Err(_) => Err(()),
-                        }
-                    }) {
-                        Ok(Some((n, ()))) => {
-                            self.seq += n as u64;
-                            let rest = (n < d.len() as usize).then(|| {
-                                let _t = d.split_to(n as u32);
-                                d
-                            });
-                            self.body_complete();
-                            return rest;
-                        }
-                        Ok(None) => (d.len() as u64, None),
-                        Err(Some(())) => {
-                            return self.fail_body(BodyError::Bad("malformed trailer section"))
-                        }
-                        Err(None) => {
-                            return self.fail_body(BodyError::Bad("trailer section too large"))
-                        }
-                    }
-                }
-            };
+            }
+        };
         self.seq += n;
         if let Some(f) = next {
             self.body.as_mut().expect("a body").frame = f;
@@ -161,6 +141,10 @@ impl<'v> HttpSession<'v> {
     pub(super) fn body_complete(&mut self) {
         let Some(b) = self.body.take() else { return };
         self.line.clear();
+        if let Some(h) = b.then {
+            self.act(h);
+            return;
+        }
         let Some(u) = b.upload else { return };
         let records = u.records + self.c.pieces.len() as u64;
         let keep = self.c.put_finish(&u.head, u.tmp, Ok((b.bytes, records)));
@@ -189,13 +173,14 @@ impl<'v> HttpSession<'v> {
     }
 
     /// Drop an upload in progress (its uncommitted pieces and its unnamed
-    /// file). Whether there was one.
+    /// file), or a request waiting for its body. Whether there was one (a
+    /// request begun and not yet ended).
     pub(super) fn abort_upload(&mut self) -> bool {
         let Some(b) = self.body.take() else {
             return false;
         };
         self.vol_abort();
-        b.upload.is_some()
+        b.upload.is_some() || b.then.is_some()
     }
 
     pub(super) fn vol_abort(&mut self) {
