@@ -99,15 +99,19 @@ enum Req {
         name: usize,
         junk: usize,
     },
+    /// `GET /` with `Accept: application/json`: the listing.
+    List,
 }
 
 impl Req {
+    /// The name it is about (the listing: none, 0 stands in).
     fn name(&self) -> usize {
         match self {
             Req::Put { name, .. }
             | Req::Get { name, .. }
             | Req::Head { name }
             | Req::Delete { name, .. } => *name,
+            Req::List => 0,
         }
     }
 
@@ -143,6 +147,9 @@ impl Req {
             Cond::IfNoneMatchCurrent => format!("If-None-Match: {tag}\r\n"),
         };
         match self {
+            Req::List => {
+                b"GET / HTTP/1.1\r\nHost: fuzz\r\nAccept: application/json\r\n\r\n".to_vec()
+            }
             Req::Get {
                 junk,
                 range,
@@ -259,6 +266,7 @@ fn req(with_head: bool) -> impl Strategy<Value = Req> {
         3 => get,
         head => name.clone().prop_map(|name| Req::Head { name }),
         1 => (name, junk()).prop_map(|(name, junk)| Req::Delete { name, junk }),
+        head => Just(Req::List),
     ]
 }
 
@@ -276,6 +284,8 @@ struct Expect {
     /// The server closes the connection after the answer (a refused body
     /// too large to read and drop).
     closes: bool,
+    /// A JSON listing's entries (their `mtime` not compared).
+    listing: Option<Vec<serde_json::Value>>,
 }
 
 fn expect(r: &Req, model: &mut BTreeMap<usize, Vec<u8>>) -> Expect {
@@ -288,6 +298,7 @@ fn expect(r: &Req, model: &mut BTreeMap<usize, Vec<u8>>) -> Expect {
         etag: None,
         at_head: false,
         closes: false,
+        listing: None,
     };
     match r {
         Req::Put {
@@ -365,6 +376,22 @@ fn expect(r: &Req, model: &mut BTreeMap<usize, Vec<u8>>) -> Expect {
             if model.remove(&n).is_some() {
                 e.status = 204;
             }
+        }
+        Req::List => {
+            // Sorted by name: name, type, size and ETag of each file.
+            let list: Vec<serde_json::Value> = model
+                .iter()
+                .map(|(&i, b)| {
+                    serde_json::json!({
+                        "name": NAMES[i],
+                        "type": "file",
+                        "size": b.len(),
+                        "etag": etag(b),
+                    })
+                })
+                .collect();
+            e.status = 200;
+            e.listing = Some(list);
         }
     }
     e
@@ -621,6 +648,19 @@ fn pipelines(io: IoMode) {
                 }
                 if e.etag.is_some() {
                     prop_assert_eq!(&a.etag, &e.etag, "request {}: {:?}", i, r);
+                }
+                if let Some(want) = &e.listing {
+                    let got: Vec<serde_json::Value> = serde_json::from_slice(&a.body)
+                        .map_err(|x| TestCaseError::fail(format!("listing: {x}")))?;
+                    let got: Vec<serde_json::Value> = got
+                        .into_iter()
+                        .map(|mut v| {
+                            let m = v.as_object_mut().expect("an object per entry");
+                            prop_assert!(m.remove("mtime").is_some_and(|t| t.is_string()));
+                            Ok(v)
+                        })
+                        .collect::<Result<_, TestCaseError>>()?;
+                    prop_assert_eq!(&got, want, "request {}: the listing", i);
                 }
                 if matches!(a.status, 206 | 304 | 412 | 416) {
                     stats.borrow_mut()[3] += 1;
