@@ -4,6 +4,9 @@
 //! fsck is clean after it, every acknowledged write and upload is present
 //! byte for byte, an unacknowledged upload is absent or whole (never
 //! partial), and a raw-stream file is an exact prefix of what was sent.
+//! With clients replacing and deleting files over keep-alive connections,
+//! each name holds what its last acknowledged request left or what the
+//! one in flight would have: all old or all new, never lost.
 //!
 //! The image lives on /dev/shm, so a killed process loses only its DRAM
 //! state (the mapping's stores are in the page cache): this checks that
@@ -409,6 +412,170 @@ fn sigkill_server_during_uploads_and_raw_streams() {
         assert!(
             acked > 0 || raw_len > 0,
             "round {round}: nothing happened before the kill"
+        );
+    }
+}
+
+/// The state of one name after an operation: its content, or gone.
+type State = Option<(u64, usize)>;
+
+/// One request on a keep-alive connection; the status, or None when the
+/// connection ended first (the server died).
+fn request(s: &mut TcpStream, method: &str, path: &str, body: &[u8]) -> Option<u16> {
+    let go = |s: &mut TcpStream| -> std::io::Result<Option<u16>> {
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )?;
+        s.write_all(body)?;
+        // The answer's head, then its body by Content-Length.
+        let mut head = Vec::new();
+        let mut b = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if s.read(&mut b)? == 0 {
+                return Ok(None);
+            }
+            head.push(b[0]);
+        }
+        let head = String::from_utf8_lossy(&head).to_string();
+        let status: u16 = head[9..12].parse().expect("a status");
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                let (n, v) = l.split_once(':')?;
+                n.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        let mut rest = vec![0u8; len];
+        s.read_exact(&mut rest)?;
+        Ok(Some(status))
+    };
+    go(s).unwrap_or(None)
+}
+
+/// SIGKILL the server while clients replace and delete files (one client
+/// per name, keep-alive, one request at a time). Afterwards each name
+/// holds what its last acknowledged operation left, or what the one
+/// operation in flight would have left: a replacement is all old or all
+/// new, a delete is done or not, nothing acknowledged is lost.
+#[test]
+fn sigkill_server_during_replacements_and_deletes() {
+    const NAMES: usize = 4;
+    let mut rng = Rng(seed() ^ 0x5eed_f11e);
+    for round in 0..3 {
+        let (_d, img) = image("replace", 512 << 20);
+        let http = free_port();
+        let mut server = Command::new(PKTFS)
+            .arg("serve")
+            .arg(&img)
+            .args(["--listen", &http.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_listening(http);
+        // Every name starts with a version of its own.
+        let mut first = Vec::new();
+        for n in 0..NAMES {
+            let (s, len) = (rng.next(), 1 + rng.below(100_000) as usize);
+            assert!(
+                put(http, &format!("/f{n}"), &pattern(s, len)),
+                "round {round}: setup"
+            );
+            first.push(Some((s, len)));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let acked_any = Arc::new(AtomicBool::new(false));
+        // Per name: (state after the last acknowledged operation, state the
+        // operation in flight would leave, operations acknowledged).
+        let clients: Vec<_> = (0..NAMES)
+            .map(|n| {
+                let (stop, acked_any) = (stop.clone(), acked_any.clone());
+                let mut r = Rng(rng.next() | 1);
+                let start = first[n];
+                std::thread::spawn(move || -> (State, Option<State>, usize) {
+                    let path = format!("/f{n}");
+                    let mut s = TcpStream::connect(http).expect("connect");
+                    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    let (mut now, mut acked) = (start, 0);
+                    while !stop.load(Ordering::Relaxed) {
+                        let delete = r.below(10) < 3;
+                        let next: State = if delete {
+                            None
+                        } else {
+                            // Some bodies span several records and commits.
+                            Some((r.next(), 1 + r.below(400_000) as usize))
+                        };
+                        let body = next.map(|(s, l)| pattern(s, l)).unwrap_or_default();
+                        let method = if delete { "DELETE" } else { "PUT" };
+                        match request(&mut s, method, &path, &body) {
+                            Some(code) => {
+                                let want: &[u16] = match (delete, now.is_some()) {
+                                    (true, true) => &[204],
+                                    (true, false) => &[404],
+                                    (false, true) => &[204],
+                                    (false, false) => &[201],
+                                };
+                                assert!(
+                                    want.contains(&code),
+                                    "{method} {path} answered {code}, expected {want:?}"
+                                );
+                                now = next;
+                                acked += 1;
+                                acked_any.store(true, Ordering::Relaxed);
+                            }
+                            None => return (now, Some(next), acked),
+                        }
+                    }
+                    (now, None, acked)
+                })
+            })
+            .collect();
+        let t0 = Instant::now();
+        while !acked_any.load(Ordering::Relaxed) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "round {round}: nothing acknowledged in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let delay = 50 + rng.below(600);
+        std::thread::sleep(Duration::from_millis(delay));
+        kill9(&mut server);
+        stop.store(true, Ordering::Relaxed);
+        let outcomes: Vec<_> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+        let v = recover(&img);
+        let (mut acked, mut in_flight, mut took) = (0, 0, 0);
+        for (n, (done, flying, k)) in outcomes.iter().enumerate() {
+            acked += k;
+            let path = format!("/f{n}");
+            let got = read_path(&v, &path);
+            let is = |st: &State| match st {
+                None => got.is_none(),
+                Some((s, l)) => got.as_deref() == Some(&pattern(*s, *l)[..]),
+            };
+            if let Some(f) = flying {
+                in_flight += 1;
+                if is(f) && !is(done) {
+                    took += 1;
+                }
+            }
+            assert!(
+                is(done) || flying.as_ref().is_some_and(is),
+                "round {round}: {path} holds {} bytes: neither its last acknowledged state \
+                 ({done:?}) nor the one in flight ({flying:?})",
+                got.map_or(0, |g| g.len())
+            );
+        }
+        eprintln!(
+            "round {round}: killed after {delay} ms; {acked} replacements and deletes \
+             acknowledged, {in_flight} in flight ({took} of them durable)"
+        );
+        assert!(
+            acked > 0,
+            "round {round}: nothing acknowledged before the kill"
         );
     }
 }
