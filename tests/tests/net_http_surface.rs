@@ -370,3 +370,24 @@ fn a_change_while_the_body_arrives_fails_the_precondition() {
     drop(a);
     s.check();
 }
+
+/// A request whose body is read before it is acted on (a GET with one)
+/// and whose client waits for `100 Continue` gets the 100 at once (RFC
+/// 9110 10.1.1), then its answer once the body came; on both transports.
+#[test]
+fn continue_before_a_body_read_first() {
+    for io in [netpath::IoMode::Uring, netpath::IoMode::Threads] {
+        let s = server(16 << 20, |c| c.io = io);
+        let mut c = Conn::new(s.http);
+        c.s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        c.send(b"GET /nothing HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n");
+        let mut got = [0u8; 25];
+        std::io::Read::read_exact(&mut c.s, &mut got).expect("a 100 Continue before the body");
+        assert_eq!(&got, b"HTTP/1.1 100 Continue\r\n\r\n", "{io:?}");
+        c.send(b"hello");
+        assert_eq!(c.response(false).expect("an answer").status, 404, "{io:?}");
+        drop(c);
+        s.check();
+    }
+}

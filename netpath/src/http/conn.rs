@@ -378,7 +378,9 @@ impl<'a> Conn<'a> {
         }
         if h.read_body_first() && self.outbox.is_none() {
             // (An event loop's session reads it before calling this.)
-            return self.discard_body(h) && self.handle(&h.clone().without_body());
+            return self.send_continue(h)
+                && self.discard_body(h)
+                && self.handle(&h.clone().without_body());
         }
         if h.metrics {
             return self.metrics(h);
@@ -403,6 +405,18 @@ impl<'a> Conn<'a> {
             }
             Method::Other => self.refuse(h, 501, "method not implemented"),
         }
+    }
+
+    /// `100 Continue` when the client waits for it before sending the body
+    /// it is about to be read (RFC 9110 10.1.1: a final status or 100 at
+    /// once). False: the client is gone.
+    pub(super) fn send_continue(&mut self, h: &Head) -> bool {
+        if !(h.expect_continue && h.http11) {
+            return true;
+        }
+        self.out.clear();
+        self.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        self.send_out(false)
     }
 
     /// Answer an error before reading the request's body. A small body

@@ -332,7 +332,9 @@ impl<'v> HttpSession<'v> {
             Framing::Chunked => Frame::Size,
         };
         if let Some(f) = h.framing().filter(|_| h.read_body_first()) {
-            // Acted on when its body is in (`body_complete`).
+            // Acted on when its body is in (`body_complete`). On a loop
+            // the 100 is queued, which cannot fail.
+            self.c.send_continue(&h);
             self.body = Some(BodyRx {
                 frame: frame(f),
                 bytes: 0,

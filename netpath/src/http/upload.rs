@@ -121,13 +121,9 @@ impl<'a> Conn<'a> {
                 Err(e) => return self.refuse(h, status_of(&e), &e.to_string()),
             },
         };
-        if h.expect_continue && h.http11 {
-            self.out.clear();
-            self.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
-            if !self.send_out(false) {
-                self.drop_tmp(tmp);
-                return false;
-            }
+        if !self.send_continue(h) {
+            self.drop_tmp(tmp);
+            return false;
         }
         if let Some(ob) = self.outbox.as_mut() {
             // On an event loop the session receives the body where it
