@@ -135,7 +135,7 @@ impl Req {
             }
             // Now and then the client says it waits for 100 Continue (it
             // sends the body anyway; the 100 must not upset the pipeline).
-            let expect = if junk % 2 == 0 {
+            let expect = if junk.is_multiple_of(2) {
                 "Expect: 100-continue\r\n"
             } else {
                 ""
