@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use pktfs::media::PersistChoice;
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs::{FormatOptions, OpenOptions, RxBuf, Volume};
 
 /// A fresh 256 MiB image at `p`, opened with `persist`.
 pub(crate) fn new_volume(p: &Path, persist: PersistChoice) -> Volume {
@@ -27,6 +27,22 @@ pub(crate) fn new_volume(p: &Path, persist: PersistChoice) -> Volume {
     .expect("open")
 }
 
+/// Stands in for a receive: a 150-byte head, a 1 KiB body and padding land
+/// in `buf` at `at` (in a fresh reservation when it is full); returns where
+/// the body is.
+fn land_request<'v>(v: &'v Volume, buf: &mut RxBuf<'v>, at: &mut u32) -> u32 {
+    if *at + 1200 > buf.cap() {
+        *buf = v.rx_reserve(64 << 10).expect("reserve");
+        *at = 0;
+    }
+    buf.append(&[b'h'; 150]);
+    buf.append(&[7u8; 1024]);
+    buf.append(&[0; 26]);
+    let body_at = *at + 150;
+    *at += 1200;
+    body_at
+}
+
 /// The same one-commit upload with the core's caches evicted before each
 /// (a read of 8 MiB, four times a core's L2 here): what the calls cost
 /// when they run cold, as a server's do after its vCPU halted between two
@@ -40,13 +56,7 @@ fn cold_costs(v: &Volume, d: u64, mode: &str, results: &mut crate::report::Resul
     let mut at = 0u32;
     let mut sum = 0u8;
     for i in 0..n {
-        if at + 1200 > buf.cap() {
-            buf = v.rx_reserve(64 << 10).expect("reserve");
-            at = 0;
-        }
-        buf.append(&[b'h'; 150]);
-        buf.append(&[7u8; 1024]);
-        buf.append(&[0; 26]);
+        let body_at = land_request(v, &mut buf, &mut at);
         let name = format!("{}", i % 64);
         for line in evict.chunks(64) {
             sum = sum.wrapping_add(std::hint::black_box(line)[0]);
@@ -54,8 +64,7 @@ fn cold_costs(v: &Volume, d: u64, mode: &str, results: &mut crate::report::Resul
         let t0 = Instant::now();
         let tmp = v.create_tmpfile(0o644, 0, 0).expect("tmpfile").ino;
         let t1 = Instant::now();
-        let pc = v.rx_piece(&buf, at + 150, 1024, 1, 1);
-        at += 1200;
+        let pc = v.rx_piece(&buf, body_at, 1024, 1, 1);
         let linked = v
             .rx_link_deferred(tmp, vec![pc], d, name.as_bytes(), true)
             .expect("rx_link");
@@ -83,7 +92,6 @@ pub fn volume_costs(dir: &Path, results: &mut crate::report::Results) {
     for persist in [PersistChoice::Clwb, PersistChoice::Eadr] {
         let v = new_volume(&p, persist);
         let d = v.mkdir(v.root(), b"k", 0o755, 0, 0).expect("mkdir").ino;
-        let body = [7u8; 1024];
         let n = 20_000;
         let mode = format!("{persist:?}").to_lowercase();
         // Two ways to store one 1 KiB upload under a name that exists: what
@@ -94,20 +102,12 @@ pub fn volume_costs(dir: &Path, results: &mut crate::report::Results) {
             let mut buf = v.rx_reserve(64 << 10).expect("reserve");
             let mut at = 0u32;
             for i in 0..n {
-                if at + 1200 > buf.cap() {
-                    buf = v.rx_reserve(64 << 10).expect("reserve");
-                    at = 0;
-                }
-                // Stands in for recv: a 150-byte head, the body, padding.
-                buf.append(&[b'h'; 150]);
-                buf.append(&body);
-                buf.append(&[0; 26]);
+                let body_at = land_request(&v, &mut buf, &mut at);
                 let name = format!("{}", i % 64);
                 let t0 = Instant::now();
                 let tmp = v.create_tmpfile(0o644, 0, 0).expect("tmpfile").ino;
                 let t1 = Instant::now();
-                let pc = v.rx_piece(&buf, at + 150, 1024, 1, 1);
-                at += 1200;
+                let pc = v.rx_piece(&buf, body_at, 1024, 1, 1);
                 let t2 = Instant::now();
                 let t3 = if one_commit {
                     // As the server does: the replaced file is freed when
