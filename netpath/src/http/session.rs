@@ -326,23 +326,11 @@ impl<'v> HttpSession<'v> {
         self.begin_request();
         self.c.req.method = h.method.as_str();
         self.c.req.json = h.accept_json;
-        let deadline = Instant::now() + self.sh.cfg.io_timeout;
-        let frame = |f: Framing| match f {
-            Framing::Length(n) => Frame::Length(n),
-            Framing::Chunked => Frame::Size,
-        };
         if let Some(f) = h.framing().filter(|_| h.read_body_first()) {
             // Acted on when its body is in (`body_complete`). On a loop
             // the 100 is queued, which cannot fail.
             self.c.send_continue(&h);
-            self.body = Some(BodyRx {
-                frame: frame(f),
-                bytes: 0,
-                upload: None,
-                then: Some(h.without_body()),
-                deadline,
-            });
-            self.body_done_if_empty();
+            self.receive_body(f, None, Some(h.without_body()));
             return;
         }
         self.act(h);
@@ -350,47 +338,43 @@ impl<'v> HttpSession<'v> {
 
     /// Act on a request begun (its body, if it stores one, still to come).
     fn act(&mut self, h: Head) {
-        let deadline = Instant::now() + self.sh.cfg.io_timeout;
-        let frame = |f: Framing| match f {
-            Framing::Length(n) => Frame::Length(n),
-            Framing::Chunked => Frame::Size,
-        };
         let keep = self.c.handle(&h);
         let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
         if let Some((tmp, f)) = ob.upload.take() {
             // Answered (and logged) when the body is in.
-            self.body = Some(BodyRx {
-                frame: frame(f),
-                bytes: 0,
-                upload: Some(Upload {
-                    tmp,
-                    head: h,
-                    batch: 0,
-                    records: 0,
-                }),
-                then: None,
-                deadline,
-            });
-            self.body_done_if_empty();
+            let upload = Upload {
+                tmp,
+                head: h,
+                batch: 0,
+                records: 0,
+            };
+            self.receive_body(f, Some(upload), None);
             return;
         }
         let skip = ob.skip_body.take();
         self.end_request();
-        if let Some(f) = skip {
-            if keep {
-                self.body = Some(BodyRx {
-                    frame: frame(f),
-                    bytes: 0,
-                    upload: None,
-                    then: None,
-                    deadline,
-                });
-                self.body_done_if_empty();
-            }
+        if let (Some(f), true) = (skip, keep) {
+            self.receive_body(f, None, None);
         }
         if !keep {
             self.finishing = true;
         }
+    }
+
+    /// Walk the body framed by `f` as it lands: into `upload`, or dropped
+    /// (and then `then` acted on).
+    fn receive_body(&mut self, f: Framing, upload: Option<Upload<'v>>, then: Option<Head>) {
+        self.body = Some(BodyRx {
+            frame: match f {
+                Framing::Length(n) => Frame::Length(n),
+                Framing::Chunked => Frame::Size,
+            },
+            bytes: 0,
+            upload,
+            then,
+            deadline: Instant::now() + self.sh.cfg.io_timeout,
+        });
+        self.body_done_if_empty();
     }
 }
 
