@@ -126,6 +126,28 @@ fn kill9(child: &mut Child) {
     child.wait().unwrap();
 }
 
+/// Wait (up to 30 s, else fail saying `nothing`) until `started` says
+/// work was acknowledged, then a seeded 50 to 50 + `spread_ms` ms more,
+/// and SIGKILL `child`: the kill lands while work is under way, not after
+/// a fixed time a loaded machine may need just to start. The delay.
+fn kill_during_work(
+    child: &mut Child,
+    rng: &mut Rng,
+    spread_ms: u64,
+    nothing: &str,
+    mut started: impl FnMut() -> bool,
+) -> u64 {
+    let t0 = Instant::now();
+    while !started() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "{nothing} in 30 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let delay = 50 + rng.below(spread_ms);
+    std::thread::sleep(Duration::from_millis(delay));
+    kill9(child);
+    delay
+}
+
 fn is_mounted(mp: &Path) -> bool {
     let mp = std::fs::canonicalize(mp).unwrap_or(mp.to_path_buf());
     std::fs::read_to_string("/proc/self/mounts")
@@ -213,17 +235,13 @@ fn sigkill_mount_daemon_during_writes() {
         };
         // A random time after the first write completed (not after a fixed
         // time a loaded machine may need just to start writing).
-        let t0 = Instant::now();
-        while acked.lock().unwrap().is_empty() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "round {round}: no write completed in 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let delay = 50 + rng.below(700);
-        std::thread::sleep(Duration::from_millis(delay));
-        kill9(&mut daemon);
+        let delay = kill_during_work(
+            &mut daemon,
+            &mut rng,
+            700,
+            &format!("round {round}: no write completed"),
+            || !acked.lock().unwrap().is_empty(),
+        );
         stop.store(true, Ordering::Relaxed);
         lazy_unmount(mnt.path());
         writer.join().unwrap();
@@ -348,20 +366,13 @@ fn sigkill_server_during_uploads_and_raw_streams() {
                 }
             })
         };
-        // The kill lands a random time after work is under way (an upload
-        // acknowledged), not after a fixed time a loaded machine may need
-        // just to start.
-        let t0 = Instant::now();
-        while !uploads.lock().unwrap().iter().any(|u| u.3) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "round {round}: no upload was acknowledged in 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let delay = 50 + rng.below(800);
-        std::thread::sleep(Duration::from_millis(delay));
-        kill9(&mut server);
+        let delay = kill_during_work(
+            &mut server,
+            &mut rng,
+            800,
+            &format!("round {round}: no upload was acknowledged"),
+            || uploads.lock().unwrap().iter().any(|u| u.3),
+        );
         stop.store(true, Ordering::Relaxed);
         uploader.join().unwrap();
         streamer.join().unwrap();
@@ -533,17 +544,13 @@ fn sigkill_server_during_replacements_and_deletes() {
                 })
             })
             .collect();
-        let t0 = Instant::now();
-        while !acked_any.load(Ordering::Relaxed) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "round {round}: nothing acknowledged in 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let delay = 50 + rng.below(600);
-        std::thread::sleep(Duration::from_millis(delay));
-        kill9(&mut server);
+        let delay = kill_during_work(
+            &mut server,
+            &mut rng,
+            600,
+            &format!("round {round}: nothing acknowledged"),
+            || acked_any.load(Ordering::Relaxed),
+        );
         stop.store(true, Ordering::Relaxed);
         let outcomes: Vec<_> = clients.into_iter().map(|c| c.join().unwrap()).collect();
         let v = recover(&img);
