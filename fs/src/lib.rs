@@ -41,8 +41,8 @@ pub use layout::FileType;
 pub use volume::Precondition;
 pub use volume::{
     Acl, AclKind, Attr, Bound, ChainEntry, ContentDigest, DirEntry, FallocMode, FormatOptions,
-    Linked, NewMode, OpenOptions, OpenReport, RenameFlags, RingEvent, RxBuf, RxData, RxHeld,
-    RxPiece, RxRing, RxRingConfig, RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress,
+    Linked, NewMode, OpenOptions, OpenReport, RenameFlags, RingBackend, RingEvent, RxBuf, RxData,
+    RxHeld, RxPiece, RxRing, RxRingConfig, RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress,
     ScrubReport, Seg, SendStart, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg,
     VerifyMode, Volume, XattrFlags,
 };

@@ -43,12 +43,16 @@ impl std::fmt::Debug for Token {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IoMode {
     /// io_uring event loops when this kernel and process allow them
-    /// (probed at start), else threads; the choice and its reason are
-    /// logged and printed.
+    /// (probed at start), else the same loops on epoll; the choice and
+    /// its reason are logged and printed.
     #[default]
     Auto,
     /// io_uring event loops; starting fails when they are not usable.
     Uring,
+    /// The event loops on epoll (what Auto falls back to): the same
+    /// loops, sessions and packet-buffer pool, readiness and non-blocking
+    /// syscalls instead of io_uring requests.
+    Epoll,
     /// A thread per connection.
     Threads,
 }
@@ -59,8 +63,11 @@ impl std::str::FromStr for IoMode {
         match s {
             "auto" => Ok(IoMode::Auto),
             "uring" | "io_uring" => Ok(IoMode::Uring),
+            "epoll" => Ok(IoMode::Epoll),
             "threads" => Ok(IoMode::Threads),
-            _ => Err(format!("unknown io mode {s:?} (auto, uring, threads)")),
+            _ => Err(format!(
+                "unknown io mode {s:?} (auto, uring, epoll, threads)"
+            )),
         }
     }
 }
@@ -70,6 +77,7 @@ impl std::fmt::Display for IoMode {
         f.write_str(match self {
             IoMode::Auto => "auto",
             IoMode::Uring => "uring",
+            IoMode::Epoll => "epoll",
             IoMode::Threads => "threads",
         })
     }

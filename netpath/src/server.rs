@@ -98,6 +98,17 @@ impl Services {
         // reason). Both protocols share each loop and its ring.
         let any = cfg.raw_listen.is_some() || cfg.http_listen.is_some();
         let io = match any {
+            // The loops lend the kernel free packet buffers, which a
+            // read-only image cannot give: it is served by threads,
+            // whatever the mode (and the choice printed says why).
+            true if vol.is_read_only() && cfg.io != crate::config::IoMode::Threads => {
+                Some(crate::uring::IoChoice::Threads {
+                    reason: Some(
+                        "the image is open read-only, and the event loops receive into its free buffers"
+                            .into(),
+                    ),
+                })
+            }
             true => Some(crate::uring::choose(cfg.io, cfg.loops)?),
             false => None,
         };
@@ -125,12 +136,14 @@ impl Services {
             io,
             loops: None,
         };
-        let mut on_loops = matches!(s.io, Some(crate::uring::IoChoice::Uring { .. }));
-        if on_loops {
+        let backend = s.io.as_ref().and_then(|io| io.backend());
+        let mut on_loops = backend.is_some();
+        if let Some(backend) = backend {
             let c = &s.shared.cfg;
             let ring = pktfs::RxRingConfig {
                 entries: c.ring_entries,
                 entry_bytes: c.ring_entry_bytes,
+                backend,
                 ..Default::default()
             };
             let mut services: Vec<(SocketAddr, Arc<dyn crate::uring::Protocol>)> = Vec::new();
@@ -168,7 +181,7 @@ impl Services {
                 // The probe passed but a loop could not start here (a
                 // ring's memory, the listeners): Auto still falls back.
                 Err(e) if c.io == crate::config::IoMode::Auto => {
-                    tracing::warn!("io_uring loops could not start ({e}); serving with threads");
+                    tracing::warn!("{backend} loops could not start ({e}); serving with threads");
                     s.io = Some(crate::uring::IoChoice::Threads {
                         reason: Some(format!("the loops could not start: {e}")),
                     });

@@ -61,12 +61,14 @@ pub struct NetArgs {
     pub raw_idle_timeout: u64,
     /// How connections, HTTP and raw, are served: `uring` (io_uring event
     /// loops: bytes land in free packet buffers the kernel picks, a
-    /// connection costs an fd and no thread), `threads` (a thread per
-    /// connection), or `auto` (io_uring when this kernel allows it, else
-    /// threads; the choice is printed). Default: $PKTFS_IO, else auto.
+    /// connection costs an fd and no thread), `epoll` (the same loops on
+    /// epoll, for kernels or containers without io_uring), `threads` (a
+    /// thread per connection), or `auto` (io_uring when this kernel allows
+    /// it, else epoll; the choice is printed). Default: $PKTFS_IO, else
+    /// auto.
     #[arg(long, value_name = "MODE")]
     pub io: Option<netpath::IoMode>,
-    /// io_uring event loops (default: one per two cores, at least one).
+    /// Event loops (default: one per two cores, at least one).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub loops: usize,
     /// Microseconds an io_uring loop that just did work polls for the next
@@ -264,7 +266,7 @@ pub struct UpArgs {
     /// Serve without mounting.
     #[arg(long)]
     pub no_mount: bool,
-    /// How connections are served: auto, uring or threads (see
+    /// How connections are served: auto, uring, epoll or threads (see
     /// `pktfs serve --help`). Default: $PKTFS_IO, else auto.
     #[arg(long, value_name = "MODE")]
     pub io: Option<netpath::IoMode>,

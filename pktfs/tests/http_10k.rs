@@ -1,5 +1,5 @@
 //! 10,000 concurrent HTTP connections against a `pktfs serve` child on the
-//! io_uring loops, none refused (no `--max-connections`: the loops are
+//! io_uring loops and on their epoll backend, none refused (no `--max-connections`: the loops are
 //! bounded by file descriptors, not threads): every connection is open
 //! before any request, each PUTs a distinct body and then GETs it back on
 //! the same keep-alive connection, every answer is 2xx and every byte is
@@ -62,11 +62,26 @@ fn response(c: &mut TcpStream, what: &str) -> (u16, Vec<u8>) {
 #[test]
 fn ten_thousand_concurrent_http_connections() {
     require!(fd_room(CONNS), uring_usable());
+    ten_thousand("uring", "http: io_uring (2 loops)");
+}
+
+/// The same on the loops' epoll backend (what serves where io_uring is
+/// not usable): bounded by file descriptors too, not threads.
+#[test]
+fn ten_thousand_concurrent_http_connections_on_epoll() {
+    require!(fd_room(CONNS));
+    ten_thousand("epoll", "http: epoll (2 loops)");
+}
+
+fn ten_thousand(io: &str, serving: &str) {
+    let _one = many_common::MANY_AT_ONCE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let img = dir.path().join("img");
     mkfs(&img, 512 << 20);
     let port = free_port();
-    let server = serve_on_loops(&img, "--listen", port, "http: io_uring (2 loops)", CONNS);
+    let server = serve_on_loops(&img, "--listen", port, io, serving, CONNS);
     let t0 = Instant::now();
     let mut conns = open_all(port, CONNS);
     for c in &conns {

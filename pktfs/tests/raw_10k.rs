@@ -1,5 +1,5 @@
 //! 10,000 concurrent raw connections against a `pktfs serve` child on the
-//! io_uring loops: every connection is open before any sends, each sends
+//! io_uring loops and on their epoll backend: every connection is open before any sends, each sends
 //! distinct bytes, and every file is exactly what its connection sent.
 //! The limit that applies is RLIMIT_NOFILE (one fd per connection on each
 //! side; this process raises its soft limit to the hard one, the server
@@ -31,11 +31,26 @@ fn body(i: usize) -> Vec<u8> {
 #[test]
 fn ten_thousand_concurrent_raw_connections() {
     require!(fd_room(CONNS), uring_usable());
+    ten_thousand("uring", "raw: io_uring (2 loops)");
+}
+
+/// The same on the loops' epoll backend (what serves where io_uring is
+/// not usable): bounded by file descriptors too, not threads.
+#[test]
+fn ten_thousand_concurrent_raw_connections_on_epoll() {
+    require!(fd_room(CONNS));
+    ten_thousand("epoll", "raw: epoll (2 loops)");
+}
+
+fn ten_thousand(io: &str, serving: &str) {
+    let _one = many_common::MANY_AT_ONCE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let img = dir.path().join("img");
     mkfs(&img, 256 << 20);
     let raw = free_port();
-    let server = serve_on_loops(&img, "--raw-listen", raw, "raw: io_uring (2 loops)", CONNS);
+    let server = serve_on_loops(&img, "--raw-listen", raw, io, serving, CONNS);
     let t0 = Instant::now();
     let mut conns = open_all(raw, CONNS);
     let mut ports = HashMap::new();

@@ -149,6 +149,11 @@ fn slow_clients_do_not_delay_others_on_the_loops() {
 }
 
 #[test]
+fn slow_clients_do_not_delay_others_on_epoll() {
+    abuse_does_not_delay_others(IoMode::Epoll);
+}
+
+#[test]
 fn slow_clients_do_not_delay_others_on_threads() {
     abuse_does_not_delay_others(IoMode::Threads);
 }
@@ -245,6 +250,11 @@ fn spares_are_capped_and_freed(io: IoMode) {
 #[test]
 fn spares_are_capped_and_freed_on_the_loops() {
     spares_are_capped_and_freed(IoMode::Uring);
+}
+
+#[test]
+fn spares_are_capped_and_freed_on_epoll() {
+    spares_are_capped_and_freed(IoMode::Epoll);
 }
 
 #[test]

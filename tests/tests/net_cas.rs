@@ -108,6 +108,11 @@ fn if_match_loses_no_update_on_the_loops() {
 }
 
 #[test]
+fn if_match_loses_no_update_on_epoll() {
+    no_lost_update(IoMode::Epoll);
+}
+
+#[test]
 fn if_match_loses_no_update_on_threads() {
     no_lost_update(IoMode::Threads);
 }

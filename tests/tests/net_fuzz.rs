@@ -1,5 +1,6 @@
-//! HTTP framing against a reference model and hostile bytes, on both
-//! transports, over real sockets.
+//! HTTP framing against a reference model and hostile bytes, on every
+//! transport (the io_uring loops, the same loops on epoll, threads), over
+//! real sockets.
 //!
 //! `pipelines_in_any_segmentation`: keep-alive pipelines of PUT (with
 //! Content-Length or chunked, chunk extensions and trailers, and
@@ -11,8 +12,9 @@
 //! effect (an upload that does not complete is never visible); the server
 //! closes once the client has; the image's invariants hold.
 //!
-//! `both_transports_answer_alike`: the io_uring loops and the threads give
-//! the same answers to the same hostile bytes cut the same way.
+//! `both_transports_answer_alike`: the io_uring loops, the threads and the
+//! epoll loops give the same answers to the same hostile bytes cut the
+//! same way.
 //!
 //! `hostile_bytes_cost_nothing`: the same requests mutated (bytes flipped,
 //! cut, or spliced with hostile tokens: conflicting lengths, overflowing
@@ -212,6 +214,11 @@ fn pipelines_in_any_segmentation_on_the_loops() {
 }
 
 #[test]
+fn pipelines_in_any_segmentation_on_epoll() {
+    pipelines(IoMode::Epoll);
+}
+
+#[test]
 fn pipelines_in_any_segmentation_on_threads() {
     pipelines(IoMode::Threads);
 }
@@ -384,6 +391,11 @@ fn hostile_bytes_cost_nothing_on_the_loops() {
 }
 
 #[test]
+fn hostile_bytes_cost_nothing_on_epoll() {
+    hostile(IoMode::Epoll);
+}
+
+#[test]
 fn hostile_bytes_cost_nothing_on_threads() {
     hostile(IoMode::Threads);
 }
@@ -393,7 +405,11 @@ fn hostile_bytes_cost_nothing_on_threads() {
 /// cut the same way, get the same answers from both.
 #[test]
 fn both_transports_answer_alike() {
-    let servers = [start(IoMode::Uring), start(IoMode::Threads)];
+    let servers = [
+        start(IoMode::Uring),
+        start(IoMode::Threads),
+        start(IoMode::Epoll),
+    ];
     let agreed = std::cell::Cell::new(0usize);
     runner(160)
         .run(&hostile_input(), |(bytes, cuts)| {
@@ -414,6 +430,12 @@ fn both_transports_answer_alike() {
                 &answers[0],
                 &answers[1],
                 "io_uring loops (left) and threads (right) for {:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+            prop_assert_eq!(
+                &answers[0],
+                &answers[2],
+                "io_uring loops (left) and epoll loops (right) for {:?}",
                 String::from_utf8_lossy(&bytes)
             );
             agreed.set(agreed.get() + answers[0].len());

@@ -1,5 +1,6 @@
-//! The raw stream server on the io_uring event loops, against the same
-//! server on threads (both forced): identical files; idle timeouts that
+//! The raw stream server on the io_uring event loops (on their epoll
+//! backend with `PKTFS_IO=epoll`), against the same server on epoll and on
+//! threads (all forced): identical files; idle timeouts that
 //! delay nobody; clients that vanish mid-stream; a full volume; a ring of
 //! packet buffers too small for its connections (ENOBUFS, re-armed); and
 //! no buffer space left behind when the loops stop with connections open;
@@ -21,10 +22,27 @@ use netpath::IoMode;
 
 const MIB: u64 = 1 << 20;
 
+/// The loops of [`loops`] can run here (epoll always can).
+fn loops_usable() -> prereq::Check {
+    match loops() {
+        IoMode::Epoll => Ok(()),
+        _ => uring_usable(),
+    }
+}
+
 fn uring_usable() -> prereq::Check {
     netpath::uring::choose(IoMode::Uring, 1)
         .map(|_| ())
         .map_err(|e| format!("io_uring is not usable in this process: {e}"))
+}
+
+/// The loops' mode these tests run on: io_uring, or the same loops on
+/// epoll with `PKTFS_IO=epoll` (CI runs this suite both ways).
+fn loops() -> IoMode {
+    match std::env::var("PKTFS_IO").as_deref() {
+        Ok("epoll") => IoMode::Epoll,
+        _ => IoMode::Uring,
+    }
 }
 
 fn raw_server_with(bytes: u64, io: IoMode, tweak: impl FnOnce(&mut netpath::Config)) -> Server {
@@ -35,11 +53,18 @@ fn raw_server_with(bytes: u64, io: IoMode, tweak: impl FnOnce(&mut netpath::Conf
         c.loops = 2;
         tweak(c);
     });
-    let on_loops = matches!(
-        s.svc.as_ref().unwrap().io_mode(),
-        Some(IoChoice::Uring { .. })
-    );
-    assert_eq!(on_loops, io == IoMode::Uring, "io mode as forced");
+    let backend = s
+        .svc
+        .as_ref()
+        .unwrap()
+        .io_mode()
+        .and_then(IoChoice::backend);
+    let want = match io {
+        IoMode::Uring => Some(pktfs::RingBackend::Uring),
+        IoMode::Epoll => Some(pktfs::RingBackend::Epoll),
+        _ => None,
+    };
+    assert_eq!(backend, want, "io mode as forced");
     s
 }
 
@@ -111,13 +136,13 @@ fn check_records(s: &Server, ino: u64, body: &[u8]) {
 }
 
 #[test]
-fn uring_and_threads_store_identical_files() {
+fn uring_epoll_and_threads_store_identical_files() {
     require!(uring_usable());
     let bodies: Vec<Vec<u8>> = (0..12)
         .map(|i| data(50_000 + i * 37_777, 7 + i as u64))
         .collect();
     let mut stored: Vec<Vec<Vec<u8>>> = Vec::new();
-    for io in [IoMode::Uring, IoMode::Threads] {
+    for io in [IoMode::Uring, IoMode::Epoll, IoMode::Threads] {
         let mut s = raw_server_with(64 * MIB, io, |_| {});
         let ports = send_all(s.raw.unwrap(), &bodies);
         s.settle();
@@ -143,8 +168,8 @@ fn uring_and_threads_store_identical_files() {
 
 #[test]
 fn an_idle_connection_times_out_while_another_streams() {
-    require!(uring_usable());
-    let mut s = raw_server_with(64 * MIB, IoMode::Uring, |c| {
+    require!(loops_usable());
+    let mut s = raw_server_with(64 * MIB, loops(), |c| {
         c.raw_idle_timeout = Duration::from_millis(700);
     });
     let addr = s.raw.unwrap();
@@ -192,8 +217,8 @@ fn an_idle_connection_times_out_while_another_streams() {
 
 #[test]
 fn a_client_that_vanishes_mid_stream_leaves_an_exact_prefix() {
-    require!(uring_usable());
-    let mut s = raw_server_with(64 * MIB, IoMode::Uring, |_| {});
+    require!(loops_usable());
+    let mut s = raw_server_with(64 * MIB, loops(), |_| {});
     let body = data(2_000_000, 11);
     let c = TcpStream::connect(s.raw.unwrap()).unwrap();
     let port = c.local_addr().unwrap().port();
@@ -218,8 +243,8 @@ fn a_client_that_vanishes_mid_stream_leaves_an_exact_prefix() {
 
 #[test]
 fn a_full_volume_closes_the_connection_and_keeps_a_prefix() {
-    require!(uring_usable());
-    let mut s = raw_server_with(16 * MIB, IoMode::Uring, |c| {
+    require!(loops_usable());
+    let mut s = raw_server_with(16 * MIB, loops(), |c| {
         c.ring_entries = 4;
         c.ring_entry_bytes = 64 << 10;
     });
@@ -254,10 +279,10 @@ fn a_full_volume_closes_the_connection_and_keeps_a_prefix() {
 
 #[test]
 fn a_ring_too_small_for_its_connections_rearms_and_completes() {
-    require!(uring_usable());
+    require!(loops_usable());
     // Two entries of 4 KiB per loop for 48 senders: receives find the ring
     // empty all the time (ENOBUFS) and are re-armed once it is refilled.
-    let mut s = raw_server_with(128 * MIB, IoMode::Uring, |c| {
+    let mut s = raw_server_with(128 * MIB, loops(), |c| {
         c.ring_entries = 2;
         c.ring_entry_bytes = 4 << 10;
     });
@@ -277,8 +302,8 @@ fn a_ring_too_small_for_its_connections_rearms_and_completes() {
 
 #[test]
 fn stopping_with_connections_open_leaves_no_buffer_behind() {
-    require!(uring_usable());
-    let mut s = raw_server_with(64 * MIB, IoMode::Uring, |_| {});
+    require!(loops_usable());
+    let mut s = raw_server_with(64 * MIB, loops(), |_| {});
     let addr = s.raw.unwrap();
     let conns: Vec<TcpStream> = (0..40)
         .map(|i| {
@@ -322,17 +347,20 @@ fn stopping_with_connections_open_leaves_no_buffer_behind() {
 /// without an answer), and a 507 upload leaves nothing behind.
 #[test]
 fn http_uploads_on_a_full_image_are_answered_507_on_the_loops() {
-    require!(uring_usable());
+    require!(loops_usable());
     let mut s = server(16 * MIB, |c| {
-        c.io = IoMode::Uring;
+        c.io = loops();
         c.loops = 1;
         c.ring_entries = 4;
         c.ring_entry_bytes = 64 << 10;
     });
-    assert!(matches!(
-        s.svc.as_ref().unwrap().io_mode(),
-        Some(IoChoice::Uring { .. })
-    ));
+    assert!(s
+        .svc
+        .as_ref()
+        .unwrap()
+        .io_mode()
+        .and_then(IoChoice::backend)
+        .is_some());
     let addr = s.http;
     // Four chunked uploads of 6 MiB at once into ~12 MiB of free space:
     // no length to refuse up front, so the space runs out mid-body.
@@ -399,7 +427,7 @@ fn http_uploads_on_a_full_image_are_answered_507_on_the_loops() {
 /// answered 507, and once a DELETE freed space uploads land again.
 #[test]
 fn a_full_image_still_serves_get_and_delete_on_the_loops() {
-    require!(uring_usable());
+    require!(loops_usable());
     let (dir, vol) = image(16 * MIB);
     let keep = vol.create(vol.root(), b"keep", 0o644, 0, 0).unwrap().ino;
     vol.write(keep, 0, b"kept bytes").unwrap();
@@ -420,13 +448,16 @@ fn a_full_image_still_serves_get_and_delete_on_the_loops() {
     }
     assert_eq!(vol.statfs().blocks_free, 0, "filled to the last buffer");
     let mut s = serve(dir, vol, |c| {
-        c.io = IoMode::Uring;
+        c.io = loops();
         c.loops = 1;
     });
-    assert!(matches!(
-        s.svc.as_ref().unwrap().io_mode(),
-        Some(IoChoice::Uring { .. })
-    ));
+    assert!(s
+        .svc
+        .as_ref()
+        .unwrap()
+        .io_mode()
+        .and_then(IoChoice::backend)
+        .is_some());
     assert_eq!(http(s.http, "GET", "/keep", &[], b"").body, b"kept bytes");
     // Three GETs pipelined in one write, on one connection.
     let mut c = Conn::new(s.http);
@@ -496,7 +527,7 @@ fn a_full_image_still_serves_get_and_delete_on_the_loops() {
 /// polls. Either way the same requests store the same files.
 #[test]
 fn busy_polling_is_counted_and_can_be_turned_off() {
-    require!(uring_usable());
+    require!(loops_usable());
     for busy in [netpath::Config::BUSY_POLL_DEFAULT, Duration::ZERO] {
         let mut s = http_on_one_loop(busy);
         let mut c = Conn::new(s.http);
@@ -537,7 +568,7 @@ fn busy_polling_is_counted_and_can_be_turned_off() {
 /// misses here). Back-to-back requests afterwards are polled for again.
 #[test]
 fn busy_polling_pauses_for_a_paced_client() {
-    require!(uring_usable());
+    require!(loops_usable());
     let mut s = http_on_one_loop(netpath::Config::BUSY_POLL_DEFAULT);
     let mut c = Conn::new(s.http);
     let put = |c: &mut Conn, k: usize| {
@@ -591,7 +622,7 @@ fn busy_polling_pauses_for_a_paced_client() {
 /// HTTP on one io_uring loop polling for `busy_poll`.
 fn http_on_one_loop(busy_poll: Duration) -> Server {
     server(16 * MIB, |c| {
-        c.io = IoMode::Uring;
+        c.io = loops();
         c.loops = 1;
         c.busy_poll = busy_poll;
     })

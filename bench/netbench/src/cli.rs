@@ -158,7 +158,7 @@ pub struct PktfsArgs {
     /// Persist mode: auto, clwb, clflushopt, clflush, eadr or msync.
     #[arg(long, default_value = "clwb", value_parser = parse_persist)]
     pub persist: PersistChoice,
-    /// How connections are served: auto, uring or threads.
+    /// How connections are served: auto, uring, epoll or threads.
     #[arg(long, default_value = "auto", value_parser = parse_io)]
     pub io: netpath::IoMode,
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]

@@ -38,11 +38,13 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod arch;
+pub mod epoll;
 mod error;
 mod exclusive;
 pub mod machine;
 mod mode;
 pub mod net;
+pub mod netio;
 mod open;
 pub mod recording;
 mod sigbus;

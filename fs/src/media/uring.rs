@@ -32,7 +32,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use super::Pm;
 
 mod mem;
-mod poll;
+pub(crate) mod poll;
 use mem::{spare_keep, BufRingMem, SendKeep, Sink, SINK_BYTES};
 
 /// `IOU_PBUF_RING_INC` (include/uapi/linux/io_uring.h): incremental
@@ -328,48 +328,6 @@ impl NetRing {
         self.push(e)
     }
 
-    /// The iovecs of a send: `head` first, then one per segment, each
-    /// checked to lie inside the image (a segment outside it panics: the
-    /// callers build them from held records, so that is a bug, never input).
-    fn iovecs<'s>(
-        &'s self,
-        head: Option<&[u8]>,
-        segs: impl IntoIterator<Item = RingSeg> + 's,
-    ) -> impl Iterator<Item = libc::iovec> + 's {
-        let head = head.filter(|h| !h.is_empty()).map(|h| libc::iovec {
-            // The kernel only reads; the caller keeps the bytes alive.
-            iov_base: h.as_ptr() as *mut libc::c_void,
-            iov_len: h.len(),
-        });
-        head.into_iter().chain(segs.into_iter().map(|s| match s {
-            RingSeg::Image { off: o, len } => {
-                let end = o.checked_add(len as u64);
-                assert!(
-                    end.is_some_and(|e| e <= self.len as u64),
-                    "send segment outside the image"
-                );
-                libc::iovec {
-                    // SAFETY: in bounds (checked); the kernel only reads.
-                    iov_base: unsafe { self.base.add(o as usize) as *mut libc::c_void },
-                    iov_len: len,
-                }
-            }
-            RingSeg::Zero(len) => {
-                assert!(len <= ZEROS.len(), "hole segment too long");
-                libc::iovec {
-                    iov_base: ZEROS.as_ptr() as *mut libc::c_void,
-                    iov_len: len,
-                }
-            }
-            // The kernel only reads; the caller keeps the bytes alive
-            // and unmoved until the completion (the contract above).
-            RingSeg::Mem { ptr, len } => libc::iovec {
-                iov_base: ptr as *mut libc::c_void,
-                iov_len: len,
-            },
-        }))
-    }
-
     /// The same send as [`Self::send_segments`], tried at once without
     /// waiting: one non-blocking sendmsg. Returns the bytes the kernel
     /// took (a short count when the socket buffer filled; `WouldBlock`
@@ -386,20 +344,7 @@ impl NetRing {
         head: Option<&[u8]>,
         segs: impl IntoIterator<Item = RingSeg>,
     ) -> io::Result<usize> {
-        // On the stack for the usual few iovecs (the call is synchronous).
-        let iovs: smallvec::SmallVec<[libc::iovec; 8]> = self.iovecs(head, segs).collect();
-        // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = iovs.as_ptr() as *mut libc::iovec;
-        msg.msg_iovlen = iovs.len() as _;
-        // SAFETY: every iovec names readable memory for the duration of
-        // the call (in-bounds image bytes, checked in `iovecs`; head and
-        // Mem bytes the caller keeps alive); the kernel only reads them.
-        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(n as usize)
+        send_now(self.base, self.len, fd, head, segs)
     }
 
     /// Send on `fd` (sendmsg with one iovec per segment; a plain send when
@@ -432,7 +377,7 @@ impl NetRing {
         }
         let mut keep = self.spare_keeps.pop().unwrap_or_else(SendKeep::new);
         keep.iovs.clear();
-        keep.iovs.extend(self.iovecs(head, segs));
+        keep.iovs.extend(iovecs(self.base, self.len, head, segs));
         let one = match keep.iovs[..] {
             [one] => u32::try_from(one.iov_len)
                 .ok()
@@ -611,6 +556,85 @@ impl NetRing {
         }
         true
     }
+}
+
+/// The iovecs of a send over the mapping at `base` (`len` bytes):
+/// `head` first, then one per segment, each checked to lie inside the
+/// image (a segment outside it panics: the callers build them from held
+/// records, so that is a bug, never input).
+pub(crate) fn iovecs<'s>(
+    base: *mut u8,
+    len: usize,
+    head: Option<&'s [u8]>,
+    segs: impl IntoIterator<Item = RingSeg> + 's,
+) -> impl Iterator<Item = libc::iovec> + 's {
+    let head = head.filter(|h| !h.is_empty()).map(|h| libc::iovec {
+        // The kernel only reads; the caller keeps the bytes alive.
+        iov_base: h.as_ptr() as *mut libc::c_void,
+        iov_len: h.len(),
+    });
+    head.into_iter()
+        .chain(segs.into_iter().map(move |s| match s {
+            RingSeg::Image { off: o, len: n } => {
+                let end = o.checked_add(n as u64);
+                assert!(
+                    end.is_some_and(|e| e <= len as u64),
+                    "send segment outside the image"
+                );
+                libc::iovec {
+                    // SAFETY: in bounds of the mapping (checked); the kernel
+                    // only reads.
+                    iov_base: unsafe { base.add(o as usize) as *mut libc::c_void },
+                    iov_len: n,
+                }
+            }
+            RingSeg::Zero(n) => {
+                assert!(n <= ZEROS.len(), "hole segment too long");
+                libc::iovec {
+                    iov_base: ZEROS.as_ptr() as *mut libc::c_void,
+                    iov_len: n,
+                }
+            }
+            // The kernel only reads; the caller keeps the bytes alive and
+            // unmoved until the completion (the contract of `send_segments`).
+            RingSeg::Mem { ptr, len: n } => libc::iovec {
+                iov_base: ptr as *mut libc::c_void,
+                iov_len: n,
+            },
+        }))
+}
+
+/// One non-blocking sendmsg of `head` and `segs` (see
+/// [`NetRing::send_now`]); `base`/`len`: the mapping.
+pub(crate) fn send_now(
+    base: *mut u8,
+    len: usize,
+    fd: RawFd,
+    head: Option<&[u8]>,
+    segs: impl IntoIterator<Item = RingSeg>,
+) -> io::Result<usize> {
+    // On the stack for the usual few iovecs (the call is synchronous).
+    let iovs: smallvec::SmallVec<[libc::iovec; 8]> = iovecs(base, len, head, segs).collect();
+    sendmsg_now(fd, &iovs)
+}
+
+/// One non-blocking sendmsg of `iovs`.
+///
+/// Contract (crate-internal): every iovec names memory readable for the
+/// duration of the call (built by [`iovecs`] from in-bounds image bytes,
+/// the zero page, or bytes the caller keeps alive).
+pub(crate) fn sendmsg_now(fd: RawFd, iovs: &[libc::iovec]) -> io::Result<usize> {
+    // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iovs.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = iovs.len() as _;
+    // SAFETY: the iovecs name readable memory for the duration of the call
+    // (the contract above); the kernel only reads them.
+    let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
 }
 
 impl Drop for NetRing {

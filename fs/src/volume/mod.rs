@@ -63,6 +63,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, XATTR_HEAD_OFF};
 use layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, Superblock, ROOT_INO};
 
+pub use crate::media::netio::Backend as RingBackend;
 pub use acl::{Acl, AclEntry, AclKind, ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
 pub use alloc::Slice;
 pub use digest::{Bound, ContentDigest, Precondition};

@@ -33,7 +33,8 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
-use crate::media::uring::{self, Cqe, NetRing, RingSeg};
+use crate::media::netio::{Backend, NetIo};
+use crate::media::uring::{self, Cqe, RingSeg};
 
 use super::rx::{RxBuf, RxHeld};
 use super::txhold::{TxHold, TxSeg};
@@ -58,6 +59,9 @@ pub struct RxRingConfig {
     /// measured faster at 16 and 256 connections and no slower at one
     /// (docs/NETPATH.md, "Answers go through the ring").
     pub inline_sends: bool,
+    /// io_uring, or the epoll fallback that carries out the same requests
+    /// (`media::epoll`).
+    pub backend: Backend,
 }
 
 impl Default for RxRingConfig {
@@ -71,6 +75,7 @@ impl Default for RxRingConfig {
             sq_entries: 1024,
             incremental: true,
             inline_sends: false,
+            backend: Backend::Uring,
         }
     }
 }
@@ -211,12 +216,12 @@ fn ud(kind: u64, tag: u64) -> io::Result<u64> {
     Ok(kind << KIND_SHIFT | tag)
 }
 
-/// An io_uring whose receives land in the volume's free packet buffers.
-/// See the module docs.
+/// An io_uring (or its epoll fallback) whose receives land in the
+/// volume's free packet buffers. See the module docs.
 #[derive(Debug)]
 pub struct RxRing<'v> {
     vol: &'v Volume,
-    ring: NetRing,
+    ring: NetIo,
     cfg: RxRingConfig,
     /// Entry `bid`'s reservation while the kernel holds it; `filled` is
     /// the kernel's write position in it.
@@ -235,12 +240,17 @@ impl Volume {
     /// filled with `cfg.entries` reservations of free buffer space.
     pub fn rx_ring(&self, cfg: RxRingConfig) -> Result<RxRing<'_>> {
         self.check_writable()?;
-        let ring = NetRing::new(&self.pm, cfg.sq_entries, cfg.entries, cfg.incremental).map_err(
-            |source| FsError::Io {
-                path: "io_uring".into(),
-                source,
-            },
-        )?;
+        let ring = NetIo::new(
+            cfg.backend,
+            &self.pm,
+            cfg.sq_entries,
+            cfg.entries,
+            cfg.incremental,
+        )
+        .map_err(|source| FsError::Io {
+            path: cfg.backend.to_string().into(),
+            source,
+        })?;
         let mut r = RxRing {
             vol: self,
             ring,
@@ -263,6 +273,10 @@ impl<'v> RxRing<'v> {
     }
     pub fn config(&self) -> RxRingConfig {
         self.cfg
+    }
+    /// The backend the ring runs on.
+    pub fn backend(&self) -> Backend {
+        self.ring.backend()
     }
     /// Incremental consumption is on.
     pub fn incremental(&self) -> bool {

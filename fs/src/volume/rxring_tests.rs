@@ -18,6 +18,21 @@ fn small(entries: u16, entry_bytes: u32) -> RxRingConfig {
         sq_entries: 64,
         incremental: true,
         inline_sends: false,
+        backend: BACKEND.get(),
+    }
+}
+
+thread_local! {
+    /// The backend `small` rings run on (every test runs on both).
+    static BACKEND: std::cell::Cell<Backend> = const { std::cell::Cell::new(Backend::Uring) };
+}
+
+/// Run `f` with io_uring rings, then with the epoll fallback's.
+fn on_both(f: impl Fn()) {
+    for b in [Backend::Uring, Backend::Epoll] {
+        eprintln!("backend: {b}");
+        BACKEND.set(b);
+        f();
     }
 }
 
@@ -80,6 +95,10 @@ fn pattern(tag: u64, n: usize) -> Vec<u8> {
 
 #[test]
 fn filled_ranges_become_pieces_and_files() {
+    on_both(filled_ranges_become_pieces_and_files_on);
+}
+
+fn filled_ranges_become_pieces_and_files_on() {
     let v = fresh(16 << 20);
     let root = v.root();
     let (a1, b1) = UnixStream::pair().unwrap();
@@ -136,6 +155,10 @@ fn filled_ranges_become_pieces_and_files() {
 
 #[test]
 fn an_empty_ring_reports_enobufs_and_rearming_completes() {
+    on_both(an_empty_ring_reports_enobufs_and_rearming_completes_on);
+}
+
+fn an_empty_ring_reports_enobufs_and_rearming_completes_on() {
     let v = fresh(16 << 20);
     let (a, b) = UnixStream::pair().unwrap();
     let data = pattern(3, 20_000);
@@ -159,6 +182,10 @@ fn an_empty_ring_reports_enobufs_and_rearming_completes() {
 
 #[test]
 fn a_draining_receive_throws_bytes_away_and_needs_no_buffer() {
+    on_both(a_draining_receive_throws_bytes_away_and_needs_no_buffer_on);
+}
+
+fn a_draining_receive_throws_bytes_away_and_needs_no_buffer_on() {
     let v = fresh(16 << 20);
     let (a, b) = UnixStream::pair().unwrap();
     let (c, d) = UnixStream::pair().unwrap();
@@ -234,6 +261,10 @@ fn a_draining_receive_throws_bytes_away_and_needs_no_buffer() {
 
 #[test]
 fn dropping_a_ring_with_receives_armed_returns_all_space() {
+    on_both(dropping_a_ring_with_receives_armed_returns_all_space_on);
+}
+
+fn dropping_a_ring_with_receives_armed_returns_all_space_on() {
     let v = fresh(16 << 20);
     let free0 = v.statfs().blocks_free;
     let socks: Vec<_> = (0..16).map(|_| UnixStream::pair().unwrap()).collect();
@@ -264,6 +295,10 @@ fn dropping_a_ring_with_receives_armed_returns_all_space() {
 
 #[test]
 fn polling_finds_what_arrives_and_gives_up_after_its_budget() {
+    on_both(polling_finds_what_arrives_and_gives_up_after_its_budget_on);
+}
+
+fn polling_finds_what_arrives_and_gives_up_after_its_budget_on() {
     let v = fresh(16 << 20);
     let (a, b) = UnixStream::pair().unwrap();
     let mut ring = v.rx_ring(small(4, 16 << 10)).unwrap();
@@ -301,6 +336,10 @@ fn polling_finds_what_arrives_and_gives_up_after_its_budget() {
 
 #[test]
 fn sends_one_iovec_per_record_with_holes() {
+    on_both(sends_one_iovec_per_record_with_holes_on);
+}
+
+fn sends_one_iovec_per_record_with_holes_on() {
     // Through the ring, and tried at once first (the loops' default): the
     // same bytes either way, partial sends continued where they stopped.
     for inline in [false, true] {

@@ -135,7 +135,10 @@ pub fn run(
     let ring = match vol.rx_ring(params.ring) {
         Ok(r) => r,
         Err(e) => {
-            let _ = ready.send(Err(io::Error::other(format!("io_uring ring: {e}"))));
+            let _ = ready.send(Err(io::Error::other(format!(
+                "{} ring: {e}",
+                params.ring.backend
+            ))));
             return LoopReport::default();
         }
     };
@@ -168,7 +171,7 @@ pub fn run(
     if let Err(p) = r {
         // A panic may leave the Volume's DRAM state half-changed: stop it
         // (fail-stop), as the thread-per-connection server does.
-        vol.fail_after_panic("an io_uring event loop", &*p);
+        vol.fail_after_panic("an event loop", &*p);
     }
     l.shutdown();
     shared.running.fetch_sub(1, Ordering::SeqCst);
@@ -204,7 +207,7 @@ impl<'v> Loop<'v> {
                 polled = match self.ring.submit_and_poll(budget) {
                     Ok(found) => found,
                     Err(e) => {
-                        tracing::error!("io_uring submit: {e}");
+                        tracing::error!("{} submit: {e}", self.ring.backend());
                         false
                     }
                 };
@@ -230,7 +233,7 @@ impl<'v> Loop<'v> {
                     Plan::Sleep => wait,
                 };
                 if let Err(e) = self.ring.submit_and_wait(Some(wait)) {
-                    tracing::error!("io_uring submit: {e}");
+                    tracing::error!("{} submit: {e}", self.ring.backend());
                     std::thread::sleep(Duration::from_millis(10));
                 }
             }

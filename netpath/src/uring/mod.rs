@@ -37,9 +37,26 @@ pub enum IoChoice {
         /// Provided buffers are consumed incrementally (kernel 6.12+).
         incremental: bool,
     },
-    /// A thread per connection; `reason` says why when io_uring was wanted
-    /// (Auto) but is not usable.
+    /// The same event loops on epoll; `reason` says why when io_uring was
+    /// wanted (Auto) but is not usable.
+    Epoll {
+        loops: usize,
+        reason: Option<String>,
+    },
+    /// A thread per connection; `reason` says why the loops did not start
+    /// when they were wanted.
     Threads { reason: Option<String> },
+}
+
+impl IoChoice {
+    /// The loops' backend, when connections run on event loops.
+    pub fn backend(&self) -> Option<pktfs::RingBackend> {
+        match self {
+            IoChoice::Uring { .. } => Some(pktfs::RingBackend::Uring),
+            IoChoice::Epoll { .. } => Some(pktfs::RingBackend::Epoll),
+            IoChoice::Threads { .. } => None,
+        }
+    }
 }
 
 impl std::fmt::Display for IoChoice {
@@ -50,10 +67,19 @@ impl std::fmt::Display for IoChoice {
                 "io_uring ({loops} loop{})",
                 if *loops == 1 { "" } else { "s" }
             ),
-            IoChoice::Threads { reason: None } => f.write_str("threads"),
-            IoChoice::Threads { reason: Some(r) } => {
-                write!(f, "threads (io_uring unavailable: {r})")
+            IoChoice::Epoll { loops, reason } => {
+                write!(
+                    f,
+                    "epoll ({loops} loop{})",
+                    if *loops == 1 { "" } else { "s" }
+                )?;
+                match reason {
+                    Some(r) => write!(f, " (io_uring unavailable: {r})"),
+                    None => Ok(()),
+                }
             }
+            IoChoice::Threads { reason: None } => f.write_str("threads"),
+            IoChoice::Threads { reason: Some(r) } => write!(f, "threads ({r})"),
         }
     }
 }
@@ -73,11 +99,19 @@ pub fn loop_count(wanted: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
 
-/// Decide how to serve: `Threads` as asked; `Uring` if the probe passes
-/// (an error otherwise); `Auto` probes and falls back with the reason.
+/// Decide how to serve: `Threads` and `Epoll` as asked; `Uring` if the
+/// probe passes (an error otherwise); `Auto` probes and falls back to the
+/// loops on epoll with the reason.
 pub fn choose(mode: IoMode, loops: usize) -> std::io::Result<IoChoice> {
-    if mode == IoMode::Threads {
-        return Ok(IoChoice::Threads { reason: None });
+    match mode {
+        IoMode::Threads => return Ok(IoChoice::Threads { reason: None }),
+        IoMode::Epoll => {
+            return Ok(IoChoice::Epoll {
+                loops: loop_count(loops),
+                reason: None,
+            })
+        }
+        IoMode::Auto | IoMode::Uring => {}
     }
     match pktfs::volume::rxring::probe() {
         Ok(f) => Ok(IoChoice::Uring {
@@ -85,8 +119,11 @@ pub fn choose(mode: IoMode, loops: usize) -> std::io::Result<IoChoice> {
             incremental: f.incremental,
         }),
         Err(why) if mode == IoMode::Auto => {
-            tracing::warn!("io_uring is not usable here ({why}); serving with threads");
-            Ok(IoChoice::Threads { reason: Some(why) })
+            tracing::warn!("io_uring is not usable here ({why}); serving on epoll loops");
+            Ok(IoChoice::Epoll {
+                loops: loop_count(loops),
+                reason: Some(why),
+            })
         }
         Err(why) => Err(std::io::Error::new(
             std::io::ErrorKind::Unsupported,
@@ -185,8 +222,9 @@ impl Loops {
         let max_connections = limits::connection_limit(nofile);
         let names: Vec<&str> = services.iter().map(|s| s.1.name()).collect();
         tracing::info!(
-            "{}: RLIMIT_NOFILE {nofile}: up to {max_connections} connections on {loops} io_uring loop(s), each lending the kernel {} x {} bytes of packet buffers, busy polling {} us",
+            "{}: RLIMIT_NOFILE {nofile}: up to {max_connections} connections on {loops} {} loop(s), each lending the kernel {} x {} bytes of packet buffers, busy polling {} us",
             names.join("+"),
+            ring.backend,
             ring.entries,
             ring.entry_bytes,
             busy_poll.as_micros()

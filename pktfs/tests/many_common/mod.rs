@@ -48,13 +48,15 @@ pub fn uring_usable() -> Result<(), String> {
         .map_err(|e| format!("io_uring is not usable in this process: {e}"))
 }
 
-/// `pktfs serve IMG LISTEN_FLAG ADDR --io uring --loops 2`, once it is
-/// listening. Checks it says `serving` (e.g. "http: io_uring (2 loops)")
-/// and that the connection limit it prints allows `conns`.
+/// `pktfs serve IMG LISTEN_FLAG ADDR --io IO --loops 2` (`IO`: uring or
+/// epoll), once it is listening. Checks it says `serving` (e.g. "http:
+/// io_uring (2 loops)") and that the connection limit it prints allows
+/// `conns`.
 pub fn serve_on_loops(
     img: &Path,
     listen_flag: &str,
     addr: SocketAddr,
+    io: &str,
     serving: &str,
     conns: usize,
 ) -> Proc {
@@ -62,7 +64,7 @@ pub fn serve_on_loops(
         Command::new(PKTFS)
             .args(["serve", img.to_str().unwrap(), listen_flag])
             .arg(addr.to_string())
-            .args(["--io", "uring", "--loops", "2"])
+            .args(["--io", io, "--loops", "2"])
             // Warnings only: the access log would print a line per connection.
             .args(["--log-level", "warn"])
             .stdout(Stdio::piped())
@@ -92,6 +94,11 @@ pub fn serve_on_loops(
     wait_listening(addr);
     server
 }
+
+/// Held by a test while it has its thousands of connections open: the
+/// tests of one binary share this process's file-descriptor limit, which
+/// `fd_room` checked for one of them.
+pub static MANY_AT_ONCE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Open `conns` connections to `addr`, all before any sends.
 pub fn open_all(addr: SocketAddr, conns: usize) -> Vec<TcpStream> {

@@ -132,7 +132,7 @@ pub fn serve(dir: tempfile::TempDir, vol: Arc<Volume>, tweak: impl FnOnce(&mut C
     // PKTFS_IO=threads runs the raw suites on the fallback path (as the CLI
     // takes it); a test that forces a mode overrides it.
     if let Ok(m) = std::env::var("PKTFS_IO") {
-        cfg.io = m.parse().expect("PKTFS_IO: auto, uring or threads");
+        cfg.io = m.parse().expect("PKTFS_IO: auto, uring, epoll or threads");
     }
     tweak(&mut cfg);
     let changes = Arc::new(Mutex::new(Vec::new()));

@@ -17,7 +17,7 @@ use super::NetRing;
 const SPINS_PER_CLOCK: u32 = 32;
 
 /// What polling needs of a ring.
-pub(super) trait Polled {
+pub(crate) trait Polled {
     /// Requests are queued and not yet submitted.
     fn queued(&mut self) -> bool;
     /// A completion is posted.
@@ -51,7 +51,7 @@ impl Polled for NetRing {
 /// Submit what is queued, then look for a completion without sleeping
 /// for at most `budget`; returns whether one was posted. See
 /// `NetRing::submit_and_poll` for why.
-pub(super) fn poll(ring: &mut impl Polled, budget: Duration) -> io::Result<bool> {
+pub(crate) fn poll(ring: &mut impl Polled, budget: Duration) -> io::Result<bool> {
     let start = Instant::now();
     // Nothing queued: the loop below enters when the kernel has work for
     // the ring, so an enter now would be a syscall for nothing (one per

@@ -1,0 +1,692 @@
+//! The event loops' fallback where io_uring is not usable (an older
+//! kernel, a seccomp profile or container that blocks it): the same
+//! requests as [`NetRing`](super::uring::NetRing) (multishot accept,
+//! multishot receive into provided packet buffers of the image, draining
+//! receives, sends of one iovec per record, cancellation) and the same
+//! completions, carried out with epoll readiness and non-blocking
+//! syscalls on the loop's own thread.
+//!
+//! Why emulate the ring instead of writing a second loop: the loop, its
+//! sessions and `RxRing`'s ownership of lent buffer space stay one piece
+//! of code for both backends, so the fallback serves thousands of
+//! connections on one thread per loop with the same HTTP, the same
+//! durability contract and the same tests; only where bytes are moved
+//! differs. The provided buffers keep their meaning: a connection holds
+//! no packet buffer until bytes arrive, and each receive takes the next
+//! bytes of the oldest provided entry, as the kernel does with
+//! incremental consumption (`IOU_PBUF_RING_INC`).
+//!
+//! # When the kernel stops writing
+//! Here the kernel writes a provided buffer only inside a `recv` this
+//! module calls, on this thread: once a call returned, nothing writes lent
+//! memory, so [`EpollRing::quiesce`] only has to post the cancellations.
+//! The contract of [`EpollRing::provide`] is `NetRing::provide`'s.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use rustc_hash::FxHashMap;
+
+use super::uring::poll::{self, Polled};
+use super::uring::{iovecs, send_now, sendmsg_now, Cqe, Features, RingSeg};
+use super::Pm;
+
+/// Completion flags as io_uring posts them (include/uapi/linux/io_uring.h).
+const CQE_F_BUFFER: u32 = 1 << 0;
+const CQE_F_MORE: u32 = 1 << 1;
+const CQE_F_BUF_MORE: u32 = 1 << 4;
+const CQE_BUFFER_SHIFT: u32 = 16;
+
+/// Readiness events taken per `epoll_wait`.
+const EVENTS: usize = 256;
+/// Accepts per listener per readiness event: a burst of connections
+/// does not starve the established ones of a turn.
+const ACCEPT_BURST: usize = 64;
+/// Receives per connection per readiness event (each fills at most the
+/// rest of one provided entry): a stream that keeps the socket full moves
+/// on to the next entry without another `epoll_wait`, and still leaves
+/// the other connections their turn.
+const RECV_BURST: usize = 4;
+/// Bytes one draining receive may take (as the ring's sink).
+const SINK_BYTES: usize = 64 << 10;
+
+/// One provided entry: `[off, off + len)` of the image, `used` bytes of it
+/// already filled.
+#[derive(Debug)]
+struct Provided {
+    bid: u16,
+    off: u64,
+    len: u32,
+    used: u32,
+}
+
+/// A send that did not fit the socket: its iovecs are kept until it
+/// completes (the memory they name is the caller's, under
+/// `send_segments`' contract).
+#[derive(Debug)]
+struct PendingSend {
+    ud: u64,
+    iovs: Vec<libc::iovec>,
+}
+
+/// The requests armed on one fd.
+#[derive(Debug, Default)]
+struct FdState {
+    accept: Option<u64>,
+    recv: Option<u64>,
+    drain: Option<u64>,
+    send: Option<PendingSend>,
+    /// Events registered with epoll (0: not registered).
+    registered: u32,
+}
+
+impl FdState {
+    fn wanted(&self) -> u32 {
+        let mut ev = 0;
+        if self.accept.is_some() || self.recv.is_some() || self.drain.is_some() {
+            ev |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+        }
+        if self.send.is_some() {
+            ev |= libc::EPOLLOUT as u32;
+        }
+        ev
+    }
+    fn is_idle(&self) -> bool {
+        self.wanted() == 0
+    }
+}
+
+/// Provided packet buffers of the image, filled by non-blocking receives
+/// when epoll says a socket is readable. Not `Send` (raw pointer), like
+/// `NetRing`: a loop's requests are its thread's.
+pub struct EpollRing {
+    ep: OwnedFd,
+    base: *mut u8,
+    len: usize,
+    /// Provided entries in the order the kernel would take them.
+    bufs: VecDeque<Provided>,
+    buf_entries: u16,
+    fds: FxHashMap<RawFd, FdState>,
+    /// Which fd each armed request is on (cancellation by user_data).
+    by_ud: FxHashMap<u64, RawFd>,
+    /// Completions posted and not yet reaped.
+    done: VecDeque<Cqe>,
+    /// Requests whose last completion has not been reaped.
+    inflight: usize,
+    fresh_sends: usize,
+    sink: Vec<u8>,
+    events: Vec<libc::epoll_event>,
+}
+
+impl std::fmt::Debug for EpollRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EpollRing")
+            .field("inflight", &self.inflight)
+            .field("fds", &self.fds.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+impl EpollRing {
+    /// An epoll instance standing in for a ring of `buf_entries` provided
+    /// entries (a power of two, at most 32768, as for `NetRing`) over
+    /// `pm`'s memory.
+    pub(crate) fn new(pm: &Pm, buf_entries: u16) -> io::Result<EpollRing> {
+        if buf_entries == 0 || !buf_entries.is_power_of_two() || buf_entries > 32768 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "buffer ring entries must be a power of two up to 32768",
+            ));
+        }
+        pm.check_writable();
+        // SAFETY: plain syscall; the fd it returns is ours alone.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(EpollRing {
+            // SAFETY: a new fd nothing else owns.
+            ep: unsafe { OwnedFd::from_raw_fd(fd) },
+            base: pm.base,
+            len: pm.len,
+            bufs: VecDeque::new(),
+            buf_entries,
+            fds: FxHashMap::default(),
+            by_ud: FxHashMap::default(),
+            done: VecDeque::new(),
+            inflight: 0,
+            fresh_sends: 0,
+            sink: Vec::new(),
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS],
+        })
+    }
+
+    /// What the emulation does of the ring's features: incremental
+    /// consumption always (entries are packed by successive receives);
+    /// no task work to defer.
+    pub fn features(&self) -> Features {
+        Features {
+            incremental: true,
+            defer_taskrun: false,
+        }
+    }
+
+    pub fn inflight(&self) -> usize {
+        self.inflight
+    }
+
+    pub fn take_fresh_sends(&mut self) -> usize {
+        std::mem::take(&mut self.fresh_sends)
+    }
+
+    /// Lend `[image_off, image_off+len)` as entry `bid`: the contract of
+    /// `NetRing::provide`.
+    pub(crate) fn provide(&mut self, bid: u16, image_off: u64, len: u32) {
+        let end = image_off.checked_add(len as u64);
+        assert!(
+            end.is_some_and(|e| e <= self.len as u64) && bid < self.buf_entries && len > 0,
+            "provided buffer outside the image"
+        );
+        self.bufs.push_back(Provided {
+            bid,
+            off: image_off,
+            len,
+            used: 0,
+        });
+    }
+
+    /// Register `fd`'s wanted events with epoll (or drop it when nothing
+    /// is armed on it). A failed registration completes the fd's
+    /// requests with the error.
+    fn update(&mut self, fd: RawFd) {
+        let Some(st) = self.fds.get_mut(&fd) else {
+            return;
+        };
+        let want = st.wanted();
+        if want == st.registered {
+            if want == 0 {
+                self.fds.remove(&fd);
+            }
+            return;
+        }
+        let op = match (st.registered, want) {
+            (_, 0) => libc::EPOLL_CTL_DEL,
+            (0, _) => libc::EPOLL_CTL_ADD,
+            _ => libc::EPOLL_CTL_MOD,
+        };
+        let mut ev = libc::epoll_event {
+            events: want,
+            u64: fd as u64,
+        };
+        // SAFETY: plain syscall on our epoll fd; `ev` lives across it.
+        let r = unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), op, fd, &mut ev) };
+        if r < 0 && op != libc::EPOLL_CTL_DEL {
+            let e = errno();
+            st.registered = 0;
+            self.fail_all(fd, e);
+            return;
+        }
+        st.registered = want;
+        if want == 0 {
+            self.fds.remove(&fd);
+        }
+    }
+
+    /// Complete every request on `fd` with `-err`.
+    fn fail_all(&mut self, fd: RawFd, err: i32) {
+        let Some(st) = self.fds.get_mut(&fd) else {
+            return;
+        };
+        let uds: Vec<u64> = [st.accept.take(), st.recv.take(), st.drain.take()]
+            .into_iter()
+            .flatten()
+            .chain(st.send.take().map(|s| s.ud))
+            .collect();
+        for ud in uds {
+            self.post_last(ud, -err, 0);
+        }
+        self.fds.remove(&fd);
+    }
+
+    fn post(&mut self, user_data: u64, result: i32, flags: u32) {
+        self.done.push_back(Cqe {
+            user_data,
+            result,
+            flags,
+        });
+    }
+
+    /// The last completion of a request: it is no longer armed.
+    fn post_last(&mut self, ud: u64, result: i32, flags: u32) {
+        self.by_ud.remove(&ud);
+        self.post(ud, result, flags & !CQE_F_MORE);
+    }
+
+    fn arm(
+        &mut self,
+        fd: RawFd,
+        ud: u64,
+        set: impl FnOnce(&mut FdState) -> bool,
+    ) -> io::Result<()> {
+        if self.by_ud.contains_key(&ud) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a request with this user_data is armed",
+            ));
+        }
+        let st = self.fds.entry(fd).or_default();
+        if !set(st) {
+            if st.is_idle() && st.registered == 0 {
+                self.fds.remove(&fd);
+            }
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a request of this kind is armed on this socket",
+            ));
+        }
+        self.by_ud.insert(ud, fd);
+        self.inflight += 1;
+        self.update(fd);
+        Ok(())
+    }
+
+    /// Multishot accept on listening socket `fd` (made non-blocking: the
+    /// accepts run when epoll says a connection is waiting).
+    pub fn accept_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
+        set_nonblocking(fd)?;
+        self.arm(fd, user_data, |st| st.accept.replace(user_data).is_none())
+    }
+
+    /// Multishot receive on `fd` (a socket this ring accepted, so
+    /// non-blocking) into the provided entries.
+    pub fn recv_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
+        self.arm(fd, user_data, |st| {
+            st.drain.is_none() && st.recv.replace(user_data).is_none()
+        })
+    }
+
+    /// A single-shot receive whose bytes are thrown away (see
+    /// `NetRing::recv_discard`).
+    pub fn recv_discard(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
+        if self.sink.is_empty() {
+            self.sink = vec![0; SINK_BYTES];
+        }
+        self.arm(fd, user_data, |st| {
+            st.recv.is_none() && st.drain.replace(user_data).is_none()
+        })
+    }
+
+    /// Cancel the request with `target` (its last completion is
+    /// `-ECANCELED`), then post `user_data`'s own completion (0, or
+    /// `-ENOENT` when nothing was armed under `target`).
+    pub fn cancel(&mut self, target: u64, user_data: u64) -> io::Result<()> {
+        self.inflight += 1;
+        let Some(fd) = self.by_ud.get(&target).copied() else {
+            self.post(user_data, -libc::ENOENT, 0);
+            return Ok(());
+        };
+        if let Some(st) = self.fds.get_mut(&fd) {
+            if st.accept == Some(target) {
+                st.accept = None;
+            }
+            if st.recv == Some(target) {
+                st.recv = None;
+            }
+            if st.drain == Some(target) {
+                st.drain = None;
+            }
+            if st.send.as_ref().is_some_and(|s| s.ud == target) {
+                st.send = None;
+            }
+        }
+        self.post_last(target, -libc::ECANCELED, 0);
+        self.update(fd);
+        self.post(user_data, 0, 0);
+        Ok(())
+    }
+
+    /// See `NetRing::send_now`.
+    pub(crate) fn send_now(
+        &self,
+        fd: RawFd,
+        head: Option<&[u8]>,
+        segs: impl IntoIterator<Item = RingSeg>,
+    ) -> io::Result<usize> {
+        send_now(self.base, self.len, fd, head, segs)
+    }
+
+    /// Send on `fd`: tried at once; what does not fit the socket buffer
+    /// waits for epoll to say there is room. Completes with the bytes the
+    /// kernel took (possibly fewer than offered), as a ring send does.
+    /// Contract: `NetRing::send_segments`'.
+    pub(crate) fn send_segments(
+        &mut self,
+        fd: RawFd,
+        head: Option<&[u8]>,
+        segs: impl IntoIterator<Item = RingSeg>,
+        user_data: u64,
+    ) -> io::Result<()> {
+        if self.by_ud.contains_key(&user_data)
+            || self.fds.get(&fd).is_some_and(|st| st.send.is_some())
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a send with this user_data, or on this socket, is in flight",
+            ));
+        }
+        let iovs: Vec<libc::iovec> = iovecs(self.base, self.len, head, segs).collect();
+        self.fresh_sends += 1;
+        self.inflight += 1;
+        match sendmsg_now(fd, &iovs) {
+            Ok(n) => {
+                self.post(user_data, n as i32, 0);
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                // No room: kept (the memory it names stays the caller's
+                // until the completion) until epoll says there is.
+                self.inflight -= 1;
+                self.arm(fd, user_data, |st| {
+                    st.send = Some(PendingSend {
+                        ud: user_data,
+                        iovs,
+                    });
+                    true
+                })
+            }
+            Err(e) => {
+                self.post(user_data, -e.raw_os_error().unwrap_or(libc::EIO), 0);
+                Ok(())
+            }
+        }
+    }
+
+    /// Wait until a completion is posted, at most `timeout` (rounded up to
+    /// whole milliseconds, epoll's unit). A signal is not an error.
+    pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        if !self.done.is_empty() {
+            return Ok(());
+        }
+        let ms = match timeout {
+            None => -1,
+            Some(t) => t.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32,
+        };
+        self.pump(ms)
+    }
+
+    /// Look for a completion without sleeping, at most `budget`: each look
+    /// is an `epoll_wait` that does not block (see `NetRing::submit_and_poll`
+    /// for why a loop polls).
+    pub fn submit_and_poll(&mut self, budget: Duration) -> io::Result<bool> {
+        poll::poll(self, budget)
+    }
+
+    /// One `epoll_wait` (at most `timeout_ms`; 0: do not block), then the
+    /// work of every ready fd, posting what completes.
+    fn pump(&mut self, timeout_ms: i32) -> io::Result<()> {
+        let cap = self.events.len() as i32;
+        // SAFETY: `events` holds `cap` entries the kernel may write.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.ep.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                cap,
+                timeout_ms,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EINTR) => Ok(()),
+                _ => Err(e),
+            };
+        }
+        for k in 0..n as usize {
+            let ev = self.events[k];
+            let (fd, bits) = (ev.u64 as RawFd, ev.events);
+            self.ready(fd, bits);
+        }
+        Ok(())
+    }
+
+    /// `fd` is ready for `bits`: run what is armed on it.
+    fn ready(&mut self, fd: RawFd, bits: u32) {
+        let Some(st) = self.fds.get(&fd) else {
+            return;
+        };
+        let input =
+            bits & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
+        let output = bits & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
+        let (accept, recv, drain, send) =
+            (st.accept, st.recv, st.drain, st.send.as_ref().map(|s| s.ud));
+        if input {
+            if let Some(ud) = accept {
+                self.accept_ready(fd, ud);
+            }
+            if let Some(ud) = recv {
+                self.recv_ready(fd, ud);
+            }
+            if let Some(ud) = drain {
+                self.drain_ready(fd, ud);
+            }
+        }
+        if output {
+            if let Some(ud) = send {
+                self.send_ready(fd, ud);
+            }
+        }
+        self.update(fd);
+    }
+
+    fn accept_ready(&mut self, fd: RawFd, ud: u64) {
+        for _ in 0..ACCEPT_BURST {
+            // SAFETY: plain syscall; no address is asked for.
+            let c = unsafe {
+                libc::accept4(
+                    fd,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                )
+            };
+            if c >= 0 {
+                // The new fd is handed over in the completion, as a ring's
+                // accept does (`accepted_fd` takes ownership).
+                self.post(ud, c, CQE_F_MORE);
+                continue;
+            }
+            match errno() {
+                libc::EAGAIN => return,
+                // A connection reset while it waited, or a signal: the
+                // next one.
+                libc::EINTR | libc::ECONNABORTED => {}
+                e => {
+                    // As a multishot accept does on EMFILE and the like: the
+                    // request ends with the error; the loop backs off and
+                    // re-arms.
+                    if let Some(st) = self.fds.get_mut(&fd) {
+                        st.accept = None;
+                    }
+                    self.post_last(ud, -e, 0);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn recv_ready(&mut self, fd: RawFd, ud: u64) {
+        for _ in 0..RECV_BURST {
+            let Some(b) = self.bufs.front() else {
+                // As the kernel ends a multishot receive that finds the
+                // buffer ring empty; the loop re-arms once it has entries.
+                self.end_recv(fd, ud, -libc::ENOBUFS);
+                return;
+            };
+            let (bid, room) = (b.bid, b.len - b.used);
+            let at = b.off + b.used as u64;
+            // SAFETY: `[at, at + room)` lies inside the mapping (checked in
+            // `provide`) and is provided space nothing else writes or reads
+            // until a completion reports it filled (`provide`'s contract);
+            // the kernel writes it only during this call.
+            let n = unsafe {
+                libc::recv(
+                    fd,
+                    self.base.add(at as usize) as *mut libc::c_void,
+                    room as usize,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            match n {
+                0 => {
+                    self.end_recv(fd, ud, 0);
+                    return;
+                }
+                n if n > 0 => {
+                    let n = n as u32;
+                    let b = self.bufs.front_mut().expect("looked at above");
+                    b.used += n;
+                    let mut flags = CQE_F_BUFFER | (bid as u32) << CQE_BUFFER_SHIFT | CQE_F_MORE;
+                    if b.used < b.len {
+                        flags |= CQE_F_BUF_MORE;
+                    } else {
+                        self.bufs.pop_front();
+                    }
+                    self.post(ud, n as i32, flags);
+                    if n < room {
+                        // The socket is most likely empty: let epoll say.
+                        return;
+                    }
+                }
+                _ => match errno() {
+                    libc::EAGAIN | libc::EINTR => return,
+                    e => {
+                        self.end_recv(fd, ud, -e);
+                        return;
+                    }
+                },
+            }
+        }
+    }
+
+    fn end_recv(&mut self, fd: RawFd, ud: u64, result: i32) {
+        if let Some(st) = self.fds.get_mut(&fd) {
+            st.recv = None;
+        }
+        self.post_last(ud, result, 0);
+    }
+
+    fn drain_ready(&mut self, fd: RawFd, ud: u64) {
+        // SAFETY: the sink is DRAM of ours, `SINK_BYTES` long; its bytes
+        // are thrown away.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                self.sink.as_mut_ptr() as *mut libc::c_void,
+                self.sink.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        let result = match n {
+            n if n >= 0 => n as i32,
+            _ => match errno() {
+                libc::EAGAIN | libc::EINTR => return,
+                e => -e,
+            },
+        };
+        if let Some(st) = self.fds.get_mut(&fd) {
+            st.drain = None;
+        }
+        self.post_last(ud, result, 0);
+    }
+
+    fn send_ready(&mut self, fd: RawFd, ud: u64) {
+        let Some(st) = self.fds.get_mut(&fd) else {
+            return;
+        };
+        let Some(s) = st.send.as_ref() else { return };
+        let result = match sendmsg_now(fd, &s.iovs) {
+            Ok(n) => n as i32,
+            Err(e) => match e.raw_os_error() {
+                Some(libc::EAGAIN | libc::EINTR) => return,
+                Some(e) => -e,
+                None => -libc::EIO,
+            },
+        };
+        st.send = None;
+        self.post_last(ud, result, 0);
+    }
+
+    /// Move the completions posted so far into `out`.
+    pub fn reap(&mut self, out: &mut Vec<Cqe>) {
+        for c in self.done.drain(..) {
+            if c.flags & CQE_F_MORE == 0 {
+                self.inflight = self.inflight.saturating_sub(1);
+            }
+            out.push(c);
+        }
+    }
+
+    /// Cancel every request (each ends with `-ECANCELED`) and reap: no
+    /// receive runs outside this module's calls, so from here on nothing
+    /// writes lent memory. Always `true`.
+    pub fn quiesce(&mut self, out: &mut Vec<Cqe>) -> bool {
+        let fds: Vec<RawFd> = self.fds.keys().copied().collect();
+        for fd in fds {
+            if let Some(st) = self.fds.get_mut(&fd) {
+                // Deregistered before the loop may close the fd.
+                st.accept = None;
+                st.recv = None;
+                st.drain = None;
+                st.send = None;
+            }
+            self.update(fd);
+        }
+        let uds: Vec<u64> = self.by_ud.keys().copied().collect();
+        for ud in uds {
+            self.post_last(ud, -libc::ECANCELED, 0);
+        }
+        self.reap(out);
+        true
+    }
+}
+
+impl Polled for EpollRing {
+    fn queued(&mut self) -> bool {
+        false
+    }
+    fn posted(&mut self) -> bool {
+        !self.done.is_empty()
+    }
+    /// Readiness is only found by asking: every look is an enter.
+    fn flagged(&mut self) -> bool {
+        true
+    }
+    fn enter(&mut self) -> io::Result<()> {
+        self.pump(0)
+    }
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain fcntl calls on a caller's fd.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "epoll_tests.rs"]
+mod tests;

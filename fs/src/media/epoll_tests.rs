@@ -1,0 +1,173 @@
+//! The epoll backend against the completions a ring posts (the loop and
+//! `RxRing` read them the same way for both).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use super::*;
+
+fn wait_for(r: &mut EpollRing, out: &mut Vec<Cqe>, want: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while out.len() < want {
+        assert!(Instant::now() < deadline, "completions: {out:?}");
+        r.submit_and_wait(Some(Duration::from_millis(50))).unwrap();
+        r.reap(out);
+    }
+}
+
+#[test]
+fn completion_flags_read_as_a_ring_posts_them() {
+    let c = Cqe {
+        user_data: 1,
+        result: 5,
+        flags: CQE_F_BUFFER | 3 << CQE_BUFFER_SHIFT | CQE_F_MORE | CQE_F_BUF_MORE,
+    };
+    assert_eq!(c.buffer(), Some(3));
+    assert!(c.more() && c.buffer_more());
+    let last = Cqe { flags: 0, ..c };
+    assert_eq!(last.buffer(), None);
+    assert!(!last.more() && !last.buffer_more());
+}
+
+#[test]
+fn accept_receive_into_provided_entries_send_and_cancel() {
+    let pm = Pm::from_bytes(vec![0u8; 64 << 10]);
+    let mut r = EpollRing::new(&pm, 4).unwrap();
+    let lis = TcpListener::bind("127.0.0.1:0").unwrap();
+    r.accept_multi(lis.as_raw_fd(), 7).unwrap();
+    let mut client = TcpStream::connect(lis.local_addr().unwrap()).unwrap();
+    let mut out = Vec::new();
+    wait_for(&mut r, &mut out, 1);
+    let a = out.remove(0);
+    assert_eq!((a.user_data, a.more()), (7, true));
+    let sock = super::super::uring::accepted_fd(&a).unwrap();
+    let fd = sock.as_raw_fd();
+
+    // Nothing provided: the receive ends as a ring's does, ENOBUFS.
+    client.write_all(b"hello").unwrap();
+    r.recv_multi(fd, 9).unwrap();
+    wait_for(&mut r, &mut out, 1);
+    assert_eq!((out[0].result, out[0].more()), (-libc::ENOBUFS, false));
+    out.clear();
+
+    // Two entries of 8 bytes: the first takes "hello" and keeps room
+    // (BUF_MORE); the next receive fills it and goes on into the second.
+    r.provide(0, 1024, 8);
+    r.provide(1, 4096, 8);
+    r.recv_multi(fd, 9).unwrap();
+    wait_for(&mut r, &mut out, 1);
+    assert_eq!(out[0].result, 5);
+    assert_eq!(out[0].buffer(), Some(0));
+    assert!(out[0].more() && out[0].buffer_more());
+    assert_eq!(&pm.slice(1024, 5), b"hello");
+    out.clear();
+    client.write_all(b"0123456").unwrap();
+    wait_for(&mut r, &mut out, 2);
+    assert_eq!(
+        (out[0].result, out[0].buffer(), out[0].buffer_more()),
+        (3, Some(0), false)
+    );
+    assert_eq!(
+        (out[1].result, out[1].buffer(), out[1].buffer_more()),
+        (4, Some(1), true)
+    );
+    assert_eq!(&pm.slice(1024, 8), b"hello012");
+    assert_eq!(&pm.slice(4096, 4), b"3456");
+    out.clear();
+
+    // A send completes with the bytes the kernel took.
+    let head = b"answer".to_vec();
+    r.send_segments(fd, Some(&head), [RingSeg::Image { off: 1024, len: 5 }], 11)
+        .unwrap();
+    wait_for(&mut r, &mut out, 1);
+    assert_eq!((out[0].user_data, out[0].result), (11, 11));
+    let mut got = [0u8; 11];
+    client.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"answerhello");
+    out.clear();
+
+    // Cancelling the receive: its last completion, then the cancel's.
+    r.cancel(9, 12).unwrap();
+    r.reap(&mut out);
+    assert_eq!(
+        out.iter()
+            .map(|c| (c.user_data, c.result))
+            .collect::<Vec<_>>(),
+        [(9, -libc::ECANCELED), (12, 0)]
+    );
+    out.clear();
+    r.cancel(9, 13).unwrap();
+    r.reap(&mut out);
+    assert_eq!((out[0].user_data, out[0].result), (13, -libc::ENOENT));
+    out.clear();
+
+    // The peer closes: a re-armed receive ends with 0 (EOF).
+    r.recv_multi(fd, 9).unwrap();
+    drop(client);
+    wait_for(&mut r, &mut out, 1);
+    assert_eq!((out[0].result, out[0].more()), (0, false));
+    out.clear();
+    assert!(r.quiesce(&mut out));
+    // Only the accept was still armed.
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].user_data, out[0].result), (7, -libc::ECANCELED));
+    assert_eq!(r.inflight(), 0);
+}
+
+#[test]
+fn a_send_that_does_not_fit_waits_for_room() {
+    let pm = Pm::from_bytes(vec![7u8; 8 << 20]);
+    let mut r = EpollRing::new(&pm, 1).unwrap();
+    let lis = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(lis.local_addr().unwrap()).unwrap();
+    let (srv, _) = lis.accept().unwrap();
+    srv.set_nonblocking(true).unwrap();
+    let fd = srv.as_raw_fd();
+    let mut out = Vec::new();
+    let mut sent = 0u64;
+    // Fill the socket buffer until a send has to wait.
+    let mut waited = false;
+    for k in 0..64u64 {
+        r.send_segments(
+            fd,
+            None,
+            [RingSeg::Image {
+                off: 0,
+                len: 8 << 20,
+            }],
+            k,
+        )
+        .unwrap();
+        r.reap(&mut out);
+        match out.pop() {
+            Some(c) => sent += c.result as u64,
+            None => {
+                waited = true;
+                // The reader drains; the kept send completes.
+                let t = std::thread::spawn(move || {
+                    let mut c = client;
+                    let mut buf = vec![0u8; 1 << 20];
+                    let mut n = 0u64;
+                    while let Ok(k) = c.read(&mut buf) {
+                        if k == 0 {
+                            break;
+                        }
+                        n += k as u64;
+                    }
+                    n
+                });
+                wait_for(&mut r, &mut out, 1);
+                assert_eq!(out[0].user_data, k);
+                assert!(out[0].result > 0, "{:?}", out[0]);
+                sent += out[0].result as u64;
+                drop(srv);
+                assert_eq!(t.join().unwrap(), sent);
+                break;
+            }
+        }
+    }
+    assert!(waited, "the socket buffer never filled");
+    assert_eq!(r.inflight(), 0);
+}
