@@ -229,7 +229,7 @@ mod tests {
             &["netbench", "--secs", "-1"],
             &["netbench", "--secs", "NaN"],
             &["netbench", "serve-baseline", "nginx"],
-            &["netbench", "serve-pktfs", "p", "--io", "epoll"],
+            &["netbench", "serve-pktfs", "p", "--io", "kqueue"],
             &["netbench", "--rounds", "2", "serve-pktfs", "p"],
             &["netbench", "--only", "paced", "--paced-us", "0"],
         ] {

@@ -31,10 +31,11 @@
 //! - `nginx`: our own nginx (when installed, with the WebDAV module, e.g.
 //!   Debian's nginx-light), `PUT` into a /dev/shm directory, a worker per
 //!   core, no access log;
-//! - `pktfs clwb uring` / `pktfs clwb threads`: the netpath server on a
-//!   /dev/shm image in clwb persist mode (clflushopt where the CPU has no
-//!   clwb: the machine line says which), `Config.io` = Uring (skipped with
-//!   a message where io_uring is unusable) / Threads; `pktfs eadr`: eadr
+//! - `pktfs clwb uring` / `pktfs clwb epoll` / `pktfs clwb threads`: the
+//!   netpath server on a /dev/shm image in clwb persist mode (clflushopt
+//!   where the CPU has no clwb: the machine line says which), `Config.io`
+//!   = Uring (skipped with a message where io_uring is unusable) / Epoll
+//!   (the same loops on epoll) / Threads; `pktfs eadr`: eadr
 //!   mode, `Config.io` = Auto; `pktfs clwb uring nopoll` (small and
 //!   paced PUTs only): the io_uring server with busy polling off;
 //!   `pktfs clflushopt` (where the CPU has clwb and clflushopt): the clwb
@@ -64,7 +65,7 @@
 //!
 //! ```text
 //! netbench serve-baseline network-only|network-only-polling|copy+clwb|ext4+fdatasync --port 18081 [--dir D] [--conns N]
-//! netbench serve-pktfs NAME --persist clwb --io uring|threads|auto [--max-connections N] [--loops N] [--busy-poll-us N] [--image-mib N] [--dir D]
+//! netbench serve-pktfs NAME --persist clwb --io uring|epoll|threads|auto [--max-connections N] [--loops N] [--busy-poll-us N] [--image-mib N] [--dir D]
 //! ```
 //!
 //! (with `--until-eof` they stop when their stdin closes.)
@@ -94,6 +95,9 @@ use pktfs_server::PktfsSpec;
 
 /// The io_uring server with busy polling off (a small-PUT row only).
 const NOPOLL: &str = "pktfs clwb uring nopoll";
+/// The loops on their epoll backend (the fallback where io_uring is not
+/// usable).
+const EPOLL: &str = "pktfs clwb epoll";
 /// The clwb mode with clflushopt's write-backs, on the loops (threads
 /// where io_uring is unusable).
 const CLFLUSHOPT: &str = "pktfs clflushopt";
@@ -185,6 +189,12 @@ fn main() {
             notes.push(msg);
         }
     }
+    // The same loops on epoll: what serves where io_uring is not usable.
+    specs.push(PktfsSpec::new(
+        EPOLL,
+        PersistChoice::Clwb,
+        netpath::IoMode::Epoll,
+    ));
     specs.push(PktfsSpec::new(
         "pktfs clwb threads",
         PersistChoice::Clwb,
@@ -275,6 +285,7 @@ fn main() {
             } else {
                 "pktfs clwb threads"
             },
+            EPOLL,
             "network-only",
             "nginx",
         ];
