@@ -7,7 +7,7 @@
 #[path = "cli_common/mod.rs"]
 mod cli_common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -76,13 +76,7 @@ fn auto_serves_on_epoll_where_io_uring_is_blocked() {
                 .stderr(Stdio::null()),
         )
     });
-    let mut out = BufReader::new(server.stdout.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("Ctrl-C") {
-        let mut l = String::new();
-        assert!(out.read_line(&mut l).unwrap() > 0, "server said: {said}");
-        said.push_str(&l);
-    }
+    let said = cli_common::startup_lines(&mut server);
     assert!(
         said.contains("http: epoll (1 loop) (io_uring unavailable: "),
         "{said}"

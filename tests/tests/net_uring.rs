@@ -68,6 +68,12 @@ fn raw_server_with(bytes: u64, io: IoMode, tweak: impl FnOnce(&mut netpath::Conf
     s
 }
 
+/// The server runs on the event loops (either backend).
+fn assert_on_loops(s: &Server) {
+    let io = s.svc.as_ref().unwrap().io_mode();
+    assert!(io.and_then(IoChoice::backend).is_some(), "{io:?}");
+}
+
 fn raw_files(s: &Server) -> Vec<(String, u64)> {
     s.files_in("/raw")
 }
@@ -354,13 +360,7 @@ fn http_uploads_on_a_full_image_are_answered_507_on_the_loops() {
         c.ring_entries = 4;
         c.ring_entry_bytes = 64 << 10;
     });
-    assert!(s
-        .svc
-        .as_ref()
-        .unwrap()
-        .io_mode()
-        .and_then(IoChoice::backend)
-        .is_some());
+    assert_on_loops(&s);
     let addr = s.http;
     // Four chunked uploads of 6 MiB at once into ~12 MiB of free space:
     // no length to refuse up front, so the space runs out mid-body.
@@ -451,13 +451,7 @@ fn a_full_image_still_serves_get_and_delete_on_the_loops() {
         c.io = loops();
         c.loops = 1;
     });
-    assert!(s
-        .svc
-        .as_ref()
-        .unwrap()
-        .io_mode()
-        .and_then(IoChoice::backend)
-        .is_some());
+    assert_on_loops(&s);
     assert_eq!(http(s.http, "GET", "/keep", &[], b"").body, b"kept bytes");
     // Three GETs pipelined in one write, on one connection.
     let mut c = Conn::new(s.http);

@@ -99,6 +99,19 @@ pub fn interrupt(mut child: Proc) -> String {
     err
 }
 
+/// What a starting `pktfs serve` (stdout piped) prints up to its
+/// "Ctrl-C" line: how it serves, its limits, its URLs.
+pub fn startup_lines(server: &mut Proc) -> String {
+    let mut out = BufReader::new(server.stdout.take().expect("stdout piped"));
+    let mut said = String::new();
+    while !said.contains("Ctrl-C") {
+        let mut l = String::new();
+        assert!(out.read_line(&mut l).unwrap() > 0, "server said: {said}");
+        said.push_str(&l);
+    }
+    said
+}
+
 /// Wait (at most 20 s) until something accepts connections on `addr`.
 pub fn wait_listening(addr: SocketAddr) {
     let t0 = Instant::now();

@@ -4,13 +4,12 @@
 //! connections opened before any of them sends.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cli_common::{wait_listening, Proc, PKTFS};
+use crate::cli_common::{startup_lines, wait_listening, Proc, PKTFS};
 
 /// Raise this process's soft RLIMIT_NOFILE to the hard limit; the soft
 /// limit in force afterwards.
@@ -71,13 +70,7 @@ pub fn serve_on_loops(
             .stderr(Stdio::inherit()),
     );
     // It prints how it serves and what the fd limit allows.
-    let mut out = BufReader::new(server.stdout.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("Ctrl-C") {
-        let mut l = String::new();
-        assert!(out.read_line(&mut l).unwrap() > 0, "server said: {said}");
-        said.push_str(&l);
-    }
+    let said = startup_lines(&mut server);
     assert!(said.contains(serving), "{said}");
     // And the polling in force (the default window, paused while it misses).
     assert!(
