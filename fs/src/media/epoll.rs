@@ -230,6 +230,13 @@ impl EpollRing {
         let r = unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), op, fd, &mut ev) };
         if r < 0 && op != libc::EPOLL_CTL_DEL {
             let e = errno();
+            if op == libc::EPOLL_CTL_MOD {
+                // Still registered with its old events: out of the set
+                // before its requests end, so nothing of it is reported
+                // after the fd may be closed and its number reused.
+                // SAFETY: as above.
+                unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) };
+            }
             st.registered = 0;
             self.fail_all(fd, e);
             return;
@@ -302,14 +309,14 @@ impl EpollRing {
     /// accepts run when epoll says a connection is waiting).
     pub fn accept_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
         set_nonblocking(fd)?;
-        self.arm(fd, user_data, |st| st.accept.replace(user_data).is_none())
+        self.arm(fd, user_data, |st| set_if_none(&mut st.accept, user_data))
     }
 
     /// Multishot receive on `fd` (a socket this ring accepted, so
     /// non-blocking) into the provided entries.
     pub fn recv_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
         self.arm(fd, user_data, |st| {
-            st.drain.is_none() && st.recv.replace(user_data).is_none()
+            st.drain.is_none() && set_if_none(&mut st.recv, user_data)
         })
     }
 
@@ -320,7 +327,7 @@ impl EpollRing {
             self.sink = vec![0; SINK_BYTES];
         }
         self.arm(fd, user_data, |st| {
-            st.recv.is_none() && st.drain.replace(user_data).is_none()
+            st.recv.is_none() && set_if_none(&mut st.drain, user_data)
         })
     }
 
@@ -672,6 +679,15 @@ impl Polled for EpollRing {
     fn enter(&mut self) -> io::Result<()> {
         self.pump(0)
     }
+}
+
+/// Arm `slot` with `ud` unless something is armed there already.
+fn set_if_none(slot: &mut Option<u64>, ud: u64) -> bool {
+    if slot.is_some() {
+        return false;
+    }
+    *slot = Some(ud);
+    true
 }
 
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {

@@ -171,3 +171,25 @@ fn a_send_that_does_not_fit_waits_for_room() {
     assert!(waited, "the socket buffer never filled");
     assert_eq!(r.inflight(), 0);
 }
+
+#[test]
+fn a_second_request_of_a_kind_is_refused_and_the_first_stays_armed() {
+    let pm = Pm::from_bytes(vec![0u8; 16 << 10]);
+    let mut r = EpollRing::new(&pm, 2).unwrap();
+    let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let fd = b.as_raw_fd();
+    r.provide(0, 0, 4096);
+    r.recv_multi(fd, 1).unwrap();
+    assert!(
+        r.recv_multi(fd, 2).is_err(),
+        "a second receive on one socket"
+    );
+    assert!(r.recv_discard(fd, 3).is_err(), "a drain beside a receive");
+    assert!(r.recv_multi(7_777, 1).is_err(), "a user_data already armed");
+    a.write_all(b"x").unwrap();
+    let mut out = Vec::new();
+    wait_for(&mut r, &mut out, 1);
+    assert_eq!((out[0].user_data, out[0].result), (1, 1));
+    assert!(r.quiesce(&mut out));
+    assert_eq!(r.inflight(), 0);
+}
