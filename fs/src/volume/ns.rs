@@ -159,11 +159,23 @@ impl Volume {
             return Err(FsError::NameTooLong);
         }
         // The parent's lock is released before the child's is taken, so
-        // lookups never hold two inode locks out of order.
-        match self.child_of(parent, name)? {
-            Some((ino, _)) => self.getattr(ino as u64),
-            None => Err(FsError::NotFound),
+        // lookups never hold two inode locks out of order. In between, a
+        // change may replace the name (a rename or an upload linked over
+        // it) and free the file it led to: that file is then gone, or no
+        // longer linked (nlink 0, or its number already reused by an
+        // unnamed file), while the name leads elsewhere. Look again rather
+        // than answer "not found" for a name that existed throughout.
+        for _ in 0..BINDING_RETRIES {
+            let Some((ino, _)) = self.child_of(parent, name)? else {
+                return Err(FsError::NotFound);
+            };
+            match self.getattr(ino as u64) {
+                Err(FsError::NotFound) => continue,
+                Ok(a) if a.nlink == 0 => continue,
+                r => return r,
+            }
         }
+        Err(FsError::Contended("the name"))
     }
 
     /// Find `name` in directory `parent` and say what it is, from the

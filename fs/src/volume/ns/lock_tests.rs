@@ -205,3 +205,50 @@ fn racing_changes_on_the_same_names_stay_consistent() {
         threads * ops
     );
 }
+
+/// A name replaced over and over (a new version renamed over it, an
+/// upload linked over it) always leads somewhere: a lookup racing the
+/// replacements finds the old file or the new one, never "not found".
+/// (Before, `lookup` read the dirent, let the directory go, and then
+/// found the file it named freed by the replacement: ENOENT for a name
+/// that existed throughout, which a GET answered 404.)
+#[test]
+fn a_name_being_replaced_is_always_found() {
+    let vol = fresh(32 << 20);
+    let v = &vol;
+    let r = v.root();
+    let d = v.mkdir(r, b"d", 0o755, 0, 0).unwrap().ino;
+    v.create(d, b"x", 0o644, 0, 0).unwrap();
+    const ROUNDS: usize = 3_000;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let replacer = sc.spawn(|| {
+            for i in 0..ROUNDS {
+                if i % 2 == 0 {
+                    let f = v.create(d, b"x.new", 0o644, 0, 0).unwrap();
+                    v.write(f.ino, 0, b"renamed over").unwrap();
+                    v.rename(d, b"x.new", d, b"x", RenameFlags::default())
+                        .unwrap();
+                } else {
+                    let t = v.create_tmpfile(0o644, 0, 0).unwrap();
+                    v.rx_link(t.ino, rx_pieces(v, b"linked over", 11), d, b"x", true)
+                        .unwrap();
+                }
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let mut found = 0u64;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            match v.lookup(d, b"x") {
+                Ok(a) => {
+                    assert_ne!(a.nlink, 0, "a lookup returned a file no name leads to");
+                    found += 1;
+                }
+                Err(e) => panic!("lookup of a name being replaced: {e} after {found} lookups"),
+            }
+        }
+        replacer.join().unwrap();
+        assert!(found > 0);
+    });
+    ok(&reopen(vol));
+}
