@@ -20,7 +20,9 @@
 //!
 //! # Servers
 //! [`Services::start`] runs an HTTP/1.1 server ([`http`]) and a raw stream
-//! server ([`raw`]) over an `Arc<Volume>`, optionally reporting every change
+//! server ([`raw`]) over an `Arc<Volume>`, on the event loops of [`loops`]
+//! (io_uring, or epoll where io_uring is not usable) or a thread per
+//! connection, optionally reporting every change
 //! to a callback (the FUSE mount invalidates the kernel's caches with it).
 //! [`send::send_file`] streams a file to a plain TCP peer.
 //!
@@ -34,6 +36,7 @@
 pub mod config;
 pub mod control;
 pub mod http;
+pub mod loops;
 mod metrics;
 pub mod path;
 pub mod raw;
@@ -44,7 +47,6 @@ pub mod server;
 mod shared;
 pub mod signal;
 pub mod tx;
-pub mod uring;
 mod util;
 
 pub use config::{Change, Config, Extra, ExtraStat, IoMode, OnChange, Token};

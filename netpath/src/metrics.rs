@@ -150,7 +150,7 @@ impl Metrics {
         vol: &Volume,
         open: usize,
         spares: usize,
-        loops: &crate::uring::LoopShared,
+        loops: &crate::loops::LoopShared,
         extra: Option<&crate::config::Extra>,
     ) -> String {
         let st = vol.statfs();

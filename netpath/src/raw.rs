@@ -135,7 +135,7 @@ pub(crate) struct RawProtocol {
     pub sh: Arc<Shared>,
 }
 
-impl crate::uring::Protocol for RawProtocol {
+impl crate::loops::Protocol for RawProtocol {
     fn name(&self) -> &'static str {
         "raw"
     }
@@ -144,7 +144,7 @@ impl crate::uring::Protocol for RawProtocol {
         &'v self,
         vol: &'v Volume,
         peer: SocketAddr,
-    ) -> Option<Box<dyn crate::uring::Session<'v> + 'v>> {
+    ) -> Option<Box<dyn crate::loops::Session<'v> + 'v>> {
         if !std::ptr::eq(vol, &*self.sh.vol) {
             return None;
         }
@@ -229,25 +229,25 @@ impl RawSession<'_> {
     }
 }
 
-impl<'v> crate::uring::Session<'v> for RawSession<'v> {
-    fn on_data(&mut self, data: RxHeld<'v>, rx_ns: u64) -> crate::uring::Flow<'v> {
+impl<'v> crate::loops::Session<'v> for RawSession<'v> {
+    fn on_data(&mut self, data: RxHeld<'v>, rx_ns: u64) -> crate::loops::Flow<'v> {
         let n = data.len() as u64;
         // CRC and flush now, while the bytes are hot.
         self.pending.push(data.piece(rx_ns, self.seq));
         self.seq += n;
-        crate::uring::Flow::Continue
+        crate::loops::Flow::Continue
     }
 
-    fn end_turn(&mut self) -> crate::uring::Flow<'v> {
+    fn end_turn(&mut self) -> crate::loops::Flow<'v> {
         match self.commit() {
-            true => crate::uring::Flow::Continue,
-            false => crate::uring::Flow::Close,
+            true => crate::loops::Flow::Continue,
+            false => crate::loops::Flow::Close,
         }
     }
 
-    fn on_eof(&mut self) -> crate::uring::Flow<'v> {
+    fn on_eof(&mut self) -> crate::loops::Flow<'v> {
         // Nothing to answer: the stream is complete.
-        crate::uring::Flow::Close
+        crate::loops::Flow::Close
     }
 
     fn next_timer(&self) -> Option<Instant> {
@@ -256,9 +256,9 @@ impl<'v> crate::uring::Session<'v> for RawSession<'v> {
         (self.told != self.size).then_some(self.told_at + NOTE_EVERY)
     }
 
-    fn on_timer(&mut self, _now: Instant) -> crate::uring::Flow<'v> {
+    fn on_timer(&mut self, _now: Instant) -> crate::loops::Flow<'v> {
         self.note();
-        crate::uring::Flow::Continue
+        crate::loops::Flow::Continue
     }
 
     #[allow(clippy::misnamed_getters)] // raw mode's own timeout
@@ -266,7 +266,7 @@ impl<'v> crate::uring::Session<'v> for RawSession<'v> {
         self.sh.cfg.raw_idle_timeout
     }
 
-    fn on_close(&mut self, why: crate::uring::CloseReason) {
+    fn on_close(&mut self, why: crate::loops::CloseReason) {
         // What arrived before the close is stored (a shutdown or timeout
         // does not lose delivered bytes), unless the volume refuses.
         let _ = self.commit();
@@ -278,7 +278,7 @@ impl<'v> crate::uring::Session<'v> for RawSession<'v> {
             bytes_in = self.size,
             ms = self.started.elapsed().as_millis() as u64,
             records = self.records,
-            ended_cleanly = matches!(why, crate::uring::CloseReason::Eof),
+            ended_cleanly = matches!(why, crate::loops::CloseReason::Eof),
             closed = ?why,
             "raw stream ended"
         );

@@ -55,9 +55,9 @@ pub struct Services {
     http_addr: Option<SocketAddr>,
     raw_addr: Option<SocketAddr>,
     /// How connections are served (None: no listener).
-    io: Option<crate::uring::IoChoice>,
+    io: Option<crate::loops::IoChoice>,
     /// The io_uring loops (HTTP and raw), when connections run on them.
-    loops: Option<crate::uring::Loops>,
+    loops: Option<crate::loops::Loops>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -102,17 +102,17 @@ impl Services {
             // read-only image cannot give: it is served by threads,
             // whatever the mode (and the choice printed says why).
             true if vol.is_read_only() && cfg.io != crate::config::IoMode::Threads => {
-                Some(crate::uring::IoChoice::Threads {
+                Some(crate::loops::IoChoice::Threads {
                     reason: Some(
                         "the image is open read-only, and the event loops receive into its free buffers"
                             .into(),
                     ),
                 })
             }
-            true => Some(crate::uring::choose(cfg.io, cfg.loops)?),
+            true => Some(crate::loops::choose(cfg.io, cfg.loops)?),
             false => None,
         };
-        let loop_shared = Arc::new(crate::uring::LoopShared::default());
+        let loop_shared = Arc::new(crate::loops::LoopShared::default());
         let shared = Arc::new(Shared {
             vol,
             cfg,
@@ -146,7 +146,7 @@ impl Services {
                 backend,
                 ..Default::default()
             };
-            let mut services: Vec<(SocketAddr, Arc<dyn crate::uring::Protocol>)> = Vec::new();
+            let mut services: Vec<(SocketAddr, Arc<dyn crate::loops::Protocol>)> = Vec::new();
             if let Some(a) = c.http_listen {
                 let p = crate::http::HttpProtocol {
                     sh: s.shared.clone(),
@@ -159,10 +159,10 @@ impl Services {
                 };
                 services.push((a, Arc::new(p)));
             }
-            match crate::uring::Loops::start(
+            match crate::loops::Loops::start(
                 s.shared.vol.clone(),
                 services,
-                crate::uring::loop_count(c.loops),
+                crate::loops::loop_count(c.loops),
                 ring,
                 c.busy_poll,
                 loop_shared,
@@ -182,7 +182,7 @@ impl Services {
                 // ring's memory, the listeners): Auto still falls back.
                 Err(e) if c.io == crate::config::IoMode::Auto => {
                     tracing::warn!("{backend} loops could not start ({e}); serving with threads");
-                    s.io = Some(crate::uring::IoChoice::Threads {
+                    s.io = Some(crate::loops::IoChoice::Threads {
                         reason: Some(format!("the loops could not start: {e}")),
                     });
                     on_loops = false;
@@ -230,7 +230,7 @@ impl Services {
     }
 
     /// How connections are served (None: no listener).
-    pub fn io_mode(&self) -> Option<&crate::uring::IoChoice> {
+    pub fn io_mode(&self) -> Option<&crate::loops::IoChoice> {
         self.io.as_ref()
     }
 
@@ -251,7 +251,7 @@ impl Services {
 
     /// The io_uring loops' counters (connections, timeouts, the fd limit
     /// that bounds them), when connections run on them.
-    pub fn loop_stats(&self) -> Option<crate::uring::LoopStats> {
+    pub fn loop_stats(&self) -> Option<crate::loops::LoopStats> {
         self.loops.as_ref().map(|l| l.stats())
     }
 

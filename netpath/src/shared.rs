@@ -29,7 +29,7 @@ pub(crate) struct Shared {
     pub idle: Condvar,
     pub next_id: AtomicU64,
     /// The io_uring loops' counters (connections open on them).
-    pub loops: Arc<crate::uring::LoopShared>,
+    pub loops: Arc<crate::loops::LoopShared>,
     /// Unnamed files connections made ahead of their next upload
     /// (`http::spare`, at most `MAX_SPARES`).
     pub spares: AtomicUsize,

@@ -17,7 +17,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use net_common::*;
-use netpath::uring::IoChoice;
+use netpath::loops::IoChoice;
 use netpath::IoMode;
 
 const MIB: u64 = 1 << 20;
@@ -31,7 +31,7 @@ fn loops_usable() -> prereq::Check {
 }
 
 fn uring_usable() -> prereq::Check {
-    netpath::uring::choose(IoMode::Uring, 1)
+    netpath::loops::choose(IoMode::Uring, 1)
         .map(|_| ())
         .map_err(|e| format!("io_uring is not usable in this process: {e}"))
 }

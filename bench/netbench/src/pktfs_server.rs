@@ -56,7 +56,7 @@ pub struct PktfsServer {
 
 /// Whether io_uring event loops can run here; why not, when not.
 pub fn uring_usable() -> Result<(), String> {
-    netpath::uring::choose(netpath::IoMode::Uring, 0)
+    netpath::loops::choose(netpath::IoMode::Uring, 0)
         .map(|_| ())
         .map_err(|e| e.to_string())
 }

@@ -42,9 +42,9 @@ use super::conn::{Conn, Outbox};
 use super::framing::BodyError;
 use super::head::{parse_head, Framing, Head};
 use super::spare::Spare;
+use crate::loops::{CloseReason, Flow, Protocol, Session};
 use crate::rxstream::RxStream;
 use crate::shared::Shared;
-use crate::uring::{CloseReason, Flow, Protocol, Session};
 
 mod body;
 use body::{no_body_space, Dram};

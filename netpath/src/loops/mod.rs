@@ -1,13 +1,16 @@
-//! The io_uring event loops (one per two cores): multishot accept on a
+//! The event loops (one per two cores): multishot accept on a
 //! SO_REUSEPORT listener per loop, multishot receive into a provided-buffer
 //! ring whose buffers are free packet buffers of the image
 //! ([`pktfs::RxRing`]), batched submissions, sends of one iovec per
 //! record, idle deadlines on a timer heap. Protocol-agnostic: a
 //! [`Protocol`] opens a [`Session`] per connection (the raw stream server
-//! is one, [`crate::raw`]). See docs/NETPATH.md, "Event loop (io_uring)".
+//! is one, [`crate::raw`]). The ring is an io_uring, or its epoll stand-in
+//! where io_uring is not usable (`pktfs::RingBackend`); the loops are the
+//! same code on both. See docs/NETPATH.md, "Event loop (io_uring)" and
+//! "The epoll fallback".
 //!
-//! [`choose`] decides at start whether the loops can run here (Auto probes
-//! io_uring and falls back to threads with the reason).
+//! [`choose`] decides at start how to serve (Auto probes io_uring and falls
+//! back to the loops on epoll with the reason).
 
 mod conn;
 mod event_loop;
