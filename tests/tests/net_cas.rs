@@ -33,7 +33,10 @@ fn writer(addr: SocketAddr, id: usize, start: Arc<Barrier>) -> (Vec<(String, Str
     while done.len() < UPDATES {
         let r = c.request("GET", "/counter", &[], b"");
         assert_eq!(r.status, 200, "GET: {r:?}");
-        let tag = r.header("ETag").expect("an ETag").to_string();
+        let tag = r
+            .header("ETag")
+            .unwrap_or_else(|| panic!("no ETag: {:?}", r.headers))
+            .to_string();
         // The new version names the one it replaces; its length varies so
         // versions differ in length and records too.
         let mut body = format!("{id} {} {tag}\n", done.len()).into_bytes();

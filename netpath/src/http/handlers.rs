@@ -13,6 +13,18 @@ use crate::config::Change;
 /// large directory costs its sorted names in memory, not its whole body.
 const LISTING_PIECE: usize = 64 << 10;
 
+/// One pin on an inode, dropped with the value.
+struct Pinned<'v> {
+    vol: &'v pktfs::Volume,
+    ino: u64,
+}
+
+impl Drop for Pinned<'_> {
+    fn drop(&mut self) {
+        self.vol.unpin(self.ino, 1);
+    }
+}
+
 /// The Prometheus text format served at the metrics path.
 const METRICS_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -28,6 +40,28 @@ impl<'a> Conn<'a> {
             a = self.vol.lookup(a.ino, s)?;
         }
         Ok(a)
+    }
+
+    /// [`Self::resolve`] of the whole path, with a pin on what it leads to
+    /// (none for the root): the file cannot be freed and its number reused
+    /// by another file while the pin is held, so the attributes, version
+    /// and bytes a GET takes of that number are all of one file.
+    fn resolve_pinned(&self) -> Result<(pktfs::Attr, Option<Pinned<'a>>), FsError> {
+        let n = self.path.len();
+        if n == 0 {
+            return Ok((self.resolve(0)?, None));
+        }
+        let dir = self.resolve(n - 1)?;
+        if dir.kind != FileType::Directory {
+            return Err(FsError::NotFound);
+        }
+        let last = self.path.segments().nth(n - 1).ok_or(FsError::NotFound)?;
+        let a = self.vol.lookup_pinned(dir.ino, last)?;
+        let pin = Pinned {
+            vol: self.vol,
+            ino: a.ino,
+        };
+        Ok((a, Some(pin)))
     }
 
     /// The target's state for preconditions.
@@ -88,7 +122,7 @@ impl<'a> Conn<'a> {
         // the name led to before and after (attributes for the head and
         // the held bytes must agree).
         for _ in 0..8 {
-            let a = match self.resolve(self.path.len()) {
+            let (a, _pin) = match self.resolve_pinned() {
                 Ok(a) => a,
                 Err(e) => {
                     let code = if matches!(e, FsError::NotDir) {
