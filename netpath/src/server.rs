@@ -16,9 +16,10 @@
 //! Accept loops poll their listener with a short timeout so shutdown needs
 //! no wake-up trick.
 //!
-//! Raw mode runs on the io_uring event loops instead ([`crate::uring`])
-//! when `Config::io` allows and the kernel has what they need (chosen once
-//! in [`Services::start`]); there a connection costs an fd, not a thread.
+//! HTTP and raw mode run on the event loops instead ([`crate::loops`], on
+//! io_uring or epoll) unless `Config::io` asks for threads or the image is
+//! read-only (chosen once in [`Services::start`]); there a connection
+//! costs an fd, not a thread.
 
 use std::collections::HashMap;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -93,9 +94,9 @@ impl Services {
                 std::io::Error::other(format!("raw directory {}: {e}", cfg.raw_dir))
             })?;
         }
-        // HTTP and raw mode on the io_uring loops when they can run here
-        // (chosen once, at start; Auto falls back to threads with the
-        // reason). Both protocols share each loop and its ring.
+        // HTTP and raw mode on the event loops (io_uring when it can run
+        // here, else epoll; chosen once, at start, Auto printing why it fell
+        // back). Both protocols share each loop and its ring.
         let any = cfg.raw_listen.is_some() || cfg.http_listen.is_some();
         let io = match any {
             // The loops lend the kernel free packet buffers, which a
