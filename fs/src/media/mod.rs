@@ -52,6 +52,7 @@ pub mod space;
 pub mod sys;
 mod tracker;
 pub mod uring;
+mod writeback;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -109,6 +110,9 @@ pub struct Pm {
     backing: Backing,
     recorder: Option<Mutex<Recorder>>,
     tracker: tracker::Tracker,
+    /// Small write-backs queued until the flushing thread's next fence
+    /// (`writeback.rs` says why).
+    writebacks: writeback::WriteBacks,
     read_only: bool,
     /// Background pre-fault of the mapping; joined before the mapping goes
     /// (or by `wait_populated`).
@@ -159,6 +163,16 @@ impl Pm {
 
 impl Drop for Pm {
     fn drop(&mut self) {
+        // Write back what threads flushed and never fenced, while the
+        // mapping is still there (the fields, `backing` among them, drop
+        // after this).
+        let (base, insn) = (self.base, self.insn);
+        self.writebacks.issue_all(|o, l| {
+            // SAFETY: queued offsets were checked against the mapping when
+            // they were queued, and the mapping lives until `backing` drops.
+            unsafe { arch::flush_lines(insn, base.add(o), l) }
+        });
+        arch::sfence();
         let p = self.populate.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some((h, stop)) = p.take() {
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -207,6 +221,7 @@ impl Pm {
             backing,
             recorder: None,
             tracker: tracker::Tracker::default(),
+            writebacks: Default::default(),
             read_only: false,
             populate: Mutex::new(None),
             persist_failed: Default::default(),
@@ -405,7 +420,11 @@ impl Pm {
         crc
     }
 
-    /// Start writing back `[off, off+len)`; durable after the next fence.
+    /// Write `[off, off+len)` back: durable after this thread's next
+    /// fence. A small range is queued and written back by that fence
+    /// (`writeback.rs`: a locked instruction after a write-back waits for
+    /// it, and an upload takes many locks between its flushes and its
+    /// fence).
     pub fn flush(&self, off: u64, len: u64) {
         if len == 0 {
             return;
@@ -413,8 +432,11 @@ impl Pm {
         let o = self.check(off, len as usize);
         match self.mode {
             PersistMode::Clwb if self.recorder.is_none() => {
-                // SAFETY: o..o+len is inside the mapping (checked).
-                unsafe { arch::flush_lines(self.insn, self.base.add(o), len as usize) }
+                self.writebacks.queue(o, len as usize, |o, l| {
+                    // SAFETY: o..o+l is inside the mapping (checked when
+                    // queued) and the mapping lives as long as `self`.
+                    unsafe { arch::flush_lines(self.insn, self.base.add(o), l) }
+                });
             }
             PersistMode::Msync => {
                 let page = 4096usize;
@@ -477,8 +499,16 @@ impl Pm {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// Order: everything flushed before is durable before anything after.
+    /// Order: everything this thread flushed before is durable before
+    /// anything after (its queued write-backs are issued first).
     pub fn fence(&self) {
+        if self.mode == PersistMode::Clwb {
+            self.writebacks.issue_mine(|o, l| {
+                // SAFETY: o..o+l is inside the mapping (checked when
+                // queued) and the mapping lives as long as `self`.
+                unsafe { arch::flush_lines(self.insn, self.base.add(o), l) }
+            });
+        }
         if self.mode != PersistMode::Msync {
             arch::sfence();
         }

@@ -443,6 +443,7 @@ impl Pm {
             },
             recorder: None,
             tracker: tracker::Tracker::default(),
+            writebacks: Default::default(),
             read_only: opts.read_only,
             populate: std::sync::Mutex::new(populate),
             persist_failed: Default::default(),

@@ -116,6 +116,101 @@ fn tracker_catches_publish_before_persist() {
 }
 
 #[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "no fence yet on the flushing thread")]
+fn tracker_a_fence_on_another_thread_does_not_complete_a_flush() {
+    let pm = Pm::from_bytes(vec![0; 1 << 16]);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pm.write(128, &[1; 64]);
+            pm.flush(128, 64);
+        });
+    });
+    // Another thread's fence: on hardware it orders only its own core's
+    // write-backs, and Pm::fence issues only its own thread's queue.
+    pm.fence();
+    pm.debug_assert_persisted(128, 64);
+}
+
+#[test]
+#[cfg(debug_assertions)]
+fn tracker_durable_bytes_stay_durable_when_a_neighbour_flushes_their_line() {
+    let pm = Pm::from_bytes(vec![0; 1 << 16]);
+    pm.write(128, &[1; 32]);
+    pm.persist(128, 32);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Another thread writes the rest of the line and flushes it,
+            // not yet fenced: the bytes above were durable already.
+            pm.write(160, &[2; 32]);
+            pm.flush(160, 32);
+            pm.debug_assert_persisted(128, 32);
+            pm.fence();
+            pm.debug_assert_persisted(128, 64);
+        });
+    });
+}
+
+#[test]
+#[cfg(debug_assertions)]
+fn tracker_a_fence_completes_lines_other_threads_also_flushed() {
+    let pm = Pm::from_bytes(vec![0; 1 << 16]);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pm.write(128, &[1; 64]);
+            pm.flush(128, 64);
+        });
+    });
+    // This thread writes the same line again and persists it: the line's
+    // write-back carries both writes.
+    pm.write(128, &[3; 8]);
+    pm.persist(128, 8);
+    pm.debug_assert_persisted(128, 64);
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn small_flushes_wait_for_the_fence_on_a_write_back_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("img");
+    std::fs::write(&p, vec![0u8; 1 << 20]).unwrap();
+    // clflush: every x86-64 CPU has it, and it is written back the same way
+    // as clwb and clflushopt (the mode is the same; only the instruction
+    // differs).
+    let pm = Pm::open(
+        &p,
+        &MapOptions {
+            persist: PersistChoice::Clflush,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(pm.mode(), PersistMode::Clwb);
+    pm.write(4096, &[7; 100]);
+    pm.flush(4096, 100);
+    pm.write(8192, &[8; 64]);
+    pm.flush(8192, 64);
+    pm.flush(1 << 19, 64 << 10);
+    assert_eq!(
+        pm.writebacks.mine(),
+        vec![(4096, 100), (8192, 64)],
+        "the small ranges are queued, the large one went at once"
+    );
+    pm.fence();
+    assert!(
+        pm.writebacks.mine().is_empty(),
+        "the fence issued the queue"
+    );
+    pm.debug_assert_persisted(4096, 100);
+    pm.debug_assert_persisted(8192, 64);
+    pm.write(12288, &[9; 64]);
+    pm.flush(12288, 64);
+    // Dropping the mapping writes back what was queued and not fenced.
+    drop(pm);
+    assert_eq!(std::fs::read(&p).unwrap()[12288], 9);
+}
+
+#[test]
 fn heap_backend_is_page_aligned() {
     for len in [8192usize, 1 << 16, (1 << 20) + 64] {
         let img: Vec<u8> = (0..len).map(|i| i as u8).collect();

@@ -4,8 +4,9 @@
 
 #[cfg(debug_assertions)]
 mod imp {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, HashMap};
     use std::sync::Mutex;
+    use std::thread::ThreadId;
 
     /// Disjoint half-open ranges keyed by start.
     #[derive(Default, Debug)]
@@ -46,6 +47,21 @@ mod imp {
                 }
             }
         }
+        /// The parts of `[s, e)` the ranges cover.
+        fn covered(&self, s: u64, e: u64) -> Vec<(u64, u64)> {
+            self.0
+                .range(..e)
+                .rev()
+                .take_while(|(_, &end)| end > s)
+                .map(|(&a, &b)| (a.max(s), b.min(e)))
+                .collect()
+        }
+        /// Remove and return the parts of `[s, e)` the ranges cover.
+        fn take(&mut self, s: u64, e: u64) -> Vec<(u64, u64)> {
+            let hit = self.covered(s, e);
+            self.remove(s, e);
+            hit
+        }
         fn overlaps(&self, s: u64, e: u64) -> Option<(u64, u64)> {
             self.0
                 .range(..e)
@@ -57,13 +73,18 @@ mod imp {
 
     /// Dirty bytes are tracked exactly (so a neighbour's write into the
     /// same cache line is not mistaken for ours); a flush cleans whole lines,
-    /// as clwb does. A fence on any thread completes every flush: lenient
-    /// (sfence is per core), so it can miss a missing fence between threads
-    /// but never reports one that is not missing.
+    /// as clwb does: the bytes written in them become flushed, by this
+    /// thread, together with what other threads flushed in them and have
+    /// not fenced (bytes of the line already durable stay durable whoever
+    /// flushes the line again). A fence completes only the flushes of its own thread,
+    /// as `sfence` orders only its own core's write-backs and `Pm::fence`
+    /// issues only its own thread's queued ones (`writeback.rs`); the lines
+    /// it completes are durable whoever else also flushed them.
     #[derive(Default, Debug)]
     pub struct Tracker {
-        // (dirty: written, not flushed; unfenced: flushed, no fence since)
-        state: Mutex<(Ranges, Ranges)>,
+        // (dirty: written, not flushed; unfenced: flushed, no fence since,
+        // by the thread that flushed)
+        state: Mutex<(Ranges, HashMap<ThreadId, Ranges>)>,
     }
 
     fn lines(off: u64, len: u64) -> (u64, u64) {
@@ -72,21 +93,46 @@ mod imp {
 
     impl Tracker {
         pub fn dirty(&self, off: u64, len: u64) {
-            let (s, e) = lines(off, len);
             self.state
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .0
-                .add(s, e);
+                .add(off, off + len);
         }
         pub fn flushed(&self, off: u64, len: u64) {
             let (s, e) = lines(off, len);
+            let me = std::thread::current().id();
             let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            st.0.remove(s, e);
-            st.1.add(s, e);
+            // What the lines hold now goes back with this write-back: the
+            // bytes written and not flushed, and those other threads
+            // flushed and have not fenced yet (durable at whichever of the
+            // two fences comes first, so they stay theirs too).
+            let (dirty, unfenced) = &mut *st;
+            let mut written = dirty.take(s, e);
+            for (t, r) in unfenced.iter() {
+                if *t != me {
+                    written.extend(r.covered(s, e));
+                }
+            }
+            if written.is_empty() {
+                return;
+            }
+            let mine = unfenced.entry(me).or_default();
+            for (a, b) in written {
+                mine.add(a, b);
+            }
         }
         pub fn fenced(&self) {
-            self.state.lock().unwrap_or_else(|p| p.into_inner()).1 = Ranges::default();
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(mine) = st.1.remove(&std::thread::current().id()) else {
+                return;
+            };
+            for theirs in st.1.values_mut() {
+                for (&a, &b) in &mine.0 {
+                    theirs.remove(a, b);
+                }
+            }
+            st.1.retain(|_, r| !r.0.is_empty());
         }
         #[track_caller]
         pub fn assert_clean(&self, off: u64, len: u64) {
@@ -95,8 +141,10 @@ mod imp {
             if let Some((a, b)) = st.0.overlaps(s, e) {
                 panic!("bytes {a}..{b} reached by a publish are written but not durable (never flushed)");
             }
-            if let Some((a, b)) = st.1.overlaps(s, e) {
-                panic!("bytes {a}..{b} reached by a publish are flushed but not durable (no fence yet)");
+            for (t, r) in &st.1 {
+                if let Some((a, b)) = r.overlaps(s, e) {
+                    panic!("bytes {a}..{b} reached by a publish are flushed but not durable (no fence yet on the flushing thread, {t:?})");
+                }
             }
         }
     }

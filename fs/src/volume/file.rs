@@ -231,6 +231,17 @@ impl Volume {
             self.write_record(ids[k], &r, next);
             recs.push(Rec { id: ids[k], r });
         }
+        if cfg!(debug_assertions) {
+            // Debug builds check, before the publish, that every new record
+            // and the bytes it names are durable (the tracker knows which
+            // thread's fence made them so).
+            for (k, p) in new_list.iter().enumerate() {
+                tx.store_reach(self.geo.record_pos(ids[k]).0, 64);
+                if let Some(s) = p.loc.local() {
+                    tx.store_reach(self.geo.buffer_pos(s.buffer, s.buf_off).0, s.len as u64);
+                }
+            }
+        }
         let first_new = ids.first().copied().unwrap_or(succ);
         let currently = over.first().map(|r| r.id).unwrap_or(succ);
         if first_new != currently {
