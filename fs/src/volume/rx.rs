@@ -210,6 +210,7 @@ impl<'v> RxHeld<'v> {
         drop(self);
         RxPiece {
             vol,
+            flushed_by: std::thread::current().id(),
             piece: Piece {
                 loc: super::remote::Loc::Local(s),
                 crc,
@@ -228,6 +229,9 @@ impl<'v> RxHeld<'v> {
 #[derive(Debug)]
 pub struct RxPiece<'v> {
     vol: &'v Volume,
+    /// The thread whose write-back of the bytes is pending: a flush is
+    /// durable after that thread's next fence only (media/writeback.rs).
+    flushed_by: std::thread::ThreadId,
     piece: Piece,
 }
 
@@ -264,6 +268,15 @@ impl RxPiece<'_> {
             std::ptr::eq(self.vol, vol),
             "a piece of another volume's buffer space"
         );
+        // A piece made on another thread (the threaded transport's DRAM
+        // fallback hands pieces to its persister) has its write-back queued
+        // there, and that thread's fence is not this commit's: write the
+        // bytes back again here, before this thread's fence.
+        if self.flushed_by != std::thread::current().id() {
+            let s = self.slice();
+            vol.pm
+                .flush(vol.geo.buffer_pos(s.buffer, s.buf_off).0, s.len as u64);
+        }
         let p = self.piece;
         std::mem::forget(self);
         p

@@ -495,3 +495,30 @@ fn conditional_link_and_remove_check_under_their_locks() {
     assert_eq!(v.statfs().blocks_free, before.blocks_free);
     ok(&v);
 }
+
+/// A piece made on one thread and committed on another: its write-back was
+/// queued on the thread that made it (media/writeback.rs), so the commit
+/// writes the bytes back again before its own fence. Debug builds check
+/// that the bytes were durable before the publish (the tracker counts a
+/// fence only for the thread's own flushes).
+#[test]
+fn a_piece_made_on_another_thread_is_durable_when_committed() {
+    let v = fresh(8 << 20);
+    let t = v.create_tmpfile(0o644, 0, 0).unwrap();
+    let body: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+    let pieces: Vec<RxPiece<'_>> = std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut buf = v.rx_reserve(4096).unwrap();
+            buf.append(&body);
+            let p = v.rx_piece(&buf, 0, body.len() as u32, 7, 0);
+            v.rx_release(buf);
+            vec![p]
+        })
+        .join()
+        .unwrap()
+    });
+    v.rx_commit(t.ino, pieces).unwrap();
+    assert_eq!(v.read(t.ino, 0, 1 << 20).unwrap(), body);
+    v.unpin(t.ino, 1);
+    ok(&v);
+}
