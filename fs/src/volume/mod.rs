@@ -138,6 +138,11 @@ pub(crate) struct Inode {
     pub dead: bool,
     /// Sum of the data records' lengths (for `blocks`), kept as they change.
     pub data_bytes: u64,
+    /// An unnamed file's inode was written back without a fence on this
+    /// thread (`create_tmpfile`): durable only after that thread's next
+    /// fence (media/writeback.rs), so a commit that names it on another
+    /// thread writes it back again first (`rx_link`).
+    pub unfenced_by: Option<std::thread::ThreadId>,
 }
 
 /// A directory's mtime/ctime as the image defines them (FORMAT.md): the
@@ -230,6 +235,7 @@ impl Inode {
             pins: 0,
             dead: false,
             data_bytes: 0,
+            unfenced_by: None,
         }
     }
 }

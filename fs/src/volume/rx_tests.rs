@@ -522,3 +522,24 @@ fn a_piece_made_on_another_thread_is_durable_when_committed() {
     v.unpin(t.ino, 1);
     ok(&v);
 }
+
+/// An unnamed file made on one thread and named on another (O_TMPFILE and
+/// linkat arrive on different FUSE threads): its inode was written back
+/// without a fence where it was made (`create_tmpfile`), so the naming
+/// commit writes it back again before its own fence. Debug builds check
+/// the inode is durable before the publish that names it.
+#[test]
+fn an_unnamed_file_made_on_another_thread_is_durable_when_named() {
+    let v = fresh(8 << 20);
+    let r = v.root();
+    let t = std::thread::scope(|s| {
+        s.spawn(|| v.create_tmpfile(0o640, 0, 0).unwrap())
+            .join()
+            .unwrap()
+    });
+    v.link_tmpfile(t.ino, r, b"named", false).unwrap();
+    assert_eq!(v.lookup(r, b"named").unwrap().ino, t.ino);
+    ok(&v);
+    let v = reopen(v);
+    assert_eq!(v.lookup(r, b"named").unwrap().perm, 0o640);
+}

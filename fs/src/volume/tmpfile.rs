@@ -49,6 +49,7 @@ impl Volume {
         let slot = write_new_inode(&self.pm, &self.geo, ino, &attr, RecordId::NONE);
         let mut i = Inode::new(ino, attr, slot);
         i.pins = 1;
+        i.unfenced_by = Some(std::thread::current().id());
         let a = self.attr_of(&i);
         self.insert_inode(i);
         Ok(a)
@@ -364,6 +365,17 @@ impl Volume {
         let d = &guards[di].1.attr;
         let dir_group = (d.mode & super::ns::S_ISGID != 0).then_some(d.gid);
         let t = &mut guards[ti].1;
+        // Made on another thread, its inode's write-back waits for that
+        // thread's fence, not this commit's: write it back here too.
+        let inode_pos = self.geo.inode_pos(t.ino).0;
+        if t.unfenced_by
+            .is_some_and(|by| by != std::thread::current().id())
+        {
+            self.pm.flush(inode_pos, layout::inode::INODE_SIZE as u64);
+        }
+        if cfg!(debug_assertions) {
+            tx.store_reach(inode_pos, layout::inode::INODE_SIZE as u64);
+        }
         let mut ta = t.attr;
         ta.nlink = 1;
         ta.ctime_ns = now;
@@ -440,6 +452,7 @@ impl Volume {
         }
         tx.commit(self);
         let t = &mut guards[ti].1;
+        t.unfenced_by = None;
         t.pins = t.pins.saturating_sub(1);
         // The version just named, described while it is still locked (a
         // later change cannot slip in before the caller asks).
