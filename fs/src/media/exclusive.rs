@@ -153,12 +153,17 @@ impl<'a> ExclusivePm<'a> {
         self.inside(off, 8);
         self.pm.publish_u64(off, value)
     }
+    /// Write `[off, off+len)` back: durable after this thread's next
+    /// [`fence`](Self::fence) (a small range waits for that fence; see
+    /// [`Pm::flush`]).
     pub fn flush(&self, off: u64, len: u64) {
         self.pm.flush(off, len)
     }
+    /// Everything this thread flushed is durable before anything after.
     pub fn fence(&self) {
         self.pm.fence()
     }
+    /// Flush, then fence.
     pub fn persist(&self, off: u64, len: u64) {
         self.pm.persist(off, len)
     }

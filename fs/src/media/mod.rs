@@ -1,6 +1,10 @@
 //! The mapping and the persistence primitives. All `unsafe` in pktfs lives in
 //! this module (the crate denies `unsafe_code` everywhere else).
 //!
+//! Persistence is per thread, as `sfence` is: a `flush` is durable after
+//! the same thread's next `fence`, which issues the thread's queued
+//! write-backs first (`writeback.rs` says why they wait for it).
+//!
 //! Two backends share one interface, [`Pm`]:
 //! - **real**: an image file mapped with memmap2 (DAX file, /dev/dax, a file
 //!   on /dev/shm, or any file), persisted by clwb+sfence, msync, or fence
