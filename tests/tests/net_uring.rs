@@ -613,6 +613,46 @@ fn busy_polling_pauses_for_a_paced_client() {
     stop_and_check(&mut s);
 }
 
+/// A large upload's body is received with a raised low-water mark
+/// (SO_RCVLOWAT: the loop hears of it in receives of up to 256 KiB), but
+/// a client that slows down is not held to it: after a quarter of
+/// `io_timeout` without bytes the mark drops to 1, what arrived is taken
+/// and the body's deadline moves. Here the last 160 KiB come 10 KiB every
+/// 150 ms (2.4 s in all) against an `io_timeout` of 800 ms: held to the
+/// mark, the server would see nothing until all 160 KiB were in and
+/// answer 408 first.
+#[test]
+fn a_large_upload_that_slows_down_is_taken_as_it_comes() {
+    require!(loops_usable());
+    let mut s = server(32 * MIB, |c| {
+        c.io = loops();
+        c.loops = 1;
+        c.io_timeout = Duration::from_millis(800);
+    });
+    assert_on_loops(&s);
+    let body = data(672 << 10, 9);
+    let (fast, slow) = body.split_at(512 << 10);
+    let mut c = Conn::new(s.http);
+    let mut head = req_bytes("PUT", "/slowing", &[], &body);
+    head.truncate(head.len() - body.len());
+    c.send(&head);
+    c.send(fast);
+    for part in slow.chunks(10 << 10) {
+        std::thread::sleep(Duration::from_millis(150));
+        c.send(part);
+    }
+    let r = c.response(false).expect("an answer");
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(s.read("/slowing").unwrap(), body);
+    // And a fast one after it on the same connection, mark and all.
+    let quick = data(1 << 20, 10);
+    c.send(&req_bytes("PUT", "/quick", &[], &quick));
+    assert_eq!(c.response(false).unwrap().status, 201);
+    assert_eq!(s.read("/quick").unwrap(), quick);
+    drop(c);
+    stop_and_check(&mut s);
+}
+
 /// HTTP on one io_uring loop polling for `busy_poll`.
 fn http_on_one_loop(busy_poll: Duration) -> Server {
     server(16 * MIB, |c| {

@@ -28,6 +28,28 @@ pub fn enable_rx_timestamps(fd: RawFd) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Wake readers of `fd` only once `bytes` are queued (SO_RCVLOWAT), or at
+/// end of stream.
+pub fn set_rcvlowat(fd: std::os::fd::BorrowedFd<'_>, bytes: u32) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `v` outlives the call and its size is passed; setsockopt does
+    // not retain the pointer. A closed or foreign fd is an error, not UB.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            &v as *const libc::c_int as *const libc::c_void,
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// One iovec of a send: bytes of the image, or bytes in DRAM (tiered data
 /// fetched back, a response head).
 #[derive(Clone, Copy, Debug)]

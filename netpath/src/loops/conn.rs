@@ -51,6 +51,8 @@ pub(super) struct Conn<'v> {
     pub(super) in_kernel_send: bool,
     pub(super) queued: VecDeque<TxMsg<'v>>,
     pub(super) timer_at: Option<Instant>,
+    /// The socket's SO_RCVLOWAT as last set ([`Session::rcvlowat`]).
+    pub(super) lowat: u32,
 }
 
 /// Connections by slot; a tag is `generation << 32 | slot + 1`, so a late

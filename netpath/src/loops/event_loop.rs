@@ -399,6 +399,7 @@ impl<'v> Loop<'v> {
             in_kernel_send: false,
             queued: VecDeque::new(),
             timer_at: None,
+            lowat: 1,
         };
         let tag = self.table.insert(c);
         self.shared.active.fetch_add(1, Ordering::Relaxed);
@@ -451,7 +452,29 @@ impl<'v> Loop<'v> {
                 self.pump_send(tag);
             }
         }
+        self.sync_rcvlowat(tag);
         self.schedule_timer(tag);
+    }
+
+    /// Give the socket the low-water mark its session wants now, when that
+    /// changed (a connection that is finishing takes every byte: it only
+    /// drains).
+    fn sync_rcvlowat(&mut self, tag: u64) {
+        let Some(c) = self.table.get(tag) else { return };
+        let want = if c.finishing || c.closing.is_some() {
+            1
+        } else {
+            c.session.rcvlowat().max(1)
+        };
+        if want == c.lowat {
+            return;
+        }
+        // On a failure the mark is asked for again after the next call
+        // into the session.
+        match pktfs::media::net::set_rcvlowat(c.sock.as_fd(), want) {
+            Ok(()) => c.lowat = want,
+            Err(e) => tracing::debug!("SO_RCVLOWAT {want}: {e}"),
+        }
     }
 
     /// The silence limit from now, as the session's state says; a limit

@@ -56,6 +56,15 @@ pub trait Session<'v> {
     /// time, ns since the epoch). Make them a piece now, while they are
     /// hot; commit at [`Session::end_turn`].
     fn on_data(&mut self, data: RxHeld<'v>, rx_ns: u64) -> Flow<'v>;
+    /// How many bytes the socket should hold before the loop hears of
+    /// them (SO_RCVLOWAT; 1: every byte at once), asked after every call
+    /// into the session. A session taking a large body in asks for more,
+    /// so each receive brings a large piece instead of whatever arrived
+    /// since the last turn (netpath/src/http/session.rs says how much and
+    /// how a slow client still makes progress).
+    fn rcvlowat(&self) -> u32 {
+        1
+    }
     /// The end of a loop turn in which `on_data` was called: commit the
     /// batch (one commit per connection per turn).
     fn end_turn(&mut self) -> Flow<'v>;

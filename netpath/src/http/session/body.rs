@@ -31,6 +31,7 @@ impl<'v> HttpSession<'v> {
         let max = self.sh.cfg.max_header_bytes;
         let b = self.body.as_mut().expect("a body");
         b.deadline = Instant::now() + self.sh.cfg.io_timeout;
+        b.lowat_lapsed = false;
         let (n, next): (u64, Option<Frame>) = match b.frame {
             Frame::Length(left) | Frame::Data(left) => {
                 let k = left.min(d.len() as u64) as u32;
