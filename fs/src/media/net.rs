@@ -10,22 +10,7 @@ use super::Pm;
 
 /// Ask the kernel to timestamp received data (SO_TIMESTAMPNS).
 pub fn enable_rx_timestamps(fd: RawFd) -> std::io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: `on` outlives the call and its size is passed; setsockopt does
-    // not retain the pointer.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            &on as *const libc::c_int as *const libc::c_void,
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    set_int(fd, libc::SO_TIMESTAMPNS, 1)
 }
 
 /// Wake readers of `fd` only once `bytes` are queued (SO_RCVLOWAT), or at
@@ -33,14 +18,20 @@ pub fn enable_rx_timestamps(fd: RawFd) -> std::io::Result<()> {
 pub fn set_rcvlowat(fd: std::os::fd::BorrowedFd<'_>, bytes: u32) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    // SAFETY: `v` outlives the call and its size is passed; setsockopt does
-    // not retain the pointer. A closed or foreign fd is an error, not UB.
+    set_int(fd.as_raw_fd(), libc::SO_RCVLOWAT, v)
+}
+
+/// setsockopt(SOL_SOCKET, `opt`, `value`). A closed or foreign fd is an
+/// error, not UB: the kernel checks it.
+fn set_int(fd: RawFd, opt: libc::c_int, value: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: `value` outlives the call and its size is passed; setsockopt
+    // does not retain the pointer.
     let rc = unsafe {
         libc::setsockopt(
-            fd.as_raw_fd(),
+            fd,
             libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            &v as *const libc::c_int as *const libc::c_void,
+            opt,
+            &value as *const libc::c_int as *const libc::c_void,
             size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
