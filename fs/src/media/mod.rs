@@ -57,6 +57,7 @@ pub mod sys;
 mod tracker;
 pub mod uring;
 mod writeback;
+pub use writeback::FlushThread;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -49,6 +49,25 @@ pub(super) const QUEUE_MAX_BYTES: usize = 64 << 10;
 /// At most this many ranges wait on one thread.
 pub(super) const QUEUE_MAX_RANGES: usize = 32;
 
+/// Which thread's fence a flush waits for: a number given to each thread
+/// on first use, never reused. Not `std::thread::current().id()`, which
+/// clones an `Arc` (a locked instruction, the very thing that stalls
+/// behind a write-back) on the upload's path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlushThread(u64);
+
+impl FlushThread {
+    #[inline]
+    pub fn current() -> FlushThread {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        thread_local! {
+            static ME: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+        }
+        FlushThread(ME.with(|m| *m))
+    }
+}
+
 /// One thread's queued write-backs: `(offset, len)` in the mapping.
 #[derive(Debug, Default)]
 struct Queue {

@@ -142,7 +142,7 @@ pub(crate) struct Inode {
     /// thread (`create_tmpfile`): durable only after that thread's next
     /// fence (media/writeback.rs), so a commit that names it on another
     /// thread writes it back again first (`rx_link`).
-    pub unfenced_by: Option<std::thread::ThreadId>,
+    pub unfenced_by: Option<crate::media::FlushThread>,
 }
 
 /// A directory's mtime/ctime as the image defines them (FORMAT.md): the

@@ -6,6 +6,7 @@
 //! Unnamed files and linking pieces under a name are in `tmpfile.rs`; the
 //! transmit side (records held while a socket sends them) in `txhold.rs`.
 
+use crate::media::FlushThread;
 use layout::FileType;
 
 use super::alloc::Slice;
@@ -210,7 +211,7 @@ impl<'v> RxHeld<'v> {
         drop(self);
         RxPiece {
             vol,
-            flushed_by: std::thread::current().id(),
+            flushed_by: FlushThread::current(),
             piece: Piece {
                 loc: super::remote::Loc::Local(s),
                 crc,
@@ -231,7 +232,7 @@ pub struct RxPiece<'v> {
     vol: &'v Volume,
     /// The thread whose write-back of the bytes is pending: a flush is
     /// durable after that thread's next fence only (media/writeback.rs).
-    flushed_by: std::thread::ThreadId,
+    flushed_by: FlushThread,
     piece: Piece,
 }
 
@@ -272,7 +273,7 @@ impl RxPiece<'_> {
         // fallback hands pieces to its persister) has its write-back queued
         // there, and that thread's fence is not this commit's: write the
         // bytes back again here, before this thread's fence.
-        if self.flushed_by != std::thread::current().id() {
+        if self.flushed_by != FlushThread::current() {
             let s = self.slice();
             vol.pm
                 .flush(vol.geo.buffer_pos(s.buffer, s.buf_off).0, s.len as u64);

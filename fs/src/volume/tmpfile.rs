@@ -49,7 +49,7 @@ impl Volume {
         let slot = write_new_inode(&self.pm, &self.geo, ino, &attr, RecordId::NONE);
         let mut i = Inode::new(ino, attr, slot);
         i.pins = 1;
-        i.unfenced_by = Some(std::thread::current().id());
+        i.unfenced_by = Some(crate::media::FlushThread::current());
         let a = self.attr_of(&i);
         self.insert_inode(i);
         Ok(a)
@@ -369,7 +369,7 @@ impl Volume {
         // thread's fence, not this commit's: write it back here too.
         let inode_pos = self.geo.inode_pos(t.ino).0;
         if t.unfenced_by
-            .is_some_and(|by| by != std::thread::current().id())
+            .is_some_and(|by| by != crate::media::FlushThread::current())
         {
             self.pm.flush(inode_pos, layout::inode::INODE_SIZE as u64);
         }
