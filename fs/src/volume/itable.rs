@@ -1,7 +1,7 @@
 //! The in-memory inode table: inode number -> inode.
 
 use super::failstop::OrStop;
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap;
 
@@ -25,10 +25,11 @@ struct Shard(RwLock<Map>);
 /// Inode number -> in-memory inode. Fx hashing: the keys are numbers
 /// this volume's allocator hands out, not input an attacker chooses.
 ///
-/// Lock order: a shard lock is held only inside these methods, never
-/// while taking an inode lock (except `lock_all`, used by the checker,
-/// which takes inode read locks under all shard read locks and so must
-/// not run while the caller holds an inode lock).
+/// Lock order: inode, then shard. A shard lock is held only inside these
+/// methods and never while an inode lock is taken: freeing an inode removes
+/// it from its shard under the inode's write lock, so a walker that held
+/// shards while it locked inodes deadlocked against it (CI once hung so).
+/// Walkers take a [`InodeTable::snapshot`] and lock its inodes after.
 #[derive(Debug)]
 pub(crate) struct InodeTable {
     shards: Box<[Shard]>,
@@ -64,27 +65,18 @@ impl InodeTable {
         self.shard(ino).write().or_stop().remove(&ino);
     }
 
-    /// Every shard read-locked: a consistent view (no insert or remove
-    /// until the guard drops), for the invariant checker.
-    pub fn lock_all(&self) -> AllShards<'_> {
-        AllShards {
-            guards: self.shards.iter().map(|s| s.0.read().or_stop()).collect(),
+    /// Every inode in the table now, by number, in number order. The
+    /// shards are released before this returns: an inode in the list may
+    /// be freed (`dead`) by the time it is locked, and one created since is
+    /// missing. Walks over a quiescent volume see exactly the table.
+    pub fn snapshot(&self) -> Vec<(u32, Arc<RwLock<Inode>>)> {
+        let mut v: Vec<(u32, Arc<RwLock<Inode>>)> = Vec::new();
+        for s in self.shards.iter() {
+            let g = s.0.read().or_stop();
+            v.extend(g.iter().map(|(&n, a)| (n, a.clone())));
         }
-    }
-}
-
-/// See [`InodeTable::lock_all`].
-pub(crate) struct AllShards<'a> {
-    guards: Vec<RwLockReadGuard<'a, Map>>,
-}
-
-impl AllShards<'_> {
-    pub fn len(&self) -> usize {
-        self.guards.iter().map(|g| g.len()).sum()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&u32, &Arc<RwLock<Inode>>)> {
-        self.guards.iter().flat_map(|g| g.iter())
+        v.sort_unstable_by_key(|&(n, _)| n);
+        v
     }
 }
 

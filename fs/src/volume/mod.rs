@@ -607,7 +607,10 @@ impl Volume {
 
     /// Consistency of DRAM against the media, for tests and debug builds:
     /// every chain's link words mirror its map, every record on the media
-    /// equals its DRAM copy, and allocator counts add up.
+    /// equals its DRAM copy, and allocator counts add up. The totals are
+    /// exact only on a quiescent volume (nothing being created or freed
+    /// meanwhile); it never blocks a thread that is changing the volume for
+    /// longer than one inode's lock, and never deadlocks against one.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         recover::check_invariants(self)
     }

@@ -109,6 +109,63 @@ mod tests {
         ));
     }
 
+    /// The checker walks the inode table while other threads free inodes
+    /// (an unpin frees under the inode's write lock and then takes the
+    /// table's shard). It used to hold every shard while it locked each
+    /// inode: the two waited for each other for ever (CI hung so, with a
+    /// server dropping a closed connection's spare file under the check).
+    #[test]
+    fn the_checker_never_waits_for_a_free_in_progress() {
+        let v = fresh(16 << 20);
+        let r = v.root();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            for t in 0..2u8 {
+                let (v, stop) = (&v, &stop);
+                s.spawn(move || {
+                    let name = [b'f', b'0' + t];
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let f = v
+                            .create_node_pinned(
+                                r,
+                                &name,
+                                FileType::Regular,
+                                NewMode::plain(0o644, 0, 0),
+                                0,
+                            )
+                            .unwrap()
+                            .ino;
+                        v.write(f, 0, b"x").unwrap();
+                        v.unlink(r, &name).unwrap();
+                        v.unpin(f, 1);
+                    }
+                });
+            }
+            let (v, stop) = (&v, &stop);
+            s.spawn(move || {
+                // Totals may disagree while files come and go; only the
+                // walks ending matters here.
+                for _ in 0..2000 {
+                    let _ = v.check_invariants();
+                    let _ = v.stray_buffer_refs();
+                }
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                drop(done);
+            });
+            // A deadline for a failure report, not a timing: the walks take
+            // well under a second.
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                wait.recv_timeout(std::time::Duration::from_secs(60))
+            {
+                eprintln!("the checker and the frees are stuck on each other");
+                std::process::abort();
+            }
+        });
+        v.check_invariants().unwrap();
+        assert_eq!(v.stray_buffer_refs(), 0);
+    }
+
     #[test]
     fn lookup_pinned_pins_what_the_name_names() {
         let v = fresh(16 << 20);

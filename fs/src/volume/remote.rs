@@ -624,8 +624,7 @@ impl Volume {
     /// Handles of every inode, taken without holding the table while any
     /// inode is locked.
     fn all_inodes(&self) -> Vec<Arc<std::sync::RwLock<Inode>>> {
-        let map = self.inodes.lock_all();
-        map.iter().map(|(_, a)| a.clone()).collect()
+        self.inodes.snapshot().into_iter().map(|(_, a)| a).collect()
     }
 
     /// Regular files with a remote record in object `obj`.

@@ -651,8 +651,12 @@ impl<'v> Loop<'v> {
         }
         let mut c = self.table.remove(tag).expect("present");
         c.session.on_close(why);
-        self.shared.active.fetch_sub(1, Ordering::Relaxed);
+        // Counted out only once everything the connection held (its spare
+        // unnamed file, its pieces) is given back: `active() == 0` is what
+        // a caller waits for before it checks the Volume, and a drop still
+        // running then took inode and table locks under the checker.
         drop(c);
+        self.shared.active.fetch_sub(1, Ordering::Relaxed);
     }
 
     fn end_turn(&mut self, now: Instant) {
