@@ -4,16 +4,16 @@
 //! records that the shutdown was orderly.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, RwLock};
 
 use layout::superblock::{self, STATE_CLEAN, STATE_MOUNTED};
 use layout::{AttrSlot, FileType, Geometry, GeometryParams, RecordId, Superblock, ROOT_INO};
 use rustc_hash::FxHashMap;
 
 use super::alloc::Alloc;
+use super::lockrank::{Rank, RankedMutex};
 use super::tx::JournalSlots;
 use super::{
-    itable, now_ns, recover, remote, verify, write_new_inode, FormatOptions, Inode, Namespace,
+    itable, now_ns, recover, remote, verify, write_new_inode, FormatOptions, InodeRef, Namespace,
     OpenOptions, OpenReport, Volume,
 };
 use crate::error::{FsError, Result};
@@ -236,7 +236,7 @@ impl Volume {
         geo: Geometry,
         sb: Superblock,
         alloc: Alloc,
-        inodes: FxHashMap<u32, Arc<RwLock<Inode>>>,
+        inodes: FxHashMap<u32, InodeRef>,
         ns: Namespace,
         read_only: bool,
         report: OpenReport,
@@ -244,18 +244,18 @@ impl Volume {
         let remote = remote::RemoteState::default();
         for a in inodes.values() {
             // Freshly built by open: nobody else holds these locks.
-            if let Ok(i) = a.try_read() {
+            if let Some(i) = a.try_read() {
                 remote.count(&i.data);
             }
         }
         Volume {
             pm,
             geo,
-            sb: Mutex::new(sb),
-            alloc: Mutex::new(alloc),
+            sb: RankedMutex::new(Rank::Superblock, sb),
+            alloc: RankedMutex::new(Rank::Alloc, alloc),
             journal: JournalSlots::new(geo.journal_slots),
-            ns: Mutex::new(ns),
-            renames: Mutex::new(()),
+            ns: RankedMutex::new(Rank::Namespace, ns),
+            renames: RankedMutex::new(Rank::Renames, ()),
             inodes: itable::InodeTable::new(inodes),
             read_only,
             report,

@@ -3,14 +3,19 @@
 //! path are thin layers over this API.
 //!
 //! # Locking
-//! Lock order, outermost first (never take an earlier one while holding a
-//! later one):
-//! 1. `ns`: serialises namespace changes (create, link, unlink, rename, ...)
-//!    and guards the directory parent map used for rename loop checks;
-//! 2. inode locks, several at once only in ascending inode number;
-//! 3. `alloc`, then a journal slot (inside `Tx::commit`).
+//! Lock order, outermost first ([`lockrank::Rank`]; a thread waits for a
+//! lock only while every lock it holds comes earlier, and debug builds
+//! check that on every acquisition):
+//! 1. `renames`: a rename between two directories, throughout;
+//! 2. inode locks, several at once only in ascending inode number (a
+//!    try-lock may take one out of order: it never waits);
+//! 3. `sb`; `alloc`, then a journal slot (inside `Tx::commit`); the remote
+//!    state's maps;
+//! 4. leaves, held for one map access: `ns` (which directory is in which,
+//!    for rename's loop check) and the inode table's shards.
 //!
-//! Data operations (read, write, truncate, setattr, xattrs) take only the
+//! Namespace changes lock the inodes they touch (ns.rs, "Locking"); data
+//! operations (read, write, truncate, setattr, xattrs) take only the
 //! inode's own lock, so they run in parallel on different files.
 //!
 //! # DRAM state
@@ -31,6 +36,7 @@ mod file_space;
 mod itable;
 pub mod journal;
 mod lifecycle;
+mod lockrank;
 mod ns;
 mod pinned;
 mod recover;
@@ -57,7 +63,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, XATTR_HEAD_OFF};
@@ -88,7 +94,15 @@ use crate::media::{ExclusivePm, PersistMode, Pm};
 use alloc::Alloc;
 use failstop::OrStop;
 pub(crate) use lifecycle::{mark_mounted, write_superblocks};
+use lockrank::{InodeLock, RankedMutex};
 use tx::{JournalSlots, SlotState, Tx};
+
+/// An in-memory inode and its lock (ranked by its number: `lockrank`).
+pub(crate) type InodeRef = Arc<InodeLock<Inode>>;
+/// An inode read-locked (the lock's rank kept while it lives).
+pub(crate) type InodeRead<'a> = lockrank::Ranked<std::sync::RwLockReadGuard<'a, Inode>>;
+/// An inode write-locked.
+pub(crate) type InodeWrite<'a> = lockrank::Ranked<std::sync::RwLockWriteGuard<'a, Inode>>;
 
 /// Largest file size pktfs accepts (file offsets are signed 64-bit in POSIX).
 pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
@@ -172,9 +186,10 @@ fn poisoned(ino: u32) -> FsError {
 }
 
 /// Lock an inode for reading; a freed inode is "not found".
-pub(crate) fn rlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockReadGuard<'_, Inode>> {
+#[track_caller]
+pub(crate) fn rlock(a: &InodeRef) -> Result<InodeRead<'_>> {
     #[cfg(test)]
-    lock_watch::note(a, a.try_read().is_err());
+    lock_watch::note(a, a.is_taken(false));
     let g = a.read().map_err(|e| poisoned(e.into_inner().ino))?;
     if g.dead {
         return Err(FsError::NotFound);
@@ -183,9 +198,10 @@ pub(crate) fn rlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockReadGuard
 }
 
 /// Lock an inode for writing; a freed inode is "not found".
-pub(crate) fn wlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockWriteGuard<'_, Inode>> {
+#[track_caller]
+pub(crate) fn wlock(a: &InodeRef) -> Result<InodeWrite<'_>> {
     #[cfg(test)]
-    lock_watch::note(a, a.try_write().is_err());
+    lock_watch::note(a, a.is_taken(true));
     let g = a.write().map_err(|e| poisoned(e.into_inner().ino))?;
     if g.dead {
         return Err(FsError::NotFound);
@@ -197,15 +213,15 @@ pub(crate) fn wlock(a: &Arc<RwLock<Inode>>) -> Result<std::sync::RwLockWriteGuar
 /// one watched inode at a time, in the whole test binary.
 #[cfg(test)]
 pub(crate) mod lock_watch {
-    use super::Inode;
+    use super::InodeRef;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, RwLock};
+    use std::sync::Arc;
 
     static WATCHED: AtomicUsize = AtomicUsize::new(0);
     static WAITS: AtomicUsize = AtomicUsize::new(0);
 
     /// Count from now the lock calls that find `a` taken.
-    pub fn watch(a: &Arc<RwLock<Inode>>) {
+    pub fn watch(a: &InodeRef) {
         WAITS.store(0, Ordering::SeqCst);
         WATCHED.store(Arc::as_ptr(a) as usize, Ordering::SeqCst);
     }
@@ -213,7 +229,7 @@ pub(crate) mod lock_watch {
     pub fn waits() -> usize {
         WAITS.load(Ordering::SeqCst)
     }
-    pub(super) fn note(a: &Arc<RwLock<Inode>>, taken: bool) {
+    pub(super) fn note(a: &InodeRef, taken: bool) {
         if taken && Arc::as_ptr(a) as usize == WATCHED.load(Ordering::SeqCst) {
             WAITS.fetch_add(1, Ordering::SeqCst);
         }
@@ -277,13 +293,13 @@ pub(crate) struct Namespace {
 pub struct Volume {
     pub(crate) pm: Pm,
     pub(crate) geo: Geometry,
-    sb: Mutex<Superblock>,
-    pub(crate) alloc: Mutex<Alloc>,
+    sb: RankedMutex<Superblock>,
+    pub(crate) alloc: RankedMutex<Alloc>,
     pub(crate) journal: JournalSlots,
-    pub(crate) ns: Mutex<Namespace>,
+    pub(crate) ns: RankedMutex<Namespace>,
     /// Held by a rename between two directories throughout: such renames
     /// take turns (ns.rs, "Locking").
-    pub(crate) renames: Mutex<()>,
+    pub(crate) renames: RankedMutex<()>,
     /// Inode number -> in-memory inode (sharded; see `itable`).
     inodes: itable::InodeTable,
     read_only: bool,
@@ -356,7 +372,7 @@ impl Volume {
         }
     }
 
-    pub(crate) fn inode(&self, ino: u64) -> Result<Arc<RwLock<Inode>>> {
+    pub(crate) fn inode(&self, ino: u64) -> Result<InodeRef> {
         self.check_live()?;
         if ino == 0 || ino > u32::MAX as u64 {
             return Err(FsError::NotFound);
@@ -372,9 +388,9 @@ impl Volume {
             })
     }
 
-    pub(crate) fn insert_inode(&self, ino: Inode) -> Arc<RwLock<Inode>> {
+    pub(crate) fn insert_inode(&self, ino: Inode) -> InodeRef {
         let n = ino.ino;
-        let a = Arc::new(RwLock::new(ino));
+        let a = Arc::new(InodeLock::new(n, ino));
         self.inodes.insert(n, a.clone());
         a
     }

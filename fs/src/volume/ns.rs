@@ -18,13 +18,12 @@
 //! another lock.
 
 use super::failstop::OrStop;
-use std::sync::{Arc, RwLock, RwLockWriteGuard};
 
 use layout::{FileType, RecordId};
 
 use super::digest::{Bound, Precondition};
 use super::tx::Tx;
-use super::{check_name, now_ns, Attr, DirEntry, Inode, Volume, MAX_NLINK};
+use super::{check_name, now_ns, Attr, DirEntry, Inode, InodeRef, InodeWrite, Volume, MAX_NLINK};
 use crate::error::{FsError, Result};
 
 mod dirent;
@@ -41,15 +40,15 @@ pub(crate) const S_ISGID: u32 = 0o2000;
 pub const FIRST_COOKIE: u64 = 3;
 
 /// An inode's number and its in-memory inode.
-type InodeArc = (u32, Arc<RwLock<Inode>>);
+type InodeArc = (u32, InodeRef);
 
 /// Write locks on several inodes, taken in ascending inode order.
 struct Locked<'a> {
-    guards: Vec<(u32, RwLockWriteGuard<'a, Inode>)>,
+    guards: Vec<(u32, InodeWrite<'a>)>,
 }
 
 impl<'a> Locked<'a> {
-    fn new(arcs: &'a [(u32, Arc<RwLock<Inode>>)]) -> Result<Locked<'a>> {
+    fn new(arcs: &'a [(u32, InodeRef)]) -> Result<Locked<'a>> {
         // `arcs` is sorted by inode number and deduplicated by the caller.
         Ok(Locked {
             guards: arcs
@@ -106,8 +105,8 @@ pub(in crate::volume) fn unless_freed<T>(r: Result<T>) -> Result<Option<T>> {
 /// never wait (a wait out of number order could deadlock). `None` (taken,
 /// freed, or poisoned) sends the caller to its ordered path, which waits
 /// and reports poisoning.
-pub(in crate::volume) fn try_wlock(a: &Arc<RwLock<Inode>>) -> Option<RwLockWriteGuard<'_, Inode>> {
-    a.try_write().ok().filter(|g| !g.dead)
+pub(in crate::volume) fn try_wlock(a: &InodeRef) -> Option<InodeWrite<'_>> {
+    a.try_write().filter(|g| !g.dead)
 }
 
 /// Who a new inode belongs to and the mode asked for it (see

@@ -144,13 +144,21 @@ mod tests {
             }
             let (v, stop) = (&v, &stop);
             s.spawn(move || {
+                // The workers stop however this thread ends (a panic here
+                // must fail the test, not leave them running).
+                struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+                impl Drop for Stop<'_> {
+                    fn drop(&mut self) {
+                        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                let _stop = Stop(stop);
                 // Totals may disagree while files come and go; only the
                 // walks ending matters here.
                 for _ in 0..2000 {
                     let _ = v.check_invariants();
                     let _ = v.stray_buffer_refs();
                 }
-                stop.store(true, std::sync::atomic::Ordering::Relaxed);
                 drop(done);
             });
             // A deadline for a failure report, not a timing: the walks take

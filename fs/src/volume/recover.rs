@@ -8,7 +8,7 @@ use super::failstop::OrStop;
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
@@ -21,7 +21,9 @@ use layout::{
 
 use super::alloc::{Alloc, Slice};
 use super::journal;
+use super::lockrank::InodeLock;
 use super::tx::{SlotState, Tx};
+use super::InodeRef;
 use super::{mark_mounted, write_superblocks, Inode, Namespace, Volume};
 use crate::error::{FsError, Result};
 use crate::media::Pm;
@@ -475,9 +477,9 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         sb.ro_compat |= layout::superblock::RO_COMPAT_SUPPORTED.bits();
         mark_mounted(&pm, &mut sb);
     }
-    let map: HashMap<u32, Arc<RwLock<Inode>>> = inodes
+    let map: HashMap<u32, InodeRef> = inodes
         .drain()
-        .map(|(k, v)| (k, Arc::new(RwLock::new(v))))
+        .map(|(k, v)| (k, Arc::new(InodeLock::new(k, v))))
         .collect();
     let vol = Volume::new_from_parts(
         pm,
@@ -625,21 +627,25 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
     }
     drop(a);
     // rename's loop check walks `ns`: it must name every live directory's
-    // parent, and nothing else.
-    let ns = vol.ns.lock().or_stop();
-    let mut dirs = 0usize;
+    // parent, and nothing else. The parents are read under the inode locks
+    // first and compared under `ns` after (`ns` is a leaf: it is taken
+    // under inode locks, so no inode may be waited for while it is held).
+    let mut parents: Vec<(u32, u32)> = Vec::new();
     for (ino, i) in map.iter() {
         let ino = *ino;
         let i = i.read().or_stop();
         if i.dead || i.attr.kind != FileType::Directory || i.attr.nlink == 0 {
             continue;
         }
-        dirs += 1;
         let want = if ino == ROOT_INO {
             ROOT_INO
         } else {
             i.attr.parent
         };
+        parents.push((ino, want));
+    }
+    let ns = vol.ns.lock().or_stop();
+    for &(ino, want) in &parents {
         if ns.dir_parent.get(&ino) != Some(&want) {
             return Err(format!(
                 "directory {ino}: parent {want}, the rename map says {:?}",
@@ -647,10 +653,11 @@ pub fn check_invariants(vol: &Volume) -> std::result::Result<(), String> {
             ));
         }
     }
-    if ns.dir_parent.len() != dirs {
+    if ns.dir_parent.len() != parents.len() {
         return Err(format!(
-            "the rename map names {} directories, {dirs} are live",
-            ns.dir_parent.len()
+            "the rename map names {} directories, {} are live",
+            ns.dir_parent.len(),
+            parents.len()
         ));
     }
     drop(ns);

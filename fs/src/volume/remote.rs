@@ -15,7 +15,7 @@
 //! object still has, so the engine knows which objects it may delete.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use layout::superblock::Features;
 use layout::{FileType, Record, RecordKind};
@@ -24,8 +24,9 @@ use rustc_hash::FxHashMap;
 use super::alloc::Slice;
 use super::failstop::OrStop;
 use super::file::Piece;
+use super::lockrank::{Rank, RankedMutex};
 use super::tx::Tx;
-use super::{Inode, Rec, Volume};
+use super::{Inode, InodeRef, Rec, Volume};
 use crate::error::{FsError, Result};
 
 /// Where a remote slice's bytes are: `len` bytes at `off` of object `obj`.
@@ -178,12 +179,22 @@ pub struct ObjectLive {
 
 /// The Volume's remote state: the read-through source, and per-object
 /// liveness (DRAM only, rebuilt at open).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct RemoteState {
     source: OnceLock<Arc<dyn RemoteSource>>,
-    live: Mutex<FxHashMap<u64, ObjectLive>>,
+    live: RankedMutex<FxHashMap<u64, ObjectLive>>,
     /// Remote records fetched lately whose bytes matched their CRC.
-    verified: Mutex<VecDeque<(VerifiedKey, RemoteBytes)>>,
+    verified: RankedMutex<VecDeque<(VerifiedKey, RemoteBytes)>>,
+}
+
+impl Default for RemoteState {
+    fn default() -> RemoteState {
+        RemoteState {
+            source: OnceLock::new(),
+            live: RankedMutex::new(Rank::RemoteLive, FxHashMap::default()),
+            verified: RankedMutex::new(Rank::RemoteVerified, VecDeque::new()),
+        }
+    }
 }
 
 /// Records kept in [`RemoteState::verified`]: 8 of at most 256 KiB.
@@ -623,7 +634,7 @@ impl Volume {
 
     /// Handles of every inode, taken without holding the table while any
     /// inode is locked.
-    fn all_inodes(&self) -> Vec<Arc<std::sync::RwLock<Inode>>> {
+    fn all_inodes(&self) -> Vec<InodeRef> {
         self.inodes.snapshot().into_iter().map(|(_, a)| a).collect()
     }
 

@@ -28,7 +28,9 @@ use layout::journal::{
 };
 use layout::{AttrSlot, InodeHeader, RecordId};
 use smallvec::SmallVec;
-use std::sync::{Condvar, Mutex};
+use std::sync::Condvar;
+
+use super::lockrank::{Rank, RankedMutex};
 use zerocopy::IntoBytes;
 
 use super::alloc::Slice;
@@ -40,7 +42,7 @@ use super::Volume;
 /// slots touch disjoint words and replay order does not matter.
 #[derive(Debug)]
 pub struct JournalSlots {
-    free: Mutex<FreeSlots>,
+    free: RankedMutex<FreeSlots>,
     cv: Condvar,
     seq: std::sync::atomic::AtomicU64,
 }
@@ -57,10 +59,13 @@ struct FreeSlots {
 impl JournalSlots {
     pub fn new(n: u32) -> JournalSlots {
         JournalSlots {
-            free: Mutex::new(FreeSlots {
-                slots: (0..n).collect(),
-                waiters: 0,
-            }),
+            free: RankedMutex::new(
+                Rank::JournalSlots,
+                FreeSlots {
+                    slots: (0..n).collect(),
+                    waiters: 0,
+                },
+            ),
             cv: Condvar::new(),
             seq: 0.into(),
         }
@@ -72,7 +77,7 @@ impl JournalSlots {
                 return s;
             }
             g.waiters += 1;
-            g = self.cv.wait(g).or_stop();
+            g = g.wait(&self.cv).or_stop();
             g.waiters -= 1;
         }
     }
