@@ -203,6 +203,11 @@ impl Volume {
     /// Visit the entries after `after` (0 = from the start) in cookie order
     /// until `f` returns false. Cookies stay valid while the directory
     /// changes: an entry keeps its cookie until it is removed.
+    ///
+    /// `f` runs under the directory's read lock, so it must not call into
+    /// the Volume: a lookup in the same directory would wait for that lock
+    /// again (and deadlock once a writer queues between the two), which
+    /// debug builds refuse (`lockrank`). Collect first ([`Self::list_dir`]).
     pub fn readdir(&self, dir: u64, after: u64, mut f: impl FnMut(DirEntry) -> bool) -> Result<()> {
         let d = self.inode(dir)?;
         let d = super::rlock(&d)?;
