@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -401,10 +401,8 @@ fn base_of(kind: crate::cli::BaselineKind) -> Base {
 pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
     let kind = base_of(a.kind);
     let (port, conns) = (a.port, a.conns);
-    let dir = a.dir.clone().unwrap_or_else(|| {
-        PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
-    });
-    std::fs::create_dir_all(&dir).expect("baseline dir");
+    let child_dir = crate::child::ChildDir::new(a.dir.clone());
+    let dir = child_dir.path().to_path_buf();
     let pm = match kind {
         Base::Copy => Some(copy_windows(copy_file(
             &dir.join("copy.dat"),
@@ -426,8 +424,12 @@ pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
     let l = TcpListener::bind(("127.0.0.1", port)).expect("bind");
     let addr = l.local_addr().expect("addr");
     crate::child::announce(kind.name(), addr, "threads (one per connection)");
+    // Connections accepted so far: the ext4 baseline's files are c1..cN.
+    let accepted = Arc::new(AtomicU64::new(0));
+    let counted = accepted.clone();
     let accept = move || {
         for (id, s) in l.incoming().flatten().enumerate() {
+            counted.store(id as u64 + 1, Ordering::Relaxed);
             let b = b.clone();
             let _ = s.set_nodelay(true);
             // Past the thread limit a connection is dropped (the client
@@ -440,7 +442,13 @@ pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
     if a.until_eof {
         std::thread::spawn(accept);
         crate::child::wait_for_parent();
-        let _ = std::fs::remove_dir_all(&dir);
+        let ext4 = (1..=accepted.load(Ordering::Relaxed)).map(|id| dir.join(format!("c{id}")));
+        child_dir.remove(
+            ["copy.dat", "recv-fresh.dat"]
+                .iter()
+                .map(|f| dir.join(f))
+                .chain(ext4),
+        );
     } else {
         accept();
     }

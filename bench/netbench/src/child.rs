@@ -9,6 +9,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,52 @@ pub fn announce(name: &str, addr: SocketAddr, io: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "serving {name} on {addr} ({io})");
     let _ = out.flush();
+}
+
+/// The directory a child keeps its files in: `--dir`, or a fresh one of
+/// its own under /dev/shm.
+///
+/// Why it remembers whether it made the directory: a child started by
+/// hand may be given a directory that holds other files (`--dir
+/// /dev/shm`, `--dir /tmp`); at exit it removes the directory only if it
+/// made it, and otherwise only the files it names. (It used to remove the
+/// directory with everything in it, which took every image of every other
+/// server in /dev/shm along.)
+#[derive(Debug)]
+pub struct ChildDir {
+    path: PathBuf,
+    made: bool,
+}
+
+impl ChildDir {
+    pub fn new(given: Option<PathBuf>) -> ChildDir {
+        let path = given.unwrap_or_else(|| {
+            PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
+        });
+        let made = !path.exists();
+        if let Err(e) = std::fs::create_dir_all(&path) {
+            panic!("cannot make the directory {}: {e}", path.display());
+        }
+        ChildDir { path, made }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Remove what the child made: the whole directory if it made it,
+    /// else each of `files` (paths inside it; a missing one is fine).
+    pub fn remove(self, files: impl IntoIterator<Item = PathBuf>) {
+        if self.made {
+            let _ = std::fs::remove_dir_all(&self.path);
+            return;
+        }
+        for f in files {
+            if f.starts_with(&self.path) {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+    }
 }
 
 /// Block until the parent closes our stdin.
@@ -204,6 +251,37 @@ pub fn raise_nofile() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child given a directory that holds other files leaves them (and
+    /// the directory) and removes only its own; a directory it made goes
+    /// whole.
+    #[test]
+    fn a_child_removes_only_what_it_made() {
+        let base = std::env::temp_dir().join(format!("netbench-childdir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let other = base.join("someone-elses.img");
+        std::fs::write(&other, b"keep me").unwrap();
+        let d = ChildDir::new(Some(base.clone()));
+        let mine = d.path().join("mine.img");
+        std::fs::write(&mine, b"x").unwrap();
+        // A path outside the directory is never removed through it.
+        let outside = std::env::temp_dir().join(format!("netbench-outside-{}", std::process::id()));
+        std::fs::write(&outside, b"keep").unwrap();
+        d.remove([mine.clone(), outside.clone(), base.join("never-made")]);
+        assert!(!mine.exists());
+        assert_eq!(std::fs::read(&other).unwrap(), b"keep me");
+        assert!(outside.exists());
+        std::fs::remove_file(&outside).unwrap();
+
+        let fresh = base.join("fresh");
+        let d = ChildDir::new(Some(fresh.clone()));
+        std::fs::write(fresh.join("a"), b"a").unwrap();
+        d.remove([]);
+        assert!(!fresh.exists());
+        assert!(other.exists());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     /// The exact clock and the ticks agree on a process's CPU time, to
     /// within the ticks' resolution, and the clock counts a thread that

@@ -180,13 +180,11 @@ pub fn serve_pktfs(a: &crate::cli::PktfsArgs) {
     spec.ring_entries = a.ring_entries;
     spec.ring_entry_bytes = a.ring_entry_kib.map(|k| k.saturating_mul(1024));
     let image_bytes = a.image_mib << 20;
-    let dir = a.dir.clone().unwrap_or_else(|| {
-        PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
-    });
-    std::fs::create_dir_all(&dir).expect("image dir");
-    let s = start_pktfs(&dir, &spec, image_bytes);
+    let dir = crate::child::ChildDir::new(a.dir.clone());
+    let s = start_pktfs(dir.path(), &spec, image_bytes);
     crate::child::announce(name, s.addr, &s.io);
     crate::child::wait_for_parent();
     drop(s);
-    let _ = std::fs::remove_dir_all(&dir);
+    let (img, _) = image_file(dir.path(), &spec, image_bytes);
+    dir.remove([img]);
 }
