@@ -424,7 +424,8 @@ pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
     let l = TcpListener::bind(("127.0.0.1", port)).expect("bind");
     let addr = l.local_addr().expect("addr");
     crate::child::announce(kind.name(), addr, "threads (one per connection)");
-    // Connections accepted so far: the ext4 baseline's files are c1..cN.
+    // Connections accepted so far: the ext4 baseline's files are c1..cN
+    // (`baseline_conn`'s ids).
     let accepted = Arc::new(AtomicU64::new(0));
     let counted = accepted.clone();
     let accept = move || {
@@ -442,13 +443,17 @@ pub fn serve_baseline(a: &crate::cli::BaselineArgs) {
     if a.until_eof {
         std::thread::spawn(accept);
         crate::child::wait_for_parent();
-        let ext4 = (1..=accepted.load(Ordering::Relaxed)).map(|id| dir.join(format!("c{id}")));
-        child_dir.remove(
-            ["copy.dat", "recv-fresh.dat"]
-                .iter()
-                .map(|f| dir.join(f))
-                .chain(ext4),
-        );
+        // Only the files this kind made: in a shared directory another
+        // file may carry one of the other kinds' names.
+        let made: Vec<PathBuf> = match kind {
+            Base::Copy => vec![dir.join("copy.dat")],
+            Base::RecvFresh => vec![dir.join("recv-fresh.dat")],
+            Base::Ext4 => (1..=accepted.load(Ordering::Relaxed))
+                .map(|id| dir.join(format!("c{id}")))
+                .collect(),
+            Base::NetOnly | Base::NetOnlyPolling | Base::Sendfile => Vec::new(),
+        };
+        child_dir.remove(made);
     } else {
         accept();
     }
