@@ -230,10 +230,10 @@ impl RawSession<'_> {
 }
 
 impl<'v> crate::loops::Session<'v> for RawSession<'v> {
-    fn on_data(&mut self, data: RxHeld<'v>, rx_ns: u64) -> crate::loops::Flow<'v> {
+    fn on_data(&mut self, data: RxHeld<'v>, at: crate::loops::TurnClock) -> crate::loops::Flow<'v> {
         let n = data.len() as u64;
         // CRC and flush now, while the bytes are hot.
-        self.pending.push(data.piece(rx_ns, self.seq));
+        self.pending.push(data.piece(at.rx_ns, self.seq));
         self.seq += n;
         crate::loops::Flow::Continue
     }

@@ -13,6 +13,7 @@ use rustix::net::SendFlags;
 use super::head::{parse_head, Framing, Head, Method};
 use super::response::{begin, error_body, http_date};
 use super::spare::Spare;
+use crate::loops::TurnClock;
 use crate::metrics::RequestLabels;
 use crate::path::ReqPath;
 use crate::rxstream::{RxStream, IDLE_RESERVATION};
@@ -111,6 +112,9 @@ pub(super) struct Conn<'a> {
     pub in_pos: u64,
     pub conn_out: u64,
     pub req: ReqState,
+    /// On an event loop, while a session call of a turn runs: the turn's
+    /// clock, read once for the turn ([`Conn::now`], [`Conn::date`]).
+    pub turn: Option<TurnClock>,
 }
 
 enum HeadResult {
@@ -158,6 +162,7 @@ impl<'a> Conn<'a> {
             spare: None,
             spare_wanted: false,
             replaced: None,
+            turn: None,
             tally: Tally::default(),
             conn_in: 0,
             in_pos: 0,
@@ -182,12 +187,18 @@ impl Drop for Conn<'_> {
 }
 
 impl<'a> Conn<'a> {
+    /// The monotonic clock: the loop turn's when there is one (a request's
+    /// start and deadlines, off by at most the turn so far), else read.
+    pub(super) fn now(&self) -> Instant {
+        self.turn.map_or_else(Instant::now, |t| t.now)
+    }
+
     /// A new request begins (its head was just read or failed).
     pub(super) fn begin_request(&mut self) {
         self.req = ReqState {
             method: "-",
             status: 0,
-            started: Instant::now(),
+            started: self.now(),
             in_before: self.consumed(),
             out_before: self.conn_out,
             json: false,
@@ -443,10 +454,15 @@ impl<'a> Conn<'a> {
     // ----- responses -----
 
     fn date(&mut self) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0);
+        // The Date header has whole seconds: the turn's receive time (the
+        // wall clock at the turn's start) serves as well as a read.
+        let now = match self.turn {
+            Some(t) => (t.rx_ns / 1_000_000_000) as i64,
+            None => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0),
+        };
         if self.date.0 != now {
             self.date = (now, http_date(now));
         }

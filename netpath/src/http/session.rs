@@ -59,7 +59,7 @@ use super::conn::{Conn, Outbox};
 use super::framing::BodyError;
 use super::head::{parse_head, Framing, Head};
 use super::spare::Spare;
-use crate::loops::{CloseReason, Flow, Protocol, Session};
+use crate::loops::{CloseReason, Flow, Protocol, Session, TurnClock};
 use crate::rxstream::RxStream;
 use crate::shared::Shared;
 
@@ -323,7 +323,8 @@ impl<'v> HttpSession<'v> {
         match r {
             Ok(None) => {
                 // The head's clock starts at its first bytes.
-                self.head_started.get_or_insert_with(Instant::now);
+                let now = self.c.now();
+                self.head_started.get_or_insert(now);
                 self.seq += bytes.len() as u64;
                 None
             }
@@ -412,7 +413,7 @@ impl<'v> HttpSession<'v> {
             bytes: 0,
             upload,
             then,
-            deadline: Instant::now() + self.sh.cfg.io_timeout,
+            deadline: self.c.now() + self.sh.cfg.io_timeout,
             lowat_lapsed: false,
         });
         self.body_done_if_empty();
@@ -433,9 +434,15 @@ impl<'v> Session<'v> for HttpSession<'v> {
         self.flow()
     }
 
-    fn on_data(&mut self, data: RxHeld<'v>, rx_ns: u64) -> Flow<'v> {
+    fn on_data(&mut self, data: RxHeld<'v>, at: TurnClock) -> Flow<'v> {
         self.c.add_in(data.len() as u64);
-        self.feed(data, rx_ns)
+        // The turn's clock for what these bytes start (a request's start,
+        // its body's deadline, its answer's Date); not kept past the call,
+        // where it would go stale.
+        self.c.turn = Some(at);
+        let f = self.feed(data, at.rx_ns);
+        self.c.turn = None;
+        f
     }
 
     fn rcvlowat(&self) -> u32 {

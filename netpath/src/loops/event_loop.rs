@@ -33,7 +33,7 @@ use std::cmp::Reverse;
 use pktfs::{RingEvent, RxData, RxRing, RxRingConfig, Volume};
 
 use super::conn::{Conn, Table};
-use super::session::{CloseReason, Flow, Protocol};
+use super::session::{CloseReason, Flow, Protocol, TurnClock};
 use crate::util::now_ns;
 
 mod poll;
@@ -200,7 +200,10 @@ impl<'v> Loop<'v> {
         let mut governor = PollGovernor::new(self.params.busy_poll);
         while !self.shared.stop.load(Ordering::Relaxed) {
             let fresh_sends = self.ring.take_fresh_sends() > 0;
-            let wait = self.wait_time();
+            // From the turn's clock, not a fresh read: a deadline is then
+            // met at most one turn (microseconds) late, and a turn costs a
+            // clock read less.
+            let wait = self.wait_time(self.turn_now);
             let plan = governor.plan(worked, fresh_sends, wait);
             let mut polled = false;
             if let Plan::Poll { budget, judged } = plan {
@@ -229,7 +232,7 @@ impl<'v> Loop<'v> {
                 // A poll took time off the deadline; without one the wait
                 // computed above still holds (a clock read less per turn).
                 let wait = match plan {
-                    Plan::Poll { .. } => self.wait_time(),
+                    Plan::Poll { .. } => self.wait_time(Instant::now()),
                     Plan::Sleep => wait,
                 };
                 if let Err(e) = self.ring.submit_and_wait(Some(wait)) {
@@ -238,11 +241,6 @@ impl<'v> Loop<'v> {
                 }
             }
             self.report.turns += 1;
-            // Receive times never go back within a loop (each connection
-            // stays on one loop, so its records' stamps ascend with the
-            // stream even when the wall clock steps back).
-            let rx_ns = now_ns().max(last_rx_ns);
-            last_rx_ns = rx_ns;
             let now = Instant::now();
             self.turn_now = now;
             self.ring.completions(&mut events);
@@ -250,19 +248,33 @@ impl<'v> Loop<'v> {
             if let (true, Some(from)) = (worked, slept_from) {
                 governor.slept(now.saturating_duration_since(from));
             }
+            // The wall clock only for a turn that received bytes (a turn
+            // of send completions, every other one at one connection,
+            // needs none). Receive times never go back within a loop (each
+            // connection stays on one loop, so its records' stamps ascend
+            // with the stream even when the wall clock steps back).
+            let received = events
+                .iter()
+                .any(|e| matches!(e, RingEvent::Received { .. }));
+            if received {
+                last_rx_ns = now_ns().max(last_rx_ns);
+            }
+            let at = TurnClock {
+                rx_ns: last_rx_ns,
+                now,
+            };
             for ev in events.drain(..) {
-                self.handle(ev, rx_ns, now);
+                self.handle(ev, at);
             }
             self.end_turn(now);
         }
     }
 
-    /// How long a turn may sleep: until the next deadline, at most
-    /// `MAX_WAIT`.
-    fn wait_time(&self) -> Duration {
-        self.next_deadline().map_or(MAX_WAIT, |t| {
-            t.saturating_duration_since(Instant::now()).min(MAX_WAIT)
-        })
+    /// How long a turn may sleep, counted from `now`: until the next
+    /// deadline, at most `MAX_WAIT`.
+    fn wait_time(&self, now: Instant) -> Duration {
+        self.next_deadline()
+            .map_or(MAX_WAIT, |t| t.saturating_duration_since(now).min(MAX_WAIT))
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -276,7 +288,8 @@ impl<'v> Loop<'v> {
         .min()
     }
 
-    fn handle(&mut self, ev: RingEvent<'v>, rx_ns: u64, now: Instant) {
+    fn handle(&mut self, ev: RingEvent<'v>, at: TurnClock) {
+        let now = at.now;
         match ev {
             RingEvent::Accepted { tag, conn, more } => {
                 let k = tag as usize;
@@ -321,7 +334,7 @@ impl<'v> Loop<'v> {
                             c.touched = true;
                             self.touched.push(tag);
                         }
-                        let f = c.session.on_data(h, rx_ns);
+                        let f = c.session.on_data(h, at);
                         if !more {
                             c.rearm = true;
                             self.rearm.push(tag);

@@ -27,7 +27,7 @@ use pktfs::{RxRingConfig, Volume};
 
 use event_loop::Service;
 pub use event_loop::{LoopReport, LoopShared};
-pub use session::{CloseReason, Flow, Protocol, Session};
+pub use session::{CloseReason, Flow, Protocol, Session, TurnClock};
 
 use crate::config::IoMode;
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use pktfs::{RxHeld, RxRingConfig, Volume};
 
-use super::{CloseReason, Flow, Loops, Protocol, Session};
+use super::{CloseReason, Flow, Loops, Protocol, Session, TurnClock};
 
 struct SendFile {
     ino: u64,
@@ -40,7 +40,7 @@ impl Protocol for SendFile {
 }
 
 impl<'v> Session<'v> for SendSession<'v> {
-    fn on_data(&mut self, _data: RxHeld<'v>, _rx_ns: u64) -> Flow<'v> {
+    fn on_data(&mut self, _data: RxHeld<'v>, _at: TurnClock) -> Flow<'v> {
         if std::mem::replace(&mut self.asked, true) {
             return Flow::Continue;
         }

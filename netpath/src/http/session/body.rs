@@ -3,8 +3,6 @@
 //! pieces of its unnamed file where they landed, the link and answer at
 //! the end, and what a failed or abandoned body undoes.
 
-use std::time::Instant;
-
 use pktfs::{RxHeld, RxPiece};
 
 use super::super::chunked::{chunk_size_line, trailer_section};
@@ -29,8 +27,9 @@ impl<'v> HttpSession<'v> {
     /// Landed bytes of a body (data and framing); returns what follows it.
     pub(super) fn body_bytes<D: Landed<'v>>(&mut self, mut d: D, ts: u64) -> Option<D> {
         let max = self.sh.cfg.max_header_bytes;
+        let deadline = self.c.now() + self.sh.cfg.io_timeout;
         let b = self.body.as_mut().expect("a body");
-        b.deadline = Instant::now() + self.sh.cfg.io_timeout;
+        b.deadline = deadline;
         b.lowat_lapsed = false;
         let (n, next): (u64, Option<Frame>) = match b.frame {
             Frame::Length(left) | Frame::Data(left) => {

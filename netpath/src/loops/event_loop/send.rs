@@ -110,7 +110,8 @@ impl<'v> Loop<'v> {
                 msg.advance(&mut s.pos, n as u64);
                 s.msg = Some(msg);
                 if !c.lingering {
-                    c.idle_until = Instant::now() + c.session.idle_timeout();
+                    // The turn's clock: the completion came in this turn.
+                    c.idle_until = self.turn_now + c.session.idle_timeout();
                 }
                 self.pump_send(tag);
             }
