@@ -198,6 +198,21 @@ pub struct Load {
     pub non2xx: u64,
     /// Connect, read, write errors and timeouts.
     pub socket_errors: u64,
+    /// The client's own CPU seconds over the run (user and system; wrk's,
+    /// None for the built-in client, which runs on threads of ours).
+    pub client_cpu_s: Option<f64>,
+}
+
+/// CPU seconds (user and system) of this process's children that were
+/// waited for. Around a wrk run (`output()` waits for it, and the servers,
+/// also children, are only waited for at the end) the difference is wrk's
+/// own CPU time: with `-t 1` a run near one CPU-second per second was
+/// limited by the client, not the server.
+pub fn reaped_children_cpu_s() -> Option<f64> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let u = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    Some(secs(u.user_time()) + secs(u.system_time()))
 }
 
 /// How to drive wrk.
@@ -212,6 +227,7 @@ pub struct WrkOpts {
 
 /// wrk with the PUT script.
 pub fn wrk_small_puts(addr: SocketAddr, o: WrkOpts, script: &Path) -> Load {
+    let cpu0 = reaped_children_cpu_s();
     let out = std::process::Command::new("wrk")
         .args([
             "-t",
@@ -229,6 +245,7 @@ pub fn wrk_small_puts(addr: SocketAddr, o: WrkOpts, script: &Path) -> Load {
         .arg(format!("http://{addr}/"))
         .output()
         .expect("wrk");
+    let cpu1 = reaped_children_cpu_s();
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     if !out.status.success() {
         eprintln!(
@@ -237,7 +254,8 @@ pub fn wrk_small_puts(addr: SocketAddr, o: WrkOpts, script: &Path) -> Load {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let l = parse_wrk(&text);
+    let mut l = parse_wrk(&text);
+    l.client_cpu_s = cpu0.zip(cpu1).map(|(a, b)| b - a);
     if l.non2xx > 0 || l.socket_errors > 0 {
         eprintln!("wrk -c {} against {addr} reported errors:\n{text}", o.conns);
     }
@@ -289,5 +307,28 @@ fn parse_wrk(text: &str) -> Load {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0),
         socket_errors,
+        client_cpu_s: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reaped_children_cpu_s;
+
+    #[test]
+    fn a_waited_for_child_s_cpu_time_is_counted() {
+        let before = reaped_children_cpu_s().expect("getrusage");
+        // A shell counting to 200,000: tenths of a CPU-second, whatever
+        // the machine's load (CPU time, not wall time).
+        let st = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .status()
+            .expect("sh");
+        assert!(st.success());
+        let after = reaped_children_cpu_s().expect("getrusage");
+        assert!(
+            after - before > 0.01,
+            "the child's CPU time was not counted: {before} -> {after}"
+        );
     }
 }

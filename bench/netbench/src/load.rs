@@ -206,6 +206,16 @@ pub fn small_puts(
                 med(&|x| x.1.user_s * 1e6),
                 "us",
             );
+            // wrk's own CPU over its run: with one wrk thread, near 100%
+            // says the client, not the server, set the pace.
+            if r.iter().all(|x| x.0.client_cpu_s.is_some()) {
+                let secs = o.secs_per_run.round().max(1.0);
+                row(
+                    "client (wrk) CPU, % of one CPU",
+                    med(&|x| x.0.client_cpu_s.unwrap_or(f64::NAN) / secs * 100.0),
+                    "%",
+                );
+            }
             let errors: u64 = r.iter().map(|x| x.0.non2xx + x.0.socket_errors).sum();
             if errors > 0 {
                 row(

@@ -43,7 +43,8 @@ pub fn print_table(results: &Results) {
         };
         let ratio = |to: &str| match results.iter().find(|(w, s, _, _)| w == what && s == to) {
             Some(r)
-                if !matches!(unit.as_str(), "count" | "per request")
+                // A share of a CPU is read as it is, not against another's.
+                if !matches!(unit.as_str(), "count" | "per request" | "%")
                     && r.2 != 0.0
                     && !r.2.is_nan() =>
             {
@@ -217,6 +218,46 @@ pub fn print_summary(
         }
     }
     print_polling_floor(r, pktfs);
+    print_client_bound(r, pktfs);
+}
+
+/// A load the client could not drive harder: wrk (one thread by default)
+/// at or near a whole CPU against a pktfs server. Its req/s ratios then
+/// say how fast wrk can go on this machine as much as how fast the server
+/// can; printed so that a reader does not take them for the server's
+/// ceiling (on the 2-vCPU AMD EPYC of 2026-11-28, wrk ran at 100% against
+/// every loop server at 256 connections and at 49% against nginx).
+fn print_client_bound(r: &Results, pktfs: &[&str]) {
+    for n in client_bound_notes(r, pktfs) {
+        println!("{n}");
+    }
+}
+
+/// [`print_client_bound`]'s lines.
+fn client_bound_notes(r: &Results, pktfs: &[&str]) -> Vec<String> {
+    const CLIENT_BOUND_PCT: f64 = 95.0;
+    let mut notes = Vec::new();
+    for c in ["1 conn", "16 conns", "256 conns"] {
+        let what = format!("1 KiB PUT, {c}: client (wrk) CPU");
+        let bound: Vec<String> = pktfs
+            .iter()
+            .filter_map(|s| {
+                get(r, &what, s)
+                    .filter(|&v| v >= CLIENT_BOUND_PCT)
+                    .map(|v| format!("{s} {v:.0}%"))
+            })
+            .collect();
+        if bound.is_empty() {
+            continue;
+        }
+        let nginx =
+            get(r, &what, "nginx").map_or(String::new(), |v| format!("; against nginx {v:.0}%"));
+        notes.push(format!(
+            "note: at {c} the client was the limit: wrk used a whole CPU against {}{nginx}",
+            bound.join(", ")
+        ));
+    }
+    notes
 }
 
 /// Not targets: what a server that does no work costs per request at one
@@ -250,5 +291,50 @@ fn print_polling_floor(r: &Results, pktfs: &[&str]) {
             server,
             poll,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::client_bound_notes;
+
+    fn row(what: &str, server: &str, v: f64) -> (String, String, f64, String) {
+        (what.into(), server.into(), v, "%".into())
+    }
+
+    #[test]
+    fn a_saturated_client_is_noted_and_a_busy_one_is_not() {
+        let r = vec![
+            row(
+                "1 KiB PUT, 16 conns: client (wrk) CPU, % of one CPU",
+                "pktfs clwb uring",
+                80.0,
+            ),
+            row(
+                "1 KiB PUT, 256 conns: client (wrk) CPU, % of one CPU",
+                "pktfs clwb uring",
+                100.3,
+            ),
+            row(
+                "1 KiB PUT, 256 conns: client (wrk) CPU, % of one CPU",
+                "pktfs clwb epoll",
+                94.0,
+            ),
+            row(
+                "1 KiB PUT, 256 conns: client (wrk) CPU, % of one CPU",
+                "nginx",
+                48.5,
+            ),
+        ];
+        let notes = client_bound_notes(&r, &["pktfs clwb uring", "pktfs clwb epoll"]);
+        assert_eq!(
+            notes,
+            vec![
+                "note: at 256 conns the client was the limit: wrk used a whole CPU \
+                  against pktfs clwb uring 100%; against nginx 48%"
+                    .to_string()
+            ]
+        );
+        assert!(client_bound_notes(&Vec::new(), &["pktfs clwb uring"]).is_empty());
     }
 }
