@@ -456,13 +456,8 @@ impl<'a> Conn<'a> {
     fn date(&mut self) {
         // The Date header has whole seconds: the turn's receive time (the
         // wall clock at the turn's start) serves as well as a read.
-        let now = match self.turn {
-            Some(t) => (t.rx_ns / 1_000_000_000) as i64,
-            None => std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() as i64)
-                .unwrap_or(0),
-        };
+        let ns = self.turn.map_or_else(crate::util::now_ns, |t| t.rx_ns);
+        let now = (ns / 1_000_000_000) as i64;
         if self.date.0 != now {
             self.date = (now, http_date(now));
         }
