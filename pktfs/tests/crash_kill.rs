@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 mod cli_common;
 #[path = "../../tests/tests/prereq/mod.rs"]
 mod prereq;
-use cli_common::{free_port, wait_listening};
+use cli_common::{announced, Proc};
 
 use layout::GeometryParams;
 use pktfs::media::{MapOptions, Pm};
@@ -279,8 +279,10 @@ fn sigkill_mount_daemon_during_writes() {
 }
 
 /// One PUT on a fresh connection; true when answered 201.
-fn put(addr: SocketAddr, path: &str, body: &[u8]) -> bool {
-    let go = || -> std::io::Result<bool> {
+/// One PUT on its own connection; Err says what the server answered
+/// instead of 201, or what went wrong on the connection.
+fn put(addr: SocketAddr, path: &str, body: &[u8]) -> Result<(), String> {
+    let go = || -> std::io::Result<Vec<u8>> {
         let mut s = TcpStream::connect(addr)?;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
         write!(
@@ -291,9 +293,52 @@ fn put(addr: SocketAddr, path: &str, body: &[u8]) -> bool {
         s.write_all(body)?;
         let mut resp = Vec::new();
         s.read_to_end(&mut resp)?;
-        Ok(resp.starts_with(b"HTTP/1.1 201"))
+        Ok(resp)
     };
-    go().unwrap_or(false)
+    match go() {
+        Ok(resp) if resp.starts_with(b"HTTP/1.1 201") => Ok(()),
+        Ok(resp) => Err(format!(
+            "PUT {path} ({} bytes) answered {:?}",
+            body.len(),
+            String::from_utf8_lossy(&resp[..resp.len().min(300)])
+        )),
+        Err(e) => Err(format!("PUT {path} ({} bytes): {e}", body.len())),
+    }
+}
+
+/// `pktfs serve IMAGE ARGS` (its listeners on port 0), its stderr in
+/// `log`; returned with its startup lines once it has bound its
+/// listeners (they name the addresses: [`announced`]). The process is
+/// killed if the test fails before it is.
+fn start_server(img: &Path, args: &[&str], log: &Path) -> (Proc, String) {
+    let mut server = Proc::spawn(
+        Command::new(PKTFS)
+            .arg("serve")
+            .arg(img)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log).unwrap()),
+    );
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("Ctrl-C") {
+        let mut l = String::new();
+        if std::io::BufRead::read_line(&mut out, &mut l).unwrap() == 0 {
+            panic!(
+                "the server ended starting; it said: {said}\n{}",
+                server_said(log)
+            );
+        }
+        said.push_str(&l);
+    }
+    (server, said)
+}
+
+/// What the server wrote to its stderr, for a failure message.
+fn server_said(log: &Path) -> String {
+    let s = std::fs::read_to_string(log).unwrap_or_default();
+    let tail = &s[s.len().saturating_sub(4000)..];
+    format!("the server's stderr ({}):\n{tail}", log.display())
 }
 
 #[test]
@@ -301,25 +346,22 @@ fn sigkill_server_during_uploads_and_raw_streams() {
     let mut rng = Rng(seed() ^ 0xabcdef);
     let rounds = 4;
     for round in 0..rounds {
-        let (_d, img) = image("serve", 768 << 20);
-        let (http, raw) = (free_port(), free_port());
-        let mut server = Command::new(PKTFS)
-            .arg("serve")
-            .arg(&img)
-            .args([
+        let (d, img) = image("serve", 768 << 20);
+        let log = d.path().join("server.log");
+        let (mut server, said) = start_server(
+            &img,
+            &[
                 "--listen",
-                &http.to_string(),
+                "127.0.0.1:0",
                 "--raw-listen",
-                &raw.to_string(),
+                "127.0.0.1:0",
                 "--raw-dir",
                 "/raw",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_listening(http);
-        wait_listening(raw);
+            ],
+            &log,
+        );
+        let http = announced(&said, "HTTP").expect("an HTTP address");
+        let raw = announced(&said, "raw").expect("a raw address");
         let stop = Arc::new(AtomicBool::new(false));
         // Uploads: (path, seed, len, acknowledged).
         let uploads = Arc::new(Mutex::new(Vec::<(String, u64, usize, bool)>::new()));
@@ -331,7 +373,7 @@ fn sigkill_server_during_uploads_and_raw_streams() {
                 while !stop.load(Ordering::Relaxed) {
                     let (path, s, len) =
                         (format!("/u{i}"), r.next(), 1 + r.below(512 << 10) as usize);
-                    let ok = put(http, &path, &pattern(s, len));
+                    let ok = put(http, &path, &pattern(s, len)).is_ok();
                     uploads.lock().unwrap().push((path, s, len, ok));
                     if !ok {
                         break;
@@ -346,8 +388,8 @@ fn sigkill_server_during_uploads_and_raw_streams() {
             let (sent, stop) = (sent.clone(), stop.clone());
             let mut r = Rng(rng.next() | 1);
             std::thread::spawn(move || {
-                // The listener answered the probe and the kill is at least
-                // 150 ms away: a refused connection is a failure, not a
+                // The server announced its bound listener and the kill is
+                // at least 50 ms after the first acknowledged upload: a refused connection is a failure, not a
                 // round that quietly streams nothing.
                 let mut s = TcpStream::connect(raw).expect("connect to the raw listener");
                 let stream = pattern(r.next(), 64 << 20);
@@ -393,11 +435,12 @@ fn sigkill_server_during_uploads_and_raw_streams() {
         let sent = sent.lock().unwrap().clone();
         let raw_dir = v.lookup(v.root(), b"raw").ok().map(|a| a.ino);
         let files = raw_dir.map(|d| v.list_dir(d).unwrap()).unwrap_or_default();
-        // One file per connection: the readiness probe's (empty) and the
-        // stream's. Every one must be a prefix of what was sent to it.
+        // One file per connection, and the stream's is the only one (no
+        // readiness probe: the server's announcement says it listens). It
+        // must be a prefix of what was sent.
         assert!(
-            files.len() <= 2,
-            "round {round}: two connections, at most two files: {files:?}"
+            files.len() <= 1,
+            "round {round}: one connection, at most one file: {files:?}"
         );
         let mut raw_len = 0;
         for f in &files {
@@ -476,25 +519,17 @@ fn sigkill_server_during_replacements_and_deletes() {
     const NAMES: usize = 4;
     let mut rng = Rng(seed() ^ 0x5eed_f11e);
     for round in 0..3 {
-        let (_d, img) = image("replace", 512 << 20);
-        let http = free_port();
-        let mut server = Command::new(PKTFS)
-            .arg("serve")
-            .arg(&img)
-            .args(["--listen", &http.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_listening(http);
+        let (d, img) = image("replace", 512 << 20);
+        let log = d.path().join("server.log");
+        let (mut server, said) = start_server(&img, &["--listen", "127.0.0.1:0"], &log);
+        let http = announced(&said, "HTTP").expect("an HTTP address");
         // Every name starts with a version of its own.
         let mut first = Vec::new();
         for n in 0..NAMES {
             let (s, len) = (rng.next(), 1 + rng.below(100_000) as usize);
-            assert!(
-                put(http, &format!("/f{n}"), &pattern(s, len)),
-                "round {round}: setup"
-            );
+            if let Err(e) = put(http, &format!("/f{n}"), &pattern(s, len)) {
+                panic!("round {round}: setup: {e}\n{}", server_said(&log));
+            }
             first.push(Some((s, len)));
         }
         let stop = Arc::new(AtomicBool::new(false));

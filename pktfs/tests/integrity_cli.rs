@@ -13,7 +13,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
-use cli_common::{chain_json, free_port, mkfs, pktfs, serve, stop};
+use cli_common::{chain_json, mkfs, pktfs, serve, stop};
 
 /// One HTTP/1.1 request with `Connection: close`; returns status and body.
 fn http(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
@@ -39,9 +39,8 @@ fn damaged_payload_never_leaves_and_scrub_names_it() {
     let d = tempfile::tempdir().unwrap();
     let img = d.path().join("img");
     mkfs(&img, 64 << 20);
-    let addr = free_port();
     let log = d.path().join("serve.log");
-    let server = serve(&img, addr, std::fs::File::create(&log).unwrap().into());
+    let (server, addr) = serve(&img, std::fs::File::create(&log).unwrap().into());
     let body: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 255) as u8).collect();
     assert_eq!(http(addr, "PUT", "/f.bin", &body).0, 201);
     assert_eq!(http(addr, "PUT", "/other", b"untouched").0, 201);

@@ -17,10 +17,8 @@ fn access_log_and_request_failures_land_in_the_log_file() {
     drop(vol);
     let img = dir.path().join("img");
     let log = dir.path().join("serve.log");
-    let addr = free_port();
-    let child = serve_with(
+    let (child, addr) = serve_with(
         &img,
-        addr,
         &["--log-level", "info", "--log-file", log.to_str().unwrap()],
         Stdio::null(),
     );

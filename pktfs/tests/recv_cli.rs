@@ -216,8 +216,7 @@ fn recv_into_a_served_image_passes_the_socket_to_the_server() {
     let d = tempfile::tempdir().unwrap();
     let img = d.path().join("img");
     mkfs(&img, 64 << 20);
-    let http = free_port();
-    let server = serve(&img, http, Stdio::null());
+    let (server, http) = serve(&img, Stdio::null());
     let body = data(2_000_000, 3);
     let src = d.path().join("src");
     std::fs::write(&src, &body).unwrap();
@@ -346,8 +345,7 @@ fn a_user_who_may_not_use_the_holder_is_refused() {
     let img = d.path().join("img");
     mkfs(&img, 64 << 20);
     std::fs::set_permissions(&img, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
-    let http = free_port();
-    let server = serve(&img, http, Stdio::null());
+    let (server, _) = serve(&img, Stdio::null());
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let at = l.local_addr().unwrap();
     let t = std::thread::spawn(move || {

@@ -8,7 +8,6 @@
 //! a failure says what failed with the tail of the server's log. Dropping
 //! the value kills the servers.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -51,6 +50,13 @@ pub struct Garage {
 /// port), and are checked free by binding them; a Garage node that still
 /// loses its port is found from its log, and [`Garage::start`] starts
 /// again on fresh ports.
+///
+/// The check binds without listening ([`unclaimed`]): a listening check
+/// socket, however briefly open, is inherited by a child that another
+/// thread of the test spawns at that instant, and goes on accepting
+/// connections in that child until its exec completes; a test's probe of
+/// the port then took it for the server it had just started (CI saw the
+/// first request refused).
 pub fn free_port() -> Result<u16, String> {
     use std::sync::atomic::{AtomicU32, Ordering};
     const LOW: u32 = 20_000;
@@ -66,11 +72,34 @@ pub fn free_port() -> Result<u16, String> {
     );
     for _ in 0..SPAN {
         let port = (LOW + NEXT.fetch_add(1, Ordering::Relaxed) % SPAN) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if unclaimed(port) {
             return Ok(port);
         }
     }
     Err(format!("no free port in {LOW}..{}", LOW + SPAN))
+}
+
+/// Whether 127.0.0.1:`port` can be bound by a server (SO_REUSEADDR, as
+/// servers bind): bound and closed, never listening, so the socket accepts
+/// no connection whoever holds a copy of it. SO_REUSEADDR on the check too:
+/// a copy inherited by another process does not stop the server's bind,
+/// and only a listener (or an exclusive bind) makes the port taken.
+fn unclaimed(port: u16) -> bool {
+    use rustix::net::{bind, socket_with, sockopt, AddressFamily, SocketFlags, SocketType};
+    let Ok(fd) = socket_with(
+        AddressFamily::INET,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    ) else {
+        return false;
+    };
+    sockopt::set_socket_reuseaddr(&fd, true).is_ok()
+        && bind(
+            &fd,
+            &std::net::SocketAddrV4::new([127, 0, 0, 1].into(), port),
+        )
+        .is_ok()
 }
 
 fn random_hex(n: usize) -> String {
@@ -463,6 +492,22 @@ impl Drop for Garage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn a_listened_port_is_claimed_and_the_check_never_listens() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = l.local_addr().unwrap().port();
+        assert!(!unclaimed(taken), "a listener's port counts as taken");
+        drop(l);
+        // A port handed out: nothing accepts on it, and a server (binding
+        // with SO_REUSEADDR, as std does) gets it.
+        let p = free_port().unwrap();
+        assert!(TcpStream::connect(("127.0.0.1", p)).is_err());
+        let server = TcpListener::bind(("127.0.0.1", p)).unwrap();
+        assert!(!unclaimed(p));
+        drop(server);
+    }
 
     /// CI once lost a Garage whose S3 port another socket held: the node
     /// kept running without its S3 API while the other listener passed the

@@ -138,33 +138,46 @@ pub fn mkfs(path: &std::path::Path, bytes: u64) {
     .unwrap();
 }
 
-/// `pktfs serve IMAGE --listen ADDR`, returned once it says it serves and
-/// the port accepts; its stderr goes to `stderr`.
-pub fn serve(img: &std::path::Path, addr: SocketAddr, stderr: Stdio) -> Proc {
-    serve_with(img, addr, &[], stderr)
+/// The address a starting server announced for `service` ("HTTP" or
+/// "raw") in its startup lines ([`startup_lines`]): what it bound, so a
+/// server told to listen on port 0 is found without a guess.
+pub fn announced(said: &str, service: &str) -> Option<SocketAddr> {
+    said.lines().find_map(|l| {
+        let mut words = l.split_whitespace();
+        if words.next()? != service {
+            return None;
+        }
+        let w = words.next()?;
+        let w = w.strip_prefix("http://").unwrap_or(w).trim_end_matches('/');
+        w.parse().ok()
+    })
+}
+
+/// `pktfs serve IMAGE --listen 127.0.0.1:0`, returned with the address it
+/// announced once it says it serves; its stderr goes to `stderr`.
+///
+/// Port 0 and the announcement, not a chosen port and a probe: a probe
+/// cannot tell this server from another socket on the port, and a port
+/// checked free by listening on it can be inherited, still listening, by
+/// a child another test thread spawns at that instant (CI saw a probe
+/// answered that way and the first request refused).
+pub fn serve(img: &std::path::Path, stderr: Stdio) -> (Proc, SocketAddr) {
+    serve_with(img, &[], stderr)
 }
 
 /// [`serve`] with more arguments.
-pub fn serve_with(img: &std::path::Path, addr: SocketAddr, extra: &[&str], stderr: Stdio) -> Proc {
+pub fn serve_with(img: &std::path::Path, extra: &[&str], stderr: Stdio) -> (Proc, SocketAddr) {
     let mut c = Proc::spawn(
         Command::new(PKTFS)
-            .args([
-                "serve",
-                img.to_str().unwrap(),
-                "--listen",
-                &addr.to_string(),
-            ])
+            .args(["serve", img.to_str().unwrap(), "--listen", "127.0.0.1:0"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(stderr),
     );
-    let mut first = String::new();
-    BufReader::new(c.stdout.as_mut().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    assert!(first.contains("serving"), "{first}");
-    wait_listening(addr);
-    c
+    let said = startup_lines(&mut c);
+    assert!(said.contains("serving"), "{said}");
+    let addr = announced(&said, "HTTP").unwrap_or_else(|| panic!("no HTTP address in: {said}"));
+    (c, addr)
 }
 
 /// SIGINT, then wait (bounded) for the process to end, whatever its status.
