@@ -278,7 +278,6 @@ fn sigkill_mount_daemon_during_writes() {
     }
 }
 
-/// One PUT on a fresh connection; true when answered 201.
 /// One PUT on its own connection; Err says what the server answered
 /// instead of 201, or what went wrong on the connection.
 fn put(addr: SocketAddr, path: &str, body: &[u8]) -> Result<(), String> {
@@ -388,9 +387,10 @@ fn sigkill_server_during_uploads_and_raw_streams() {
             let (sent, stop) = (sent.clone(), stop.clone());
             let mut r = Rng(rng.next() | 1);
             std::thread::spawn(move || {
-                // The server announced its bound listener and the kill is
-                // at least 50 ms after the first acknowledged upload: a refused connection is a failure, not a
-                // round that quietly streams nothing.
+                // The server announced its bound listener, and the kill
+                // comes at least 50 ms after the first acknowledged upload:
+                // a refused connection is a failure, not a round that
+                // quietly streams nothing.
                 let mut s = TcpStream::connect(raw).expect("connect to the raw listener");
                 let stream = pattern(r.next(), 64 << 20);
                 let mut at = 0;
