@@ -318,18 +318,12 @@ fn start_server(img: &Path, args: &[&str], log: &Path) -> (Proc, String) {
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(log).unwrap()),
     );
-    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("Ctrl-C") {
-        let mut l = String::new();
-        if std::io::BufRead::read_line(&mut out, &mut l).unwrap() == 0 {
-            panic!(
-                "the server ended starting; it said: {said}\n{}",
-                server_said(log)
-            );
-        }
-        said.push_str(&l);
-    }
+    let said = cli_common::try_startup_lines(&mut server).unwrap_or_else(|said| {
+        panic!(
+            "the server ended starting; it said: {said}\n{}",
+            server_said(log)
+        )
+    });
     (server, said)
 }
 

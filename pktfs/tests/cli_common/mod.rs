@@ -102,14 +102,22 @@ pub fn interrupt(mut child: Proc) -> String {
 /// What a starting `pktfs serve` (stdout piped) prints up to its
 /// "Ctrl-C" line: how it serves, its limits, its URLs.
 pub fn startup_lines(server: &mut Proc) -> String {
+    try_startup_lines(server).unwrap_or_else(|said| panic!("server said: {said}"))
+}
+
+/// [`startup_lines`], or what the server said before its output ended
+/// (it exited while starting).
+pub fn try_startup_lines(server: &mut Proc) -> Result<String, String> {
     let mut out = BufReader::new(server.stdout.take().expect("stdout piped"));
     let mut said = String::new();
     while !said.contains("Ctrl-C") {
         let mut l = String::new();
-        assert!(out.read_line(&mut l).unwrap() > 0, "server said: {said}");
+        if out.read_line(&mut l).unwrap() == 0 {
+            return Err(said);
+        }
         said.push_str(&l);
     }
-    said
+    Ok(said)
 }
 
 /// Wait (at most 20 s) until something accepts connections on `addr`.
