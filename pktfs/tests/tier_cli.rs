@@ -29,7 +29,15 @@ fn garage() -> prereq::Check {
 /// fsck.pktfs, built beside pktfs: cargo builds it for its own package's
 /// tests (`cargo test --workspace`), not for this package's alone.
 fn fsck_bin() -> PathBuf {
-    Path::new(PKTFS).with_file_name("fsck-pktfs")
+    // Another package's binary: `cargo test --workspace` builds it, a
+    // test run of this package alone does not.
+    let p = Path::new(PKTFS).with_file_name("fsck-pktfs");
+    assert!(
+        p.exists(),
+        "{} is not built: run `cargo test --workspace` (or `cargo build -p pktfs-fsck` first)",
+        p.display()
+    );
+    p
 }
 
 /// `pktfs ARGS` with the store's environment.
