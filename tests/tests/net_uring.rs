@@ -546,10 +546,14 @@ fn busy_polling_is_counted_and_can_be_turned_off() {
         if busy.is_zero() {
             assert_eq!((st.polled, scraped), (0, 0.0), "{st:?}");
         } else {
-            // At least each answer's send completion is found by the poll
-            // that follows the turn which queued it.
-            assert!(st.polled >= 200, "{st:?}");
-            assert!(scraped >= 200.0, "{scraped}");
+            // The client sends each request as soon as it has the answer
+            // to the last, within the window: polls find most of them.
+            // (One connection's answers go out at once, not through the
+            // ring, so no send completion is there to be found instead.)
+            // Not all: on a loaded machine the client is now and then
+            // late, and three misses in a row pause polling.
+            assert!(st.polled >= 100, "{st:?}");
+            assert!(scraped >= st.polled as f64, "{scraped} < {st:?}");
         }
         stop_and_check(&mut s);
     }
@@ -589,19 +593,19 @@ fn busy_polling_pauses_for_a_paced_client() {
     );
     // Back to back: the pause ends (at the latest after its 64 waits, or
     // at once when a sleep is shorter than the window) and polls find
-    // the next requests again. Every request's send completion is found
-    // by a poll in any case (880 turns, and a few for the /metrics
-    // scrape); a loop that stayed paused would find hardly more. The bar
-    // is low because a loaded machine (the other tests of this binary run
+    // the next requests again. One connection's answers go out at once,
+    // not through the ring, so the polls find requests only, and a loop
+    // that stayed paused would find next to none of the 880. The bar is
+    // half because a loaded machine (the other tests of this binary run
     // beside this one) delays the client past the window now and then,
-    // and each such miss is a pause.
+    // and three such misses in a row are a pause.
     for k in 120..1_000 {
         put(&mut c, k);
     }
     drop(c);
     let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
     assert!(
-        st.polled - paced.polled >= 880 + 20,
+        st.polled - paced.polled >= 440,
         "back to back: {st:?}, after the paced part: {paced:?}"
     );
     for k in 996..1_000 {

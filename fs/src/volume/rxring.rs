@@ -56,8 +56,10 @@ pub struct RxRingConfig {
     /// the ring only for what does not fit the socket buffer. Off by
     /// default: a `SendMsg` SQE per answer, submitted with the loop's next
     /// `io_uring_enter` (one system call for a whole turn's answers), was
-    /// measured faster at 16 and 256 connections and no slower at one
-    /// (docs/NETPATH.md, "Answers go through the ring").
+    /// measured faster at 16 and 256 connections (docs/NETPATH.md,
+    /// "Answers go through the ring"). netpath's io_uring loops turn it on
+    /// for a turn that received on one connection only
+    /// ([`RxRing::set_inline_sends`]), where there is nothing to batch.
     pub inline_sends: bool,
     /// io_uring, or the epoll fallback that carries out the same requests
     /// (`media::epoll`).
@@ -277,6 +279,11 @@ impl<'v> RxRing<'v> {
     /// The backend the ring runs on.
     pub fn backend(&self) -> Backend {
         self.ring.backend()
+    }
+    /// Whether the sends started from now on try a non-blocking `sendmsg`
+    /// first ([`RxRingConfig::inline_sends`]); the loops choose per turn.
+    pub fn set_inline_sends(&mut self, on: bool) {
+        self.cfg.inline_sends = on;
     }
     /// Incremental consumption is on.
     pub fn incremental(&self) -> bool {

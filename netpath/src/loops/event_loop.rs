@@ -40,6 +40,7 @@ mod poll;
 mod send;
 
 use poll::{Plan, PollGovernor};
+use send::SendPath;
 
 /// Longest wait in one turn: how soon a stop request is seen.
 const MAX_WAIT: Duration = Duration::from_millis(100);
@@ -120,6 +121,9 @@ struct Loop<'v> {
     starved: Vec<u64>,
     accept_armed: Vec<bool>,
     accept_retry_at: Vec<Option<Instant>>,
+    /// Answers of a turn that received on one connection go out at once
+    /// (`SendPath`, in `send.rs`).
+    sends: SendPath,
     report: LoopReport,
 }
 
@@ -142,6 +146,7 @@ pub fn run(
             return LoopReport::default();
         }
     };
+    let sends = SendPath::new(ring.backend(), &params.ring);
     let mut l = Loop {
         vol: &vol,
         ring,
@@ -157,6 +162,7 @@ pub fn run(
         starved: Vec::new(),
         accept_armed: vec![false; services.len()],
         accept_retry_at: vec![None; services.len()],
+        sends,
         report: LoopReport::default(),
     };
     for k in 0..services.len() {
@@ -248,15 +254,18 @@ impl<'v> Loop<'v> {
             if let (true, Some(from)) = (worked, slept_from) {
                 governor.slept(now.saturating_duration_since(from));
             }
-            // The wall clock only for a turn that received bytes (a turn
-            // of send completions, every other one at one connection,
-            // needs none). Receive times never go back within a loop (each
-            // connection stays on one loop, so its records' stamps ascend
-            // with the stream even when the wall clock steps back).
-            let received = events
+            // How many receives the turn has decides how its answers
+            // leave (`SendPath`). The wall clock only for a turn that
+            // received bytes (a turn of send completions needs none).
+            // Receive times never go back within a loop (each connection
+            // stays on one loop, so its records' stamps ascend with the
+            // stream even when the wall clock steps back).
+            let receives = events
                 .iter()
-                .any(|e| matches!(e, RingEvent::Received { .. }));
-            if received {
+                .filter(|e| matches!(e, RingEvent::Received { .. }))
+                .count();
+            self.sends.turn(&mut self.ring, receives);
+            if receives > 0 {
                 last_rx_ns = now_ns().max(last_rx_ns);
             }
             let at = TurnClock {

@@ -24,7 +24,9 @@
 //!   only errs towards pausing).
 //!
 //! Only polls that wait for the peer are judged. After a turn that queued
-//! a send, the loop polls for that send's own completion, which comes
+//! a send through the ring (an answer sent at once, as a turn with one
+//! receive sends it, queues nothing: `SendPath`), the loop polls for that
+//! send's own completion, which comes
 //! within microseconds when the socket has room; such polls always run
 //! and are not counted, or a paced client (each request a found send
 //! completion and a missed wait for the next request) would never let the
