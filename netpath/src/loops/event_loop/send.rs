@@ -21,9 +21,10 @@ use super::{Loop, LINGER};
 /// `io_uring_enter` the loop makes anyway to poll or wait, which pays when
 /// a turn has several. A turn that received once has one answer and
 /// nothing to batch it with; through the ring it costs an SQE, a
-/// completion and a turn to reap it, where sent at once it is one system
-/// call. Stand-alone on the 2-vCPU AMD EPYC (1 KiB PUTs from wrk,
-/// interleaved 2 s rounds, medians): at one connection 36.8 / 37.0 µs of
+/// completion and a turn to reap it, where sent at once it is one
+/// `sendmsg` and nothing after. Stand-alone on a 2-vCPU AMD EPYC (clwb and
+/// VPCLMULQDQ, no AVX-512; 1 KiB PUTs from wrk, interleaved 2 s rounds,
+/// medians): at one connection 36.8 / 37.0 µs of
 /// server CPU per request sent at once against 38.1 / 38.8 through the
 /// ring (12 and 8 rounds; the epoll loops 36.8 / 38.1); at 16 and 256
 /// connections the ring 11.1 and 13.3 µs against 12.5 and 14.5 at once.
