@@ -66,11 +66,99 @@ impl ChildDir {
     }
 }
 
-/// Block until the parent closes our stdin.
+/// Block until the parent closes our stdin, or until SIGINT, SIGTERM or
+/// SIGHUP: a child stopped by hand (Ctrl-C, `kill`) then still removes
+/// its image (a 1 GiB file in /dev/shm) instead of leaving it to fill
+/// the memory of the next runs.
 pub fn wait_for_parent() {
-    let mut buf = [0u8; 64];
-    let mut stdin = std::io::stdin().lock();
-    while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+    let (tx, done) = std::sync::mpsc::channel::<()>();
+    match netpath::signal::shutdown_signal() {
+        Ok(sig) => {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                if sig.recv().is_ok() {
+                    let _ = tx.send(());
+                }
+            });
+        }
+        Err(e) => eprintln!("netbench child: {e}; only the parent's exit stops it cleanly"),
+    }
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let mut stdin = std::io::stdin().lock();
+        while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+        let _ = tx.send(());
+    });
+    let _ = done.recv();
+}
+
+/// The directories netbench runs make for themselves: `PREFIX-PID` under
+/// these bases (the run's images and nginx's prefix under /dev/shm, the
+/// ext4 baseline's files under /tmp).
+const OWN_DIRS: [(&str, &str); 2] = [("/dev/shm", "pktfs-netbench-"), ("/tmp", "pktfs-netbench-")];
+
+/// Remove what netbench processes that no longer exist left behind (one
+/// killed with SIGKILL, or by the OOM killer, cannot clean up: each left
+/// image is a GiB of tmpfs, that is of memory). A directory whose PID is
+/// alive is kept, whatever runs under that PID now. Returns each
+/// directory removed and its size in bytes.
+pub fn sweep_stale() -> Vec<(PathBuf, u64)> {
+    sweep_stale_in(&OWN_DIRS, |pid| Path::new(&format!("/proc/{pid}")).exists())
+}
+
+fn sweep_stale_in(bases: &[(&str, &str)], alive: impl Fn(u32) -> bool) -> Vec<(PathBuf, u64)> {
+    let mut removed = Vec::new();
+    for (base, prefix) in bases {
+        let Ok(entries) = std::fs::read_dir(base) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(prefix))
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            // Only directories (not symlinks), of dead processes.
+            if pid == std::process::id() || alive(pid) || !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = e.path();
+            let bytes = tree_bytes(&path);
+            if std::fs::remove_dir_all(&path).is_ok() {
+                removed.push((path, bytes));
+            }
+        }
+    }
+    removed
+}
+
+/// Bytes of the regular files under `dir` (not following symlinks).
+fn tree_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Sweep (see [`sweep_stale`]) and say what went.
+pub fn sweep_stale_and_report() {
+    for (path, bytes) in sweep_stale() {
+        println!(
+            "removed {} ({} MiB), left by a netbench that no longer runs",
+            path.display(),
+            bytes >> 20
+        );
+    }
 }
 
 /// A server running as a child process.
@@ -251,6 +339,32 @@ pub fn raise_nofile() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only directories named for a dead PID go, with their size; a live
+    /// PID's, a name that is not a PID, a plain file and other names stay.
+    #[test]
+    fn the_sweep_removes_only_dead_runs_directories() {
+        let base = std::env::temp_dir().join(format!("netbench-sweep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dead = base.join("run-41");
+        std::fs::create_dir_all(dead.join("nginx")).unwrap();
+        std::fs::write(dead.join("a.img"), vec![0u8; 3000]).unwrap();
+        std::fs::write(dead.join("nginx").join("error.log"), vec![0u8; 1000]).unwrap();
+        for keep in ["run-42", "run-x1", "other-41"] {
+            std::fs::create_dir_all(base.join(keep)).unwrap();
+        }
+        std::fs::write(base.join("run-43"), b"a file").unwrap();
+        let b = base.display().to_string();
+        let removed = sweep_stale_in(&[(b.as_str(), "run-")], |pid| pid == 42);
+        assert_eq!(removed, vec![(dead.clone(), 4000)]);
+        assert!(!dead.exists());
+        for keep in ["run-42", "run-x1", "other-41", "run-43"] {
+            assert!(base.join(keep).exists(), "{keep} was removed");
+        }
+        // Nothing left to sweep: a second pass removes nothing.
+        assert!(sweep_stale_in(&[(b.as_str(), "run-")], |pid| pid == 42).is_empty());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     /// A child given a directory that holds other files leaves them (and
     /// the directory) and removes only its own; a directory it made goes

@@ -102,6 +102,12 @@ const EPOLL: &str = "pktfs clwb epoll";
 /// where io_uring is unusable).
 const CLFLUSHOPT: &str = "pktfs clflushopt";
 
+/// Stop the run with a message a person can act on (no backtrace).
+pub(crate) fn fail(msg: &str) -> ! {
+    eprintln!("netbench: {msg}");
+    std::process::exit(1)
+}
+
 fn fs_type(p: &Path) -> String {
     let out = std::process::Command::new("df").arg("-T").arg(p).output();
     out.ok()
@@ -130,6 +136,9 @@ fn main() {
         None => {}
     }
     let args = cli.run;
+    // Images of runs that were killed (each a GiB of /dev/shm, that is of
+    // memory) would otherwise squeeze this run's and skew it.
+    child::sweep_stale_and_report();
     // The machine sets the pace (clwb or not, CRC32C speed): say which.
     let machine = pktfs::media::machine::Machine::measure();
     println!("netbench on {machine}");
@@ -146,8 +155,31 @@ fn main() {
     let pid = std::process::id();
     let shm = PathBuf::from(format!("/dev/shm/pktfs-netbench-{pid}"));
     let ext4_base = PathBuf::from(format!("/tmp/pktfs-netbench-{pid}"));
-    std::fs::create_dir_all(&shm).expect("shm dir");
-    std::fs::create_dir_all(&ext4_base).expect("ext4 dir");
+    for d in [&shm, &ext4_base] {
+        if let Err(e) = std::fs::create_dir_all(d) {
+            fail(&format!("cannot make {}: {e}", d.display()));
+        }
+    }
+    // Ctrl-C or `kill`: this run's directories go with it (the children
+    // remove their own when their stdin closes or the signal reaches them;
+    // nginx dies with its parent).
+    {
+        let dirs = [shm.clone(), ext4_base.clone()];
+        match netpath::signal::shutdown_signal() {
+            Ok(sig) => {
+                std::thread::spawn(move || {
+                    if sig.recv().is_ok() {
+                        for d in &dirs {
+                            let _ = std::fs::remove_dir_all(d);
+                        }
+                        eprintln!("netbench: stopped by a signal; removed its directories");
+                        std::process::exit(130);
+                    }
+                });
+            }
+            Err(e) => println!("{e}: a run stopped by a signal leaves its directories"),
+        }
+    }
     let nofile = child::raise_nofile();
     let mut notes: Vec<String> = Vec::new();
 

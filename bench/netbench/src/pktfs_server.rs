@@ -72,8 +72,12 @@ pub fn image_file(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> (PathBuf, u
     )
 }
 
-pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServer {
+///
+/// An image that cannot be made or served (no room left in /dev/shm, a
+/// persist mode the CPU lacks) is an error naming the image and the cause.
+pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> Result<PktfsServer, String> {
     let (img, _) = image_file(dir, spec, image_bytes);
+    let what = |step: &str, e: &dyn std::fmt::Display| format!("{}: {step}: {e}", spec.name);
     Volume::format(
         &img,
         &FormatOptions {
@@ -82,7 +86,7 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServe
         },
         &mut |_, _| {},
     )
-    .expect("format");
+    .map_err(|e| what("cannot format its image", &e))?;
     let vol = Arc::new(
         Volume::open(
             &img,
@@ -91,7 +95,7 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServe
                 ..Default::default()
             },
         )
-        .expect("open"),
+        .map_err(|e| what("cannot open its image", &e))?,
     );
     let mut cfg = netpath::Config {
         http_listen: Some("127.0.0.1:0".parse().expect("addr")),
@@ -116,14 +120,15 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> PktfsServe
     // zeroes pages on the other core, and the first copies into pages it
     // has not reached take a fault each).
     vol.pm().wait_populated();
-    let svc = netpath::Services::start(vol.clone(), cfg, None).expect("start");
-    PktfsServer {
+    let svc =
+        netpath::Services::start(vol.clone(), cfg, None).map_err(|e| what("cannot serve", &e))?;
+    Ok(PktfsServer {
         name: spec.name.clone(),
         addr: svc.http_addr().expect("http"),
         vol,
         io: svc.io_summary(),
         _svc: svc,
-    }
+    })
 }
 
 /// The arguments that make a netbench child serve `spec`.
@@ -181,7 +186,14 @@ pub fn serve_pktfs(a: &crate::cli::PktfsArgs) {
     spec.ring_entry_bytes = a.ring_entry_kib.map(|k| k.saturating_mul(1024));
     let image_bytes = a.image_mib << 20;
     let dir = crate::child::ChildDir::new(a.dir.clone());
-    let s = start_pktfs(dir.path(), &spec, image_bytes);
+    let s = match start_pktfs(dir.path(), &spec, image_bytes) {
+        Ok(s) => s,
+        Err(e) => {
+            let (img, _) = image_file(dir.path(), &spec, image_bytes);
+            dir.remove([img]);
+            crate::fail(&e);
+        }
+    };
     crate::child::announce(name, s.addr, &s.io);
     crate::child::wait_for_parent();
     drop(s);

@@ -127,7 +127,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     );
     let servers: Vec<PktfsServer> = specs
         .iter()
-        .map(|s| start_pktfs(o.shm, s, image_bytes))
+        .map(|s| start_pktfs(o.shm, s, image_bytes).unwrap_or_else(|e| crate::fail(&e)))
         .collect();
     for s in &servers {
         println!("{} (large transfers, in this process): io {}", s.name, s.io);
