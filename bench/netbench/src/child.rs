@@ -97,6 +97,16 @@ pub fn wait_for_parent() {
 /// ext4 baseline's files under /tmp).
 const OWN_DIRS: [(&str, &str); 2] = [("/dev/shm", "pktfs-netbench-"), ("/tmp", "pktfs-netbench-")];
 
+/// Remove this process's own directories (`PREFIX-PID` under each base;
+/// a missing one is fine): a run stopping early takes its images along.
+pub fn remove_own_dirs() {
+    for (base, prefix) in OWN_DIRS {
+        let _ = std::fs::remove_dir_all(
+            Path::new(base).join(format!("{prefix}{}", std::process::id())),
+        );
+    }
+}
+
 /// Remove what netbench processes that no longer exist left behind (one
 /// killed with SIGKILL, or by the OOM killer, cannot clean up: each left
 /// image is a GiB of tmpfs, that is of memory). A directory whose PID is

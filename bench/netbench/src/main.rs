@@ -102,8 +102,10 @@ const EPOLL: &str = "pktfs clwb epoll";
 /// where io_uring is unusable).
 const CLFLUSHOPT: &str = "pktfs clflushopt";
 
-/// Stop the run with a message a person can act on (no backtrace).
+/// Stop the run with a message a person can act on (no backtrace),
+/// removing its directories.
 pub(crate) fn fail(msg: &str) -> ! {
+    child::remove_own_dirs();
     eprintln!("netbench: {msg}");
     std::process::exit(1)
 }
@@ -163,22 +165,17 @@ fn main() {
     // Ctrl-C or `kill`: this run's directories go with it (the children
     // remove their own when their stdin closes or the signal reaches them;
     // nginx dies with its parent).
-    {
-        let dirs = [shm.clone(), ext4_base.clone()];
-        match netpath::signal::shutdown_signal() {
-            Ok(sig) => {
-                std::thread::spawn(move || {
-                    if sig.recv().is_ok() {
-                        for d in &dirs {
-                            let _ = std::fs::remove_dir_all(d);
-                        }
-                        eprintln!("netbench: stopped by a signal; removed its directories");
-                        std::process::exit(130);
-                    }
-                });
-            }
-            Err(e) => println!("{e}: a run stopped by a signal leaves its directories"),
+    match netpath::signal::shutdown_signal() {
+        Ok(sig) => {
+            std::thread::spawn(move || {
+                if sig.recv().is_ok() {
+                    child::remove_own_dirs();
+                    eprintln!("netbench: stopped by a signal; removed its directories");
+                    std::process::exit(130);
+                }
+            });
         }
+        Err(e) => println!("{e}: a run stopped by a signal leaves its directories"),
     }
     let nofile = child::raise_nofile();
     let mut notes: Vec<String> = Vec::new();

@@ -61,8 +61,6 @@ pub fn uring_usable() -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// Format an image of `image_bytes` in `dir` and serve it over HTTP on a
-/// free loopback port.
 /// Where [`start_pktfs`] puts `spec`'s image in `dir`, and its length for
 /// an `image_bytes` request.
 pub fn image_file(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> (PathBuf, u64) {
@@ -72,9 +70,10 @@ pub fn image_file(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> (PathBuf, u
     )
 }
 
-///
-/// An image that cannot be made or served (no room left in /dev/shm, a
-/// persist mode the CPU lacks) is an error naming the image and the cause.
+/// Format an image of `image_bytes` in `dir` and serve it over HTTP on a
+/// free loopback port. An image that cannot be made or served (no room
+/// left in /dev/shm, a persist mode the CPU lacks) is an error naming the
+/// server and the cause.
 pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> Result<PktfsServer, String> {
     let (img, _) = image_file(dir, spec, image_bytes);
     let what = |step: &str, e: &dyn std::fmt::Display| format!("{}: {step}: {e}", spec.name);
