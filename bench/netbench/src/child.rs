@@ -38,7 +38,8 @@ pub struct ChildDir {
 impl ChildDir {
     pub fn new(given: Option<PathBuf>) -> ChildDir {
         let path = given.unwrap_or_else(|| {
-            PathBuf::from(format!("/dev/shm/pktfs-netbench-{}", std::process::id()))
+            let [shm, _] = own_dirs();
+            shm
         });
         let made = !path.exists();
         if let Err(e) = std::fs::create_dir_all(&path) {
@@ -97,13 +98,17 @@ pub fn wait_for_parent() {
 /// ext4 baseline's files under /tmp).
 const OWN_DIRS: [(&str, &str); 2] = [("/dev/shm", "pktfs-netbench-"), ("/tmp", "pktfs-netbench-")];
 
-/// Remove this process's own directories (`PREFIX-PID` under each base;
-/// a missing one is fine): a run stopping early takes its images along.
+/// This process's own directories, in the order of [`OWN_DIRS`]: the
+/// images' under /dev/shm and the ext4 baseline's under /tmp.
+pub fn own_dirs() -> [PathBuf; 2] {
+    OWN_DIRS.map(|(base, prefix)| Path::new(base).join(format!("{prefix}{}", std::process::id())))
+}
+
+/// Remove this process's own directories (a missing one is fine): a run
+/// stopping early takes its images along.
 pub fn remove_own_dirs() {
-    for (base, prefix) in OWN_DIRS {
-        let _ = std::fs::remove_dir_all(
-            Path::new(base).join(format!("{prefix}{}", std::process::id())),
-        );
+    for d in own_dirs() {
+        let _ = std::fs::remove_dir_all(d);
     }
 }
 

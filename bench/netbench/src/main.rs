@@ -84,7 +84,7 @@ mod report;
 mod transfer;
 mod volume_costs;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use pktfs::media::{FlushInsn, PersistChoice};
 
@@ -154,9 +154,7 @@ fn main() {
     let many_secs = args.many_secs;
     let many_rounds = args.many_rounds as usize;
     let want = |s: Section| args.wants(s);
-    let pid = std::process::id();
-    let shm = PathBuf::from(format!("/dev/shm/pktfs-netbench-{pid}"));
-    let ext4_base = PathBuf::from(format!("/tmp/pktfs-netbench-{pid}"));
+    let [shm, ext4_base] = child::own_dirs();
     for d in [&shm, &ext4_base] {
         if let Err(e) = std::fs::create_dir_all(d) {
             fail(&format!("cannot make {}: {e}", d.display()));
