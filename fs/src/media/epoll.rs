@@ -62,13 +62,16 @@ struct Provided {
     used: u32,
 }
 
-/// A send that did not fit the socket: its iovecs are kept until it
+/// A send not yet completed: queued until the next submission, or tried
+/// and waiting for room in the socket. Its iovecs are kept until it
 /// completes (the memory they name is the caller's, under
 /// `send_segments`' contract).
 #[derive(Debug)]
 struct PendingSend {
     ud: u64,
     iovs: Vec<libc::iovec>,
+    /// Tried once and the socket had no room: epoll says when it has.
+    waiting: bool,
 }
 
 /// The requests armed on one fd.
@@ -88,13 +91,13 @@ impl FdState {
         if self.accept.is_some() || self.recv.is_some() || self.drain.is_some() {
             ev |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
         }
-        if self.send.is_some() {
+        if self.send.as_ref().is_some_and(|s| s.waiting) {
             ev |= libc::EPOLLOUT as u32;
         }
         ev
     }
     fn is_idle(&self) -> bool {
-        self.wanted() == 0
+        self.wanted() == 0 && self.send.is_none()
     }
 }
 
@@ -113,6 +116,9 @@ pub struct EpollRing {
     by_ud: FxHashMap<u64, RawFd>,
     /// Completions posted and not yet reaped.
     done: VecDeque<Cqe>,
+    /// Sends queued since the last submission, in order: `(fd, user_data)`
+    /// (see `send_segments`).
+    queued: Vec<(RawFd, u64)>,
     /// Requests whose last completion has not been reaped.
     inflight: usize,
     fresh_sends: usize,
@@ -162,6 +168,7 @@ impl EpollRing {
             fds: FxHashMap::default(),
             by_ud: FxHashMap::default(),
             done: VecDeque::new(),
+            queued: Vec::new(),
             inflight: 0,
             fresh_sends: 0,
             sink: Vec::new(),
@@ -212,7 +219,8 @@ impl EpollRing {
         };
         let want = st.wanted();
         if want == st.registered {
-            if want == 0 {
+            // A queued send keeps its fd's state (nothing to register yet).
+            if st.is_idle() {
                 self.fds.remove(&fd);
             }
             return;
@@ -242,7 +250,7 @@ impl EpollRing {
             return;
         }
         st.registered = want;
-        if want == 0 {
+        if st.is_idle() {
             self.fds.remove(&fd);
         }
     }
@@ -370,10 +378,19 @@ impl EpollRing {
         send_now(self.base, self.len, fd, head, segs)
     }
 
-    /// Send on `fd`: tried at once; what does not fit the socket buffer
-    /// waits for epoll to say there is room. Completes with the bytes the
-    /// kernel took (possibly fewer than offered), as a ring send does.
-    /// Contract: `NetRing::send_segments`'.
+    /// Send on `fd`, as a ring does: queued now, tried at the next
+    /// submission (`submit_and_wait`, `submit_and_poll`); what does not fit
+    /// the socket buffer then waits for epoll to say there is room.
+    /// Completes with the bytes the kernel took (possibly fewer than
+    /// offered), as a ring send does. Contract: `NetRing::send_segments`'.
+    ///
+    /// Why queue instead of sending at once: a turn that answers many
+    /// connections then sends its answers back to back after its commits,
+    /// as the ring's one `io_uring_enter` does, instead of a `sendmsg`
+    /// between each commit (each drags the loopback delivery and the
+    /// peer's wake-up through the caches the next commit wants). A turn
+    /// with one answer sends it at once instead (`send_now`, chosen by the
+    /// loop).
     pub(crate) fn send_segments(
         &mut self,
         fd: RawFd,
@@ -392,33 +409,50 @@ impl EpollRing {
         let iovs: Vec<libc::iovec> = iovecs(self.base, self.len, head, segs).collect();
         self.fresh_sends += 1;
         self.inflight += 1;
-        match sendmsg_now(fd, &iovs) {
-            Ok(n) => {
-                self.post(user_data, n as i32, 0);
-                Ok(())
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+        self.by_ud.insert(user_data, fd);
+        self.fds.entry(fd).or_default().send = Some(PendingSend {
+            ud: user_data,
+            iovs,
+            waiting: false,
+        });
+        self.queued.push((fd, user_data));
+        Ok(())
+    }
+
+    /// Try the queued sends, in the order they were queued.
+    fn submit(&mut self) {
+        let mut queued = std::mem::take(&mut self.queued);
+        for &(fd, ud) in &queued {
+            let Some(st) = self.fds.get_mut(&fd) else {
+                continue; // cancelled, its fd's state gone
+            };
+            let Some(s) = st.send.as_mut().filter(|s| s.ud == ud && !s.waiting) else {
+                continue; // cancelled
+            };
+            match sendmsg_now(fd, &s.iovs) {
+                Ok(n) => {
+                    st.send = None;
+                    self.post_last(ud, n as i32, 0);
+                }
                 // No room: kept (the memory it names stays the caller's
                 // until the completion) until epoll says there is.
-                self.inflight -= 1;
-                self.arm(fd, user_data, |st| {
-                    st.send = Some(PendingSend {
-                        ud: user_data,
-                        iovs,
-                    });
-                    true
-                })
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => s.waiting = true,
+                Err(e) => {
+                    st.send = None;
+                    self.post_last(ud, -e.raw_os_error().unwrap_or(libc::EIO), 0);
+                }
             }
-            Err(e) => {
-                self.post(user_data, -e.raw_os_error().unwrap_or(libc::EIO), 0);
-                Ok(())
-            }
+            self.update(fd);
         }
+        queued.clear();
+        // The allocation is kept for the next turn's sends.
+        self.queued = queued;
     }
 
     /// Wait until a completion is posted, at most `timeout` (rounded up to
     /// whole milliseconds, epoll's unit). A signal is not an error.
     pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.submit();
         if !self.done.is_empty() {
             return Ok(());
         }
@@ -472,8 +506,13 @@ impl EpollRing {
         let input =
             bits & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
         let output = bits & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
-        let (accept, recv, drain, send) =
-            (st.accept, st.recv, st.drain, st.send.as_ref().map(|s| s.ud));
+        let (accept, recv, drain, send) = (
+            st.accept,
+            st.recv,
+            st.drain,
+            // A queued send goes at the next submission, in its turn.
+            st.send.as_ref().filter(|s| s.waiting).map(|s| s.ud),
+        );
         if input {
             if let Some(ud) = accept {
                 self.accept_ready(fd, ud);
@@ -656,6 +695,7 @@ impl EpollRing {
             }
             self.update(fd);
         }
+        self.queued.clear();
         let uds: Vec<u64> = self.by_ud.keys().copied().collect();
         for ud in uds {
             self.post_last(ud, -libc::ECANCELED, 0);
@@ -667,7 +707,7 @@ impl EpollRing {
 
 impl Polled for EpollRing {
     fn queued(&mut self) -> bool {
-        false
+        !self.queued.is_empty()
     }
     fn posted(&mut self) -> bool {
         !self.done.is_empty()
@@ -677,6 +717,7 @@ impl Polled for EpollRing {
         true
     }
     fn enter(&mut self) -> io::Result<()> {
+        self.submit();
         self.pump(0)
     }
 }

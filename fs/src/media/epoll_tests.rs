@@ -140,6 +140,8 @@ fn a_send_that_does_not_fit_waits_for_room() {
             k,
         )
         .unwrap();
+        // Queued until a submission, as on a ring; this one tries it.
+        r.submit_and_poll(Duration::ZERO).unwrap();
         r.reap(&mut out);
         match out.pop() {
             Some(c) => sent += c.result as u64,
@@ -192,4 +194,65 @@ fn a_second_request_of_a_kind_is_refused_and_the_first_stays_armed() {
     assert_eq!((out[0].user_data, out[0].result), (1, 1));
     assert!(r.quiesce(&mut out));
     assert_eq!(r.inflight(), 0);
+}
+
+#[test]
+fn a_send_goes_at_the_next_submission_and_a_cancelled_one_never() {
+    let pm = Pm::from_bytes(vec![0u8; 16 << 10]);
+    pm.write(0, b"abcdef");
+    let mut r = EpollRing::new(&pm, 1).unwrap();
+    let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+    b.set_nonblocking(true).unwrap();
+    a.set_nonblocking(true).unwrap();
+    let fd = b.as_raw_fd();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 16];
+
+    // Queued: nothing on the wire and no completion until a submission.
+    r.send_segments(fd, Some(b"1:"), [RingSeg::Image { off: 0, len: 3 }], 5)
+        .unwrap();
+    assert!(
+        r.send_segments(fd, None, [RingSeg::Image { off: 0, len: 1 }], 6)
+            .is_err(),
+        "a second send on one socket while the first is queued"
+    );
+    r.reap(&mut out);
+    assert!(out.is_empty(), "{out:?}");
+    assert!(a.read(&mut buf).is_err(), "sent before its submission");
+    assert_eq!(r.inflight(), 1);
+    wait_for(&mut r, &mut out, 1);
+    assert_eq!((out[0].user_data, out[0].result), (5, 5));
+    assert_eq!(a.read(&mut buf).unwrap(), 5);
+    assert_eq!(&buf[..5], b"1:abc");
+    out.clear();
+
+    // Cancelled while queued: it ends -ECANCELED and is never sent; the
+    // socket takes the next send.
+    r.send_segments(fd, None, [RingSeg::Image { off: 3, len: 3 }], 7)
+        .unwrap();
+    r.cancel(7, 8).unwrap();
+    r.send_segments(fd, Some(b"2:"), [], 9).unwrap();
+    wait_for(&mut r, &mut out, 3);
+    assert_eq!(
+        out.iter()
+            .map(|c| (c.user_data, c.result))
+            .collect::<Vec<_>>(),
+        [(7, -libc::ECANCELED), (8, 0), (9, 2)]
+    );
+    assert_eq!(a.read(&mut buf).unwrap(), 2);
+    assert_eq!(&buf[..2], b"2:", "the cancelled send's bytes went out");
+    out.clear();
+
+    // Quiesce ends a queued send too, and nothing is sent after.
+    r.send_segments(fd, Some(b"3:"), [], 10).unwrap();
+    assert!(r.quiesce(&mut out));
+    assert_eq!(
+        out.iter()
+            .map(|c| (c.user_data, c.result))
+            .collect::<Vec<_>>(),
+        [(10, -libc::ECANCELED)]
+    );
+    assert_eq!(r.inflight(), 0);
+    r.submit_and_poll(Duration::ZERO).unwrap();
+    assert!(a.read(&mut buf).is_err(), "a quiesced send went out");
 }

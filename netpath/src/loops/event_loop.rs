@@ -146,7 +146,7 @@ pub fn run(
             return LoopReport::default();
         }
     };
-    let sends = SendPath::new(ring.backend(), &params.ring);
+    let sends = SendPath::new(&params.ring);
     let mut l = Loop {
         vol: &vol,
         ring,
