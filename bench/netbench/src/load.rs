@@ -51,6 +51,40 @@ struct PerRequest {
     user_s: f64,
     /// NaN where /proc/interrupts does not say.
     ipis: f64,
+    /// The share of all CPUs the whole machine had busy (the server, the
+    /// client, softirqs and anything else) in the middle of the run; NaN
+    /// where /proc/stat does not say.
+    machine_busy: f64,
+}
+
+/// Busy CPU seconds of the whole machine so far, all CPUs together, from
+/// /proc/stat's first line: user, nice, system, irq, softirq and steal
+/// (idle and iowait are not busy).
+///
+/// Why: a server's own CPU time leaves out the softirqs that run the
+/// loopback's deliveries (on this 2-vCPU guest a fifth of all CPU time at
+/// 256 connections), and the client shares the machine. How busy the
+/// machine is bounds the rate any server can reach on it
+/// (`crate::ceiling`).
+fn machine_busy_s() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks = parse_machine_busy_ticks(&text)?;
+    Some(ticks as f64 / rustix::param::clock_ticks_per_second() as f64)
+}
+
+fn parse_machine_busy_ticks(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|w| w.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal [guest guest_nice]:
+    // guest time is already inside user and nice.
+    if v.len() < 8 {
+        return None;
+    }
+    Some(v[0] + v[1] + v[2] + v[5] + v[6] + v[7])
 }
 
 /// Inter-processor interrupts that wake or kick a CPU, all CPUs together:
@@ -87,7 +121,42 @@ fn parse_wakeup_ipis(text: &str) -> Option<u64> {
 fn run(s: &LoadServer, o: &LoadOpts, conns: usize, timeout_s: f64) -> (Load, PerRequest) {
     let i0 = wakeup_ipis();
     let c0 = tree_cpu(s.pid);
-    let l = match &o.script {
+    let (l, machine_busy) = std::thread::scope(|sc| {
+        let busy = sc.spawn(|| busy_share_mid_run(o.secs_per_run));
+        let l = drive(s, o, conns, timeout_s);
+        (l, busy.join().ok().flatten().unwrap_or(f64::NAN))
+    });
+    let c1 = tree_cpu(s.pid);
+    let i1 = wakeup_ipis();
+    let n = l.requests.max(1.0);
+    let cpu = PerRequest {
+        cpu_s: (c1.total_s() - c0.total_s()) / n,
+        user_s: (c1.user_s - c0.user_s) / n,
+        ipis: match (i0, i1) {
+            (Some(a), Some(b)) => b.saturating_sub(a) as f64 / n,
+            _ => f64::NAN,
+        },
+        machine_busy,
+    };
+    (l, cpu)
+}
+
+/// The machine's busy share of all its CPUs from 20% to 80% into a run of
+/// `secs` (the client's start and end left out: connecting thousands of
+/// sockets is not the steady state).
+fn busy_share_mid_run(secs: f64) -> Option<f64> {
+    let cpus = std::thread::available_parallelism().ok()?.get() as f64;
+    std::thread::sleep(Duration::from_secs_f64(secs * 0.2));
+    let (b0, t0) = (machine_busy_s()?, std::time::Instant::now());
+    std::thread::sleep(Duration::from_secs_f64(secs * 0.6));
+    let (b1, t1) = (machine_busy_s()?, std::time::Instant::now());
+    let wall_s = (t1 - t0).as_secs_f64();
+    (wall_s > 0.0).then(|| ((b1 - b0) / (wall_s * cpus)).clamp(0.0, 1.0))
+}
+
+/// The client's run of `conns` connections against `s`.
+fn drive(s: &LoadServer, o: &LoadOpts, conns: usize, timeout_s: f64) -> Load {
+    match &o.script {
         Some(script) => wrk_small_puts(
             s.addr,
             WrkOpts {
@@ -108,19 +177,7 @@ fn run(s: &LoadServer, o: &LoadOpts, conns: usize, timeout_s: f64) -> (Load, Per
                 ..Default::default()
             }
         }
-    };
-    let c1 = tree_cpu(s.pid);
-    let i1 = wakeup_ipis();
-    let n = l.requests.max(1.0);
-    let cpu = PerRequest {
-        cpu_s: (c1.total_s() - c0.total_s()) / n,
-        user_s: (c1.user_s - c0.user_s) / n,
-        ipis: match (i0, i1) {
-            (Some(a), Some(b)) => b.saturating_sub(a) as f64 / n,
-            _ => f64::NAN,
-        },
-    };
-    (l, cpu)
+    }
 }
 
 fn conns_label(conns: usize) -> String {
@@ -206,6 +263,10 @@ pub fn small_puts(
                 med(&|x| x.1.user_s * 1e6),
                 "us",
             );
+            let busy = med(&|x| x.1.machine_busy * 100.0);
+            if busy.is_finite() {
+                row("machine busy, % of all CPUs", busy, "%");
+            }
             // wrk's own CPU over its run: with one wrk thread, near 100%
             // says the client, not the server, set the pace.
             if r.iter().all(|x| x.0.client_cpu_s.is_some()) {
@@ -340,6 +401,25 @@ mod tests {
         assert_eq!(super::parse_wakeup_ipis(text), Some(460 + 33 + 3580 + 3529));
         assert_eq!(super::parse_wakeup_ipis("LOC: 1 2 Local timer\n"), None);
         assert_eq!(super::parse_wakeup_ipis(""), None);
+    }
+
+    #[test]
+    fn machine_busy_ticks_leave_out_idle_and_iowait() {
+        let text = "cpu  3770196 181 954403 2754567 373492 0 155619 60309 0 0\n\
+                    cpu0 1735119 90 456893 1551328 186322 0 73916 29624 0 0\n";
+        assert_eq!(
+            super::parse_machine_busy_ticks(text),
+            Some(3770196 + 181 + 954403 + 155619 + 60309)
+        );
+        assert_eq!(super::parse_machine_busy_ticks("cpu  1 2 3\n"), None);
+        assert_eq!(
+            super::parse_machine_busy_ticks("cpu0 1 2 3 4 5 6 7 8\n"),
+            None
+        );
+        assert_eq!(
+            super::parse_machine_busy_ticks("cpu  1 2 x 4 5 6 7 8\n"),
+            None
+        );
     }
 
     #[test]

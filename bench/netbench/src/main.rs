@@ -71,6 +71,7 @@
 //! (with `--until-eof` they stop when their stdin closes.)
 
 mod baseline;
+mod ceiling;
 mod child;
 mod cli;
 mod client;

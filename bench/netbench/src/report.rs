@@ -218,6 +218,9 @@ pub fn print_summary(
         }
     }
     print_polling_floor(r, pktfs);
+    for l in crate::ceiling::lines(r, pktfs) {
+        println!("{l}");
+    }
     print_client_bound(r, pktfs);
 }
 
