@@ -1,10 +1,11 @@
 //! What the machine allows at many connections, whatever the server.
 //!
 //! The benchmark's client (wrk) runs on the machine it measures, and the
-//! loopback's deliveries run as softirqs that neither process is charged
-//! for (on the 2-vCPU guest of 2026-12-02, a fifth of all CPU time at 256
-//! connections). So a server's own CPU time does not say how close a run
-//! came to what the machine can do; how busy the whole machine was does.
+//! loopback's TCP work (on the 2-vCPU guest of 2026-12-02 a quarter of
+//! all CPU time at 256 connections, as softirqs charged to whichever of
+//! the two processes they interrupt) is done for both sides on the same
+//! CPUs. So a server's own CPU time does not say how close a run came to
+//! what the machine can do; how busy the whole machine was does.
 //! A run that kept `busy` of all CPUs busy for `req/s` could at best, with
 //! every CPU busy at the same cost per request, reach `req/s / busy`: the
 //! server's **CPU ceiling** in that run. A server near 100% busy has no

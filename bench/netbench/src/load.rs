@@ -61,11 +61,10 @@ struct PerRequest {
 /// /proc/stat's first line: user, nice, system, irq, softirq and steal
 /// (idle and iowait are not busy).
 ///
-/// Why: a server's own CPU time leaves out the softirqs that run the
-/// loopback's deliveries (on this 2-vCPU guest a fifth of all CPU time at
-/// 256 connections), and the client shares the machine. How busy the
-/// machine is bounds the rate any server can reach on it
-/// (`crate::ceiling`).
+/// Why: the client shares the machine, and the processes' CPU times
+/// cover their whole runs (connecting, starting, stopping), so neither
+/// says how busy the machine was while requests flowed. That share bounds
+/// the rate any server can reach on it (`crate::ceiling`).
 fn machine_busy_s() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
     let ticks = parse_machine_busy_ticks(&text)?;
