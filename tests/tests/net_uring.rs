@@ -519,10 +519,20 @@ fn a_full_image_still_serves_get_and_delete_on_the_loops() {
 /// the next completion before it sleeps, and the turns it found that way
 /// are counted (loop stats and /metrics); with `busy_poll` zero it never
 /// polls. Either way the same requests store the same files.
+///
+/// The window is 5 ms here, not the default's 50 µs: this test's client
+/// shares two CPUs with the other tests of its binary, and with 50 µs it
+/// was late for a third of the polls in one CI run (74 of 200 found);
+/// what is tested is that polls are counted, not how fast the client is.
+/// `busy_polling_pauses_for_a_paced_client` runs the default window.
 #[test]
 fn busy_polling_is_counted_and_can_be_turned_off() {
     require!(loops_usable());
-    for busy in [netpath::Config::BUSY_POLL_DEFAULT, Duration::ZERO] {
+    assert!(
+        netpath::Config::default().busy_poll > Duration::ZERO,
+        "on by default"
+    );
+    for busy in [Duration::from_millis(5), Duration::ZERO] {
         let mut s = http_on_one_loop(busy);
         let mut c = Conn::new(s.http);
         for k in 0..200 {
@@ -585,8 +595,11 @@ fn busy_polling_pauses_for_a_paced_client() {
     }
     let paced = s.svc.as_ref().unwrap().loop_stats().unwrap();
     // 3 misses, a pause of 16 waits, a missed probe, a pause of 32, a
-    // missed probe, a pause of 64: 6 misses in 120 requests.
-    assert!((3..=12).contains(&paced.poll_misses), "paced: {paced:?}");
+    // missed probe, a pause of 64: 6 misses in 120 requests. The bound
+    // is 30, a quarter of the 120 a poll without pauses would miss: on a
+    // loaded machine (two CPU hogs beside it) 13 were seen, a poll now and
+    // then finding a late request that ends a pause.
+    assert!((3..=30).contains(&paced.poll_misses), "paced: {paced:?}");
     assert_eq!(
         metric(&s, "pktfs_net_busy_poll_misses_total") as u64,
         paced.poll_misses
@@ -595,17 +608,18 @@ fn busy_polling_pauses_for_a_paced_client() {
     // at once when a sleep is shorter than the window) and polls find
     // the next requests again. One connection's answers go out at once,
     // not through the ring, so the polls find requests only, and a loop
-    // that stayed paused would find next to none of the 880. The bar is
-    // half because a loaded machine (the other tests of this binary run
-    // beside this one) delays the client past the window now and then,
-    // and three such misses in a row are a pause.
+    // that stayed paused would find next to none of the 880 (a probe
+    // every 64 waits: about 14). The bar is 150, a sixth, because a
+    // loaded machine (the other tests of this binary beside it) delays
+    // the client past the window now and then, and three such misses in
+    // a row are a pause: with two CPU hogs beside it 245-399 were found.
     for k in 120..1_000 {
         put(&mut c, k);
     }
     drop(c);
     let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
     assert!(
-        st.polled - paced.polled >= 440,
+        st.polled - paced.polled >= 150,
         "back to back: {st:?}, after the paced part: {paced:?}"
     );
     for k in 996..1_000 {
