@@ -1,6 +1,10 @@
 //! The results table, and the summary of issue 11's targets: each target's
 //! measured ratio and whether it was met, computed from this run's rows.
 
+/// The row of a server's CPU per request at one connection (a target,
+/// the polling floor, and the note on dear wake-ups read it).
+const CPU_1CONN: &str = "1 KiB PUT, 1 conn: server CPU per request";
+
 /// (measurement, server, median, unit) rows, in the order measured.
 pub type Results = Vec<(String, String, f64, String)>;
 
@@ -168,7 +172,7 @@ pub fn print_summary(
     for c in ["1 conn", "16 conns", "256 conns"] {
         targets.push(Ratio {
             what: match c {
-                "1 conn" => "1 KiB PUT, 1 conn: server CPU per request",
+                "1 conn" => CPU_1CONN,
                 "16 conns" => "1 KiB PUT, 16 conns: server CPU per request",
                 _ => "1 KiB PUT, 256 conns: server CPU per request",
             },
@@ -235,16 +239,15 @@ pub fn print_summary(
 /// of the floor). None when the floor is at or above network-only, or
 /// either did not run.
 fn dear_wakeups_note(r: &Results, pktfs: &[&str]) -> Option<String> {
-    const CPU: &str = "1 KiB PUT, 1 conn: server CPU per request";
     let poll = crate::baseline::POLLING;
-    let floor = get(r, CPU, poll)?;
-    let blocking = get(r, CPU, "network-only")?;
+    let floor = get(r, CPU_1CONN, poll)?;
+    let blocking = get(r, CPU_1CONN, "network-only")?;
     if !(floor > 0.0 && floor < blocking) {
         return None;
     }
     let over: Vec<String> = pktfs
         .iter()
-        .filter_map(|s| get(r, CPU, s).map(|v| format!("{s} {:.2}x", v / floor)))
+        .filter_map(|s| get(r, CPU_1CONN, s).map(|v| format!("{s} {:.2}x", v / floor)))
         .collect();
     Some(format!(
         "note: at 1 conn network-only's wake-ups cost more than polling's whole round trip \
@@ -300,10 +303,9 @@ fn client_bound_notes(r: &Results, pktfs: &[&str]) -> Vec<String> {
 /// buys the one-connection p50; while it polls, a server's CPU per request
 /// is the whole round trip, the client's share included.
 fn print_polling_floor(r: &Results, pktfs: &[&str]) {
-    const CPU: &str = "1 KiB PUT, 1 conn: server CPU per request";
     const P50: &str = "1 KiB PUT, 1 conn: p50, median of rounds";
     let poll = crate::baseline::POLLING;
-    if get(r, CPU, poll).is_none() {
+    if get(r, CPU_1CONN, poll).is_none() {
         return;
     }
     // Same measurement as a target line, no verdict.
@@ -313,7 +315,7 @@ fn print_polling_floor(r: &Results, pktfs: &[&str]) {
     };
     line(
         "polling floor: CPU per 1 KiB PUT, 1 conn",
-        CPU,
+        CPU_1CONN,
         poll,
         "network-only",
     );
@@ -321,7 +323,7 @@ fn print_polling_floor(r: &Results, pktfs: &[&str]) {
     for server in pktfs {
         line(
             "CPU per 1 KiB PUT, 1 conn, over the polling floor",
-            CPU,
+            CPU_1CONN,
             server,
             poll,
         );
@@ -338,7 +340,7 @@ mod tests {
 
     #[test]
     fn dear_wake_ups_are_noted_against_the_polling_floor() {
-        let cpu = "1 KiB PUT, 1 conn: server CPU per request";
+        let cpu = super::CPU_1CONN;
         let poll = crate::baseline::POLLING;
         let r = vec![
             row(cpu, "network-only", 36.94),
