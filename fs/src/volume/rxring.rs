@@ -28,7 +28,7 @@
 //! back to the allocator at once (at most part of one buffer is left
 //! over), and the ring must be replenished after every receive.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
@@ -230,9 +230,11 @@ pub struct RxRing<'v> {
     slots: Vec<Option<RxBuf<'v>>>,
     /// Entries to replenish.
     empty: Vec<u16>,
-    sends: HashMap<u64, TxMsg<'v>>,
+    /// Keyed by the loop's own tags (never a client's bytes), so a fast
+    /// hash needs no seed against collisions.
+    sends: FxHashMap<u64, TxMsg<'v>>,
     /// Tags with a draining receive in flight.
-    drains: HashSet<u64>,
+    drains: FxHashSet<u64>,
     cqes: Vec<Cqe>,
     enobufs: u64,
 }
@@ -259,8 +261,8 @@ impl Volume {
             cfg,
             slots: (0..cfg.entries).map(|_| None).collect(),
             empty: (0..cfg.entries).rev().collect(),
-            sends: HashMap::new(),
-            drains: HashSet::new(),
+            sends: FxHashMap::default(),
+            drains: FxHashSet::default(),
             cqes: Vec::new(),
             enobufs: 0,
         };
