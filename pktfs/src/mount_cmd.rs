@@ -61,38 +61,6 @@ pub struct MountArgs {
     pub tier: crate::tier_cmd::TierArgs,
 }
 
-/// The network flags again, for the daemon's command line.
-fn net_args(n: &crate::net_cmd::NetArgs) -> Vec<std::ffi::OsString> {
-    let mut v: Vec<std::ffi::OsString> = Vec::new();
-    if let Some(a) = n.listen {
-        v.extend(["--listen".into(), a.to_string().into()]);
-    }
-    if let Some(a) = n.raw_listen {
-        v.extend(["--raw-listen".into(), a.to_string().into()]);
-    }
-    v.extend(["--raw-dir".into(), n.raw_dir.clone().into()]);
-    if let Some(t) = &n.token_file {
-        v.extend(["--token-file".into(), t.clone().into_os_string()]);
-    }
-    if n.read_only {
-        v.push("--read-only".into());
-    }
-    if let Some(m) = n.max_connections {
-        v.extend(["--max-connections".into(), m.to_string().into()]);
-    }
-    v.extend(["--idle-timeout".into(), n.idle_timeout.to_string().into()]);
-    v.extend(["--io-timeout".into(), n.io_timeout.to_string().into()]);
-    v.extend([
-        "--raw-idle-timeout".into(),
-        n.raw_idle_timeout.to_string().into(),
-    ]);
-    if let Some(m) = n.io {
-        v.extend(["--io".into(), m.to_string().into()]);
-    }
-    v.extend(["--loops".into(), n.loops.to_string().into()]);
-    v
-}
-
 /// Take the logging options out of the `-o` lists (they are the
 /// command's, not the file system's): `log=LEVEL` and `log_file=PATH` win
 /// over what `spec` holds (--log-level, --log-file) as later options do.
@@ -172,6 +140,22 @@ fn check_paths(a: &MountArgs) -> Result<(PathBuf, PathBuf), String> {
     Ok((image, mp))
 }
 
+/// The flags of `a` the daemon needs again on its command line, after the
+/// image and the mount point: the servers' and the tier's (each flag
+/// `pktfs mount` takes must be here or reach the daemon another way: the
+/// test `every_flag_reaches_the_daemon` parses the result back).
+fn daemon_flags(a: &MountArgs) -> Vec<std::ffi::OsString> {
+    let mut v = Vec::new();
+    // Only when serving: the mount.pktfs helper's daemon (whose parser
+    // takes mount(8)'s arguments) never serves, and it never tiers.
+    if a.net.wanted() {
+        v.extend(a.net.to_args());
+    }
+    v.extend(a.tier.to_args());
+    v.push("--daemon-child".into());
+    v
+}
+
 fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     let (image, mp) = check_paths(a)?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
@@ -191,11 +175,7 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
         let f = std::path::absolute(f).unwrap_or_else(|_| f.clone());
         cmd.arg("-o").arg(format!("log_file={}", f.display()));
     }
-    if a.net.wanted() {
-        cmd.args(net_args(&a.net));
-        cmd.args(a.tier.to_args());
-    }
-    cmd.arg("--daemon-child");
+    cmd.args(daemon_flags(a));
     // The daemon keeps none of our descriptors: a caller waiting for our
     // output must not wait for the daemon too.
     cmd.stdin(Stdio::null())
@@ -441,4 +421,92 @@ fn close(vol: Arc<Volume>, image: &Path) -> Result<(), String> {
     }
     // Someone still holds it; its last drop marks the image clean.
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Args, FromArgMatches};
+
+    /// `pktfs mount`'s own flags (the global ones, --log-level and
+    /// --log-file, become `-o` options before the daemon starts).
+    fn command() -> clap::Command {
+        MountArgs::augment_args(clap::Command::new("mount"))
+    }
+
+    /// `pktfs mount` with every flag of its own away from its default
+    /// (`--no-metrics` conflicts with `--metrics-path`: the second line).
+    #[rustfmt::skip]
+    const ALL: &[&str] = &[
+        "img", "mp", "-o", "noatime",
+        "--listen", "127.0.0.1:9000", "--raw-listen", "127.0.0.1:9001", "--raw-dir", "/in",
+        "--token-file", "tok", "--read-only", "--max-connections", "77",
+        "--idle-timeout", "61", "--io-timeout", "31", "--metrics-path", "/m",
+        "--raw-idle-timeout", "301", "--io", "epoll", "--loops", "3", "--busy-poll-us", "7",
+        "--tier", "s3://bkt/p", "--tier-endpoint", "http://127.0.0.1:1", "--tier-region", "r",
+        "--tier-age", "2h", "--tier-high", "70%", "--tier-low", "50%", "--tier-segment", "2M",
+        "--tier-concurrency", "3", "--tier-bandwidth", "1M", "--tier-busy-bandwidth", "off",
+        "--tier-interval", "2s", "--tier-snapshot-interval", "90s",
+        "--tier-promote-after", "off", "--tier-readahead", "4",
+    ];
+    const NO_METRICS: &[&str] = &["img", "mp", "--listen", "127.0.0.1:9000", "--no-metrics"];
+
+    /// Flags that reach the daemon another way: as `-o` options
+    /// (`--persist`, `--verify`, `--log-level`, `--log-file`), or that only
+    /// the parent uses.
+    const NOT_FORWARDED: &[&str] = &[
+        "help",
+        "foreground",
+        "daemon-child",
+        "persist",
+        "verify",
+        "log-level",
+        "log-file",
+    ];
+
+    fn parse(args: &[impl AsRef<std::ffi::OsStr>]) -> MountArgs {
+        let argv = std::iter::once("mount".as_ref()).chain(args.iter().map(|a| a.as_ref()));
+        let m = command().try_get_matches_from(argv).unwrap();
+        MountArgs::from_arg_matches(&m).unwrap()
+    }
+
+    /// What the daemon parses: the image and mount point, then the flags.
+    fn daemon_view(a: &MountArgs) -> MountArgs {
+        let mut argv: Vec<std::ffi::OsString> = vec!["img".into(), "mp".into()];
+        argv.extend(daemon_flags(a));
+        parse(&argv)
+    }
+
+    #[test]
+    fn every_flag_reaches_the_daemon() {
+        for line in [ALL, NO_METRICS] {
+            let mut a = parse(line);
+            let b = daemon_view(&a);
+            assert!(b.daemon_child);
+            // The one change on the way: the token file's path is absolute.
+            if let Some(t) = &mut a.net.token_file {
+                *t = std::path::absolute(&*t).unwrap();
+                assert!(t.is_absolute());
+            }
+            assert_eq!(format!("{:?}", a.net), format!("{:?}", b.net), "{line:?}");
+            assert_eq!(format!("{:?}", a.tier), format!("{:?}", b.tier), "{line:?}");
+        }
+        // The tier without servers (a detached mount once dropped it).
+        let a = parse(&["img", "mp", "--tier", "s3://bkt/p", "--tier-age", "1s"]);
+        let b = daemon_view(&a);
+        assert_eq!(format!("{:?}", a.tier), format!("{:?}", b.tier));
+        assert!(b.tier.tier.is_some(), "--tier reached the daemon");
+        // No flag of `pktfs mount` is left out of the lines above.
+        for arg in command().get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if NOT_FORWARDED.contains(&long) {
+                continue;
+            }
+            let flag = format!("--{long}");
+            assert!(
+                ALL.contains(&flag.as_str()) || NO_METRICS.contains(&flag.as_str()),
+                "{flag}: add it to this test's command lines (and to the daemon's flags)"
+            );
+        }
+    }
 }

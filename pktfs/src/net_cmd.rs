@@ -95,6 +95,53 @@ pub fn io_mode(flag: Option<netpath::IoMode>) -> Result<netpath::IoMode, String>
 }
 
 impl NetArgs {
+    /// The flags again, for a daemon's command line (`pktfs mount`'s
+    /// detached daemon). The token file's path is made absolute: the
+    /// daemon reads it after it has left the caller's directory.
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let mut v: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(a) = self.listen {
+            v.extend(["--listen".into(), a.to_string().into()]);
+        }
+        if let Some(a) = self.raw_listen {
+            v.extend(["--raw-listen".into(), a.to_string().into()]);
+        }
+        v.extend(["--raw-dir".into(), self.raw_dir.clone().into()]);
+        if let Some(t) = &self.token_file {
+            let t = std::path::absolute(t).unwrap_or_else(|_| t.clone());
+            v.extend(["--token-file".into(), t.into_os_string()]);
+        }
+        if self.read_only {
+            v.push("--read-only".into());
+        }
+        if let Some(m) = self.max_connections {
+            v.extend(["--max-connections".into(), m.to_string().into()]);
+        }
+        v.extend([
+            "--idle-timeout".into(),
+            self.idle_timeout.to_string().into(),
+        ]);
+        v.extend(["--io-timeout".into(), self.io_timeout.to_string().into()]);
+        if let Some(p) = &self.metrics_path {
+            v.extend(["--metrics-path".into(), p.into()]);
+        }
+        if self.no_metrics {
+            v.push("--no-metrics".into());
+        }
+        v.extend([
+            "--raw-idle-timeout".into(),
+            self.raw_idle_timeout.to_string().into(),
+        ]);
+        if let Some(m) = self.io {
+            v.extend(["--io".into(), m.to_string().into()]);
+        }
+        v.extend(["--loops".into(), self.loops.to_string().into()]);
+        if let Some(us) = self.busy_poll_us {
+            v.extend(["--busy-poll-us".into(), us.to_string().into()]);
+        }
+        v
+    }
+
     /// Anything to serve?
     pub fn wanted(&self) -> bool {
         self.listen.is_some() || self.raw_listen.is_some()

@@ -15,7 +15,13 @@
 //! Two fsx run at once on each mount, on different files and with different
 //! operation sizes. Then the image is unmounted, `fsck.pktfs` must call it
 //! clean, and after a second mount every file reads as before the unmount.
-//! `.ci/run` installs fsx; under CI its absence is a failure.
+//!
+//! A fourth mount tiers to Garage (an S3 store) while fsx runs: a high
+//! watermark of 1% makes the policy tier fsx's own files out every second,
+//! so reads go through the tier and writes land over remote records; the
+//! test checks that it did, and fsck checks the store's every record
+//! (`--remote --remote-deep`).
+//! `.ci/run` installs fsx and Garage; under CI their absence is a failure.
 //!
 //! Seeds are fixed so a failure reproduces; `PKTFS_FSX_SEED` adds an offset
 //! and `PKTFS_FSX_OPS` sets the operations per fsx (default 30,000).
@@ -32,6 +38,7 @@ use std::process::Command;
 use fuse_common::{crc, image_path, is_mountpoint};
 use layout::GeometryParams;
 use pktfs::{FormatOptions, Volume};
+use pktfs_tier::garage::Garage;
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 
@@ -83,17 +90,33 @@ struct Mnt {
     dir: tempfile::TempDir,
     opts: String,
     log: PathBuf,
+    /// More flags for `pktfs mount` and `fsck.pktfs`, and their
+    /// environment (the tier's).
+    extra: Vec<String>,
+    fsck_extra: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl Mnt {
     fn new(tag: &str, buffer_size_bytes: u32, opts: &str, work: &Path) -> Mnt {
+        Self::with(tag, 512 << 20, buffer_size_bytes, opts, work, |_| ())
+    }
+
+    fn with(
+        tag: &str,
+        image_bytes: u64,
+        buffer_size_bytes: u32,
+        opts: &str,
+        work: &Path,
+        set: impl FnOnce(&mut Mnt),
+    ) -> Mnt {
         let image = image_path(tag);
         Volume::format(
             &image,
             &FormatOptions {
                 params: GeometryParams {
                     buffer_size_bytes,
-                    ..GeometryParams::for_size(512 << 20)
+                    ..GeometryParams::for_size(image_bytes)
                 },
                 label: None,
             },
@@ -108,7 +131,12 @@ impl Mnt {
                 .unwrap(),
             opts: opts.to_string(),
             log: work.join(format!("{tag}.mount.log")),
+            extra: Vec::new(),
+            fsck_extra: Vec::new(),
+            env: Vec::new(),
         };
+        let mut m = m;
+        set(&mut m);
         m.mount();
         m
     }
@@ -123,14 +151,23 @@ impl Mnt {
         if !self.opts.is_empty() {
             cmd.args(["-o", &self.opts]);
         }
-        let out = cmd.arg("--log-file").arg(&self.log).output().unwrap();
+        let out = cmd
+            .args(&self.extra)
+            .envs(self.env.iter().cloned())
+            .arg("--log-file")
+            .arg(&self.log)
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "pktfs mount -o {}: {}",
             self.opts,
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(is_mountpoint(self.path()), "mounted when pktfs mount returns");
+        assert!(
+            is_mountpoint(self.path()),
+            "mounted when pktfs mount returns"
+        );
     }
 
     /// `umount` (which returns once the daemon has let go of the image),
@@ -142,10 +179,16 @@ impl Mnt {
             "umount: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let out = Command::new(fsck_bin()).arg(&self.image).output().unwrap();
+        let out = Command::new(fsck_bin())
+            .args(&self.fsck_extra)
+            .arg(&self.image)
+            .envs(self.env.iter().cloned())
+            .output()
+            .unwrap();
         let said = String::from_utf8_lossy(&out.stdout);
+        let remote_clean = self.fsck_extra.is_empty() || said.contains("remote: clean");
         assert!(
-            out.status.success() && said.contains("clean (exit 0)"),
+            out.status.success() && said.contains("clean (exit 0)") && remote_clean,
             "fsck.pktfs after fsx ({}):\n{said}\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
@@ -159,7 +202,11 @@ impl Mnt {
             .map(|e| {
                 let e = e.unwrap();
                 let d = std::fs::read(e.path()).unwrap();
-                (e.file_name().to_string_lossy().into_owned(), d.len(), crc(&d))
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    d.len(),
+                    crc(&d),
+                )
             })
             .collect();
         v.sort();
@@ -179,7 +226,14 @@ impl Drop for Mnt {
 /// One fsx run: `ops` operations with `seed` on `file`, configured by
 /// `cfg`; artifacts (the good copy and the log fsx writes on a failure)
 /// go to `work`. Returns fsx's verdict as a result.
-fn fsx(fsx: &Path, cfg: &Path, work: &Path, file: &Path, seed: u64, ops: u64) -> Result<(), String> {
+fn fsx(
+    fsx: &Path,
+    cfg: &Path,
+    work: &Path,
+    file: &Path,
+    seed: u64,
+    ops: u64,
+) -> Result<(), String> {
     let out = Command::new(fsx)
         .arg("-f")
         .arg(cfg)
@@ -211,20 +265,33 @@ fn fsx(fsx: &Path, cfg: &Path, work: &Path, file: &Path, seed: u64, ops: u64) ->
     ))
 }
 
-#[test]
-fn fsx_on_three_kinds_of_mount() {
-    let fsck = fsck_bin();
-    require!(
+/// What every fsx test needs: fsx, the binaries, a fresh work directory
+/// (kept on a failure: fsx's artifacts and the mount logs) with the two
+/// configurations in it.
+struct Setup {
+    fsx: PathBuf,
+    ops: u64,
+    seed0: u64,
+    work: PathBuf,
+    small: PathBuf,
+    large: PathBuf,
+}
+
+fn setup(more: &[prereq::Check]) -> Option<Setup> {
+    let mut checks = vec![
         prereq::holds(fsx_bin().is_some(), || {
             "fsx is not installed (cargo install --locked fsx --version 0.3.2)".into()
         }),
         prereq::fuse(),
-        prereq::file(&fsck, "cargo build -p pktfs-fsck, or cargo test --workspace"),
-    );
-    let fsx_path = fsx_bin().unwrap();
-    let ops = env_u64("PKTFS_FSX_OPS", 30_000);
-    let seed0 = env_u64("PKTFS_FSX_SEED", 0);
-    // Kept on a failure (see the message): fsx's artifacts and the logs.
+        prereq::file(
+            &fsck_bin(),
+            "cargo build -p pktfs-fsck, or cargo test --workspace",
+        ),
+    ];
+    checks.extend(more.iter().cloned());
+    if !prereq::met(&checks) {
+        return None;
+    }
     let work = tempfile::Builder::new()
         .prefix("pktfs-fsx-work-")
         .tempdir()
@@ -236,37 +303,44 @@ fn fsx_on_three_kinds_of_mount() {
     std::fs::write(&small, config(8 << 10, 256 << 10)).unwrap();
     let large = work.join("large.toml");
     std::fs::write(&large, config(256 << 10, 4 << 20)).unwrap();
+    Some(Setup {
+        fsx: fsx_bin().unwrap(),
+        ops: env_u64("PKTFS_FSX_OPS", 30_000),
+        seed0: env_u64("PKTFS_FSX_SEED", 0),
+        work,
+        small,
+        large,
+    })
+}
 
-    let mounts = [
-        ("direct", 2048, ""),
-        ("paged", 2048, "no_direct_io"),
-        ("buf512", 512, "verify=always"),
-    ];
-    for (i, (tag, buf, opts)) in mounts.into_iter().enumerate() {
-        let m = Mnt::new(&format!("fsx-{tag}"), buf, opts, &work);
-        let seed = seed0 + 1 + 2 * i as u64;
+impl Setup {
+    /// Two fsx at once on `m` (small operations, and a sixth as many large
+    /// ones: they take longer each), with seeds `seed` and `seed + 1`; then
+    /// unmount, fsck, mount again and compare. `during` runs after fsx, with
+    /// the image still mounted.
+    fn exercise(&self, m: &Mnt, what: &str, seed: u64, during: impl FnOnce()) {
         let runs = [
-            (small.clone(), m.path().join("small"), seed, ops),
-            // Large operations take longer each: a sixth as many.
-            (large.clone(), m.path().join("large"), seed + 1, ops.div_ceil(6)),
+            (&self.small, m.path().join("small"), seed, self.ops),
+            (
+                &self.large,
+                m.path().join("large"),
+                seed + 1,
+                self.ops.div_ceil(6),
+            ),
         ];
         let failures: Vec<String> = std::thread::scope(|s| {
             let hs: Vec<_> = runs
                 .iter()
                 .map(|(cfg, file, seed, n)| {
-                    let (fsx_path, work) = (&fsx_path, &work);
-                    s.spawn(move || fsx(fsx_path, cfg, work, file, *seed, *n))
+                    s.spawn(move || fsx(&self.fsx, cfg, &self.work, file, *seed, *n))
                 })
                 .collect();
             hs.into_iter()
                 .filter_map(|h| h.join().unwrap().err())
                 .collect()
         });
-        assert!(
-            failures.is_empty(),
-            "mount {tag} (-o {opts:?}, {buf}-byte buffers):\n{}",
-            failures.join("\n\n")
-        );
+        assert!(failures.is_empty(), "{what}:\n{}", failures.join("\n\n"));
+        during();
         let before = m.contents();
         assert_eq!(before.len(), 2, "the two files fsx made: {before:?}");
         m.umount_and_fsck();
@@ -274,13 +348,86 @@ fn fsx_on_three_kinds_of_mount() {
         assert_eq!(
             m.contents(),
             before,
-            "mount {tag}: the files after unmount, fsck and mount"
+            "{what}: the files after unmount, fsck and mount"
         );
         eprintln!(
-            "fsx on the {tag} mount: {ops} + {} operations (seeds {seed}, {}), fsck clean, same after remount",
-            ops.div_ceil(6),
+            "fsx on {what}: {} + {} operations (seeds {seed}, {}), fsck clean, same after remount",
+            self.ops,
+            self.ops.div_ceil(6),
             seed + 1
         );
     }
-    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn fsx_on_three_kinds_of_mount() {
+    let Some(t) = setup(&[]) else { return };
+    let mounts = [
+        ("direct", 2048, ""),
+        ("paged", 2048, "no_direct_io"),
+        ("buf512", 512, "verify=always"),
+    ];
+    for (i, (tag, buf, opts)) in mounts.into_iter().enumerate() {
+        let m = Mnt::new(&format!("fsx-{tag}"), buf, opts, &t.work);
+        let what = format!("the {tag} mount (-o {opts:?}, {buf}-byte buffers)");
+        t.exercise(&m, &what, t.seed0 + 1 + 2 * i as u64, || ());
+    }
+    let _ = std::fs::remove_dir_all(&t.work);
+}
+
+/// `pktfs stat IMAGE` (asking the mount's daemon): the value of `name` on
+/// its `tier` lines.
+fn tier_stat(image: &Path, name: &str) -> u64 {
+    let out = Command::new(PKTFS).arg("stat").arg(image).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "pktfs stat: {said}");
+    said.lines()
+        .filter_map(|l| l.strip_prefix("tier"))
+        .filter_map(|l| l.trim().strip_prefix(name)?.strip_prefix(": "))
+        .find_map(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `tier {name}` line from pktfs stat:\n{said}"))
+}
+
+#[test]
+fn fsx_on_a_mount_that_tiers_out_as_it_writes() {
+    let have_garage = prereq::holds(Garage::binary().is_some(), || {
+        "`garage` is not installed (cargo install --locked garage; .ci/run does)".into()
+    });
+    let Some(t) = setup(&[have_garage]) else {
+        return;
+    };
+    let g = Garage::start(1).unwrap();
+    let target = g.target("fsx").to_string();
+    let m = Mnt::with("fsx-tier", 64 << 20, 2048, "", &t.work, |m| {
+        // The detached daemon (no -f), as a user mounts: it once lost
+        // --tier on the way. A high watermark of 1% of 64 MiB is below what
+        // fsx keeps, so every pass (each second) tiers its least recently
+        // used file out, down to nothing in PM.
+        m.extra = [
+            "--tier",
+            &target,
+            "--tier-high",
+            "1%",
+            "--tier-low",
+            "0%",
+            "--tier-interval",
+            "1s",
+        ]
+        .map(String::from)
+        .to_vec();
+        m.fsck_extra = ["--remote", &target, "--remote-deep"]
+            .map(String::from)
+            .to_vec();
+        m.env = g.env();
+    });
+    t.exercise(&m, "a mount tiering to Garage", t.seed0 + 7, || {
+        let files = tier_stat(&m.image, "tier_files");
+        let fetches = tier_stat(&m.image, "tier_fetches");
+        assert!(
+            files > 0 && fetches > 0,
+            "the tier took part: {files} tier-outs, {fetches} fetches"
+        );
+        eprintln!("tiering during fsx: {files} tier-outs, {fetches} fetches");
+    });
+    let _ = std::fs::remove_dir_all(&t.work);
 }
