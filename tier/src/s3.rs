@@ -262,11 +262,28 @@ impl ObjectStore {
         let endpoint = self.inner.endpoint.clone();
         let bucket = self.inner.bucket.clone();
         match &e {
-            SdkError::DispatchFailure(d) => StoreError::Unreachable {
-                key,
-                endpoint,
-                detail: format!("{:?}", d),
-            },
+            // The error's chain of causes, as people read it (the SDK's
+            // Debug form of it is a page of nested structs).
+            SdkError::DispatchFailure(_) => {
+                let detail = causes(&e);
+                // A dispatch that failed for want of credentials (the SDK
+                // found none and asked the instance metadata service) is
+                // not a store out of reach.
+                if detail.contains("credentials") || detail.contains("load token") {
+                    StoreError::AccessDenied {
+                        bucket,
+                        key,
+                        endpoint,
+                        detail,
+                    }
+                } else {
+                    StoreError::Unreachable {
+                        key,
+                        endpoint,
+                        detail,
+                    }
+                }
+            }
             SdkError::TimeoutError(_) => StoreError::Unreachable {
                 key,
                 endpoint,
@@ -658,6 +675,24 @@ impl Drop for MultipartUpload {
     }
 }
 
+/// An error and its sources, each as it displays itself, joined by ": "
+/// ("dispatch failure: other: an error occurred while loading credentials:
+/// ..."): what a person reads, without the Debug form of every layer that
+/// `DisplayErrorContext` appends.
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        let s = err.to_string();
+        // Some layers repeat their source's text; say it once.
+        if parts.last() != Some(&s) {
+            parts.push(s);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -681,6 +716,36 @@ mod tests {
         ] {
             assert!(sign(Some(e)), "{e}");
         }
+    }
+
+    #[test]
+    fn causes_reads_as_a_sentence() {
+        #[derive(Debug)]
+        struct E(&'static str, Option<Box<E>>);
+        impl std::fmt::Display for E {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for E {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|e| e as _)
+            }
+        }
+        let e = E(
+            "dispatch failure",
+            Some(Box::new(E(
+                "io error",
+                Some(Box::new(E(
+                    "io error",
+                    Some(Box::new(E("Connection refused", None))),
+                ))),
+            ))),
+        );
+        assert_eq!(
+            super::causes(&e),
+            "dispatch failure: io error: Connection refused"
+        );
     }
 
     #[test]

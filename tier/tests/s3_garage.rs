@@ -104,6 +104,11 @@ fn put_get_head_multipart_list_delete() {
     let gone = ObjectStore::connect(&t, &o).unwrap();
     let e = gone.get(&mp).unwrap_err();
     assert!(matches!(e, StoreError::Unreachable { .. }), "{e}");
+    // ... in words, the causes one after the other, not the SDK's nested
+    // Debug structs.
+    let said = e.to_string();
+    assert!(said.contains("Connection refused"), "{said}");
+    assert!(!said.contains(" { "), "{said}");
     // A bucket the store does not have: said so, with what to do (not
     // "not found", which reads as a missing object).
     let missing: pktfs_tier::target::TierTarget = "s3://no-such-bucket-here/p".parse().unwrap();
