@@ -21,6 +21,9 @@
 //! so reads go through the tier and writes land over remote records; the
 //! test checks that it did, and fsck checks the store's every record
 //! (`--remote --remote-deep`).
+//!
+//! And six times, the mount daemon is SIGKILLed while fsx works: fsck must
+//! find nothing that mounting does not repair, and be clean after.
 //! `.ci/run` installs fsx and Garage; under CI their absence is a failure.
 //!
 //! Seeds are fixed so a failure reproduces; `PKTFS_FSX_SEED` adds an offset
@@ -33,21 +36,19 @@ mod fuse_common;
 mod prereq;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use fuse_common::{crc, image_path, is_mountpoint};
 use layout::GeometryParams;
+use pktfs::media::{MapOptions, Pm};
 use pktfs::{FormatOptions, Volume};
 use pktfs_tier::garage::Garage;
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 
-/// fsx on PATH or where `cargo install` puts it.
 fn fsx_bin() -> Option<PathBuf> {
-    let home = std::env::var("HOME")
-        .map(|h| PathBuf::from(h).join(".cargo/bin/fsx"))
-        .ok();
-    prereq::on_path("fsx").or(home.filter(|p| p.is_file()))
+    prereq::cargo_bin("fsx")
 }
 
 /// fsck.pktfs, built beside pktfs by `cargo test --workspace`.
@@ -429,5 +430,154 @@ fn fsx_on_a_mount_that_tiers_out_as_it_writes() {
         );
         eprintln!("tiering during fsx: {files} tier-outs, {fetches} fetches");
     });
+    let _ = std::fs::remove_dir_all(&t.work);
+}
+
+/// The image as fsck sees it (the library, read-only, without the lock).
+fn fsck_report(image: &Path) -> pktfs_fsck::Report {
+    let mut pm = Pm::open(
+        image,
+        &MapOptions {
+            read_only: true,
+            no_lock: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    pktfs_fsck::check(&mut pm, &pktfs_fsck::Options::check())
+}
+
+/// SIGKILL the mount daemon while two fsx work on the mount (mmap writes,
+/// fallocate, hole punches, copy_file_range, truncates: more kinds of
+/// change than `crash_kill`'s writes), at a seeded instant 0.3 to 2.3 s
+/// after they started. Then fsck must find nothing that mounting does not
+/// repair; the image must mount again (recovery), both files must read
+/// through the mount, and fsck after the unmount must call it clean.
+/// fsx cannot say what a file should hold after a crash; that every
+/// acknowledged write survives is `crash_kill`'s part.
+#[test]
+fn sigkill_the_mount_daemon_during_fsx() {
+    let Some(t) = setup(&[]) else { return };
+    let mut rng = t.seed0 ^ 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for round in 0..6u64 {
+        let image = image_path(&format!("fsx-kill{round}"));
+        Volume::format(
+            &image,
+            &FormatOptions {
+                params: GeometryParams::for_size(64 << 20),
+                label: None,
+            },
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let mp = tempfile::Builder::new()
+            .prefix("pktfs-fsx-kill-")
+            .tempdir()
+            .unwrap();
+        let mut daemon = Command::new(PKTFS)
+            .args(["mount", "-f"])
+            .arg(&image)
+            .arg(mp.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while !is_mountpoint(mp.path()) {
+            assert!(daemon.try_wait().unwrap().is_none(), "mount -f ended");
+            assert!(t0.elapsed() < Duration::from_secs(20), "never mounted");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Until killed: far more operations than the time allows.
+        let mut fsxs: Vec<Child> = [(&t.small, "small"), (&t.large, "large")]
+            .into_iter()
+            .enumerate()
+            .map(|(k, (cfg, name))| {
+                let log =
+                    std::fs::File::create(t.work.join(format!("kill{round}-{name}.log"))).unwrap();
+                Command::new(&t.fsx)
+                    .arg("-f")
+                    .arg(cfg)
+                    .args(["-N", "100000000", "-S"])
+                    .arg((t.seed0 + 100 + 2 * round + k as u64).to_string())
+                    .arg("-P")
+                    .arg(&t.work)
+                    .arg(mp.path().join(name))
+                    .stdout(Stdio::null())
+                    .stderr(log)
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let delay_ms = 300 + next() % 2000;
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        for f in &mut fsxs {
+            assert!(
+                f.try_wait().unwrap().is_none(),
+                "round {round}: an fsx ended before the kill (its log is in {})",
+                t.work.display()
+            );
+        }
+        daemon.kill().unwrap();
+        daemon.wait().unwrap();
+        // fsx sees the mount fail (EIO, ENOTCONN, SIGBUS on its mapping).
+        for f in &mut fsxs {
+            let _ = f.kill();
+            let _ = f.wait();
+        }
+        let st = Command::new("umount")
+            .arg("-l")
+            .arg(mp.path())
+            .status()
+            .unwrap();
+        assert!(st.success() && !is_mountpoint(mp.path()), "umount -l");
+        let before = fsck_report(&image);
+        assert!(
+            before.errors_beyond_recovery().is_empty(),
+            "round {round} (killed after {delay_ms} ms): fsck before recovery:\n{}",
+            before.to_text()
+        );
+        // Recovery is the next mount.
+        let out = Command::new(PKTFS)
+            .arg("mount")
+            .arg(&image)
+            .arg(mp.path())
+            .arg("--log-file")
+            .arg(t.work.join(format!("kill{round}.mount.log")))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "round {round}: mount after the kill: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut sizes = Vec::new();
+        for name in ["small", "large"] {
+            match std::fs::read(mp.path().join(name)) {
+                Ok(d) => sizes.push(d.len()),
+                // The kill may come before fsx created it.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => sizes.push(0),
+                Err(e) => panic!("round {round}: reading {name} after recovery: {e}"),
+            }
+        }
+        let st = Command::new("umount").arg(mp.path()).status().unwrap();
+        assert!(st.success(), "umount");
+        let after = fsck_report(&image);
+        assert!(
+            after.clean(),
+            "round {round}: fsck after recovery:\n{}",
+            after.to_text()
+        );
+        let _ = std::fs::remove_file(&image);
+        eprintln!(
+            "round {round}: killed the daemon {delay_ms} ms into fsx; fsck clean after recovery; files of {sizes:?} bytes read"
+        );
+    }
     let _ = std::fs::remove_dir_all(&t.work);
 }

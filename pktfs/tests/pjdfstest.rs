@@ -12,12 +12,8 @@ use std::process::Command;
 use layout::GeometryParams;
 use pktfs::{FormatOptions, Volume};
 
-/// pjdfstest on PATH or where `cargo install` puts it.
 fn pjdfstest() -> Option<PathBuf> {
-    let home = std::env::var("HOME")
-        .map(|h| PathBuf::from(h).join(".cargo/bin/pjdfstest"))
-        .ok();
-    prereq::on_path("pjdfstest").or(home.filter(|p| p.is_file()))
+    prereq::cargo_bin("pjdfstest")
 }
 
 #[test]

@@ -30,6 +30,15 @@ pub fn on_path(cmd: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A tool `cargo install` put in place: on PATH, or in ~/.cargo/bin
+/// (which a shell running the tests may not have on PATH).
+pub fn cargo_bin(cmd: &str) -> Option<PathBuf> {
+    let home = std::env::var("HOME")
+        .map(|h| PathBuf::from(h).join(".cargo/bin").join(cmd))
+        .ok();
+    on_path(cmd).or(home.filter(|p| p.is_file()))
+}
+
 /// How to install each tool the tests run (the packages `.ci/run` installs).
 fn install_hint(cmd: &str) -> &'static str {
     match cmd {
