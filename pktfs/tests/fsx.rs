@@ -467,15 +467,7 @@ fn sigkill_the_mount_daemon_during_fsx() {
     };
     for round in 0..6u64 {
         let image = image_path(&format!("fsx-kill{round}"));
-        Volume::format(
-            &image,
-            &FormatOptions {
-                params: GeometryParams::for_size(64 << 20),
-                label: None,
-            },
-            &mut |_, _| {},
-        )
-        .unwrap();
+        fuse_common::format(&image, 64 << 20);
         let mp = tempfile::Builder::new()
             .prefix("pktfs-fsx-kill-")
             .tempdir()

@@ -262,28 +262,7 @@ impl ObjectStore {
         let endpoint = self.inner.endpoint.clone();
         let bucket = self.inner.bucket.clone();
         match &e {
-            // The error's chain of causes, as people read it (the SDK's
-            // Debug form of it is a page of nested structs).
-            SdkError::DispatchFailure(_) => {
-                let detail = causes(&e);
-                // A dispatch that failed for want of credentials (the SDK
-                // found none and asked the instance metadata service) is
-                // not a store out of reach.
-                if detail.contains("credentials") || detail.contains("load token") {
-                    StoreError::AccessDenied {
-                        bucket,
-                        key,
-                        endpoint,
-                        detail,
-                    }
-                } else {
-                    StoreError::Unreachable {
-                        key,
-                        endpoint,
-                        detail,
-                    }
-                }
-            }
+            SdkError::DispatchFailure(_) => unanswered(&e, bucket, key, endpoint, true),
             SdkError::TimeoutError(_) => StoreError::Unreachable {
                 key,
                 endpoint,
@@ -321,22 +300,7 @@ impl ObjectStore {
                     _ => StoreError::Other { key, detail },
                 }
             }
-            other => {
-                let detail = format!(
-                    "{}",
-                    aws_smithy_types::error::display::DisplayErrorContext(other)
-                );
-                if detail.contains("credentials") {
-                    StoreError::AccessDenied {
-                        bucket,
-                        key,
-                        endpoint,
-                        detail,
-                    }
-                } else {
-                    StoreError::Other { key, detail }
-                }
-            }
+            _ => unanswered(&e, bucket, key, endpoint, false),
         }
     }
 
@@ -672,6 +636,37 @@ impl MultipartUpload {
 impl Drop for MultipartUpload {
     fn drop(&mut self) {
         self.abort_inner();
+    }
+}
+
+/// An error the store never answered (a dispatch failure, a response that
+/// did not parse, ...), said as its causes in words (the SDK's Debug form
+/// is a page of nested structs). One for want of credentials (the SDK
+/// found none and asked the instance metadata service) is access denied,
+/// with what to set; any other dispatch failure is a store out of reach.
+fn unanswered(
+    e: &(dyn std::error::Error + 'static),
+    bucket: String,
+    key: String,
+    endpoint: String,
+    dispatch: bool,
+) -> StoreError {
+    let detail = causes(e);
+    if detail.contains("credentials") || detail.contains("load token") {
+        StoreError::AccessDenied {
+            bucket,
+            key,
+            endpoint,
+            detail,
+        }
+    } else if dispatch {
+        StoreError::Unreachable {
+            key,
+            endpoint,
+            detail,
+        }
+    } else {
+        StoreError::Other { key, detail }
     }
 }
 
