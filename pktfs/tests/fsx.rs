@@ -124,7 +124,7 @@ impl Mnt {
             &mut |_, _| {},
         )
         .expect("format");
-        let m = Mnt {
+        let mut m = Mnt {
             image,
             dir: tempfile::Builder::new()
                 .prefix("pktfs-fsx-")
@@ -136,7 +136,6 @@ impl Mnt {
             fsck_extra: Vec::new(),
             env: Vec::new(),
         };
-        let mut m = m;
         set(&mut m);
         m.mount();
         m
