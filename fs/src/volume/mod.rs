@@ -52,6 +52,7 @@ mod scrub;
 mod sgid_tests;
 #[cfg(test)]
 mod tests;
+mod tierout;
 mod tmpfile;
 mod tx;
 mod txhold;
@@ -76,13 +77,11 @@ pub use digest::{Bound, ContentDigest, Precondition};
 pub use file::{FallocMode, Seg};
 pub use ns::{NewMode, RenameFlags};
 pub use recover::OpenReport;
-pub use remote::{
-    ObjectLive, RemoteBytes, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource,
-    SwitchReport, TierCandidate, TierExtent, TierOut,
-};
+pub use remote::{ObjectLive, RemoteBytes, RemoteRecordInfo, RemoteSlice, RemoteSource};
 pub use rx::{RxBuf, RxHeld, RxPiece};
 pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats, SendStart, TxMsg, TxPos};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
+pub use tierout::{RemoteExtent, SwitchReport, TierCandidate, TierExtent, TierOut};
 pub use tmpfile::{Linked, TmpFile};
 pub use txhold::{TxHold, TxSeg};
 pub use types::{Attr, ChainEntry, DirEntry, FormatOptions, OpenOptions, SetAttr, StatFs, TimeSet};
