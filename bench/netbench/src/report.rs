@@ -222,7 +222,8 @@ pub fn print_summary(
         }
     }
     print_polling_floor(r, pktfs);
-    for l in crate::ceiling::lines(r, pktfs) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for l in crate::ceiling::lines(r, pktfs, cpus) {
         println!("{l}");
     }
     print_client_bound(r, pktfs);
