@@ -50,7 +50,9 @@ pub fn ceiling(r: &Results, conns: &str, server: &str) -> Option<Ceiling> {
 /// client's (wrk's process), and the machine's in all (`cpus` times the
 /// busy share, over req/s). What is left is work charged to neither
 /// (softirq threads, the benchmark's own sampling), and the noise of
-/// medians taken of different rounds.
+/// medians taken of different rounds and of a busy share sampled in the
+/// middle of each run where the CPU times cover all of it: it can read
+/// below zero (about -1 µs against the loops on the Zen 5 host).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Split {
     pub machine_us: f64,
