@@ -33,9 +33,8 @@ pub struct Ceiling {
 /// medians: its req/s and the machine's busy share. None if either is
 /// missing (the server not run, no /proc/stat) or the machine was idle.
 pub fn ceiling(r: &Results, conns: &str, server: &str) -> Option<Ceiling> {
-    let at = |what: &str| get(r, &format!("1 KiB PUT, {conns}: {what}"), server);
-    let rps = at("req/s")?;
-    let busy = at("machine busy")? / 100.0;
+    let rps = small_put(r, conns, server, "req/s")?;
+    let busy = small_put(r, conns, server, "machine busy")? / 100.0;
     if !(rps > 0.0 && busy > 0.0) {
         return None;
     }
@@ -60,13 +59,19 @@ pub struct Split {
     pub client_us: f64,
 }
 
-/// `server`'s [`Split`] at `conns`; None where a figure is missing.
+/// `what` of the 1 KiB PUT run at `conns` against `server`.
+fn small_put(r: &Results, conns: &str, server: &str, what: &str) -> Option<f64> {
+    get(r, &format!("1 KiB PUT, {conns}: {what}"), server)
+}
+
+/// `server`'s [`Split`] at `conns`; None where a figure is missing. The
+/// machine's CPU per request is `cpus` over the [`ceiling`]'s rate.
 pub fn split(r: &Results, conns: &str, server: &str, cpus: usize) -> Option<Split> {
-    let at = |what: &str| get(r, &format!("1 KiB PUT, {conns}: {what}"), server);
-    let rps = at("req/s").filter(|&v| v > 0.0)?;
-    let machine_us = cpus as f64 * at("machine busy")? / 100.0 / rps * 1e6;
-    let client_us = at("client (wrk) CPU")? / 100.0 / rps * 1e6;
-    let server_us = at("server CPU per request")?;
+    let c = ceiling(r, conns, server)?;
+    let rps = c.rps * c.reached;
+    let machine_us = cpus as f64 / c.rps * 1e6;
+    let client_us = small_put(r, conns, server, "client (wrk) CPU")? / 100.0 / rps * 1e6;
+    let server_us = small_put(r, conns, server, "server CPU per request")?;
     Some(Split {
         machine_us,
         server_us,
@@ -105,17 +110,18 @@ pub fn lines(r: &Results, pktfs: &[&str], cpus: usize) -> Vec<String> {
                     sp.machine_us - sp.server_us - sp.client_us
                 ));
             }
-            if let (true, Some(n), Some(sp)) = (pktfs.contains(server), nginx_split, sp) {
-                if sp.server_us > 0.0 {
-                    out.push(format!(
-                        "| servers' own CPU per 1 KiB PUT, {conns}: nginx / this server | {server} | {:.2}x ({:.1} vs {:.1} us) | reference |",
-                        n.server_us / sp.server_us,
-                        n.server_us,
-                        sp.server_us
-                    ));
-                }
+            if !pktfs.contains(server) {
+                continue;
             }
-            if let (true, Some(n)) = (pktfs.contains(server), nginx_rps.filter(|&n| n > 0.0)) {
+            if let (Some(n), Some(sp)) = (nginx_split, sp.filter(|sp| sp.server_us > 0.0)) {
+                out.push(format!(
+                    "| servers' own CPU per 1 KiB PUT, {conns}: nginx / this server | {server} | {:.2}x ({:.1} vs {:.1} us) | reference |",
+                    n.server_us / sp.server_us,
+                    n.server_us,
+                    sp.server_us
+                ));
+            }
+            if let Some(n) = nginx_rps.filter(|&n| n > 0.0) {
                 out.push(format!(
                     "| most the nginx ratio could read, {conns}: CPU ceiling / nginx req/s | {server} | {:.2}x ({:.1}k vs {:.1}k req/s) | reference |",
                     c.rps / n,
