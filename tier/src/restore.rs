@@ -166,7 +166,11 @@ pub fn restore_into(vol: &Volume, snap: &ParsedSnapshot) -> Result<RestoreReport
                     crc32c: e.crc32c,
                     seq: e.seq,
                     timestamp_ns: e.timestamp_ns,
-                    flags: 0,
+                    flags: if e.from_network {
+                        layout::record::FLAG_RX
+                    } else {
+                        0
+                    },
                 })
                 .collect();
             if !ext.is_empty() {

@@ -20,8 +20,13 @@ use pktfs::Volume;
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// `PKTSNAP` + version 1.
-pub const SNAPSHOT_MAGIC: [u8; 8] = *b"PKTSNAP\x01";
+/// `PKTSNAP` + version 2: what [`capture`] writes. Version 2 added a
+/// flags byte to each extent, so that a restored record says, as the
+/// tiered one did, whether its bytes came from the network path.
+pub const SNAPSHOT_MAGIC: [u8; 8] = *b"PKTSNAP\x02";
+/// `PKTSNAP` + version 1: extents without flags; still read (its
+/// records restore as written by a local write).
+pub const SNAPSHOT_MAGIC_V1: [u8; 8] = *b"PKTSNAP\x01";
 pub const HEADER_BYTES: usize = 64;
 
 /// The head of a snapshot.
@@ -46,7 +51,8 @@ pub struct HeaderRaw {
 }
 const _: () = assert!(size_of::<HeaderRaw>() == HEADER_BYTES);
 
-/// One remote extent of a file, as its record was.
+/// One remote extent of a file, as its record was (version 2; a version 1
+/// extent is the first [`EXTENT_V1_BYTES`] of it).
 #[repr(C)]
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug)]
 pub struct ExtentRaw {
@@ -57,8 +63,17 @@ pub struct ExtentRaw {
     pub timestamp_ns: U64,
     pub len: U32,
     pub crc: U32,
+    /// [`EXTENT_FROM_NETWORK`]; other bits are refused (a newer writer).
+    pub flags: u8,
+    pub reserved: [u8; 7],
 }
-const _: () = assert!(size_of::<ExtentRaw>() == 48);
+const _: () = assert!(size_of::<ExtentRaw>() == 56);
+/// A version 1 extent: the fields up to `crc`, no flags.
+pub const EXTENT_V1_BYTES: usize = 48;
+const _: () = assert!(std::mem::offset_of!(ExtentRaw, flags) == EXTENT_V1_BYTES);
+/// Extent flag: the record's bytes came from the network path (the
+/// record's `FLAG_RX`).
+pub const EXTENT_FROM_NETWORK: u8 = 1;
 
 /// The fixed part of an inode entry.
 #[repr(C)]
@@ -121,6 +136,8 @@ pub struct Extent {
     pub crc32c: u32,
     pub seq: u64,
     pub timestamp_ns: u64,
+    /// The record's bytes came from the network path.
+    pub from_network: bool,
 }
 
 /// An inode as the snapshot has it.
@@ -233,6 +250,12 @@ pub fn capture(vol: &Volume, seq: u64) -> Result<Snapshot, SnapshotError> {
                                 timestamp_ns: c.timestamp_ns.into(),
                                 len: c.len.into(),
                                 crc: c.payload_crc.into(),
+                                flags: if c.from_network {
+                                    EXTENT_FROM_NETWORK
+                                } else {
+                                    0
+                                },
+                                reserved: [0; 7],
                             });
                         }
                         None => complete = false,
@@ -346,7 +369,7 @@ fn parse_header(b: &[u8]) -> Result<HeaderRaw, SnapshotError> {
         .get(..HEADER_BYTES)
         .and_then(|h| HeaderRaw::read_from_bytes(h).ok())
         .ok_or_else(|| corrupt("shorter than a snapshot header"))?;
-    if h.magic != SNAPSHOT_MAGIC {
+    if h.magic != SNAPSHOT_MAGIC && h.magic != SNAPSHOT_MAGIC_V1 {
         return Err(corrupt(
             "bad magic (not a pktfs snapshot, or a newer version)",
         ));
@@ -404,6 +427,11 @@ impl<'a> Cur<'a> {
 /// Parse and check a whole snapshot.
 pub fn parse(b: &[u8]) -> Result<ParsedSnapshot, SnapshotError> {
     let h = parse_header(b)?;
+    let extent_bytes = if h.magic == SNAPSHOT_MAGIC_V1 {
+        EXTENT_V1_BYTES
+    } else {
+        size_of::<ExtentRaw>()
+    };
     let objects = referenced_objects(b)?;
     let mut at = HEADER_BYTES + objects.len() * 8 + 4;
     let mut inodes = Vec::new();
@@ -444,8 +472,18 @@ pub fn parse(b: &[u8]) -> Result<ParsedSnapshot, SnapshotError> {
                 let mut extents = Vec::new();
                 let mut prev_end = 0u64;
                 for _ in 0..raw.extents.get() {
-                    let e = ExtentRaw::read_from_bytes(c.take(size_of::<ExtentRaw>())?)
-                        .map_err(|_| corrupt("extent"))?;
+                    // A version 1 extent is a version 2 one without its
+                    // flags and reserved bytes: read into a zeroed one.
+                    let mut whole = [0u8; size_of::<ExtentRaw>()];
+                    whole[..extent_bytes].copy_from_slice(c.take(extent_bytes)?);
+                    let e =
+                        ExtentRaw::read_from_bytes(&whole[..]).map_err(|_| corrupt("extent"))?;
+                    if e.flags & !EXTENT_FROM_NETWORK != 0 || e.reserved != [0; 7] {
+                        return Err(corrupt(format!(
+                            "entry {k}: extent flags {:#x} or reserved bytes this version does not know",
+                            e.flags
+                        )));
+                    }
                     let (off, len) = (e.file_off.get(), e.len.get());
                     let end = off
                         .checked_add(len as u64)
@@ -470,6 +508,7 @@ pub fn parse(b: &[u8]) -> Result<ParsedSnapshot, SnapshotError> {
                         crc32c: e.crc.get(),
                         seq: e.seq.get(),
                         timestamp_ns: e.timestamp_ns.get(),
+                        from_network: e.flags & EXTENT_FROM_NETWORK != 0,
                     });
                 }
                 if !c.0.is_empty() {
@@ -528,4 +567,78 @@ pub fn parse(b: &[u8]) -> Result<ParsedSnapshot, SnapshotError> {
         inodes,
         names,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    /// docs/TIER.md's tables of the snapshot's header and extent are the
+    /// structs: every row's offset and size, and every field in a row.
+    #[test]
+    fn the_format_doc_tables_match_the_structs() {
+        let doc = include_str!("../../docs/TIER.md");
+        let fields: &[(&str, &str, usize, usize)] = &[
+            ("HeaderRaw", "magic", offset_of!(HeaderRaw, magic), 8),
+            ("HeaderRaw", "seq", offset_of!(HeaderRaw, seq), 8),
+            (
+                "HeaderRaw",
+                "created_ns",
+                offset_of!(HeaderRaw, created_ns),
+                8,
+            ),
+            ("HeaderRaw", "uuid", offset_of!(HeaderRaw, uuid), 16),
+            (
+                "HeaderRaw",
+                "image_len_bytes",
+                offset_of!(HeaderRaw, image_len_bytes),
+                8,
+            ),
+            ("HeaderRaw", "objects", offset_of!(HeaderRaw, objects), 4),
+            ("HeaderRaw", "entries", offset_of!(HeaderRaw, entries), 4),
+            ("HeaderRaw", "root", offset_of!(HeaderRaw, root), 4),
+            ("HeaderRaw", "crc", offset_of!(HeaderRaw, crc), 4),
+            ("ExtentRaw", "file_off", offset_of!(ExtentRaw, file_off), 8),
+            ("ExtentRaw", "obj", offset_of!(ExtentRaw, obj), 8),
+            ("ExtentRaw", "obj_off", offset_of!(ExtentRaw, obj_off), 8),
+            ("ExtentRaw", "seq", offset_of!(ExtentRaw, seq), 8),
+            (
+                "ExtentRaw",
+                "timestamp_ns",
+                offset_of!(ExtentRaw, timestamp_ns),
+                8,
+            ),
+            ("ExtentRaw", "len", offset_of!(ExtentRaw, len), 4),
+            ("ExtentRaw", "crc", offset_of!(ExtentRaw, crc), 4),
+            ("ExtentRaw", "flags", offset_of!(ExtentRaw, flags), 1),
+            ("ExtentRaw", "reserved", offset_of!(ExtentRaw, reserved), 7),
+            ("ExtentRaw", "(total)", 0, size_of::<ExtentRaw>()),
+        ];
+        let rows: Vec<Vec<&str>> = doc
+            .lines()
+            .filter(|l| l.starts_with("| HeaderRaw") || l.starts_with("| ExtentRaw"))
+            .map(|l| {
+                l.split('|')
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            rows.len(),
+            fields.len(),
+            "a row too many or too few in docs/TIER.md"
+        );
+        for (s, f, off, size) in fields {
+            let row = rows
+                .iter()
+                .find(|r| r[0] == *s && r[1] == *f)
+                .unwrap_or_else(|| panic!("docs/TIER.md has no row for {s}.{f}"));
+            assert_eq!(row[2].parse::<usize>().ok(), Some(*off), "{s}.{f} offset");
+            assert_eq!(row[3].parse::<usize>().ok(), Some(*size), "{s}.{f} size");
+        }
+        // The header's last field ends the header.
+        assert_eq!(offset_of!(HeaderRaw, crc) + 4, HEADER_BYTES);
+    }
 }

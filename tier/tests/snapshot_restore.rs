@@ -1,10 +1,12 @@
 //! Snapshot and restore on real Volumes (in memory): a tree with nested
 //! directories, hard links, a symlink, a FIFO, xattrs and a default ACL, a
-//! sparse file, an empty file and files of several records is tiered out
-//! into an in-memory object map, captured, and restored into a new
-//! volume that reads through the same map: everything is identical, and a
-//! file still partly in PM is named and left out. A damaged or truncated
-//! snapshot is refused. (The bucket round trip runs against real Garage
+//! sparse file, an empty file, files of several records and a file received
+//! from the network path is tiered out into an in-memory object map,
+//! captured, and restored into a new volume that reads through the same
+//! map: everything is identical, records field for field, and a file still
+//! partly in PM is named and left out. A damaged or truncated snapshot, or
+//! one with extent flags this version does not know, is refused; a version
+//! 1 snapshot (extents without flags) still restores. (The bucket round trip runs against real Garage
 //! in pktfs/tests/tier_cli.rs.)
 
 use std::collections::HashMap;
@@ -102,6 +104,37 @@ fn tree(v: &Volume) -> Vec<(String, String)> {
     out
 }
 
+/// What a restore must keep of each record: file offset, length, CRC,
+/// sequence number, timestamp, where its bytes are, and whether they came
+/// from the network path.
+type RecordKey = (u64, u32, u32, u64, u64, Option<(u64, u64)>, bool);
+
+fn key(c: &pktfs::ChainEntry) -> RecordKey {
+    (
+        c.file_off,
+        c.len,
+        c.payload_crc,
+        c.seq,
+        c.timestamp_ns,
+        c.remote,
+        c.from_network,
+    )
+}
+
+/// A file `name` in the root written through the receive path, as
+/// netpath does (its records carry FLAG_RX and the receive timestamp).
+fn received(v: &Volume, name: &[u8], body: &[u8]) -> u64 {
+    let t = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
+    let mut buf = v.rx_reserve(body.len() as u32).unwrap();
+    buf.append(body);
+    let p = v.rx_piece(&buf, 0, body.len() as u32, 1_234_567, 0);
+    v.rx_release(buf);
+    v.rx_commit(t, vec![p]).unwrap();
+    v.link_tmpfile(t, v.root(), name, false).unwrap();
+    v.unpin(t, 1);
+    t
+}
+
 #[test]
 fn capture_and_restore_a_whole_tree() {
     let v = fresh(64 << 20);
@@ -131,6 +164,9 @@ fn capture_and_restore_a_whole_tree() {
     v.mknod(r, b"fifo", FileType::Fifo, 0o600, 0, 0, 0).unwrap();
     v.setxattr(f, b"user.note", b"a value", XattrFlags::default())
         .unwrap();
+    // A file whose records came from the network path (FLAG_RX): they
+    // must come back saying so.
+    let rx = received(&v, b"received", &[9u8; 3000]);
     // A default ACL (user::rwx, group::r-x, other::---).
     let acl: Vec<u8> = [
         2u32.to_le_bytes().to_vec(),
@@ -183,16 +219,15 @@ fn capture_and_restore_a_whole_tree() {
         .unwrap()
         .ino;
     let b = v2.chain(ino2).unwrap();
-    let key = |c: &pktfs::ChainEntry| {
-        (
-            c.file_off,
-            c.len,
-            c.payload_crc,
-            c.seq,
-            c.timestamp_ns,
-            c.remote,
-        )
-    };
+    assert_eq!(
+        a.iter().map(key).collect::<Vec<_>>(),
+        b.iter().map(key).collect::<Vec<_>>()
+    );
+    let a = v.chain(rx).unwrap();
+    assert!(a.iter().all(|c| c.from_network && c.remote.is_some()));
+    let b = v2
+        .chain(v2.lookup(v2.root(), b"received").unwrap().ino)
+        .unwrap();
     assert_eq!(
         a.iter().map(key).collect::<Vec<_>>(),
         b.iter().map(key).collect::<Vec<_>>()
@@ -272,4 +307,116 @@ fn a_hundred_thousand_files_capture_and_parse() {
     );
     assert_eq!(p.names.len(), 100_001); // and the directory's own name
     assert_eq!(snap.complete_files, 100_000);
+}
+
+/// A snapshot written before extents had flags (version 1: 48-byte
+/// extents) still parses and restores: the same tree, its records written
+/// as local ones.
+#[test]
+fn a_version_1_snapshot_still_restores() {
+    let v = fresh(16 << 20);
+    let mem = Arc::new(Mem::default());
+    v.set_remote_source(mem.clone());
+    let f = v.create(v.root(), b"local", 0o644, 0, 0).unwrap().ino;
+    v.write(f, 0, &[3u8; 5000]).unwrap();
+    let rx = received(&v, b"received", &[4u8; 2000]);
+    let mut next = 1;
+    tier_all(&v, &mem, &mut next);
+    let snap = capture(&v, 3).unwrap();
+    let v1 = as_version_1(&snap.bytes);
+    assert!(v1.len() < snap.bytes.len(), "no extent was shortened");
+    let parsed = parse(&v1).unwrap();
+    assert!(parsed
+        .inodes
+        .iter()
+        .flat_map(|i| &i.extents)
+        .all(|e| !e.from_network));
+    let v2 = fresh(16 << 20);
+    v2.set_remote_source(mem.clone());
+    restore_into(&v2, &parsed).unwrap();
+    assert_eq!(tree(&v2), tree(&v));
+    // Field for field but the provenance version 1 did not keep.
+    let unflagged = |c: &pktfs::ChainEntry| {
+        let mut k = key(c);
+        k.6 = false;
+        k
+    };
+    let a = v.chain(rx).unwrap();
+    let b = v2
+        .chain(v2.lookup(v2.root(), b"received").unwrap().ino)
+        .unwrap();
+    assert!(b.iter().all(|c| !c.from_network));
+    assert_eq!(
+        a.iter().map(unflagged).collect::<Vec<_>>(),
+        b.iter().map(unflagged).collect::<Vec<_>>()
+    );
+    v2.check_invariants().unwrap();
+}
+
+/// Flags or reserved bytes a reader does not know are refused, not
+/// dropped: a newer writer's meaning would otherwise be lost silently.
+#[test]
+fn unknown_extent_flags_are_refused() {
+    let v = fresh(16 << 20);
+    let mem = Arc::new(Mem::default());
+    v.set_remote_source(mem.clone());
+    received(&v, b"r", &[5u8; 100]);
+    let mut next = 1;
+    tier_all(&v, &mem, &mut next);
+    let snap = capture(&v, 1).unwrap();
+    for (at, value) in [(48usize, 0x02u8), (49, 0x01), (55, 0x80)] {
+        let bad = rewrite_extents(&snap.bytes, true, |e| {
+            let mut e = e.to_vec();
+            e[at] |= value;
+            e
+        });
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("does not know"), "byte {at}: {err}");
+    }
+}
+
+/// The same snapshot in format version 1.
+fn as_version_1(b: &[u8]) -> Vec<u8> {
+    rewrite_extents(b, false, |e| e[..48].to_vec())
+}
+
+/// Re-encode a version 2 snapshot with every extent passed through `f`,
+/// the entries' and the header's checksums made right again; the header
+/// says version 2 if `keep_version`, else 1.
+fn rewrite_extents(b: &[u8], keep_version: bool, f: impl Fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
+    use pktfs_tier::snapshot::{ExtentRaw, InodeRaw, HEADER_BYTES, SNAPSHOT_MAGIC_V1};
+    use zerocopy::FromBytes;
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let objects = u32_at(b, 48) as usize;
+    let entries = u32_at(b, 52);
+    let list_end = HEADER_BYTES + objects * 8 + 4;
+    let mut out = b[..list_end].to_vec();
+    if !keep_version {
+        out[..8].copy_from_slice(&SNAPSHOT_MAGIC_V1);
+    }
+    let crc = layout::crc32c(&out[..60]);
+    out[60..64].copy_from_slice(&crc.to_le_bytes());
+    let mut at = list_end;
+    for _ in 0..entries {
+        let len = u32_at(b, at) as usize;
+        let body = &b[at + 4..at + 4 + len];
+        at += 8 + len;
+        let mut new = body.to_vec();
+        if body[0] == 1 {
+            let raw = InodeRaw::read_from_bytes(&body[1..1 + size_of::<InodeRaw>()]).unwrap();
+            let mut p = 1 + size_of::<InodeRaw>() + raw.target_len.get() as usize;
+            for _ in 0..raw.xattrs.get() {
+                let (n, v) = (u32_at(body, p) as usize, u32_at(body, p + 4) as usize);
+                p += 8 + n + v;
+            }
+            new.truncate(p);
+            for e in body[p..].chunks_exact(size_of::<ExtentRaw>()) {
+                new.extend_from_slice(&f(e));
+            }
+        }
+        out.extend_from_slice(&(new.len() as u32).to_le_bytes());
+        out.extend_from_slice(&new);
+        out.extend_from_slice(&layout::crc32c(&new).to_le_bytes());
+    }
+    out
 }
