@@ -14,6 +14,8 @@
 pub mod bucket;
 pub mod check;
 pub mod engine;
+#[cfg(test)]
+mod format_doc;
 pub mod garage;
 pub mod restore;
 pub mod s3;

@@ -309,8 +309,7 @@ mod tests {
     /// row's offset and size, and every field in a row.
     #[test]
     fn the_format_doc_tables_match_the_structs() {
-        let doc = include_str!("../../docs/TIER.md");
-        let fields: &[(&str, &str, usize, usize)] = &[
+        let fields: &[crate::format_doc::Field] = &[
             (
                 "IndexEntryRaw",
                 "obj_off",
@@ -381,29 +380,7 @@ mod tests {
             ("FooterRaw", "crc", std::mem::offset_of!(FooterRaw, crc), 4),
             ("FooterRaw", "(total)", 0, FOOTER_BYTES),
         ];
-        let rows: Vec<Vec<&str>> = doc
-            .lines()
-            .filter(|l| l.starts_with("| IndexEntryRaw") || l.starts_with("| FooterRaw"))
-            .map(|l| {
-                l.split('|')
-                    .map(str::trim)
-                    .filter(|c| !c.is_empty())
-                    .collect()
-            })
-            .collect();
-        assert_eq!(
-            rows.len(),
-            fields.len(),
-            "a row too many or too few in docs/TIER.md"
-        );
-        for (s, f, off, size) in fields {
-            let row = rows
-                .iter()
-                .find(|r| r[0] == *s && r[1] == *f)
-                .unwrap_or_else(|| panic!("docs/TIER.md has no row for {s}.{f}"));
-            assert_eq!(row[2].parse::<usize>().ok(), Some(*off), "{s}.{f} offset");
-            assert_eq!(row[3].parse::<usize>().ok(), Some(*size), "{s}.{f} size");
-        }
+        crate::format_doc::assert_doc_tables_match(fields);
     }
 
     #[test]

@@ -578,8 +578,7 @@ mod tests {
     /// structs: every row's offset and size, and every field in a row.
     #[test]
     fn the_format_doc_tables_match_the_structs() {
-        let doc = include_str!("../../docs/TIER.md");
-        let fields: &[(&str, &str, usize, usize)] = &[
+        let fields: &[crate::format_doc::Field] = &[
             ("HeaderRaw", "magic", offset_of!(HeaderRaw, magic), 8),
             ("HeaderRaw", "seq", offset_of!(HeaderRaw, seq), 8),
             (
@@ -615,29 +614,7 @@ mod tests {
             ("ExtentRaw", "reserved", offset_of!(ExtentRaw, reserved), 7),
             ("ExtentRaw", "(total)", 0, size_of::<ExtentRaw>()),
         ];
-        let rows: Vec<Vec<&str>> = doc
-            .lines()
-            .filter(|l| l.starts_with("| HeaderRaw") || l.starts_with("| ExtentRaw"))
-            .map(|l| {
-                l.split('|')
-                    .map(str::trim)
-                    .filter(|c| !c.is_empty())
-                    .collect()
-            })
-            .collect();
-        assert_eq!(
-            rows.len(),
-            fields.len(),
-            "a row too many or too few in docs/TIER.md"
-        );
-        for (s, f, off, size) in fields {
-            let row = rows
-                .iter()
-                .find(|r| r[0] == *s && r[1] == *f)
-                .unwrap_or_else(|| panic!("docs/TIER.md has no row for {s}.{f}"));
-            assert_eq!(row[2].parse::<usize>().ok(), Some(*off), "{s}.{f} offset");
-            assert_eq!(row[3].parse::<usize>().ok(), Some(*size), "{s}.{f} size");
-        }
+        crate::format_doc::assert_doc_tables_match(fields);
         // The header's last field ends the header.
         assert_eq!(offset_of!(HeaderRaw, crc) + 4, HEADER_BYTES);
     }
