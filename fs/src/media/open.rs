@@ -4,6 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::{sigbus, space, tracker, Backing, MediaError, PersistChoice, PersistMode, Pm};
@@ -318,10 +319,14 @@ impl Pm {
     /// (/dev/dax) is mapped as it is.
     pub fn create(path: &Path, len_bytes: u64) -> Result<Pm, MediaError> {
         check_path_kind(path)?;
+        // 0600: an image holds every byte of every file, whatever their
+        // modes say; only its owner may read it (the mount and the servers
+        // apply the files' own permissions to everyone else).
         let (file, created) = match OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(path)
         {
             Ok(f) => (f, true),
