@@ -223,10 +223,7 @@ fn read_index(store: &ObjectStore, key: &str, obj: u64, size: u64) -> Result<Vec
         .get_range(key, size - FOOTER_BYTES as u64, FOOTER_BYTES as u64)
         .map_err(|e| e.to_string())?;
     let (n, icrc) = parse_footer(obj, &foot).map_err(|e| e.to_string())?;
-    let ilen = n as u64 * INDEX_ENTRY_BYTES as u64;
-    let istart = (size - FOOTER_BYTES as u64)
-        .checked_sub(ilen)
-        .ok_or_else(|| format!("{key}: its index of {n} entries does not fit in {size} bytes"))?;
+    let (istart, ilen) = index_span(key, n, size)?;
     let index = if ilen == 0 {
         Vec::new()
     } else {
@@ -236,6 +233,22 @@ fn read_index(store: &ObjectStore, key: &str, obj: u64, size: u64) -> Result<Vec
             .to_vec()
     };
     parse_index(obj, size, &index, icrc).map_err(|e| e.to_string())
+}
+
+/// Where the index of `n` entries lies in an object of `size` bytes,
+/// checked before anything is fetched or allocated for it: the footer's
+/// count comes from the store, which may be hostile, so an index (and one
+/// byte of payload per entry: a record is never empty) that cannot fit in
+/// the object is refused rather than read.
+fn index_span(key: &str, n: u32, size: u64) -> Result<(u64, u64), String> {
+    let ilen = n as u64 * INDEX_ENTRY_BYTES as u64;
+    let need = ilen + n as u64 + FOOTER_BYTES as u64;
+    if need > size {
+        return Err(format!(
+            "{key}: its footer claims {n} index entries, which do not fit in its {size} bytes"
+        ));
+    }
+    Ok((size - FOOTER_BYTES as u64 - ilen, ilen))
 }
 
 /// The whole object's CRC the index implies, if the payloads tile it.
@@ -255,4 +268,25 @@ fn implied_crc(store: &ObjectStore, key: &str, entries: &[Entry], size: u64) -> 
         layout::crc32c(&tail),
         tail.len() as u64,
     ))
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::*;
+
+    #[test]
+    fn a_hostile_footer_count_is_refused_before_reading() {
+        // 4 entries of 1 byte each plus their index and the footer.
+        let size = 4 + 4 * INDEX_ENTRY_BYTES as u64 + FOOTER_BYTES as u64;
+        assert_eq!(index_span("k", 4, size), Ok((4, 128)));
+        assert!(index_span("k", 5, size).is_err());
+        let e = index_span("k", u32::MAX, 1 << 20).unwrap_err();
+        assert!(e.contains("do not fit"), "{e}");
+        assert!(index_span("k", u32::MAX, u64::MAX).is_ok(), "no overflow");
+        assert_eq!(
+            index_span("k", 0, FOOTER_BYTES as u64),
+            Ok((0, 0)),
+            "an empty index"
+        );
+    }
 }

@@ -101,6 +101,10 @@ pub enum StoreError {
     },
     #[error("{key}: {detail}")]
     Other { key: String, detail: String },
+    /// The store answered with more bytes than the caller can expect: a
+    /// hostile or broken store cannot make us buffer without bound.
+    #[error("{key}: the store answered more than the {max} bytes expected ({got}); refused")]
+    TooLarge { key: String, max: u64, got: u64 },
     #[error("the object store client: {0}")]
     Setup(String),
 }
@@ -349,7 +353,10 @@ impl ObjectStore {
         if len == 0 {
             return Ok(());
         }
-        out.reserve(len as usize);
+        // The caller's length may come from a hostile store's listing or
+        // footer: memory is reserved up front only up to a window, and
+        // grows as bytes actually arrive (never past `len`).
+        out.reserve(len.min(GET_RESERVE_MAX) as usize);
         let c = &self.inner.client;
         let range = format!("bytes={off}-{}", off + len - 1);
         self.inner.rt.block_on(async {
@@ -361,19 +368,8 @@ impl ObjectStore {
                 .send()
                 .await
                 .map_err(|e| self.map(key, e))?;
-            let mut body = resp.body;
-            while let Some(chunk) = body.try_next().await.map_err(|e| StoreError::Other {
-                key: key.to_string(),
-                detail: format!("reading the body: {e}"),
-            })? {
-                if out.len() + chunk.len() > len as usize {
-                    return Err(StoreError::Other {
-                        key: key.to_string(),
-                        detail: format!("asked for {len} bytes at {off}, got more"),
-                    });
-                }
-                out.extend_from_slice(&chunk);
-            }
+            let declared = resp.content_length().map(|n| n.max(0) as u64);
+            read_bounded(resp.body, key, declared, len, out).await?;
             if out.len() as u64 != len {
                 return Err(StoreError::Other {
                     key: key.to_string(),
@@ -384,8 +380,15 @@ impl ObjectStore {
         })
     }
 
-    /// The whole object.
+    /// The whole object, at most [`MAX_WHOLE_GET`] bytes (a snapshot).
     pub fn get(&self, key: &str) -> Result<Vec<u8>, StoreError> {
+        self.get_at_most(key, MAX_WHOLE_GET)
+    }
+
+    /// The whole object, refused ([`StoreError::TooLarge`]) when the store
+    /// answers more than `max` bytes: its declared length is checked before
+    /// anything is buffered, and what arrives is counted as it arrives.
+    pub fn get_at_most(&self, key: &str, max: u64) -> Result<Vec<u8>, StoreError> {
         let c = &self.inner.client;
         self.inner.rt.block_on(async {
             let resp = c
@@ -395,15 +398,10 @@ impl ObjectStore {
                 .send()
                 .await
                 .map_err(|e| self.map(key, e))?;
-            resp.body
-                .collect()
-                .await
-                // A body of one piece is handed over without a copy.
-                .map(|b| Vec::from(b.into_bytes()))
-                .map_err(|e| StoreError::Other {
-                    key: key.to_string(),
-                    detail: format!("reading the body: {e}"),
-                })
+            let declared = resp.content_length().map(|n| n.max(0) as u64);
+            let mut out = Vec::new();
+            read_bounded(resp.body, key, declared, max, &mut out).await?;
+            Ok(out)
         })
     }
 
@@ -644,6 +642,46 @@ impl Drop for MultipartUpload {
 /// is a page of nested structs). One for want of credentials (the SDK
 /// found none and asked the instance metadata service) is access denied,
 /// with what to set; any other dispatch failure is a store out of reach.
+/// The most a ranged GET reserves before its bytes arrive (the
+/// read-through cache's window, so its buffers are still reused whole).
+const GET_RESERVE_MAX: u64 = 8 << 20;
+
+/// The most a whole-object GET ([`ObjectStore::get`]) takes: snapshots,
+/// whose size no caller knows beforehand, stay far below it.
+pub const MAX_WHOLE_GET: u64 = 1 << 30;
+
+/// Read `body` into `out` (appended), refusing more than `max` bytes: a
+/// declared length over it before anything is read, the bytes as they
+/// arrive (a store may declare none, or lie).
+async fn read_bounded(
+    mut body: ByteStream,
+    key: &str,
+    declared: Option<u64>,
+    max: u64,
+    out: &mut Vec<u8>,
+) -> Result<(), StoreError> {
+    let too_large = |got: u64| StoreError::TooLarge {
+        key: key.to_string(),
+        max,
+        got,
+    };
+    if let Some(n) = declared.filter(|&n| n > max) {
+        return Err(too_large(n));
+    }
+    let start = out.len();
+    while let Some(chunk) = body.try_next().await.map_err(|e| StoreError::Other {
+        key: key.to_string(),
+        detail: format!("reading the body: {e}"),
+    })? {
+        let got = (out.len() - start + chunk.len()) as u64;
+        if got > max {
+            return Err(too_large(got));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(())
+}
+
 fn unanswered(
     e: &(dyn std::error::Error + 'static),
     bucket: String,
@@ -690,6 +728,8 @@ fn causes(e: &(dyn std::error::Error + 'static)) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn bodies_are_signed_only_over_an_unprotected_network() {
         use super::payload_needs_signing as sign;
@@ -741,6 +781,46 @@ mod tests {
             super::causes(&e),
             "dispatch failure: io error: Connection refused"
         );
+    }
+
+    fn read(body: Vec<u8>, declared: Option<u64>, max: u64) -> Result<Vec<u8>, StoreError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut out = Vec::new();
+        rt.block_on(read_bounded(
+            ByteStream::from(body),
+            "k",
+            declared,
+            max,
+            &mut out,
+        ))?;
+        Ok(out)
+    }
+
+    #[test]
+    fn hostile_bodies_are_bounded() {
+        assert_eq!(read(vec![1; 10], Some(10), 10).unwrap(), vec![1; 10]);
+        // A declared length past the bound is refused before any byte.
+        assert!(matches!(
+            read(vec![1; 10], Some(u64::MAX), 10),
+            Err(StoreError::TooLarge {
+                got: u64::MAX,
+                max: 10,
+                ..
+            })
+        ));
+        // A store that declares a small length (or none) and sends more.
+        assert!(matches!(
+            read(vec![1; 11], Some(5), 10),
+            Err(StoreError::TooLarge { got: 11, .. })
+        ));
+        assert!(matches!(
+            read(vec![1; 11], None, 10),
+            Err(StoreError::TooLarge { .. })
+        ));
+        let e = read(vec![0; 100], None, 64).unwrap_err().to_string();
+        assert!(e.contains("more than the 64 bytes expected"), "{e}");
     }
 
     #[test]
