@@ -22,6 +22,12 @@ impl Token {
         Ok(Token(t.to_string()))
     }
 
+    /// The token itself, for a client that must present it (the raw
+    /// preface). Not `Display`, so it does not end up in a log by accident.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+
     /// Constant-time comparison with what a client presented.
     pub fn matches(&self, presented: &[u8]) -> bool {
         let t = self.0.as_bytes();
@@ -115,8 +121,28 @@ pub struct Config {
     /// Directory inside the volume that raw connections land in (created
     /// if missing).
     pub raw_dir: String,
-    /// Bearer token required for PUT/POST/DELETE.
+    /// Bearer token every HTTP request must present (`Authorization:
+    /// Bearer`), whatever its method, unless [`Config::public_read`] or
+    /// [`Config::public_metrics`] exempts it; raw connections present it
+    /// in a preface line ([`crate::raw`]). None (the default): no
+    /// authentication, which [`crate::Services::start`] allows only on
+    /// loopback addresses unless [`Config::insecure_no_auth`].
     pub token: Option<Token>,
+    /// With a token: GET and HEAD of files and listings need none (changes,
+    /// OPTIONS and the metrics still do). Default false.
+    pub public_read: bool,
+    /// With a token: GET and HEAD of the metrics path need none. Default
+    /// false.
+    pub public_metrics: bool,
+    /// Without a token, listen on non-loopback addresses anyway (anyone who
+    /// can reach the port reads and changes everything). Default false:
+    /// starting fails instead, naming the address.
+    pub insecure_no_auth: bool,
+    /// Raw connections served at once, on their own (HTTP connections do
+    /// not count against it; the total is still capped by
+    /// [`Config::max_connections`]). More are closed at once. Default
+    /// [`Config::RAW_MAX_CONNECTIONS_DEFAULT`].
+    pub raw_max_connections: usize,
     /// Refuse every change (also implied by a read-only volume).
     pub read_only: bool,
     /// Connections served at once (HTTP and raw together); more are
@@ -176,7 +202,35 @@ pub struct Config {
     pub extra: Option<Extra>,
 }
 
+/// A configuration that would serve every file to anyone who can reach
+/// the port.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "refusing to listen on {addr} without a token: anyone who can reach it could read, \
+     replace and delete every file; give a token (--token-file FILE), listen on a \
+     loopback address, or pass --insecure-no-auth to serve it unauthenticated anyway"
+)]
+pub struct Unprotected {
+    pub addr: SocketAddr,
+}
+
 impl Config {
+    /// The listen-address rule: without a token, only loopback addresses
+    /// (127.0.0.0/8, ::1, and ::ffff:127.x) may be listened on, HTTP and
+    /// raw alike, unless [`Config::insecure_no_auth`]. A wildcard address
+    /// (0.0.0.0, ::) is not loopback. [`crate::Services::start`] checks it.
+    pub fn check_exposure(&self) -> Result<(), Unprotected> {
+        if self.token.is_some() || self.insecure_no_auth {
+            return Ok(());
+        }
+        for addr in [self.http_listen, self.raw_listen].into_iter().flatten() {
+            if !addr.ip().to_canonical().is_loopback() {
+                return Err(Unprotected { addr });
+            }
+        }
+        Ok(())
+    }
+
     /// The cap on thread-served connections when none is configured (each
     /// costs a thread with its stack).
     pub const THREADS_DEFAULT_MAX: usize = 256;
@@ -185,6 +239,12 @@ impl Config {
     /// turnaround on one connection (about 20-30 us measured on loopback
     /// in a VM), short enough that a lone request costs little CPU.
     pub const BUSY_POLL_DEFAULT: Duration = Duration::from_micros(50);
+
+    /// [`Config::raw_max_connections`] unless set: a raw connection costs
+    /// an fd (a thread on the threads transport) for as long as its sender
+    /// is silent (`raw_idle_timeout`), so raw senders alone must not use up
+    /// the descriptors HTTP needs.
+    pub const RAW_MAX_CONNECTIONS_DEFAULT: usize = 1024;
 
     /// The cap for the thread-per-connection transport.
     pub fn thread_cap(&self) -> usize {
@@ -204,6 +264,10 @@ impl Default for Config {
             raw_listen: None,
             raw_dir: "/raw".into(),
             token: None,
+            public_read: false,
+            public_metrics: false,
+            insecure_no_auth: false,
+            raw_max_connections: Self::RAW_MAX_CONNECTIONS_DEFAULT,
             read_only: false,
             max_connections: None,
             idle_timeout: Duration::from_secs(60),

@@ -49,5 +49,5 @@ pub mod signal;
 pub mod tx;
 mod util;
 
-pub use config::{Change, Config, Extra, ExtraStat, IoMode, OnChange, Token};
+pub use config::{Change, Config, Extra, ExtraStat, IoMode, OnChange, Token, Unprotected};
 pub use server::{Services, Stats};

@@ -1,15 +1,45 @@
 //! Raw stream mode: each connection's bytes become one file.
 //!
-//! The file is created (named by arrival time and peer, e.g.
+//! The file is named by the connection's arrival time and peer (e.g.
 //! `20250101T120000.123456789Z-127.0.0.1-54321`) in the configured
-//! directory when the connection is accepted, and every `recv()` is
-//! appended by one commit as soon as it lands: bytes go from the kernel
-//! into packet buffers, become one record (CRC32C, kernel receive time,
-//! stream position) and are linked at the end of the file. Each commit is
-//! atomic and appends in stream order, so after a crash the file holds an
-//! exact prefix of what was sent: never a hole, never a foreign byte.
-//! There is nothing to answer; when the volume is full the connection is
-//! closed and the file keeps what was stored.
+//! directory, and every `recv()` is appended by one commit as soon as it
+//! lands: bytes go from the kernel into packet buffers, become one record
+//! (CRC32C, kernel receive time, stream position) and are linked at the
+//! end of the file. Each commit is atomic and appends in stream order, so
+//! after a crash the file holds an exact prefix of what was sent: never a
+//! hole, never a foreign byte. There is nothing to answer; when the volume
+//! is full the connection is closed and the file keeps what was stored.
+//!
+//! # The file appears with its first bytes
+//! Nothing is made for a connection until its first stream byte arrives:
+//! then an unnamed file is made and the commit that stores the first
+//! bytes also gives it its name (the loops: one commit; threads: the
+//! first commit, then the name). A connection that sends nothing, or only
+//! its preface, leaves nothing behind, and a crash never leaves an empty
+//! file or a name without the bytes that made it (an unnamed file is gone
+//! after a crash by construction).
+//!
+//! # The token preface
+//! With a token configured ([`crate::Config::token`], `--token-file`),
+//! a connection must start with one line before its stream:
+//!
+//! ```text
+//! PKTFS-TOKEN <token>\n
+//! ```
+//!
+//! (`\r\n` is accepted too), at most [`MAX_PREFACE`] bytes with its newline,
+//! complete within `header_timeout` of the connection's start. The stream
+//! (what the file holds) is every byte after that newline. A connection
+//! whose first bytes are not the preface, whose token is wrong, or whose
+//! preface does not complete in time is closed and stores nothing. Without
+//! a token nothing is expected (a preface sent anyway is stored as data).
+//! [`preface`] builds the line; `pktfs send --token-file` sends it.
+//!
+//! # Connection caps
+//! At most [`crate::Config::raw_max_connections`] raw connections are
+//! served at once (default 1024), on their own count, and raw and HTTP
+//! together stay within `max_connections`; a connection over either cap is
+//! closed at once, before anything is made for it.
 //!
 //! Two ways to serve it, same semantics: a thread per connection
 //! (`serve_connection`, receiving with [`crate::recv::recv_into`]), or a
@@ -18,13 +48,16 @@
 //! connection received in one loop turn is appended by one commit (the
 //! same exact-prefix guarantee: commits append in stream order).
 
+use std::cell::{Cell, RefCell};
+use std::io::Read;
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pktfs::{RxHeld, RxPiece, Volume};
+use pktfs::{RxHeld, RxPiece, TmpFile, Volume};
 
-use crate::config::Change;
+use crate::config::{Change, Token};
 use crate::recv::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
 use crate::shared::Shared;
 use crate::util::{now_ns, raw_name};
@@ -33,50 +66,232 @@ use crate::util::{now_ns, raw_name};
 /// (and within this long of the last commit).
 const NOTE_EVERY: Duration = Duration::from_millis(100);
 
-/// Create the connection's file (named by arrival time and peer) and tell
-/// the change callback. `None` when it cannot be made.
-fn create_file(sh: &Shared, peer: SocketAddr) -> Option<(String, u64)> {
+/// What a preface line starts with (the token follows).
+pub const PREFACE_TAG: &[u8] = b"PKTFS-TOKEN ";
+
+/// Longest preface line, its newline included: a token is a short
+/// printable word, and a client that sends more without a newline is not
+/// speaking the protocol.
+pub const MAX_PREFACE: usize = 512;
+
+/// The preface line a client sends first when the server has `token`.
+pub fn preface(token: &Token) -> Vec<u8> {
+    let mut v = PREFACE_TAG.to_vec();
+    v.extend_from_slice(token.secret().as_bytes());
+    v.push(b'\n');
+    v
+}
+
+/// What the bytes received so far say about the preface.
+#[derive(Debug, PartialEq, Eq)]
+enum Preface {
+    /// Not complete yet, and nothing wrong so far.
+    Incomplete,
+    /// Complete and right: its length, newline included.
+    Done(usize),
+    /// Refused (for the log; the client is told nothing).
+    Bad(&'static str),
+}
+
+/// Judge the first bytes of a connection (at most [`MAX_PREFACE`] of them).
+/// A wrong start is refused as soon as it shows, so a client that sends a
+/// stream without a preface is closed at its first bytes.
+fn check_preface(got: &[u8], token: &Token) -> Preface {
+    let Some(nl) = got.iter().position(|&b| b == b'\n') else {
+        let n = got.len().min(PREFACE_TAG.len());
+        if got[..n] != PREFACE_TAG[..n] {
+            return Preface::Bad("no PKTFS-TOKEN preface");
+        }
+        if got.len() >= MAX_PREFACE {
+            return Preface::Bad("preface line too long");
+        }
+        return Preface::Incomplete;
+    };
+    let line = &got[..nl];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match line.strip_prefix(PREFACE_TAG) {
+        None => Preface::Bad("no PKTFS-TOKEN preface"),
+        Some(t) if token.matches(t) => Preface::Done(nl + 1),
+        Some(_) => Preface::Bad("wrong token"),
+    }
+}
+
+/// Take one of the raw connection slots: false (and counted refused) when
+/// `raw_max_connections` are being served, or `total_full` (HTTP and raw
+/// together at `max_connections`).
+fn take_slot(sh: &Shared, peer: SocketAddr, total_full: bool) -> bool {
+    let cap = sh.cfg.raw_max_connections;
+    let before = sh.raw_open.fetch_add(1, Ordering::AcqRel);
+    if before < cap && !total_full {
+        return true;
+    }
+    sh.raw_open.fetch_sub(1, Ordering::AcqRel);
+    sh.metrics.refused.inc();
+    tracing::info!(
+        "raw connection from {peer} refused: {} raw connections (raw_max_connections {cap}) or the connection cap reached",
+        before.min(cap)
+    );
+    false
+}
+
+/// Gives a raw connection slot back when dropped (threads transport).
+struct Slot<'a>(&'a Shared);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.raw_open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Name the unnamed file `tmp` (arrived `born_ns` from `peer`), appending
+/// `tail` in the same commit. The name is the arrival time and peer, with
+/// `-1` .. `-7` added when taken. `None` (logged): nothing was named, the
+/// tail was dropped, and `tmp` still owns the file (freed when dropped).
+fn link_file<'v>(
+    sh: &Shared,
+    tmp: &mut TmpFile<'v>,
+    tail: Vec<RxPiece<'v>>,
+    born_ns: u64,
+    peer: SocketAddr,
+) -> Option<String> {
     let vol = &*sh.vol;
-    let base = raw_name(now_ns(), peer);
-    let mut made = None;
-    for k in 0..8 {
-        let name = if k == 0 {
-            base.clone()
-        } else {
-            format!("{base}-{k}")
-        };
-        match vol.create(sh.raw_dir, name.as_bytes(), 0o644, sh.uid, sh.gid) {
-            Ok(a) => {
-                made = Some((name, a.ino));
-                break;
-            }
-            Err(pktfs::FsError::Exists) => continue,
-            Err(e) => {
-                tracing::warn!("raw connection from {peer}: cannot create {name}: {e}; closing it");
-                break;
-            }
+    let base = raw_name(born_ns, peer);
+    let free = (0..8)
+        .map(|k| match k {
+            0 => base.clone(),
+            k => format!("{base}-{k}"),
+        })
+        .find(|n| {
+            matches!(
+                vol.lookup(sh.raw_dir, n.as_bytes()),
+                Err(pktfs::FsError::NotFound)
+            )
+        });
+    let Some(name) = free else {
+        tracing::warn!("raw connection from {peer}: {base} and its variants are taken; closing it");
+        vol.rx_abort(tail);
+        return None;
+    };
+    match tmp.link(tail, sh.raw_dir, name.as_bytes(), false) {
+        Ok(_linked) => {}
+        Err(e) => {
+            tracing::warn!("raw connection from {peer}: cannot store {name}: {e}; closing it");
+            return None;
         }
     }
-    let (name, ino) = made?;
     tracing::info!(target: "pktfs::access", %peer, file = %name, "raw stream started");
     sh.metrics.files_stored.inc();
     sh.notify(Change::Entry {
         parent: sh.raw_dir,
         name: name.as_bytes(),
-        ino,
+        ino: tmp.ino(),
     });
-    Some((name, ino))
+    Some(name)
+}
+
+/// Threads transport: read the preface off a blocking socket, taking no
+/// byte past its newline (peeked first, then read exactly).
+fn read_preface(sh: &Shared, sock: &TcpStream, token: &Token) -> Result<(), &'static str> {
+    let deadline = Instant::now() + sh.cfg.header_timeout;
+    let mut got = Vec::new();
+    let mut buf = [0u8; MAX_PREFACE];
+    loop {
+        if sh.stop.load(Ordering::Relaxed) {
+            return Err("the server is stopping");
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("no complete preface in time");
+        }
+        // Short waits, so a stop is seen.
+        let _ = sock.set_read_timeout(Some(left.min(Duration::from_millis(200))));
+        let room = MAX_PREFACE - got.len();
+        let n = match sock.peek(&mut buf[..room]) {
+            Ok(0) => return Err("closed before its preface"),
+            Ok(n) => n,
+            Err(e) if is_wait(&e) => continue,
+            Err(_) => return Err("receiving the preface failed"),
+        };
+        let take = buf[..n]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(n, |i| i + 1);
+        if (&*sock).read_exact(&mut buf[..take]).is_err() {
+            return Err("receiving the preface failed");
+        }
+        got.extend_from_slice(&buf[..take]);
+        match check_preface(&got, token) {
+            Preface::Incomplete => {}
+            Preface::Done(_) => return Ok(()),
+            Preface::Bad(why) => return Err(why),
+        }
+    }
+}
+
+/// Threads transport: wait (up to `raw_idle_timeout`) until the first
+/// stream byte is there, without taking it. False: the peer closed or
+/// stayed silent, or the server stops.
+fn first_byte(sh: &Shared, sock: &TcpStream) -> bool {
+    let until = Instant::now() + sh.cfg.raw_idle_timeout;
+    let mut b = [0u8; 1];
+    loop {
+        if sh.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let _ = sock.set_read_timeout(Some(left.min(Duration::from_millis(200))));
+        match sock.peek(&mut b) {
+            Ok(0) => return false,
+            Ok(_) => return true,
+            Err(e) if is_wait(&e) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+fn is_wait(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(e.kind(), WouldBlock | TimedOut | Interrupted)
 }
 
 pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
-    let vol = &*sh.vol;
-    let Some((name, ino)) = create_file(sh, peer) else {
+    let born = now_ns();
+    // The total is capped where the thread was admitted.
+    if !take_slot(sh, peer, false) {
         let _ = sock.shutdown(Shutdown::Both);
         return;
+    }
+    let _slot = Slot(sh);
+    if let Some(t) = &sh.cfg.token {
+        if let Err(why) = read_preface(sh, &sock, t) {
+            tracing::info!("raw connection from {peer} refused: {why}; nothing stored");
+            let _ = sock.shutdown(Shutdown::Both);
+            return;
+        }
+    }
+    if !first_byte(sh, &sock) {
+        tracing::debug!("raw connection from {peer} ended before any data; nothing stored");
+        let _ = sock.shutdown(Shutdown::Both);
+        return;
+    }
+    let vol = &*sh.vol;
+    let tmp = match vol.tmpfile(0o644, sh.uid, sh.gid) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!("raw connection from {peer}: cannot make its file: {e}; closing it");
+            let _ = sock.shutdown(Shutdown::Both);
+            return;
+        }
     };
+    let ino = tmp.ino();
     // Every receive is committed at once (the smallest loss window); the
-    // mount hears of the growth at most every NOTE_EVERY, and within that
-    // of the last commit even when the sender goes quiet.
+    // file is named right after its first commit (unnamed until then:
+    // nothing half-made is ever visible). The mount hears of the growth at
+    // most every NOTE_EVERY, and within that of the last commit even when
+    // the sender goes quiet.
     let opts = RecvOptions {
         mode: RecvMode::Append,
         commit: CommitPolicy::EveryChunk,
@@ -84,8 +299,20 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
         idle_timeout: sh.cfg.raw_idle_timeout,
         ..Default::default()
     };
-    let noted = std::cell::Cell::new((Instant::now(), 0u64, 0u64)); // (when, told, size)
+    let tmp = RefCell::new(tmp);
+    let name: RefCell<Option<String>> = RefCell::new(None);
+    let noted = Cell::new((Instant::now(), 0u64, 0u64)); // (when, told, size)
     let mut on_commit = |_ino: u64, size: u64| {
+        if name.borrow().is_none() {
+            match link_file(sh, &mut tmp.borrow_mut(), Vec::new(), born, peer) {
+                Some(n) => *name.borrow_mut() = Some(n),
+                None => {
+                    // Ends the receive; the unnamed file is freed below.
+                    let _ = sock.shutdown(Shutdown::Both);
+                    return;
+                }
+            }
+        }
         let (when, told, before) = noted.get();
         sh.metrics.bytes_in.inc_by(size.saturating_sub(before));
         noted.set((when, told, size));
@@ -114,6 +341,10 @@ pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
         },
     );
     let (_, told, size) = noted.get();
+    let Some(name) = name.into_inner() else {
+        tracing::info!(%peer, "raw connection: nothing stored");
+        return;
+    };
     if told != size {
         sh.notify(Change::Data { ino, size });
     }
@@ -148,23 +379,41 @@ impl crate::loops::Protocol for RawProtocol {
         if !std::ptr::eq(vol, &*self.sh.vol) {
             return None;
         }
-        let (name, ino) = create_file(&self.sh, peer)?;
-        self.sh.metrics.accepted.inc();
+        let sh = &self.sh;
+        // None: the loop closes the connection at once.
+        let total_full = sh.open_connections() >= sh.cfg.loop_cap();
+        if !take_slot(sh, peer, total_full) {
+            return None;
+        }
+        sh.metrics.accepted.inc();
+        let now = Instant::now();
+        let preface = sh.cfg.token.as_ref().map(|_| Pending {
+            got: Vec::new(),
+            deadline: now + sh.cfg.header_timeout,
+        });
         Some(Box::new(RawSession {
-            sh: self.sh.clone(),
+            sh: sh.clone(),
             vol,
-            ino,
+            ino: None,
             peer,
-            name,
-            started: Instant::now(),
+            name: String::new(),
+            born_ns: now_ns(),
+            started: now,
             records: 0,
+            preface,
             pending: Vec::new(),
             seq: 0,
             size: 0,
             told: 0,
-            told_at: Instant::now(),
+            told_at: now,
         }))
     }
+}
+
+/// A preface still being received (loops).
+struct Pending {
+    got: Vec<u8>,
+    deadline: Instant,
 }
 
 /// One raw connection on a loop: pieces made as bytes land, committed at
@@ -172,15 +421,20 @@ impl crate::loops::Protocol for RawProtocol {
 struct RawSession<'v> {
     sh: Arc<Shared>,
     vol: &'v Volume,
-    ino: u64,
+    /// The file, once named (its first bytes are stored).
+    ino: Option<u64>,
     /// For the access log: who, which file, since when, records stored.
     peer: SocketAddr,
     name: String,
+    /// Arrival time (the file's name).
+    born_ns: u64,
     started: Instant,
     records: u64,
+    /// The preface, while it is awaited (a token is configured).
+    preface: Option<Pending>,
     /// Pieces of this turn, in stream order.
     pending: Vec<RxPiece<'v>>,
-    /// Stream position of the next byte.
+    /// Stream position of the next byte (after the preface).
     seq: u64,
     /// File size after the last commit, and what the callback was told.
     size: u64,
@@ -188,39 +442,109 @@ struct RawSession<'v> {
     told_at: Instant,
 }
 
-impl RawSession<'_> {
-    /// Append this turn's pieces (one commit). `false`: the volume refused
-    /// (full, or stopped): the connection must close.
+impl Drop for RawSession<'_> {
+    fn drop(&mut self) {
+        self.sh.raw_open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl<'v> RawSession<'v> {
+    /// Take the preface from the front of `data`. `Some(rest)`: the
+    /// preface is complete and `rest` is stream bytes; `None` with `Ok`:
+    /// all of `data` was preface (or it is still incomplete); `Err`: refused.
+    fn take_preface(&mut self, mut data: RxHeld<'v>) -> Result<Option<RxHeld<'v>>, &'static str> {
+        let Some(p) = self.preface.as_mut() else {
+            return Ok(Some(data));
+        };
+        let token = self.sh.cfg.token.as_ref().ok_or("no token")?;
+        let before = p.got.len();
+        let bytes = data.bytes();
+        let take = bytes.len().min(MAX_PREFACE - before);
+        p.got.extend_from_slice(&bytes[..take]);
+        match check_preface(&p.got, token) {
+            Preface::Incomplete => Ok(None),
+            Preface::Bad(why) => Err(why),
+            Preface::Done(k) => {
+                self.preface = None;
+                // The newline is in this chunk (else it was done before).
+                let used = (k - before) as u32;
+                if used >= data.len() {
+                    return Ok(None);
+                }
+                let _preface = data.split_to(used);
+                Ok(Some(data))
+            }
+        }
+    }
+
+    /// Append this turn's pieces (one commit; the first also names the
+    /// file). `false`: the volume refused (full, or stopped): the
+    /// connection must close.
     fn commit(&mut self) -> bool {
         if self.pending.is_empty() {
             return true;
         }
         let batch = std::mem::take(&mut self.pending);
         let records = batch.len() as u64;
-        match self.vol.rx_commit(self.ino, batch) {
+        let r = match self.ino {
+            Some(ino) => self.vol.rx_commit(ino, batch),
+            None => return self.first_commit(batch),
+        };
+        match r {
             Ok(size) => {
-                self.sh
-                    .metrics
-                    .bytes_in
-                    .inc_by(size.saturating_sub(self.size));
-                self.size = size;
-                self.records += records;
-                if self.told_at.elapsed() >= NOTE_EVERY {
-                    self.note();
-                }
+                self.stored(size, records);
                 true
             }
             Err(e) => {
-                tracing::debug!("raw: inode {}: commit: {e}", self.ino);
+                tracing::debug!("raw: inode {:?}: commit: {e}", self.ino);
                 false
             }
         }
     }
 
+    /// The first bytes: an unnamed file made, and named by the commit that
+    /// stores them.
+    fn first_commit(&mut self, batch: Vec<RxPiece<'v>>) -> bool {
+        let records = batch.len() as u64;
+        let sh = &*self.sh;
+        let mut tmp = match self.vol.tmpfile(0o644, sh.uid, sh.gid) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(
+                    "raw connection from {}: cannot make its file: {e}; closing it",
+                    self.peer
+                );
+                self.vol.rx_abort(batch);
+                return false;
+            }
+        };
+        let Some(name) = link_file(sh, &mut tmp, batch, self.born_ns, self.peer) else {
+            return false;
+        };
+        let ino = tmp.ino();
+        let size = self.vol.getattr(ino).map_or(0, |a| a.size);
+        self.ino = Some(ino);
+        self.name = name;
+        self.stored(size, records);
+        true
+    }
+
+    fn stored(&mut self, size: u64, records: u64) {
+        self.sh
+            .metrics
+            .bytes_in
+            .inc_by(size.saturating_sub(self.size));
+        self.size = size;
+        self.records += records;
+        if self.told_at.elapsed() >= NOTE_EVERY {
+            self.note();
+        }
+    }
+
     fn note(&mut self) {
-        if self.told != self.size {
+        if let Some(ino) = self.ino.filter(|_| self.told != self.size) {
             self.sh.notify(Change::Data {
-                ino: self.ino,
+                ino,
                 size: self.size,
             });
             self.told = self.size;
@@ -231,6 +555,17 @@ impl RawSession<'_> {
 
 impl<'v> crate::loops::Session<'v> for RawSession<'v> {
     fn on_data(&mut self, data: RxHeld<'v>, at: crate::loops::TurnClock) -> crate::loops::Flow<'v> {
+        let data = match self.take_preface(data) {
+            Ok(Some(d)) => d,
+            Ok(None) => return crate::loops::Flow::Continue,
+            Err(why) => {
+                tracing::info!(
+                    "raw connection from {} refused: {why}; nothing stored",
+                    self.peer
+                );
+                return crate::loops::Flow::Close;
+            }
+        };
         let n = data.len() as u64;
         // CRC and flush now, while the bytes are hot.
         self.pending.push(data.piece(at.rx_ns, self.seq));
@@ -251,12 +586,24 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
     }
 
     fn next_timer(&self) -> Option<Instant> {
-        // The mount hears of growth within NOTE_EVERY of the last commit,
-        // even when the sender goes quiet.
-        (self.told != self.size).then_some(self.told_at + NOTE_EVERY)
+        // The preface has a deadline; and the mount hears of growth within
+        // NOTE_EVERY of the last commit, even when the sender goes quiet.
+        let note = (self.told != self.size).then_some(self.told_at + NOTE_EVERY);
+        match (&self.preface, note) {
+            (Some(p), Some(n)) => Some(p.deadline.min(n)),
+            (Some(p), None) => Some(p.deadline),
+            (None, n) => n,
+        }
     }
 
-    fn on_timer(&mut self, _now: Instant) -> crate::loops::Flow<'v> {
+    fn on_timer(&mut self, now: Instant) -> crate::loops::Flow<'v> {
+        if self.preface.as_ref().is_some_and(|p| now >= p.deadline) {
+            tracing::info!(
+                "raw connection from {} refused: no complete preface in time; nothing stored",
+                self.peer
+            );
+            return crate::loops::Flow::Close;
+        }
         self.note();
         crate::loops::Flow::Continue
     }
@@ -270,6 +617,10 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
         // What arrived before the close is stored (a shutdown or timeout
         // does not lose delivered bytes), unless the volume refuses.
         let _ = self.commit();
+        if self.ino.is_none() {
+            tracing::debug!(peer = %self.peer, closed = ?why, "raw connection ended; nothing stored");
+            return;
+        }
         self.note();
         tracing::info!(
             target: "pktfs::access",
@@ -281,6 +632,43 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
             ended_cleanly = matches!(why, crate::loops::CloseReason::Eof),
             closed = ?why,
             "raw stream ended"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preface_lines() {
+        let t = Token::from_file_contents("tok-123").unwrap();
+        assert_eq!(preface(&t), b"PKTFS-TOKEN tok-123\n");
+        let ok = b"PKTFS-TOKEN tok-123\nDATA";
+        assert_eq!(check_preface(ok, &t), Preface::Done(20));
+        assert_eq!(
+            check_preface(b"PKTFS-TOKEN tok-123\r\nx", &t),
+            Preface::Done(21)
+        );
+        for part in [&b""[..], b"PKT", b"PKTFS-TOKEN ", b"PKTFS-TOKEN tok"] {
+            assert_eq!(check_preface(part, &t), Preface::Incomplete, "{part:?}");
+        }
+        for bad in [
+            &b"hello world\n"[..],
+            b"X",
+            b"pktfs-token tok-123\n",
+            b"PKTFS-TOKEN tok-12\n",
+            b"PKTFS-TOKEN tok-1234\n",
+            b"PKTFS-TOKEN  tok-123\n",
+            b"PKTFS-TOKEN\n",
+        ] {
+            assert!(matches!(check_preface(bad, &t), Preface::Bad(_)), "{bad:?}");
+        }
+        let mut long = PREFACE_TAG.to_vec();
+        long.resize(MAX_PREFACE, b'a');
+        assert_eq!(
+            check_preface(&long, &t),
+            Preface::Bad("preface line too long")
         );
     }
 }

@@ -70,12 +70,16 @@ enum Kind {
 impl Services {
     /// Bind the configured listeners and start serving `vol`. `on_change`
     /// is told about every entry created, replaced or removed and about raw
-    /// files growing.
+    /// files growing. Refuses (`PermissionDenied`, the error an
+    /// [`crate::config::Unprotected`]) to listen without a token on an
+    /// address that is not loopback ([`Config::check_exposure`]).
     pub fn start(
         vol: Arc<Volume>,
         cfg: Config,
         on_change: Option<OnChange>,
     ) -> std::io::Result<Services> {
+        cfg.check_exposure()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
         let (uid, gid) = ids();
         let mut raw_dir = 0;
         if cfg.raw_listen.is_some() {
@@ -127,6 +131,7 @@ impl Services {
             idle: Condvar::new(),
             next_id: AtomicU64::new(1),
             loops: loop_shared.clone(),
+            raw_open: Default::default(),
             spares: Default::default(),
         });
         let mut s = Services {

@@ -30,6 +30,9 @@ pub(crate) struct Shared {
     pub next_id: AtomicU64,
     /// The io_uring loops' counters (connections open on them).
     pub loops: Arc<crate::loops::LoopShared>,
+    /// Raw connections being served now (both transports), against
+    /// `Config::raw_max_connections`.
+    pub raw_open: AtomicUsize,
     /// Unnamed files connections made ahead of their next upload
     /// (`http::spare`, at most `MAX_SPARES`).
     pub spares: AtomicUsize,

@@ -387,6 +387,10 @@ impl<'a> Conn<'a> {
             self.linger();
             return false;
         }
+        // From the head, before any body is read or any name looked up.
+        if let Some(keep) = self.check_auth(h) {
+            return keep;
+        }
         if h.read_body_first() && self.outbox.is_none() {
             // (An event loop's session reads it before calling this.)
             return self.send_continue(h)

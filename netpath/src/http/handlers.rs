@@ -98,16 +98,9 @@ impl<'a> Conn<'a> {
     }
 
     pub(super) fn check_change(&mut self, h: &Head) -> Option<bool> {
+        // The token was checked for every method before this (`auth`).
         if self.sh.read_only() {
             return Some(self.refuse(h, 405, "this server is read-only"));
-        }
-        if self.sh.cfg.token.is_some() && h.auth != Some(true) {
-            let msg = if h.auth.is_none() {
-                "a bearer token is required"
-            } else {
-                "wrong bearer token"
-            };
-            return Some(self.refuse(h, 401, msg));
         }
         None
     }

@@ -381,13 +381,22 @@ fn read_head(req: &httparse::Request<'_, '_>, path: &mut ReqPath, cfg: &Config) 
     }
     h.keep_alive = if h.http11 { !close } else { ka && !close };
     let target = req.path.unwrap_or("");
-    if let Some(m) = cfg.metrics_path.as_deref() {
-        h.metrics = target.split('?').next() == Some(m);
-    }
-    if let Err(e) = path.parse(target) {
-        h.path_error = Some(e);
+    match path.parse(target) {
+        // The reserved name is compared with the decoded path, as the
+        // file system would see it: `/%6Detrics`, `//metrics` and
+        // `/metrics/` name the metrics too, so none of them can store a
+        // file there (compared as sent, they did).
+        Ok(()) => h.metrics = cfg.metrics_path.as_deref().is_some_and(|m| names(path, m)),
+        Err(e) => h.path_error = Some(e),
     }
     h
+}
+
+/// Whether the decoded `path` is the configured path `m` (taken
+/// literally, split on `/`, empty segments ignored as in a request).
+fn names(path: &ReqPath, m: &str) -> bool {
+    path.segments()
+        .eq(m.split('/').filter(|s| !s.is_empty()).map(str::as_bytes))
 }
 
 #[cfg(test)]
@@ -471,6 +480,41 @@ mod tests {
         );
         let partial = &full[..full.len() - 2];
         assert!(parse_head(partial, &mut path, &cfg).unwrap().is_none());
+    }
+
+    /// The metrics path is recognised after decoding, however it is
+    /// spelled; an undecodable or dot-segment spelling is a path error
+    /// (400), never a file name.
+    #[test]
+    fn metrics_path_after_decoding() {
+        let cfg = Config::default();
+        let mut path = ReqPath::new();
+        let mut head = |t: &str| {
+            let r = format!("PUT {t} HTTP/1.1\r\nHost: h\r\n\r\n");
+            parse_head(r.as_bytes(), &mut path, &cfg)
+                .unwrap()
+                .unwrap()
+                .1
+        };
+        for t in [
+            "/metrics",
+            "/%6Detrics",
+            "/%6d%65trics",
+            "//metrics",
+            "/metrics/",
+            "/metrics?x=1",
+            "http://h/metrics",
+        ] {
+            let h = head(t);
+            assert!(h.metrics && h.path_error.is_none(), "{t}");
+        }
+        for t in ["/%2Fmetrics", "/./metrics", "/x/../metrics", "/%2e/metrics"] {
+            let h = head(t);
+            assert!(!h.metrics && h.path_error.is_some(), "{t}");
+        }
+        for t in ["/metrics2", "/Metrics", "/a/metrics", "/metrics/a"] {
+            assert!(!head(t).metrics, "{t}");
+        }
     }
 
     #[test]

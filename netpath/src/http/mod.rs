@@ -24,8 +24,8 @@
 //!
 //! # Status codes
 //! 304 not modified (If-None-Match / If-Modified-Since on GET/HEAD); 400
-//! malformed request or unsafe path; 401 missing/wrong bearer token on a
-//! change; 404 no such file; 405 change on a read-only server, PUT on `/`,
+//! malformed request or unsafe path; 401 missing/wrong bearer token (any
+//! method, unless a public flag opens reads: `auth`); 404 no such file; 405 change on a read-only server, PUT on `/`,
 //! or a change to the metrics path; 408 head or body too slow; 409 PUT
 //! onto a directory, through a non-directory, or DELETE of a non-empty
 //! directory; 411 PUT without a length; 412 a precondition failed
@@ -37,7 +37,8 @@
 //!
 //! # Layout
 //! Protocol decisions are free of socket I/O so another transport can
-//! reuse them: `head` (what a head says, and where it ends), `chunked`
+//! reuse them: `head` (what a head says, and where it ends), `auth` (the
+//! token rules), `chunked`
 //! (the chunked coding's lines), `cond` (entity tags and
 //! precondition evaluation), `response` (heads and bodies into a
 //! `Vec<u8>`). The blocking-socket transport is `conn` (the per-connection
@@ -46,6 +47,7 @@
 //! the same handlers on an io_uring loop, and `spare` makes the unnamed
 //! file of a connection's next upload ahead of time (both transports).
 
+mod auth;
 mod chunked;
 pub(crate) mod cond;
 mod conn;

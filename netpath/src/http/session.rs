@@ -352,7 +352,10 @@ impl<'v> HttpSession<'v> {
         self.begin_request();
         self.c.req.method = h.method.as_str();
         self.c.req.json = h.accept_json;
-        if let Some(f) = h.framing().filter(|_| h.read_body_first()) {
+        // A request the token refuses is answered from its head (`act`),
+        // its body not read first.
+        let admitted = self.c.admits(&h);
+        if let Some(f) = h.framing().filter(|_| h.read_body_first() && admitted) {
             // Acted on when its body is in (`body_complete`). On a loop
             // the 100 is queued, which cannot fail.
             self.c.send_continue(&h);
