@@ -34,6 +34,10 @@ pub enum FsError {
     TooManyLinks,
     #[error("operation not permitted: {0}")]
     NotPermitted(&'static str),
+    /// A permission check refused (EACCES): the caller's identity lacks a
+    /// mode or ACL bit ([`crate::volume::Cred`]).
+    #[error("permission denied")]
+    Access,
     #[error("no data or hole at or past that offset")]
     Nxio,
     #[error("the volume is open read-only")]
@@ -122,6 +126,7 @@ impl FsError {
             FsError::TooManyLinks => libc::EMLINK,
             FsError::ReadOnly => libc::EROFS,
             FsError::NotPermitted(_) => libc::EPERM,
+            FsError::Access => libc::EACCES,
             FsError::Nxio => libc::ENXIO,
             FsError::NotSupported(_) => libc::EOPNOTSUPP,
             // Only callers that pass a precondition see it (netpath's 412);

@@ -40,11 +40,11 @@ pub use error::{FsError, Result};
 pub use layout::FileType;
 pub use volume::Precondition;
 pub use volume::{
-    Acl, AclKind, Attr, Bound, ChainEntry, ContentDigest, DirEntry, FallocMode, FormatOptions,
-    Linked, NewMode, OpenOptions, OpenReport, RenameFlags, RingBackend, RingEvent, RxBuf, RxData,
-    RxHeld, RxPiece, RxRing, RxRingConfig, RxRingStats, ScrubDamage, ScrubOptions, ScrubProgress,
-    ScrubReport, Seg, SendStart, SetAttr, StatFs, TimeSet, TmpFile, TxHold, TxMsg, TxPos, TxSeg,
-    VerifyMode, Volume, XattrFlags,
+    Access, Acl, AclKind, Attr, Bound, ChainEntry, ContentDigest, Cred, Denial, DirEntry,
+    FallocMode, FormatOptions, Linked, NewMode, OpenOptions, OpenReport, RenameFlags, RingBackend,
+    RingEvent, RxBuf, RxData, RxHeld, RxPiece, RxRing, RxRingConfig, RxRingStats, ScrubDamage,
+    ScrubOptions, ScrubProgress, ScrubReport, Seg, SendStart, SetAttr, StatFs, TimeSet, TmpFile,
+    TxHold, TxMsg, TxPos, TxSeg, VerifyMode, Volume, XattrFlags,
 };
 pub use volume::{
     ObjectLive, RemoteBytes, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource,

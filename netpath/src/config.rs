@@ -145,6 +145,13 @@ pub struct Config {
     pub raw_max_connections: usize,
     /// Refuse every change (also implied by a read-only volume).
     pub read_only: bool,
+    /// Who HTTP requests act as: every request is checked against the
+    /// modes and POSIX ACLs of what it touches as this identity would be by
+    /// the kernel (`pktfs::Volume::permits`; 403 when refused), and files
+    /// and directories it creates are this identity's (their group as a
+    /// setgid directory says). Default: the server process's effective
+    /// uid, gid and supplementary groups ([`Config::process_identity`]).
+    pub as_user: pktfs::Cred,
     /// Connections served at once (HTTP and raw together); more are
     /// answered 503 (HTTP) or closed (raw). `None`: as the transport
     /// allows: on the io_uring loops a connection costs an fd and no
@@ -251,6 +258,17 @@ impl Config {
         self.max_connections.unwrap_or(Self::THREADS_DEFAULT_MAX)
     }
 
+    /// This process's effective uid and gid and its supplementary groups
+    /// (the default [`Config::as_user`]).
+    pub fn process_identity() -> pktfs::Cred {
+        let groups = rustix::process::getgroups().unwrap_or_default();
+        pktfs::Cred::new(
+            rustix::process::geteuid().as_raw(),
+            rustix::process::getegid().as_raw(),
+            groups.into_iter().map(|g| g.as_raw()),
+        )
+    }
+
     /// The cap for the io_uring loops (beyond the fd limit they keep).
     pub fn loop_cap(&self) -> usize {
         self.max_connections.unwrap_or(usize::MAX)
@@ -269,6 +287,7 @@ impl Default for Config {
             insecure_no_auth: false,
             raw_max_connections: Self::RAW_MAX_CONNECTIONS_DEFAULT,
             read_only: false,
+            as_user: Self::process_identity(),
             max_connections: None,
             idle_timeout: Duration::from_secs(60),
             header_timeout: Duration::from_secs(10),

@@ -33,7 +33,6 @@ use pktfs::Volume;
 use crate::config::{Change, Config, OnChange};
 use crate::metrics::Metrics;
 use crate::shared::{ensure_dir, Shared};
-use crate::util::ids;
 
 const STACK: usize = 512 << 10;
 
@@ -80,7 +79,8 @@ impl Services {
     ) -> std::io::Result<Services> {
         cfg.check_exposure()
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
-        let (uid, gid) = ids();
+        // New files and directories belong to the identity requests act as.
+        let (uid, gid) = (cfg.as_user.uid, cfg.as_user.gid);
         let mut raw_dir = 0;
         if cfg.raw_listen.is_some() {
             if cfg.read_only || vol.is_read_only() {

@@ -25,14 +25,6 @@ pub(crate) fn raw_name(ns: u64, peer: std::net::SocketAddr) -> String {
     name
 }
 
-/// Owner of files the servers create: the server process's user.
-pub(crate) fn ids() -> (u32, u32) {
-    (
-        rustix::process::getuid().as_raw(),
-        rustix::process::getgid().as_raw(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -448,6 +448,7 @@ mod tests {
         "--tier-concurrency", "3", "--tier-bandwidth", "1M", "--tier-busy-bandwidth", "off",
         "--tier-interval", "2s", "--tier-snapshot-interval", "90s",
         "--tier-promote-after", "off", "--tier-readahead", "4",
+        "--as-user", "nobody",
     ];
     const NO_METRICS: &[&str] = &["img", "mp", "--listen", "127.0.0.1:9000", "--no-metrics"];
 

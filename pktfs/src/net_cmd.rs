@@ -81,6 +81,14 @@ pub struct NetArgs {
     /// once. An idle loop always sleeps. [default: 50]
     #[arg(long, value_name = "US", value_parser = crate::cli::busy_poll_value)]
     pub busy_poll_us: Option<u64>,
+    /// HTTP requests act as USER (a name, or a uid; with :GROUP, a group
+    /// name or gid, for the primary group): each is checked against file
+    /// modes and POSIX ACLs as that user would be on the mount (403 when
+    /// refused), and what it creates is that user's. The groups are the
+    /// user's in the group database. [default: the server's own user,
+    /// group and supplementary groups]
+    #[arg(long, value_name = "USER[:GROUP]")]
+    pub as_user: Option<String>,
 }
 
 /// `--io`, else $PKTFS_IO, else auto.
@@ -139,6 +147,9 @@ impl NetArgs {
         if let Some(us) = self.busy_poll_us {
             v.extend(["--busy-poll-us".into(), us.to_string().into()]);
         }
+        if let Some(u) = &self.as_user {
+            v.extend(["--as-user".into(), u.into()]);
+        }
         v
     }
 
@@ -174,7 +185,12 @@ impl NetArgs {
             }
             Some(p.to_string())
         };
+        let as_user = match &self.as_user {
+            Some(u) => resolve_user(u).map_err(|e| format!("--as-user {u}: {e}"))?,
+            None => netpath::Config::process_identity(),
+        };
         Ok(netpath::Config {
+            as_user,
             metrics_path,
             http_listen: self.listen,
             raw_listen: self.raw_listen,
@@ -194,6 +210,65 @@ impl NetArgs {
             ..netpath::Config::default()
         })
     }
+}
+
+/// `--as-user USER[:GROUP]`: a user name or uid, and optionally a group
+/// name or gid for the primary group (else the user's own, from the user
+/// database; a uid the database does not know needs one). Supplementary
+/// groups: the user's in the group database (getgrouplist), none for an
+/// unknown uid.
+pub fn resolve_user(spec: &str) -> Result<pktfs::Cred, String> {
+    use nix::unistd::{Gid, Group, Uid, User};
+    let (u, g) = match spec.split_once(':') {
+        Some((u, g)) => (u, Some(g)),
+        None => (spec, None),
+    };
+    if u.is_empty() || g.is_some_and(str::is_empty) {
+        return Err("expected USER, UID, USER:GROUP or UID:GID".into());
+    }
+    let entry = match u.parse::<u32>() {
+        Ok(n) => User::from_uid(Uid::from_raw(n)).map_err(|e| format!("user {n}: {e}"))?,
+        Err(_) => Some(
+            User::from_name(u)
+                .map_err(|e| format!("user {u}: {e}"))?
+                .ok_or_else(|| format!("no user named {u} (see /etc/passwd)"))?,
+        ),
+    };
+    let gid = match g {
+        Some(g) => match g.parse::<u32>() {
+            Ok(n) => n,
+            Err(_) => Group::from_name(g)
+                .map_err(|e| format!("group {g}: {e}"))?
+                .ok_or_else(|| format!("no group named {g} (see /etc/group)"))?
+                .gid
+                .as_raw(),
+        },
+        None => match &entry {
+            Some(e) => e.gid.as_raw(),
+            None => {
+                return Err(format!(
+                    "uid {u} is not in the user database: give its group too (UID:GID)"
+                ))
+            }
+        },
+    };
+    let (uid, groups) = match &entry {
+        Some(e) => {
+            let name = std::ffi::CString::new(e.name.as_bytes())
+                .map_err(|_| format!("user {}: a name with a NUL byte", e.name))?;
+            let groups = nix::unistd::getgrouplist(&name, Gid::from_raw(gid))
+                .map_err(|err| format!("the groups of {}: {err}", e.name))?;
+            (e.uid.as_raw(), groups.into_iter().map(|g| g.as_raw()).collect())
+        }
+        None => (u.parse::<u32>().expect("numeric"), Vec::new()),
+    };
+    Ok(pktfs::Cred::new(uid, gid, groups))
+}
+
+/// The token in a token file (`--token-file`).
+fn read_token(p: &Path) -> Result<netpath::Token, String> {
+    let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    netpath::Token::from_file_contents(&s).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// The running servers (stop them with `shutdown()`, or by dropping).
@@ -737,4 +812,28 @@ fn mount_for_up(vol: Arc<Volume>, mp: &Path) -> Result<UpMount, String> {
     let opts = pktfs::fuse::MountOptions::default();
     let handle = pktfs::fuse::mount(vol, mp, &opts).map_err(|e| e.to_string())?;
     Ok(UpMount { handle })
+}
+
+#[cfg(test)]
+mod as_user_tests {
+    use super::resolve_user;
+
+    #[test]
+    fn users_by_name_or_id_with_their_groups() {
+        let root = resolve_user("root").unwrap();
+        assert_eq!((root.uid, root.gid), (0, 0));
+        assert_eq!(resolve_user("0").unwrap(), root);
+        // A group given overrides the primary one.
+        let r = resolve_user("0:5").unwrap();
+        assert_eq!((r.uid, r.gid), (0, 5));
+        assert!(r.in_group(5));
+        // A uid nobody has needs its group.
+        let e = resolve_user("3999999").unwrap_err();
+        assert!(e.contains("UID:GID"), "{e}");
+        let n = resolve_user("3999999:3999998").unwrap();
+        assert_eq!((n.uid, n.gid, n.groups().len()), (3999999, 3999998, 0));
+        for bad in ["", ":", "root:", "no-such-user-here", "root:no-such-group-here"] {
+            assert!(resolve_user(bad).is_err(), "{bad:?} accepted");
+        }
+    }
 }

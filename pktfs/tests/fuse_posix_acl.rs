@@ -538,3 +538,165 @@ fn malformed_acls_are_refused_through_the_mount() {
         "the mount still serves"
     );
 }
+
+/// What `Volume::permits` (the HTTP server's check, acting as a user)
+/// must agree with: files and directories with assorted owners, modes and
+/// ACLs (named users, named groups, the owning group, masks, an empty
+/// mask, default ACLs inherited), made through the mount as root.
+const PERMITS_SETUP: &str = "mkdir t && chmod 755 t && cd t
+    for m in 000 001 010 100 600 604 640 644 660 666 700 711 744 755 070 007 4755; do
+        printf x > f$m && chmod $m f$m
+        mkdir d$m && chmod $m d$m
+    done
+    printf x > own_tests && chown tests:tests own_tests && chmod 604 own_tests
+    printf x > grp_tests && chgrp tests grp_tests && chmod 604 grp_tests
+    printf x > grp_tests_rw && chgrp tests grp_tests_rw && chmod 660 grp_tests_rw
+    printf x > grp_nogroup && chgrp nogroup grp_nogroup && chmod 050 grp_nogroup
+    mkdir dt && chown tests dt && chmod 700 dt
+    printf x > acl_u && chmod 640 acl_u && setfacl -m u:tests:rw acl_u
+    printf x > acl_u_mask && setfacl -m u:tests:rwx,m::r acl_u_mask
+    printf x > acl_u_none && chmod 644 acl_u_none && setfacl -m u:nobody:- acl_u_none
+    printf x > acl_mask0 && chmod 604 acl_mask0 && setfacl -m u:tests:rw,m::- acl_mask0
+    printf x > acl_g && chmod 600 acl_g && setfacl -m g:tests:r,g:nogroup:w acl_g
+    printf x > acl_gobj && chgrp tests acl_gobj && setfacl -m g::x,g:nogroup:rw,o::r acl_gobj
+    printf x > acl_gdeny && chmod 606 acl_gdeny && setfacl -m g:nogroup:x acl_gdeny
+    printf x > acl_owner && chown tests acl_owner && setfacl -m u::-,u:tests:rwx,o::rwx acl_owner
+    mkdir dacl && chmod 700 dacl && setfacl -m u:nobody:rx,g:tests:wx dacl
+    mkdir def && chmod 777 def && setfacl -d -m u:tests:rwx,g:nogroup:rx,o::rx def
+    touch def/f && mkdir def/sub && touch def/sub/g && mkdir def/sub/h
+    printf x > def/x && chmod 751 def/x";
+
+/// uid, gid and groups of `user`, from `id`.
+fn cred_of(user: &str) -> pktfs::Cred {
+    let id = |flag: &str| -> Vec<u32> {
+        let out = Command::new("id").args([flag, user]).output().unwrap();
+        ok_out("id", out)
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect()
+    };
+    pktfs::Cred::new(id("-u")[0], id("-g")[0], id("-G"))
+}
+
+/// For each path, "rwx" as the kernel answers access(2) (`test -r/-w/-x`,
+/// coreutils: faccessat with AT_EACCESS) for `user`, run with its groups
+/// by runuser: one line of three 0/1 per path.
+fn kernel_access(dir: &Path, user: &str, paths: &[String]) -> Vec<[bool; 3]> {
+    let script = r#"for p in "$@"; do
+        for b in r w x; do
+            if env test -$b "$p"; then printf 1; else printf 0; fi
+        done
+        echo
+    done"#;
+    let out = Command::new("runuser")
+        .args(["-u", user, "--", "sh", "-c", script, "sh"])
+        .args(paths)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = ok_out("runuser test", out);
+    let rows: Vec<[bool; 3]> = text
+        .lines()
+        .map(|l| {
+            let b = l.as_bytes();
+            [b[0] == b'1', b[1] == b'1', b[2] == b'1']
+        })
+        .collect();
+    assert_eq!(rows.len(), paths.len(), "{text}");
+    rows
+}
+
+#[test]
+fn volume_permits_agrees_with_the_kernel() {
+    require!(
+        prereq::fuse(),
+        prereq::root(),
+        prereq::user("tests"),
+        prereq::user("nobody"),
+        prereq::tool("runuser"),
+        prereq::tool("setfacl"),
+    );
+    let m = Mnt::new("acl-permits", "");
+    let mnt = m.path();
+    sh(mnt, PERMITS_SETUP);
+    let t = mnt.join("t");
+    let paths: Vec<String> = modes(&t).into_iter().map(|(p, _)| p).collect();
+    assert!(paths.len() > 40, "{paths:?}");
+    let users = ["root", "tests", "nobody"];
+    let kernel: Vec<Vec<[bool; 3]>> = users.iter().map(|u| kernel_access(&t, u, &paths)).collect();
+    // The Volume's answers, on the same image once the mount let go.
+    let st = Command::new("umount").arg(mnt).status().unwrap();
+    assert!(st.success(), "umount");
+    let started = Instant::now();
+    let vol = loop {
+        match Volume::open(&m.image, &OpenOptions::default()) {
+            Ok(v) => break v,
+            Err(e) => assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the image never became free after umount: {e}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let ino_of = |rel: &str| {
+        let mut ino = vol.lookup(vol.root(), b"t").unwrap().ino;
+        for part in rel.split('/') {
+            ino = vol.lookup(ino, part.as_bytes()).unwrap().ino;
+        }
+        ino
+    };
+    let bits = [
+        pktfs::Access::READ,
+        pktfs::Access::WRITE,
+        pktfs::Access::EXEC,
+    ];
+    let mut disagree = Vec::new();
+    let mut granted = [[0usize; 2]; 3];
+    for (u, user) in users.iter().enumerate() {
+        let who = cred_of(user);
+        for (k, p) in paths.iter().enumerate() {
+            let ino = ino_of(p);
+            for (b, want) in bits.iter().enumerate() {
+                let ours = vol.permits(ino, &who, *want).unwrap();
+                let theirs = kernel[u][k][b];
+                granted[u][usize::from(theirs)] += 1;
+                if ours != theirs {
+                    disagree.push(format!(
+                        "{user} {} {p}: kernel {theirs}, Volume::permits {ours}",
+                        want.letters()
+                    ));
+                }
+            }
+        }
+    }
+    vol.close().unwrap();
+    assert!(disagree.is_empty(), "{}", disagree.join("\n"));
+    // The table decides something for everyone: each user is refused
+    // some and granted some (root: execute of a file without x bits).
+    for (u, g) in granted.iter().enumerate() {
+        assert!(g[0] > 0 && g[1] > 0, "{}: {g:?}", users[u]);
+    }
+    // A few absolute answers, so that both sides going wrong together
+    // cannot pass: the kernel skips the ACL when the mask is empty (other
+    // applies to a named user), a named group that matches without
+    // granting refuses, root executes only with an x bit.
+    let k = |u: usize, p: &str| kernel[u][paths.iter().position(|x| x == p).unwrap()];
+    assert_eq!(
+        k(1, "acl_mask0"),
+        [true, false, false],
+        "tests on acl_mask0"
+    );
+    assert_eq!(
+        k(2, "acl_gdeny"),
+        [false, false, true],
+        "nobody on acl_gdeny"
+    );
+    assert_eq!(k(0, "f600"), [true, true, false], "root on f600");
+    assert_eq!(k(0, "f001"), [true, true, true], "root on f001");
+    assert_eq!(k(1, "acl_u"), [true, true, false], "tests on acl_u");
+    assert_eq!(
+        k(2, "def/f"),
+        [true, false, false],
+        "nobody on def/f (inherited)"
+    );
+}

@@ -30,12 +30,12 @@ const VERSION: u32 = 2;
 const HEADER_BYTES: usize = 4;
 const ENTRY_BYTES: usize = 8;
 
-const TAG_USER_OBJ: u16 = 0x01;
-const TAG_USER: u16 = 0x02;
-const TAG_GROUP_OBJ: u16 = 0x04;
-const TAG_GROUP: u16 = 0x08;
-const TAG_MASK: u16 = 0x10;
-const TAG_OTHER: u16 = 0x20;
+pub(super) const TAG_USER_OBJ: u16 = 0x01;
+pub(super) const TAG_USER: u16 = 0x02;
+pub(super) const TAG_GROUP_OBJ: u16 = 0x04;
+pub(super) const TAG_GROUP: u16 = 0x08;
+pub(super) const TAG_MASK: u16 = 0x10;
+pub(super) const TAG_OTHER: u16 = 0x20;
 
 /// The id stored in entries that name no one (USER_OBJ, GROUP_OBJ, MASK,
 /// OTHER).

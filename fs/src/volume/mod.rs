@@ -38,6 +38,9 @@ pub mod journal;
 mod lifecycle;
 mod lockrank;
 mod ns;
+mod perm;
+#[cfg(test)]
+mod perm_tests;
 mod pinned;
 mod recover;
 mod remote;
@@ -76,6 +79,7 @@ pub use alloc::Slice;
 pub use digest::{Bound, ContentDigest, Precondition};
 pub use file::{FallocMode, Seg};
 pub use ns::{NewMode, RenameFlags};
+pub use perm::{permitted, Access, AclView, Cred, Denial, S_ISVTX};
 pub use recover::OpenReport;
 pub use remote::{ObjectLive, RemoteBytes, RemoteRecordInfo, RemoteSlice, RemoteSource};
 pub use rx::{RxBuf, RxHeld, RxPiece};

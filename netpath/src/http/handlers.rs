@@ -30,14 +30,15 @@ const METRICS_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 
 impl<'a> Conn<'a> {
     /// Walk the path's first `segs` segments from the root (symlinks are
-    /// not followed).
+    /// not followed), with search permission on each directory walked
+    /// (`perm`; else [`FsError::Access`]).
     pub(super) fn resolve(&self, segs: usize) -> Result<pktfs::Attr, FsError> {
         let mut a = self.vol.getattr(self.vol.root())?;
         for s in self.path.segments().take(segs) {
             if a.kind != FileType::Directory {
                 return Err(FsError::NotFound);
             }
-            a = self.vol.lookup(a.ino, s)?;
+            a = self.lookup_as(a.ino, s)?;
         }
         Ok(a)
     }
@@ -56,6 +57,9 @@ impl<'a> Conn<'a> {
             return Err(FsError::NotFound);
         }
         let last = self.path.segments().nth(n - 1).ok_or(FsError::NotFound)?;
+        if !self.permits(dir.ino, pktfs::Access::SEARCH) {
+            return Err(FsError::Access);
+        }
         let a = self.vol.lookup_pinned(dir.ino, last)?;
         let pin = Pinned {
             vol: self.vol,
@@ -117,6 +121,11 @@ impl<'a> Conn<'a> {
         for _ in 0..8 {
             let (a, _pin) = match self.resolve_pinned() {
                 Ok(a) => a,
+                Err(FsError::Access) => {
+                    let msg = self.walk_denied(self.path.len());
+                    self.error(403, &msg, keep);
+                    return keep;
+                }
                 Err(e) => {
                     let code = if matches!(e, FsError::NotDir) {
                         404
@@ -127,6 +136,10 @@ impl<'a> Conn<'a> {
                     return keep;
                 }
             };
+            if let Some(msg) = self.read_denied(a.ino) {
+                self.error(403, &msg, keep);
+                return keep;
+            }
             if a.kind == FileType::Directory {
                 return if h.accept_json {
                     self.listing_json(a.ino, h, send_body)
@@ -313,6 +326,9 @@ impl<'a> Conn<'a> {
             return h.keep_alive;
         }
         names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // Each entry's attributes need search on the directory (as a stat
+        // of dir/name would); without it, names and types only.
+        let searchable = self.permits(dir, pktfs::Access::SEARCH);
         let keep = h.keep_alive && h.http11;
         self.begin(200, None, keep, "Content-Type: application/json\r\n");
         if !h.http11 {
@@ -345,7 +361,13 @@ impl<'a> Conn<'a> {
         self.send_out(false) && keep
     }
 
-    fn listing_entry(&self, name: &[u8], ino: u64, kind: FileType) -> serde_json::Value {
+    fn listing_entry(
+        &self,
+        name: &[u8],
+        ino: u64,
+        kind: FileType,
+        searchable: bool,
+    ) -> serde_json::Value {
         let ty = match kind {
             FileType::Regular => "file",
             FileType::Directory => "dir",
@@ -354,9 +376,11 @@ impl<'a> Conn<'a> {
         };
         // An entry removed since readdir, or unreadable, still shows its
         // name and type; what is unknown is null.
-        let a = self.vol.getattr(ino).ok();
+        let a = self.vol.getattr(ino).ok().filter(|_| searchable);
         let tag = match kind {
-            FileType::Regular => self.vol.content_digest(ino).ok().map(|d| etag(&d)),
+            FileType::Regular if searchable => {
+                self.vol.content_digest(ino).ok().map(|d| etag(&d))
+            }
             _ => None,
         };
         let mtime = a.map(|a| {
@@ -432,6 +456,10 @@ impl<'a> Conn<'a> {
             return false;
         }
         let keep = h.keep_alive;
+        if let Some(msg) = self.delete_denied() {
+            self.error(403, &msg, keep);
+            return keep;
+        }
         // If-Match / If-Unmodified-Since are checked by the removal itself,
         // under its locks: nothing can replace the file in between.
         let guard = Guard::new(&h.cond, h.method);

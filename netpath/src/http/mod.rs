@@ -53,6 +53,7 @@ pub(crate) mod cond;
 mod conn;
 mod framing;
 mod handlers;
+mod perm;
 pub(crate) mod head;
 pub(crate) mod response;
 mod session;

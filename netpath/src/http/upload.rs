@@ -88,6 +88,9 @@ impl<'a> Conn<'a> {
             );
         };
         // Early refusals, before anything is received or created.
+        if let Some(msg) = self.put_denied() {
+            return self.refuse(h, 403, &msg);
+        }
         let st = self.vol.statfs();
         let free = st.blocks_free.saturating_mul(st.block_size as u64);
         if let Framing::Length(n) = framing {
@@ -96,6 +99,21 @@ impl<'a> Conn<'a> {
             }
             if n > pktfs::volume::MAX_FILE_SIZE {
                 return self.refuse(h, 413, "file too large");
+            }
+        }
+        if matches!(framing, Framing::Chunked) {
+            // A body of unknown length: refused before it is read unless
+            // the volume has room beyond its reserve (the body is stopped
+            // 507 if it then eats into it: `framing::SpaceGuard`).
+            let cfg = &self.sh.cfg;
+            if free < 2 * cfg.upload_reserve_bytes.max(1)
+                || st.records_free < 2 * cfg.upload_reserve_records.max(1)
+            {
+                return self.refuse(
+                    h,
+                    507,
+                    "too little free space or records for a body of unknown length",
+                );
             }
         }
         let n = self.path.len();
@@ -185,10 +203,23 @@ impl<'a> Conn<'a> {
                 } else {
                     status_of(&e)
                 };
-                self.error(code, &format!("{}: {e}", self.path.display()), keep);
+                let msg = match e {
+                    FsError::Access => self
+                        .put_denied()
+                        .unwrap_or_else(|| self.denied("no write or search permission")),
+                    e => format!("{}: {e}", self.path.display()),
+                };
+                self.error(code, &msg, keep);
                 return keep;
             }
         };
+        // Checked again now that the body is in (the early check may be
+        // stale), before the name is given.
+        if let Some(msg) = self.entry_denied(parent) {
+            self.drop_tmp(tmp);
+            self.error(403, &msg, keep);
+            return keep;
+        }
         // Preconditions once more, now that the body is in (a change while
         // it arrived counts), checked by the link itself under the locks
         // of the directory and of the file it replaces: no concurrent
@@ -327,14 +358,19 @@ impl<'a> Conn<'a> {
         drop(tmp); // frees the unnamed file
     }
 
-    /// The directory for the first `n` segments, created if missing.
+    /// The directory for the first `n` segments, created if missing (as
+    /// the identity requests act as: search on each, write and search
+    /// where one is created; the new ones are its, `Shared::uid`/`gid`).
     fn parent_dir(&self, n: usize, notify: &dyn Fn(Change<'_>)) -> Result<u64, FsError> {
         let mut ino = self.vol.root();
         for s in self.path.segments().take(n) {
-            ino = match self.vol.lookup_kind(ino, s) {
+            ino = match self.lookup_kind_as(ino, s) {
                 Ok((child, FileType::Directory)) => child,
                 Ok(_) => return Err(FsError::NotDir),
                 Err(FsError::NotFound) => {
+                    if !self.permits(ino, pktfs::Access::WRITE_SEARCH) {
+                        return Err(FsError::Access);
+                    }
                     match self.vol.mkdir(ino, s, 0o755, self.sh.uid, self.sh.gid) {
                         Ok(a) => {
                             notify(Change::Entry {
