@@ -441,6 +441,7 @@ mod tests {
         "img", "mp", "-o", "noatime",
         "--listen", "127.0.0.1:9000", "--raw-listen", "127.0.0.1:9001", "--raw-dir", "/in",
         "--token-file", "tok", "--read-only", "--max-connections", "77",
+        "--public-read", "--public-metrics", "--insecure-no-auth", "--raw-max-connections", "55",
         "--idle-timeout", "61", "--io-timeout", "31", "--metrics-path", "/m",
         "--raw-idle-timeout", "301", "--io", "epoll", "--loops", "3", "--busy-poll-us", "7",
         "--tier", "s3://bkt/p", "--tier-endpoint", "http://127.0.0.1:1", "--tier-region", "r",

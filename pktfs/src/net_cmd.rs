@@ -30,10 +30,26 @@ pub struct NetArgs {
     /// missing).
     #[arg(long, value_name = "DIR", default_value = "/raw")]
     pub raw_dir: String,
-    /// Require `Authorization: Bearer TOKEN` for PUT, POST and DELETE; the
-    /// token is the content of FILE.
+    /// Require a token, the content of FILE: every HTTP request, reads
+    /// included (GET, HEAD, listings, OPTIONS, /metrics), must send
+    /// `Authorization: Bearer TOKEN` (else 401), and every raw connection
+    /// must start with the line `PKTFS-TOKEN TOKEN` (else it is closed,
+    /// nothing stored). Without a token the servers listen only on
+    /// loopback addresses (see --insecure-no-auth).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// With --token-file: GET and HEAD of files and listings need no token
+    /// (changes still do).
+    #[arg(long)]
+    pub public_read: bool,
+    /// With --token-file: GET and HEAD of the metrics path need no token.
+    #[arg(long)]
+    pub public_metrics: bool,
+    /// Listen on a non-loopback address (e.g. 0.0.0.0) without
+    /// --token-file: anyone who can reach the port reads, replaces and
+    /// deletes every file. Without this flag that is refused at start.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
     /// Refuse every change over the network (HTTP answers 405; no raw mode).
     #[arg(long)]
     pub read_only: bool,
@@ -42,6 +58,10 @@ pub struct NetArgs {
     /// printed); 256 with a thread per connection].
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// Raw connections served at once, counted on their own (the total is
+    /// still capped by --max-connections); more are closed at once.
+    #[arg(long, value_name = "N", default_value_t = netpath::Config::RAW_MAX_CONNECTIONS_DEFAULT)]
+    pub raw_max_connections: usize,
     /// Seconds an idle keep-alive connection is kept.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub idle_timeout: u64,
@@ -119,12 +139,25 @@ impl NetArgs {
             let t = std::path::absolute(t).unwrap_or_else(|_| t.clone());
             v.extend(["--token-file".into(), t.into_os_string()]);
         }
+        for (on, flag) in [
+            (self.public_read, "--public-read"),
+            (self.public_metrics, "--public-metrics"),
+            (self.insecure_no_auth, "--insecure-no-auth"),
+        ] {
+            if on {
+                v.push(flag.into());
+            }
+        }
         if self.read_only {
             v.push("--read-only".into());
         }
         if let Some(m) = self.max_connections {
             v.extend(["--max-connections".into(), m.to_string().into()]);
         }
+        v.extend([
+            "--raw-max-connections".into(),
+            self.raw_max_connections.to_string().into(),
+        ]);
         v.extend([
             "--idle-timeout".into(),
             self.idle_timeout.to_string().into(),
@@ -160,18 +193,15 @@ impl NetArgs {
 
     /// The server configuration these flags describe.
     pub fn config(&self) -> Result<netpath::Config, String> {
-        let token = match &self.token_file {
-            Some(p) => {
-                let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                Some(
-                    netpath::Token::from_file_contents(&s)
-                        .map_err(|e| format!("{}: {e}", p.display()))?,
-                )
-            }
-            None => None,
-        };
+        let token = self.token_file.as_deref().map(read_token).transpose()?;
         if self.max_connections == Some(0) {
             return Err("--max-connections must be at least 1".into());
+        }
+        if self.raw_max_connections == 0 {
+            return Err("--raw-max-connections must be at least 1".into());
+        }
+        if token.is_none() && (self.public_read || self.public_metrics) {
+            return Err("--public-read and --public-metrics open reads that --token-file guards; without a token everything is open already".into());
         }
         let io = Duration::from_secs(self.io_timeout.max(1));
         let metrics_path = if self.no_metrics {
@@ -196,6 +226,10 @@ impl NetArgs {
             raw_listen: self.raw_listen,
             raw_dir: self.raw_dir.clone(),
             token,
+            public_read: self.public_read,
+            public_metrics: self.public_metrics,
+            insecure_no_auth: self.insecure_no_auth,
+            raw_max_connections: self.raw_max_connections,
             read_only: self.read_only,
             max_connections: self.max_connections,
             idle_timeout: Duration::from_secs(self.idle_timeout.max(1)),
@@ -271,6 +305,12 @@ fn read_token(p: &Path) -> Result<netpath::Token, String> {
     netpath::Token::from_file_contents(&s).map_err(|e| format!("{}: {e}", p.display()))
 }
 
+/// The token in a token file (`--token-file`).
+fn read_token(p: &Path) -> Result<netpath::Token, String> {
+    let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    netpath::Token::from_file_contents(&s).map_err(|e| format!("{}: {e}", p.display()))
+}
+
 /// The running servers (stop them with `shutdown()`, or by dropping).
 pub type ServicesHandle = netpath::Services;
 
@@ -286,10 +326,12 @@ pub fn start_services(
 ) -> Result<ServicesHandle, String> {
     let mut cfg = args.config()?;
     cfg.extra = extra;
+    // Before any port is tried: the listen-address rule.
+    cfg.check_exposure().map_err(|e| e.to_string())?;
     for a in [cfg.http_listen, cfg.raw_listen].into_iter().flatten() {
         crate::cli::check_listen(a)?;
-        if !a.ip().is_loopback() && cfg.token.is_none() && !cfg.read_only {
-            eprintln!("pktfs: warning: {a} is reachable from other hosts and changes need no token (--token-file)");
+        if !a.ip().to_canonical().is_loopback() && cfg.token.is_none() {
+            eprintln!("pktfs: warning: {a} is reachable from other hosts and needs no token (--insecure-no-auth)");
         }
     }
     netpath::Services::start(vol, cfg, on_change)
@@ -359,6 +401,10 @@ pub struct SendArgs {
     /// Seconds to wait to connect or for the peer to take data.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
+    /// The peer is a pktfs raw listener with a token: send the line
+    /// `PKTFS-TOKEN TOKEN` (TOKEN: the content of FILE) before the file.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Where the image's tiered bytes are (an image no process holds):
     /// they are fetched, checked, and sent.
     #[command(flatten)]
@@ -532,10 +578,26 @@ pub fn send(a: SendArgs) -> Result<(), String> {
             Some(s) => netpath::send::send_on(&vol, ino, s, timeout),
         }
     };
+    // A raw listener with a token wants its preface before the stream.
+    let preface = a
+        .token_file
+        .as_deref()
+        .map(read_token)
+        .transpose()?
+        .map(|t| netpath::raw::preface(&t));
+    let connect = || -> Result<std::net::TcpStream, String> {
+        let sock = netpath::send::connect(&a.addr, timeout)?;
+        if let Some(p) = &preface {
+            std::io::Write::write_all(&mut &sock, p)
+                .map_err(|e| format!("sending the token preface to {}: {e}", a.addr))?;
+        }
+        Ok(sock)
+    };
     let r = if served {
         // A mounted or served image is sent by the process that holds it:
         // the connected socket is passed to it (see netpath::control).
-        let sock = netpath::send::connect(&a.addr, timeout)?;
+        let sock = connect()?;
+
         let req = serde_json::json!({"op": "send", "path": a.path});
         match netpath::control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
             Ok(v) => netpath::send::SendReport {
@@ -551,6 +613,10 @@ pub fn send(a: SendArgs) -> Result<(), String> {
                 return Err(e.to_string());
             }
         }
+    } else if preface.is_some() {
+        // Connected first, for the preface to go before the file; a file
+        // that then cannot be held resets the connection (nothing stored).
+        local(Some(&connect()?))?
     } else {
         local(None)?
     };
@@ -694,6 +760,7 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
         raw_listen: a.raw_listen,
         raw_dir: "/raw".into(),
         max_connections: None,
+        raw_max_connections: netpath::Config::RAW_MAX_CONNECTIONS_DEFAULT,
         idle_timeout: 60,
         io_timeout: 30,
         raw_idle_timeout: 300,

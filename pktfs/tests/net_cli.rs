@@ -53,16 +53,22 @@ fn serve_store_send_and_stop_cleanly() {
     );
     {
         use std::io::Write;
+        // Raw mode with a token: the preface line first; a connection
+        // without it stores nothing.
         let mut c = std::net::TcpStream::connect(raw).unwrap();
-        c.write_all(b"raw bytes").unwrap();
+        c.write_all(b"PKTFS-TOKEN t0k3n\nraw bytes").unwrap();
+        let mut anon = std::net::TcpStream::connect(raw).unwrap();
+        let _ = anon.write_all(b"anonymous bytes");
     }
     // Stored (as the server itself lists and serves it) before the stop.
     wait_until("the raw stream stored", Duration::from_secs(10), || {
-        let list = http_req(http, "GET", "/raw/", &[], b"");
+        // Reads need the token too.
+        let auth = [("Authorization", "Bearer t0k3n")];
+        let list = http_req(http, "GET", "/raw/", &auth, b"");
         let names = String::from_utf8_lossy(&list.body);
         list.status == 200
             && names.lines().any(|name| {
-                http_req(http, "GET", &format!("/raw/{name}"), &[], b"").body == b"raw bytes"
+                http_req(http, "GET", &format!("/raw/{name}"), &auth, b"").body == b"raw bytes"
             })
     });
     let err = interrupt(child);
@@ -109,6 +115,27 @@ fn serve_store_send_and_stop_cleanly() {
     );
     assert!(rx.join().unwrap() == body);
     assert!(String::from_utf8_lossy(&out.stderr).contains("segments"));
+    // To a raw listener with a token: the preface goes first.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = l.local_addr().unwrap();
+    let rx = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut v = Vec::new();
+        s.read_to_end(&mut v).unwrap();
+        v
+    });
+    let out = Command::new(PKTFS)
+        .arg("send")
+        .arg(&img)
+        .arg("/a/b")
+        .arg(to.to_string())
+        .arg("--token-file")
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got = rx.join().unwrap();
+    assert!(got.starts_with(b"PKTFS-TOKEN t0k3n\n") && got[18..] == body[..]);
 }
 
 #[test]

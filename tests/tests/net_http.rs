@@ -347,10 +347,16 @@ fn bearer_token_and_read_only() {
         .status,
         201
     );
+    // Reads need the token too (issue "safe to expose"; `--public-read`
+    // opens them, tests/tests/hostile/access.rs).
     assert_eq!(
         http(s.http, "GET", "/t", &[], b"").status,
-        200,
-        "reads need no token"
+        401,
+        "reads need the token"
+    );
+    assert_eq!(
+        http(s.http, "GET", "/t", &[("Authorization", "Bearer s3cret")], b"").status,
+        200
     );
     assert_eq!(http(s.http, "DELETE", "/t", &[], b"").status, 401);
     assert_eq!(

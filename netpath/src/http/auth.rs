@@ -25,9 +25,7 @@ use crate::config::Config;
 /// Why a request is refused (the 401 body), or `None` when the
 /// configuration admits it.
 fn refusal(cfg: &Config, h: &Head) -> Option<&'static str> {
-    if cfg.token.is_none() {
-        return None;
-    }
+    cfg.token.as_ref()?;
     match h.auth {
         Some(true) => return None,
         Some(false) => return Some("wrong bearer token"),

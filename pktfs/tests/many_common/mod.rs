@@ -64,6 +64,8 @@ pub fn serve_on_loops(
             .args(["serve", img.to_str().unwrap(), listen_flag])
             .arg(addr.to_string())
             .args(["--io", io, "--loops", "2"])
+            // Raw connections have their own cap (default 1024).
+            .args(["--raw-max-connections", &conns.to_string()])
             // Warnings only: the access log would print a line per connection.
             .args(["--log-level", "warn"])
             .stdout(Stdio::piped())
