@@ -319,7 +319,7 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     let vol = Arc::new(vol);
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
-    let control = crate::net_cmd::start_control(&vol, &image, extra.clone());
+    let control = crate::net_cmd::start_control(&vol, &image, extra.clone())?;
     let handle = fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
     let services = start_services(&vol, &handle, &a.net, extra)?;
     if let Some(t) = &tier {

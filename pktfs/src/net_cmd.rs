@@ -483,24 +483,17 @@ pub fn warn_open_report(v: &Volume, image: &Path) {
     }
 }
 
-/// Answer `pktfs chain`, `stat` and `scrub` about `image` from this
-/// process (see netpath::control). Without it those commands would refuse
-/// the image while it is held; a failure is reported and service goes on.
+/// Answer `pktfs chain`, `stat`, `scrub`, `recv` and `send` about `image`
+/// from this process (see netpath::control). A holder that cannot have the
+/// image's control socket does not start: clients would reach whatever
+/// process has the name instead (another user may have bound it first).
 pub fn start_control(
     vol: &Arc<Volume>,
     image: &Path,
     extra: Option<netpath::Extra>,
-) -> Option<netpath::control::Control> {
-    match netpath::control::Control::start_with(vol.clone(), image, extra) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            tracing::warn!(
-                "{}: no control socket ({e}): pktfs chain/stat/scrub cannot reach this process",
-                image.display()
-            );
-            None
-        }
-    }
+) -> Result<netpath::control::Control, String> {
+    // main reports the error, to the log too when the log is not stderr.
+    netpath::control::Control::start_with(vol.clone(), image, extra).map_err(|e| e.to_string())
 }
 
 /// Close the volume cleanly if nothing else holds it any more.
@@ -527,7 +520,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     )?);
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
-    let control = start_control(&vol, &a.image, extra.clone());
+    let control = start_control(&vol, &a.image, extra.clone())?;
     let sig = netpath::signal::shutdown_signal()?;
     let svc = start_services(vol.clone(), &net, None, extra)?;
     pktfs::sayln!(
@@ -737,7 +730,7 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
     )?);
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
-    let control = start_control(&vol, image, extra.clone());
+    let control = start_control(&vol, image, extra.clone())?;
     let sig = netpath::signal::shutdown_signal()?;
     // The mount, when this build has it and it works here.
     let mp = a.mountpoint.clone().unwrap_or_else(default_mountpoint);

@@ -59,7 +59,7 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
     let commit = commit_policy(&a.commit)?;
     // An image nobody holds is opened before the stream starts, so the
     // sender does not wait for the open.
-    let local = if control::is_held(&a.image) {
+    let local = if control::is_held(&a.image).map_err(|e| e.to_string())? {
         None
     } else {
         Some(
