@@ -305,12 +305,6 @@ fn read_token(p: &Path) -> Result<netpath::Token, String> {
     netpath::Token::from_file_contents(&s).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-/// The token in a token file (`--token-file`).
-fn read_token(p: &Path) -> Result<netpath::Token, String> {
-    let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    netpath::Token::from_file_contents(&s).map_err(|e| format!("{}: {e}", p.display()))
-}
-
 /// The running servers (stop them with `shutdown()`, or by dropping).
 pub type ServicesHandle = netpath::Services;
 
