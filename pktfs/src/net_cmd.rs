@@ -292,7 +292,10 @@ pub fn resolve_user(spec: &str) -> Result<pktfs::Cred, String> {
                 .map_err(|_| format!("user {}: a name with a NUL byte", e.name))?;
             let groups = nix::unistd::getgrouplist(&name, Gid::from_raw(gid))
                 .map_err(|err| format!("the groups of {}: {err}", e.name))?;
-            (e.uid.as_raw(), groups.into_iter().map(|g| g.as_raw()).collect())
+            (
+                e.uid.as_raw(),
+                groups.into_iter().map(|g| g.as_raw()).collect(),
+            )
         }
         None => (u.parse::<u32>().expect("numeric"), Vec::new()),
     };
@@ -428,6 +431,19 @@ pub struct UpArgs {
     /// Serve without mounting.
     #[arg(long)]
     pub no_mount: bool,
+    /// The token every request needs, the content of FILE [default:
+    /// $XDG_CONFIG_HOME/pktfs/token or ~/.config/pktfs/token, made 0600
+    /// with a random token when missing]: HTTP requests, reads included,
+    /// send `Authorization: Bearer TOKEN`; raw connections start with the
+    /// line `PKTFS-TOKEN TOKEN`. Other local users can reach a loopback
+    /// port too, so `up` never serves without one unless told to.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure_no_auth")]
+    pub token_file: Option<PathBuf>,
+    /// Serve without a token: every local user (and, on a non-loopback
+    /// address, anyone who can reach it) may read, replace and delete
+    /// every file as you.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
     /// How connections are served: auto, uring, epoll or threads (see
     /// `pktfs serve --help`). Default: $PKTFS_IO, else auto.
     #[arg(long, value_name = "MODE")]
@@ -584,7 +600,6 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         // A mounted or served image is sent by the process that holds it:
         // the connected socket is passed to it (see netpath::control).
         let sock = connect()?;
-
         let req = serde_json::json!({"op": "send", "path": a.path});
         match netpath::control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
             Ok(v) => netpath::send::SendReport {
@@ -700,8 +715,28 @@ pub fn up(a: UpArgs) -> Result<(), String> {
     for addr in std::iter::once(a.listen).chain(a.raw_listen) {
         crate::cli::check_listen(addr)?;
     }
+    let me = nix::unistd::geteuid().as_raw();
+    if let Some(note) = crate::quickstart::check_image(&image, me)? {
+        eprintln!("pktfs: warning: {}", note.0);
+    }
+    let token_file = if a.insecure_no_auth {
+        None
+    } else {
+        let p = match &a.token_file {
+            Some(p) => p.clone(),
+            None => crate::quickstart::default_token_path().ok_or(
+                "no home directory to keep the token in (set HOME or XDG_CONFIG_HOME, or pass \
+                 --token-file FILE)",
+            )?,
+        };
+        crate::quickstart::ensure_token_file(&p, me)?;
+        Some(std::path::absolute(&p).map_err(|e| format!("{}: {e}", p.display()))?)
+    };
     let created = ensure_image(&image, a.size)?;
-    let r = run_up(&a, &image, created);
+    // Again after creating: a file planted between the first check and the
+    // create is opened, not created, by the media layer, and is refused here.
+    crate::quickstart::check_image(&image, me)?;
+    let r = run_up(&a, &image, created, token_file.as_deref());
     if r.is_err() && created {
         // Leave nothing behind that this command made and could not use.
         match std::fs::remove_file(&image) {
@@ -715,7 +750,12 @@ pub fn up(a: UpArgs) -> Result<(), String> {
     r
 }
 
-fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
+fn run_up(
+    a: &UpArgs,
+    image: &Path,
+    created: bool,
+    token_file: Option<&Path>,
+) -> Result<(), String> {
     let vol = Arc::new(open_rw(
         image,
         a.durability.persist(),
@@ -752,6 +792,8 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
         io_timeout: 30,
         raw_idle_timeout: 300,
         io: a.io,
+        token_file: token_file.map(Path::to_path_buf),
+        insecure_no_auth: a.insecure_no_auth,
         ..NetArgs::default()
     };
     let svc = start_services(vol.clone(), &net, on_change, extra)?;
@@ -771,19 +813,35 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
     if let Some(t) = &tier {
         pktfs::sayln!("  tier  {}", t.target());
     }
+    match token_file {
+        Some(t) => pktfs::sayln!("  token {}", t.display()),
+        None => pktfs::sayln!("  token none (--insecure-no-auth: every local user may use it)"),
+    }
     let http = svc.http_addr().expect("listening");
     let exe = std::env::args().next().unwrap_or_else(|| "pktfs".into());
-    let mut tries: Vec<(String, &str)> = vec![
+    // Each line works as pasted into a shell, the token read from its file
+    // there (never printed).
+    let (auth, mut tries): (&str, Vec<(String, &str)>) = match token_file {
+        Some(t) => (
+            " -H \"Authorization: Bearer $TOKEN\"",
+            vec![(
+                format!("TOKEN=$(cat {})", t.display()),
+                "every request sends it",
+            )],
+        ),
+        None => ("", Vec::new()),
+    };
+    tries.extend([
         (
-            format!("curl -T somefile http://{http}/somefile"),
+            format!("curl{auth} -T somefile http://{http}/somefile"),
             "store a file (201 once it is durable)",
         ),
-        (format!("curl http://{http}/"), "list"),
+        (format!("curl{auth} http://{http}/"), "list"),
         (
-            format!("curl -o copy http://{http}/somefile"),
+            format!("curl{auth} -o copy http://{http}/somefile"),
             "fetch it (Range works too)",
         ),
-    ];
+    ]);
     if mount.is_some() {
         tries.push((
             format!("ls -l {}", mp.display()),
@@ -791,10 +849,15 @@ fn run_up(a: &UpArgs, image: &Path, created: bool) -> Result<(), String> {
         ));
     }
     if let Some(r) = svc.raw_addr() {
-        tries.push((
-            format!("nc -N {} {} < somefile", r.ip(), r.port()),
-            "raw stream -> /raw/<time>-<peer>",
-        ));
+        let cmd = match token_file {
+            Some(_) => format!(
+                "(echo \"PKTFS-TOKEN $TOKEN\"; cat somefile) | nc -N {} {}",
+                r.ip(),
+                r.port()
+            ),
+            None => format!("nc -N {} {} < somefile", r.ip(), r.port()),
+        };
+        tries.push((cmd, "raw stream -> /raw/<time>-<peer>"));
     }
     tries.push((
         format!("{exe} chain {} /somefile", image.display()),
@@ -886,7 +949,13 @@ mod as_user_tests {
         assert!(e.contains("UID:GID"), "{e}");
         let n = resolve_user("3999999:3999998").unwrap();
         assert_eq!((n.uid, n.gid, n.groups().len()), (3999999, 3999998, 0));
-        for bad in ["", ":", "root:", "no-such-user-here", "root:no-such-group-here"] {
+        for bad in [
+            "",
+            ":",
+            "root:",
+            "no-such-user-here",
+            "root:no-such-group-here",
+        ] {
             assert!(resolve_user(bad).is_err(), "{bad:?} accepted");
         }
     }

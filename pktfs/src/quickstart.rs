@@ -9,21 +9,14 @@
 //! user can write, in a directory where no other user can replace it; a new
 //! image is created 0600 (by the media layer, for every tool).
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 
 /// Bytes available to an unprivileged user on the file system holding
 /// `dir`.
 pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
     let s = nix::sys::statvfs::statvfs(dir).map_err(std::io::Error::from)?;
     Ok((s.blocks_available() as u64).saturating_mul(s.fragment_size() as u64))
-}
-
-/// The name of this process's effective user (from the user database,
-/// not $USER, which the caller's environment may set to anything).
-pub fn effective_user_name() -> Option<String> {
-    let uid = nix::unistd::geteuid();
-    nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name)
 }
 
 /// "user NAME (uid N)", or "uid N" for a uid without a name.
@@ -129,6 +122,74 @@ fn check_dir(path: &Path, me: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// Where `up` keeps its token unless `--token-file` names one:
+/// `$XDG_CONFIG_HOME/pktfs/token`, else `~/.config/pktfs/token`. A home
+/// directory, not the image's shared /dev/shm: nobody else may create
+/// files there.
+pub fn default_token_path() -> Option<PathBuf> {
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".config"))
+        })?;
+    Some(config.join("pktfs").join("token"))
+}
+
+/// `up`'s token file at `path`, made when missing: 32 random bytes as hex,
+/// the file 0600 in a directory made 0700. True when it was made now.
+/// An existing one is used only if `me` owns it and no other user may
+/// read or write it: a token others can read lets them act as you.
+pub fn ensure_token_file(path: &Path, me: u32) -> Result<bool, String> {
+    let p = path.display();
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => {
+            if !m.file_type().is_file() {
+                return Err(format!("{p}: the token file is not a regular file"));
+            }
+            if m.uid() != me {
+                return Err(format!(
+                    "{p} is owned by {}, not by you: a token another user chose is no                      secret from them; remove it (or pass --token-file)",
+                    who(m.uid())
+                ));
+            }
+            let mode = m.permissions().mode() & 0o7777;
+            if mode & 0o077 != 0 {
+                return Err(format!(
+                    "{p} may be read or written by other users (mode {mode:04o}): they could                      act as you over HTTP; `chmod 600 {p}`"
+                ));
+            }
+            return Ok(false);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{p}: {e}")),
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let mut raw = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut raw))
+        .map_err(|e| format!("/dev/urandom: {e}"))?;
+    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("{p}: {e}"))?;
+    std::io::Write::write_all(&mut f, format!("{hex}\n").as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| format!("{p}: {e}"))?;
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,7 +214,10 @@ mod tests {
         assert_eq!(check_image(&p, me()), Ok(None));
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
         let note = check_image(&p, me()).unwrap().expect("a warning");
-        assert!(note.0.contains("0644") && note.0.contains("chmod 600"), "{note:?}");
+        assert!(
+            note.0.contains("0644") && note.0.contains("chmod 600"),
+            "{note:?}"
+        );
     }
 
     #[test]
@@ -187,5 +251,40 @@ mod tests {
         assert!(e.contains("not sticky"), "{e}");
         std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
         assert_eq!(check_image(&d.path().join("x.img"), me()), Ok(None));
+    }
+
+    #[test]
+    fn a_token_file_is_made_private_and_then_reused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("cfg/pktfs/token");
+        assert_eq!(ensure_token_file(&p, me()), Ok(true));
+        let t = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(t.trim().len(), 64, "{t:?}");
+        assert!(t.trim().bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let dir = std::fs::metadata(p.parent().unwrap()).unwrap();
+        assert_eq!(dir.permissions().mode() & 0o777, 0o700);
+        assert_eq!(ensure_token_file(&p, me()), Ok(false));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), t, "kept");
+        // A second one is another secret.
+        let q = d.path().join("other");
+        ensure_token_file(&q, me()).unwrap();
+        assert_ne!(std::fs::read_to_string(&q).unwrap(), t);
+    }
+
+    #[test]
+    fn a_token_file_others_may_read_or_own_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("token");
+        std::fs::write(&p, "abc\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = ensure_token_file(&p, me()).unwrap_err();
+        assert!(e.contains("0644") && e.contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = ensure_token_file(&p, me().wrapping_add(4242)).unwrap_err();
+        assert!(e.contains("not by you"), "{e}");
     }
 }

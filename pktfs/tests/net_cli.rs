@@ -133,7 +133,11 @@ fn serve_store_send_and_stop_cleanly() {
         .arg(&token)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let got = rx.join().unwrap();
     assert!(got.starts_with(b"PKTFS-TOKEN t0k3n\n") && got[18..] == body[..]);
 }

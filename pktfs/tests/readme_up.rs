@@ -59,6 +59,14 @@ fn readme_test_command_is_what_ci_runs() {
     );
 }
 
+/// The header the banner's curl lines send (set once `up` said where its
+/// token is); empty before.
+static AUTH: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+fn auth_header() -> String {
+    AUTH.lock().unwrap().clone()
+}
+
 /// `up` running in its own process group; on drop (also when the test
 /// fails half-way) it is stopped, its mount detached, its image removed.
 struct Up {
@@ -122,6 +130,7 @@ impl Drop for Up {
 
 fn curl(args: &[&str]) -> Vec<u8> {
     let out = Command::new("curl")
+        .args(["-H", &auth_header()])
         .args(["-sS", "--fail", "--max-time", "30"])
         .args(args)
         .output()
@@ -231,6 +240,16 @@ fn readme_run_command_works_verbatim() {
             .unwrap_or_else(|| panic!("no {key:?} line in the banner: {banner:#?}"))
     };
     let url = field("HTTP ");
+    // `up` serves with a token of the user's own, made 0600 under their
+    // home, and the banner's lines read it from there.
+    let token_file = PathBuf::from(field("token "));
+    assert!(
+        token_file.starts_with(home.path()),
+        "{}",
+        token_file.display()
+    );
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    *AUTH.lock().unwrap() = format!("Authorization: Bearer {}", token.trim());
     let mp = PathBuf::from(field("mount "));
     assert!(mp.is_absolute(), "mounted: {}", mp.display());
     up.mount = Some(mp.clone());
@@ -255,6 +274,13 @@ fn readme_run_command_works_verbatim() {
         &format!("{url}somefile"),
     ]);
     assert_eq!(code, b"201", "PUT answers 201 Created");
+    // Without the token another local user gets nothing, reads included.
+    let anon = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg(format!("{url}somefile"))
+        .output()
+        .unwrap();
+    assert_eq!(anon.stdout, b"401", "an anonymous GET is refused");
     let list = String::from_utf8(curl(&[&url])).unwrap();
     assert!(list.contains("somefile"), "listed: {list}");
     assert!(curl(&[&format!("{url}somefile")]) == body, "fetched back");

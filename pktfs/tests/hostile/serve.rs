@@ -56,7 +56,11 @@ fn get(addr: SocketAddr, auth: Option<&str>) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let a = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    write!(s, "GET / HTTP/1.1\r\nHost: h\r\n{a}Connection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET / HTTP/1.1\r\nHost: h\r\n{a}Connection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     out
@@ -76,7 +80,11 @@ fn wildcard_without_a_token_is_refused() {
     ] {
         let (ok, err) = exits(serve(&img, &args));
         assert!(!ok, "{args:?}: started");
-        let named = if args.contains(&"--raw-listen") { &r } else { &a };
+        let named = if args.contains(&"--raw-listen") {
+            &r
+        } else {
+            &a
+        };
         assert!(err.contains(named.as_str()), "{args:?}: {err}");
         assert!(err.contains("--token-file"), "{args:?}: {err}");
         assert!(err.contains("--insecure-no-auth"), "{args:?}: {err}");
