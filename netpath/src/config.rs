@@ -207,6 +207,31 @@ pub struct Config {
     pub busy_poll: Duration,
     /// More facts for /metrics (the tier engine's counters).
     pub extra: Option<Extra>,
+    /// Event loops: DRAM one connection's queued answers may hold (response
+    /// heads and small bodies copied into DRAM, plus a held file range's own
+    /// DRAM: its segment list and any tiered bytes fetched for it, never
+    /// the file's length). Past it the connection's parsing pauses
+    /// (landed requests wait in packet buffers, at most 4 MiB) and a
+    /// client that does not read is closed after `io_timeout`. Default
+    /// [`Config::MAX_QUEUED_BYTES_DEFAULT`].
+    pub max_queued_bytes: usize,
+    /// Event loops: DRAM all connections together may hold for request
+    /// heads being assembled, chunk lines and queued answers, beyond the
+    /// first [`Config::CONN_FREE_DRAM`] of each connection (uncounted, so a
+    /// small request never touches the shared counter). Past it a
+    /// connection that needs more is answered 503 (or waits, for answers
+    /// to be read) and new connections are answered 503. Default
+    /// [`Config::MAX_INFLIGHT_BYTES_DEFAULT`].
+    pub max_inflight_bytes: u64,
+    /// Uploads leave this much buffer space free: one of unknown length
+    /// (chunked) is refused 507 before its body is read when less than
+    /// twice this is free, and any upload is stopped 507 (nothing stored)
+    /// when it would eat into it. Default 1 MiB.
+    pub upload_reserve_bytes: u64,
+    /// Uploads leave this many records free (as `upload_reserve_bytes`):
+    /// one client's body cannot take the record table to zero. Default
+    /// 256.
+    pub upload_reserve_records: u64,
 }
 
 /// A configuration that would serve every file to anyone who can reach
@@ -252,6 +277,19 @@ impl Config {
     /// is silent (`raw_idle_timeout`), so raw senders alone must not use up
     /// the descriptors HTTP needs.
     pub const RAW_MAX_CONNECTIONS_DEFAULT: usize = 1024;
+
+    /// [`Config::max_queued_bytes`] unless set.
+    pub const MAX_QUEUED_BYTES_DEFAULT: usize = 256 << 10;
+
+    /// [`Config::max_inflight_bytes`] unless set.
+    pub const MAX_INFLIGHT_BYTES_DEFAULT: u64 = 256 << 20;
+
+    /// DRAM of each loop connection not counted against
+    /// [`Config::max_inflight_bytes`]: a small request's answer and the
+    /// odd head that spans two receives fit, so the hot path never touches
+    /// the shared counter; all connections' together are bounded by the
+    /// connection cap.
+    pub const CONN_FREE_DRAM: usize = 4 << 10;
 
     /// The cap for the thread-per-connection transport.
     pub fn thread_cap(&self) -> usize {
@@ -304,6 +342,10 @@ impl Default for Config {
             ring_entry_bytes: pktfs::RxRingConfig::default().entry_bytes,
             busy_poll: Self::BUSY_POLL_DEFAULT,
             extra: None,
+            max_queued_bytes: Self::MAX_QUEUED_BYTES_DEFAULT,
+            max_inflight_bytes: Self::MAX_INFLIGHT_BYTES_DEFAULT,
+            upload_reserve_bytes: 1 << 20,
+            upload_reserve_records: 256,
         }
     }
 }

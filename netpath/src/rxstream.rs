@@ -95,6 +95,12 @@ impl<'a> RxStream<'a> {
         }
     }
 
+    /// Receive time of the next unconsumed byte (what a piece of it is
+    /// stamped with).
+    pub fn stamp_next(&self) -> u64 {
+        self.stamp_at(self.pos)
+    }
+
     /// Received, not yet consumed bytes.
     pub fn window(&self) -> &[u8] {
         if self.in_dram {

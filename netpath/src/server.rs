@@ -45,6 +45,12 @@ pub struct Stats {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub files_stored: u64,
+    /// DRAM the loops' connections hold now against
+    /// `Config::max_inflight_bytes` (beyond each one's uncounted
+    /// `Config::CONN_FREE_DRAM`).
+    pub inflight_bytes: u64,
+    /// Times a connection or a request was refused over that budget.
+    pub inflight_refused: u64,
 }
 
 /// Running servers. Dropping it shuts them down.
@@ -274,6 +280,8 @@ impl Services {
             bytes_in: m.bytes_in.get(),
             bytes_out: m.bytes_out.get(),
             files_stored: m.files_stored.get(),
+            inflight_bytes: self.shared.loops.dram.load(Ordering::Relaxed),
+            inflight_refused: self.shared.loops.dram_refused.load(Ordering::Relaxed),
         }
     }
 

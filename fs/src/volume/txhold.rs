@@ -70,6 +70,16 @@ impl<'v> TxHold<'v> {
         self.size
     }
 
+    /// DRAM the hold itself keeps while it lives: its segment lists and
+    /// the tiered bytes fetched for it. A local range's bytes are in the
+    /// image and cost no DRAM, however long the range (what a server's
+    /// per-connection bound on queued answers counts).
+    pub fn dram_bytes(&self) -> usize {
+        self.segs.capacity() * std::mem::size_of::<TxSeg>()
+            + self.slices.capacity() * std::mem::size_of::<Slice>()
+            + self.fetched.iter().map(|f| f.len()).sum::<usize>()
+    }
+
     /// The bytes of a [`TxSeg::Fetched`] segment.
     pub fn fetched(&self, buf: u32, skip: u32, len: u32) -> &[u8] {
         &self.fetched[buf as usize][skip as usize..(skip + len) as usize]

@@ -71,6 +71,17 @@ pub(super) struct Outbox<'a> {
     pub upload: Option<(TmpFile<'a>, Framing)>,
     /// Emptied head buffers back from the loop, for the next answers.
     pub bufs: Vec<Vec<u8>>,
+    /// DRAM the queued messages hold ([`msg_dram`]): what
+    /// `Config::max_queued_bytes` bounds (answers pipelined back to back
+    /// merge into one message, so counting messages bounds nothing).
+    pub queued_bytes: usize,
+}
+
+/// DRAM a queued message holds: its head bytes, and for a held file range
+/// its own bookkeeping and any tiered bytes fetched for it (the file's
+/// local bytes are in the image, not in DRAM, and are not counted).
+pub(super) fn msg_dram(head: usize, hold: Option<&TxHold<'_>>) -> usize {
+    head + hold.map_or(0, |h| h.dram_bytes())
 }
 
 /// One HTTP connection: the protocol's per-connection state and the
@@ -488,6 +499,7 @@ impl<'a> Conn<'a> {
             let spare = ob.bufs.pop().unwrap_or_default();
             let head = std::mem::replace(&mut self.out, spare);
             let n = head.len() as u64 + hold.as_ref().map_or(0, |h| held_len(h));
+            ob.queued_bytes += msg_dram(head.len(), hold.as_ref());
             match ob.msgs.back_mut() {
                 // Bytes after bytes: one message.
                 Some(last) if last.hold.is_none() && hold.is_none() => {

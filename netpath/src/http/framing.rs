@@ -12,12 +12,87 @@ use super::chunked::{chunk_size_line, trailer_section};
 use super::conn::Conn;
 use super::head::{Framing, Head};
 use super::response::status_of;
+use crate::loops::coalesce::Coalescer;
 use crate::rxstream::{RxJob, IDLE_RESERVATION};
 
 /// Coalesce body bytes into pieces of at least this size (unless the body
 /// or the reservation ends first), so a trickle of small segments does not
 /// become a record per segment.
 const MIN_PIECE: u32 = 16 << 10;
+
+/// An upload's first check of the free space and records comes after this
+/// many bytes or records (a small upload costs no `statfs`: the volume's
+/// own refusal covers it), then every this many.
+const SPACE_CHECK_BYTES: u64 = 1 << 20;
+const SPACE_CHECK_RECORDS: u64 = 64;
+
+/// Keeps an upload from eating into the volume's reserve
+/// (`Config::upload_reserve_bytes`, `Config::upload_reserve_records`):
+/// counts the bytes and records the body makes, and once a check's worth
+/// has been made looks at what is free again. Stops the body with 507
+/// (nothing is stored) when what is free, less the reserve, is used up:
+/// one client's body cannot take the volume's space or record table to
+/// zero. A few integer operations per piece otherwise.
+#[derive(Debug)]
+pub(super) struct SpaceGuard {
+    bytes_left: u64,
+    records_left: u64,
+}
+
+impl Default for SpaceGuard {
+    fn default() -> Self {
+        SpaceGuard {
+            bytes_left: SPACE_CHECK_BYTES,
+            records_left: SPACE_CHECK_RECORDS,
+        }
+    }
+}
+
+impl SpaceGuard {
+    /// `bytes` and `records` more were made.
+    #[inline]
+    pub(super) fn take(
+        &mut self,
+        vol: &pktfs::Volume,
+        cfg: &crate::config::Config,
+        bytes: u64,
+        records: u64,
+    ) -> Result<(), BodyError> {
+        if bytes < self.bytes_left && records < self.records_left {
+            self.bytes_left -= bytes;
+            self.records_left -= records;
+            return Ok(());
+        }
+        self.check(vol, cfg)
+    }
+
+    #[cold]
+    fn check(&mut self, vol: &pktfs::Volume, cfg: &crate::config::Config) -> Result<(), BodyError> {
+        let st = vol.statfs();
+        let free = st.blocks_free.saturating_mul(st.block_size as u64);
+        let bytes = free.saturating_sub(cfg.upload_reserve_bytes);
+        let records = st.records_free.saturating_sub(cfg.upload_reserve_records);
+        if bytes == 0 || records == 0 {
+            return Err(BodyError::Fs(FsError::NoSpace(
+                "the body outgrows the free space or records (a reserve is kept)",
+            )));
+        }
+        // Uncommitted pieces are not in `statfs` yet: look again well
+        // before what is left could be used up.
+        self.bytes_left = (bytes / 2).clamp(1, SPACE_CHECK_BYTES);
+        self.records_left = (records / 2).clamp(1, SPACE_CHECK_RECORDS);
+        Ok(())
+    }
+}
+
+/// A body being read on the threaded transport: its small pieces copied
+/// together, its use of space watched.
+#[derive(Default)]
+struct BodyState<'v> {
+    chunked: bool,
+    co: Coalescer<'v>,
+    guard: SpaceGuard,
+}
 
 /// Where body bytes go.
 pub(super) enum Sink<'s, 'v> {
@@ -56,10 +131,15 @@ impl<'a> Conn<'a> {
         sink: &mut Sink<'_, 'a>,
     ) -> Result<u64, BodyError> {
         let mut total = 0u64;
-        let r = match framing {
-            Framing::Length(n) => self.body_bytes(n, sink, &mut total),
-            Framing::Chunked => self.chunked_body(sink, &mut total),
+        let mut st = BodyState::default();
+        let mut r = match framing {
+            Framing::Length(n) => self.body_bytes(n, sink, &mut total, &mut st),
+            Framing::Chunked => self.chunked_body(sink, &mut total, &mut st),
         };
+        if r.is_ok() {
+            // What was copied together goes last, in order.
+            r = self.flush_coalesced(sink, &mut st);
+        }
         // An inline body's last pieces stay in `self.pieces`: they are
         // committed together with the file's name (`Volume::rx_link`), so
         // a small upload is one journalled commit, not two.
@@ -69,15 +149,86 @@ impl<'a> Conn<'a> {
         r.map(|_| total)
     }
 
-    fn chunked_body(&mut self, sink: &mut Sink<'_, 'a>, total: &mut u64) -> Result<(), BodyError> {
+    fn chunked_body(
+        &mut self,
+        sink: &mut Sink<'_, 'a>,
+        total: &mut u64,
+        st: &mut BodyState<'a>,
+    ) -> Result<(), BodyError> {
+        st.chunked = true;
         loop {
             let size = self.chunk_line()?;
             if size == 0 {
                 return self.trailers();
             }
-            self.body_bytes(size, sink, total)?;
+            self.body_bytes(size, sink, total, st)?;
             self.expect_crlf()?;
         }
+    }
+
+    /// The coalesced small pieces become a piece, after those before them:
+    /// into `self.pieces` (inline) or to the persister.
+    fn flush_coalesced(
+        &mut self,
+        sink: &mut Sink<'_, 'a>,
+        st: &mut BodyState<'a>,
+    ) -> Result<(), BodyError> {
+        match sink {
+            Sink::Discard => Ok(()),
+            Sink::Inline { .. } => {
+                st.co.flush(&mut self.pieces);
+                Ok(())
+            }
+            Sink::Persister { tx, .. } => {
+                let mut ps = Vec::new();
+                st.co.flush(&mut ps);
+                for p in ps {
+                    if tx.send(Work::Piece(p)).is_err() {
+                        return Err(BodyError::Fs(FsError::NoSpace(
+                            "the upload could not be stored",
+                        )));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A chunk's `k` small bytes copied together with the body's other
+    /// small pieces (pieces the copy completed go to the sink).
+    fn coalesce(
+        &mut self,
+        k: u32,
+        sink: &mut Sink<'_, 'a>,
+        st: &mut BodyState<'a>,
+    ) -> Result<(), BodyError> {
+        let (ts, seq) = (self.rx.stamp_next(), self.rx.seq());
+        let mut made = Vec::new();
+        let out = match sink {
+            Sink::Inline { .. } => &mut self.pieces,
+            _ => &mut made,
+        };
+        let before = out.len();
+        let r = st
+            .co
+            .copy_in(self.vol, &self.rx.window()[..k as usize], ts, seq, out);
+        let n = (out.len() - before) as u64;
+        self.rx.consume(k);
+        if let Err(e) = r {
+            self.vol.rx_abort(made);
+            return Err(BodyError::Fs(e));
+        }
+        st.guard.take(self.vol, &self.sh.cfg, k as u64, n)?;
+        if let Sink::Persister { tx, .. } = sink {
+            for p in made {
+                if tx.send(Work::Piece(p)).is_err() {
+                    return Err(BodyError::Fs(FsError::NoSpace(
+                        "the upload could not be stored",
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn more(&mut self, want: u64) -> Result<(), BodyError> {
@@ -116,6 +267,7 @@ impl<'a> Conn<'a> {
         mut left: u64,
         sink: &mut Sink<'_, 'a>,
         total: &mut u64,
+        st: &mut BodyState<'a>,
     ) -> Result<(), BodyError> {
         let mut batch: u64 = self.pieces.iter().map(|p| p.len() as u64).sum();
         while left > 0 {
@@ -128,6 +280,19 @@ impl<'a> Conn<'a> {
                 continue;
             }
             let k = avail.min(left) as u32;
+            // A chunked body's small chunks are copied together (a record
+            // per chunk would let 1-byte chunks exhaust the records); a
+            // Content-Length body's pieces are already large (`MIN_PIECE`).
+            if st.chunked && !matches!(sink, Sink::Discard) && st.co.wants(k) {
+                self.coalesce(k, sink, st)?;
+                left -= k as u64;
+                *total += k as u64;
+                continue;
+            }
+            if !matches!(sink, Sink::Discard) {
+                self.flush_coalesced(sink, st)?;
+                st.guard.take(self.vol, &self.sh.cfg, k as u64, 1)?;
+            }
             match sink {
                 Sink::Discard => self.rx.consume(k),
                 Sink::Inline { ino, records } => {

@@ -43,10 +43,24 @@
 //! out; the next bytes raise it again.
 //!
 //! # Bounds
-//! At most [`MAX_QUEUED`] answers wait to be sent; past that, parsing
-//! pauses and landed bytes wait (at most [`MAX_BACKLOG_BYTES`], else the
-//! connection is closed): a client that pipelines without reading cannot
-//! grow the server's memory without bound.
+//! Answers waiting to be sent hold at most `Config::max_queued_bytes` of
+//! DRAM (heads and small bodies; a held file range counts by its own DRAM,
+//! not its length) and at most [`MAX_QUEUED`] messages. Past either,
+//! parsing pauses and landed bytes wait in their packet buffers (at most
+//! [`MAX_BACKLOG_BYTES`], else the connection is closed); while paused,
+//! bytes arriving are not progress: a client that does not read is closed
+//! `io_timeout` after the last answer it took. So a client that pipelines
+//! without reading cannot grow the server's memory.
+//!
+//! What a session holds in DRAM (the head being assembled, a chunk line,
+//! queued answers) beyond `Config::CONN_FREE_DRAM` is charged to the
+//! loops' shared budget (`Config::max_inflight_bytes`) in grains
+//! ([`crate::loops::limits::DramCharge`]; a small request never touches the
+//! shared counter). Over it, a head still being assembled is answered 503
+//! and the connection closed, a session whose answers need it pauses until
+//! they are read, and new connections are answered 503. Its bytes are
+//! counted once allocated, so the budget is exceeded by at most one
+//! receive's growth per loop.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -55,10 +69,13 @@ use std::time::{Duration, Instant};
 
 use pktfs::{RxHeld, TmpFile, Volume};
 
-use super::conn::{Conn, Outbox};
-use super::framing::BodyError;
+use super::conn::{msg_dram, Conn, Outbox};
+use super::framing::{BodyError, SpaceGuard};
 use super::head::{parse_head, Framing, Head};
 use super::spare::Spare;
+use crate::config::Config;
+use crate::loops::coalesce::Coalescer;
+use crate::loops::limits::DramCharge;
 use crate::loops::{CloseReason, Flow, Protocol, Session, TurnClock};
 use crate::rxstream::RxStream;
 use crate::shared::Shared;
@@ -95,8 +112,21 @@ impl Protocol for HttpProtocol {
         if !std::ptr::eq(vol, &*self.sh.vol) {
             return None;
         }
-        // Over the configured cap: answered 503 at once (`on_open`).
-        let refused = self.sh.open_connections() >= self.sh.cfg.loop_cap();
+        // Over the configured cap, or the DRAM budget is spent: answered
+        // 503 at once (`on_open`).
+        let over_budget = self
+            .sh
+            .loops
+            .dram
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= self.sh.cfg.max_inflight_bytes;
+        if over_budget {
+            self.sh
+                .loops
+                .dram_refused
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let refused = over_budget || self.sh.open_connections() >= self.sh.cfg.loop_cap();
         if refused {
             self.sh.metrics.refused.inc();
         } else {
@@ -118,6 +148,10 @@ impl Protocol for HttpProtocol {
             backlog: VecDeque::new(),
             backlog_bytes: 0,
             refused,
+            sending_bytes: 0,
+            paused_since: None,
+            dram: DramCharge::default(),
+            dram_short: false,
         }))
     }
 }
@@ -139,9 +173,14 @@ enum Frame {
 struct Upload<'v> {
     tmp: TmpFile<'v>,
     head: Head,
-    /// Bytes in pieces not yet committed (`Conn::pieces`).
+    /// Bytes in pieces not yet committed (`Conn::pieces`), and copied
+    /// together in `co` not yet made a piece.
     batch: u64,
     records: u64,
+    /// Small pieces copied together into one record.
+    co: Coalescer<'v>,
+    /// The volume's reserve of space and records, kept.
+    guard: SpaceGuard,
 }
 
 struct BodyRx<'v> {
@@ -182,6 +221,16 @@ struct HttpSession<'v> {
     backlog_bytes: u64,
     /// Over `max_connections`: answer 503 and close.
     refused: bool,
+    /// DRAM of the message with the loop ([`super::conn::msg_dram`]).
+    sending_bytes: usize,
+    /// Parsing paused (backlog) since, with no answer taken by the client
+    /// since: the connection closes `io_timeout` after.
+    paused_since: Option<Instant>,
+    /// This session's share of the loops' DRAM budget.
+    dram: DramCharge,
+    /// The DRAM budget had no room for this session's answers: parsing
+    /// pauses until they are read.
+    dram_short: bool,
 }
 
 /// Parse something (a head, a chunk-size line, a trailer section) from
@@ -246,6 +295,9 @@ impl<'v> HttpSession<'v> {
         if !self.in_flight {
             let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
             if let Some(m) = ob.msgs.pop_front() {
+                let cost = msg_dram(m.head.len(), m.hold.as_ref());
+                ob.queued_bytes -= cost;
+                self.sending_bytes = cost;
                 self.in_flight = true;
                 return Flow::Send(m);
             }
@@ -262,11 +314,70 @@ impl<'v> HttpSession<'v> {
         self.c.outbox.as_ref().map_or(0, |o| o.msgs.len())
     }
 
+    /// Parsing waits: the queued answers are at their bound (module docs,
+    /// "Bounds").
+    fn paused(&self) -> bool {
+        let Some(o) = self.c.outbox.as_ref() else {
+            return false;
+        };
+        o.msgs.len() >= MAX_QUEUED
+            || o.queued_bytes + self.sending_bytes >= self.sh.cfg.max_queued_bytes
+            || self.dram_short
+    }
+
+    /// Landed bytes wait for room (parsing paused).
+    fn defer(&mut self, d: RxHeld<'v>, ts: u64) {
+        self.backlog_bytes += d.len() as u64;
+        self.backlog.push_back((d, ts));
+        if self.paused_since.is_none() {
+            self.paused_since = Some(self.c.now());
+        }
+    }
+
+    /// DRAM this session holds now (the head being assembled, a chunk
+    /// line, queued answers and the one being sent).
+    fn dram_used(&self) -> u64 {
+        let q = self.c.outbox.as_ref().map_or(0, |o| o.queued_bytes);
+        (self.head.capacity() + self.line.capacity() + q + self.sending_bytes) as u64
+    }
+
+    /// Charge the session's DRAM to the shared budget; over it, a head
+    /// being assembled is refused (503, close) and answers wait.
+    fn account(&mut self) {
+        let cfg = &self.sh.cfg;
+        let ok = self.dram.account(
+            &self.sh.loops.dram,
+            self.dram_used(),
+            Config::CONN_FREE_DRAM as u64,
+            cfg.max_inflight_bytes,
+        );
+        self.dram_short = !ok;
+        if ok {
+            return;
+        }
+        self.sh
+            .loops
+            .dram_refused
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if !self.head.is_empty() && !self.finishing {
+            tracing::info!(
+                peer = %self.c.peer,
+                "HTTP connection: the server's in-flight memory budget (max_inflight_bytes) is spent; request head refused"
+            );
+            self.head = Vec::new();
+            self.begin_request();
+            self.c.error(503, "the server is busy; try again", false);
+            self.end_request();
+            self.finishing = true;
+            // The answer is small and must go out: charged when it can be.
+            self.dram_short = false;
+        }
+    }
+
     /// Handle landed bytes (and, first, any that waited).
     fn feed(&mut self, data: RxHeld<'v>, ts: u64) -> Flow<'v> {
-        if !self.backlog.is_empty() || self.queued() >= MAX_QUEUED {
-            self.backlog_bytes += data.len() as u64;
-            self.backlog.push_back((data, ts));
+        if !self.backlog.is_empty() || self.paused() {
+            self.defer(data, ts);
             if self.backlog_bytes > MAX_BACKLOG_BYTES {
                 tracing::info!(
                     peer = %self.c.peer,
@@ -287,10 +398,9 @@ impl<'v> HttpSession<'v> {
                 true => self.body_bytes(d, ts),
                 false => self.head_bytes(d),
             };
-            if rest.is_some() && self.queued() >= MAX_QUEUED {
+            if rest.is_some() && self.paused() {
                 let d = rest.take().expect("checked");
-                self.backlog_bytes += d.len() as u64;
-                self.backlog.push_back((d, ts));
+                self.defer(d, ts);
             }
         }
         self.flow()
@@ -341,6 +451,10 @@ impl<'v> HttpSession<'v> {
             Ok(Some((n, h))) => {
                 self.head_started = None;
                 self.seq += n as u64;
+                if self.head.capacity() > Config::CONN_FREE_DRAM {
+                    // A large head's buffer is not kept for the next.
+                    self.head = Vec::new();
+                }
                 self.dispatch(h);
                 Some(n)
             }
@@ -376,6 +490,8 @@ impl<'v> HttpSession<'v> {
                 head: h,
                 batch: 0,
                 records: 0,
+                co: Coalescer::default(),
+                guard: SpaceGuard::default(),
             };
             self.receive_body(f, Some(upload), None);
             return;
@@ -444,8 +560,12 @@ impl<'v> Session<'v> for HttpSession<'v> {
         // where it would go stale.
         self.c.turn = Some(at);
         let f = self.feed(data, at.rx_ns);
+        self.account();
         self.c.turn = None;
-        f
+        match f {
+            Flow::Continue if self.finishing => self.flow(),
+            f => f,
+        }
     }
 
     fn rcvlowat(&self) -> u32 {
@@ -471,6 +591,7 @@ impl<'v> Session<'v> for HttpSession<'v> {
             return self.flow();
         }
         u.batch = 0;
+        u.co.flush(&mut self.c.pieces);
         let ino = u.tmp.ino();
         let mut records = u.records;
         let r = self.c.commit(ino, &mut records);
@@ -498,6 +619,9 @@ impl<'v> Session<'v> for HttpSession<'v> {
 
     fn on_sent(&mut self, result: std::io::Result<u64>, spent: Vec<u8>) -> Flow<'v> {
         self.in_flight = false;
+        self.sending_bytes = 0;
+        // The client took an answer: progress.
+        self.paused_since = None;
         // The answer is out: a file the upload replaced is freed now, off
         // the client's wait.
         self.c.replaced = None;
@@ -510,17 +634,20 @@ impl<'v> Session<'v> for HttpSession<'v> {
             return Flow::Close;
         }
         if let Some(ob) = self.c.outbox.as_mut() {
-            if ob.bufs.len() < 4 {
+            // Only small buffers are kept: a large answer's would stay
+            // allocated, uncounted, for the connection's life.
+            if ob.bufs.len() < 4 && spent.capacity() <= 2048 {
                 ob.bufs.push(spent);
             }
         }
+        self.account();
         // An upload's answer is out: the file for the next one is made now,
         // while the client reads the answer.
         if std::mem::take(&mut self.c.spare_wanted) && self.c.spare.is_none() && !self.finishing {
             self.c.spare = Spare::make(self.c.sh);
         }
         // Landed bytes that waited for room are handled now.
-        while self.queued() < MAX_QUEUED && !self.finishing {
+        while !self.paused() && !self.finishing {
             let Some((d, ts)) = self.backlog.pop_front() else {
                 break;
             };
@@ -532,14 +659,17 @@ impl<'v> Session<'v> for HttpSession<'v> {
             if let Flow::Send(m) = f {
                 // `feed` handed one over: it is the next to go.
                 self.in_flight = false;
-                self.c
-                    .outbox
-                    .as_mut()
-                    .expect("a loop session's outbox")
-                    .msgs
-                    .push_front(m);
+                let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
+                ob.queued_bytes += self.sending_bytes;
+                self.sending_bytes = 0;
+                ob.msgs.push_front(m);
             }
         }
+        if !self.backlog.is_empty() {
+            // Still paused: the clock runs from this answer.
+            self.paused_since = Some(Instant::now());
+        }
+        self.account();
         self.flow()
     }
 
@@ -602,7 +732,7 @@ impl<'v> Session<'v> for HttpSession<'v> {
                 at = bytes.len() - rest.map_or(0, |r| r.0.len());
                 continue;
             }
-            if self.queued() >= MAX_QUEUED {
+            if self.paused() {
                 // Pipelined past what waits for the client to read; with
                 // nowhere to keep the rest, answer what was asked and close.
                 self.finishing = true;
@@ -616,6 +746,7 @@ impl<'v> Session<'v> for HttpSession<'v> {
         if self.body.as_ref().is_some_and(|b| b.upload.is_some()) {
             self.body_error(no_body_space());
         }
+        self.account();
         self.flow()
     }
 
@@ -646,6 +777,11 @@ impl<'v> Session<'v> for HttpSession<'v> {
 
     fn idle_timeout(&self) -> Duration {
         let cfg = &self.sh.cfg;
+        if let Some(t) = self.paused_since {
+            // Paused for a client that does not read: bytes it sends
+            // meanwhile do not move the deadline.
+            return (t + cfg.io_timeout).saturating_duration_since(Instant::now());
+        }
         if self.idle() && !self.in_flight && self.queued() == 0 {
             cfg.idle_timeout
         } else {
@@ -663,5 +799,6 @@ impl<'v> Session<'v> for HttpSession<'v> {
             );
         }
         self.backlog.clear();
+        self.dram.release(&self.sh.loops.dram);
     }
 }

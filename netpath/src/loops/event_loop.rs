@@ -76,6 +76,14 @@ pub struct LoopShared {
     pub poll_misses: AtomicU64,
     /// Loops that are running.
     pub running: AtomicUsize,
+    /// DRAM the loops' sessions hold beyond each one's uncounted first
+    /// `Config::CONN_FREE_DRAM` (head assembly, chunk lines, queued
+    /// answers), against `Config::max_inflight_bytes`
+    /// ([`super::limits::DramCharge`]).
+    pub dram: AtomicU64,
+    /// Times a session or a new connection was refused DRAM over that
+    /// budget.
+    pub dram_refused: AtomicU64,
 }
 
 /// How a loop runs.

@@ -14,6 +14,7 @@
 
 mod conn;
 mod event_loop;
+pub(crate) mod coalesce;
 pub mod limits;
 mod listen;
 pub mod session;

@@ -110,13 +110,35 @@ impl<'v> HttpSession<'v> {
         b.bytes += k;
         match b.upload.as_mut() {
             Some(u) => {
-                // CRC and flush now, while the bytes are hot.
-                let Some(piece) = part.into_piece(ts, self.seq) else {
-                    // Bytes in DRAM cannot become a file's (`on_dram`
-                    // gives an upload up before its body is walked).
-                    return self.fail_body(no_body_space());
+                // The last bytes of a Content-Length body with nothing
+                // copied before them stay where they landed (a small PUT
+                // that arrives whole copies nothing); other small pieces
+                // are copied together (`crate::loops::coalesce`).
+                let whole = matches!(b.frame, Frame::Length(_)) && k == left;
+                let pieces = &mut self.c.pieces;
+                let before = pieces.len();
+                let r = if !(whole && u.co.pending() == 0) && u.co.wants(part.len()) {
+                    let r = u.co.copy_in(self.c.vol, part.bytes(), ts, self.seq, pieces);
+                    drop(part);
+                    r.map(|_| ()).map_err(BodyError::Fs)
+                } else {
+                    u.co.flush(pieces);
+                    // CRC and flush now, while the bytes are hot.
+                    match part.into_piece(ts, self.seq) {
+                        Some(piece) => {
+                            pieces.push(piece);
+                            Ok(())
+                        }
+                        // Bytes in DRAM cannot become a file's (`on_dram`
+                        // gives an upload up before its body is walked).
+                        None => Err(no_body_space()),
+                    }
                 };
-                self.c.pieces.push(piece);
+                let made = (pieces.len() - before) as u64;
+                let r = r.and_then(|()| u.guard.take(self.c.vol, &self.sh.cfg, k, made));
+                if let Err(e) = r {
+                    return self.fail_body(e);
+                }
                 u.batch += k;
             }
             None => drop(part),
@@ -145,7 +167,8 @@ impl<'v> HttpSession<'v> {
             self.act(h);
             return;
         }
-        let Some(u) = b.upload else { return };
+        let Some(mut u) = b.upload else { return };
+        u.co.flush(&mut self.c.pieces);
         let records = u.records + self.c.pieces.len() as u64;
         let keep = self.c.put_finish(&u.head, u.tmp, Ok((b.bytes, records)));
         self.end_request();
