@@ -341,7 +341,7 @@ impl<'a> Conn<'a> {
         piece.push(b'[');
         let total = names.len();
         for (k, (name, ino, kind)) in names.into_iter().enumerate() {
-            let entry = self.listing_entry(&name, ino, kind);
+            let entry = self.listing_entry(&name, ino, kind, searchable);
             // serde_json cannot fail on a Value.
             let _ = serde_json::to_writer(&mut piece, &entry);
             if k + 1 < total {

@@ -25,8 +25,11 @@
 //! # Status codes
 //! 304 not modified (If-None-Match / If-Modified-Since on GET/HEAD); 400
 //! malformed request or unsafe path; 401 missing/wrong bearer token (any
-//! method, unless a public flag opens reads: `auth`); 404 no such file; 405 change on a read-only server, PUT on `/`,
-//! or a change to the metrics path; 408 head or body too slow; 409 PUT
+//! method, unless a public flag opens reads: `auth`); 403 the identity
+//! requests act as (`--as-user`) lacks a mode or ACL permission (`perm`);
+//! 404 no such file;
+//! 405 change on a read-only server, PUT on `/`, or a change to the
+//! metrics path; 408 head or body too slow; 409 PUT
 //! onto a directory, through a non-directory, or DELETE of a non-empty
 //! directory; 411 PUT without a length; 412 a precondition failed
 //! (If-Match, If-None-Match on a change, If-Unmodified-Since); 413 file
