@@ -44,9 +44,10 @@ pub use volume::{
     FallocMode, FormatOptions, Linked, NewMode, OpenOptions, OpenReport, RenameFlags, RingBackend,
     RingEvent, RxBuf, RxData, RxHeld, RxPiece, RxRing, RxRingConfig, RxRingStats, ScrubDamage,
     ScrubOptions, ScrubProgress, ScrubReport, Seg, SendStart, SetAttr, StatFs, TimeSet, TmpFile,
-    TxHold, TxMsg, TxPos, TxSeg, VerifyMode, Volume, XattrFlags,
+    TxFetched, TxHold, TxKeep, TxMsg, TxPlan, TxPos, TxRange, TxSeg, TxWindow, VerifyMode, Volume,
+    XattrFlags,
 };
 pub use volume::{
-    ObjectLive, RemoteBytes, RemoteExtent, RemoteRecordInfo, RemoteSlice, RemoteSource,
+    ObjectLive, RemoteBytes, RemoteExtent, RemoteRecordInfo, RemoteRef, RemoteSlice, RemoteSource,
     SwitchReport, TierCandidate, TierExtent, TierOut,
 };

@@ -232,6 +232,23 @@ pub struct Config {
     /// one client's body cannot take the record table to zero. Default
     /// 256.
     pub upload_reserve_records: u64,
+    /// A GET of a tiered file is fetched from the store and sent in
+    /// windows of at most this many fetched bytes (whole records; one
+    /// record if a record is larger). A connection holds at most two
+    /// windows at once: one being sent, the next fetched meanwhile.
+    /// Default [`Config::TIER_WINDOW_BYTES_DEFAULT`].
+    pub tier_window_bytes: u64,
+    /// Fetched tiered bytes all connections together may hold (being
+    /// fetched, waiting, being sent); a window waits until its bytes fit.
+    /// Default [`Config::TIER_FETCH_BYTES_DEFAULT`].
+    pub tier_fetch_bytes: u64,
+    /// Threads that fetch windows for the event loops (shared by the
+    /// server, started on the first tiered GET). Default 4.
+    pub tier_fetch_threads: usize,
+    /// Windows waiting for a fetch thread; past it a GET waits for a
+    /// place (at most `io_timeout`, then its connection is closed).
+    /// Default 256.
+    pub tier_fetch_queue: usize,
 }
 
 /// A configuration that would serve every file to anyone who can reach
@@ -280,6 +297,16 @@ impl Config {
 
     /// [`Config::max_queued_bytes`] unless set.
     pub const MAX_QUEUED_BYTES_DEFAULT: usize = 256 << 10;
+
+    /// [`Config::tier_window_bytes`] unless set: large enough that a
+    /// window is a few of the tier engine's ranged GETs' worth of records,
+    /// small enough that 256 connections' two windows each stay within
+    /// the default total ([`Config::TIER_FETCH_BYTES_DEFAULT`]) only by
+    /// waiting their turn.
+    pub const TIER_WINDOW_BYTES_DEFAULT: u64 = 4 << 20;
+
+    /// [`Config::tier_fetch_bytes`] unless set.
+    pub const TIER_FETCH_BYTES_DEFAULT: u64 = 64 << 20;
 
     /// [`Config::max_inflight_bytes`] unless set.
     pub const MAX_INFLIGHT_BYTES_DEFAULT: u64 = 256 << 20;
@@ -346,6 +373,10 @@ impl Default for Config {
             max_inflight_bytes: Self::MAX_INFLIGHT_BYTES_DEFAULT,
             upload_reserve_bytes: 1 << 20,
             upload_reserve_records: 256,
+            tier_window_bytes: Self::TIER_WINDOW_BYTES_DEFAULT,
+            tier_fetch_bytes: Self::TIER_FETCH_BYTES_DEFAULT,
+            tier_fetch_threads: 4,
+            tier_fetch_queue: 256,
         }
     }
 }

@@ -37,6 +37,7 @@ pub mod config;
 pub mod control;
 pub mod http;
 pub mod loops;
+mod fetch;
 mod metrics;
 pub mod path;
 pub mod raw;

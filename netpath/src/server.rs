@@ -51,6 +51,11 @@ pub struct Stats {
     pub inflight_bytes: u64,
     /// Times a connection or a request was refused over that budget.
     pub inflight_refused: u64,
+    /// Tiered bytes fetched for GETs and held in DRAM now (being fetched,
+    /// waiting to be sent, being sent), against `Config::tier_fetch_bytes`,
+    /// and the most ever held at once.
+    pub tier_fetched_bytes: u64,
+    pub tier_fetched_peak: u64,
 }
 
 /// Running servers. Dropping it shuts them down.
@@ -124,6 +129,11 @@ impl Services {
             false => None,
         };
         let loop_shared = Arc::new(crate::loops::LoopShared::default());
+        let fetch = crate::fetch::FetchPool::new(
+            cfg.tier_fetch_threads,
+            cfg.tier_fetch_queue,
+            cfg.tier_fetch_bytes,
+        );
         let shared = Arc::new(Shared {
             vol,
             cfg,
@@ -139,6 +149,7 @@ impl Services {
             loops: loop_shared.clone(),
             raw_open: Default::default(),
             spares: Default::default(),
+            fetch,
         });
         let mut s = Services {
             shared,
@@ -282,6 +293,8 @@ impl Services {
             files_stored: m.files_stored.get(),
             inflight_bytes: self.shared.loops.dram.load(Ordering::Relaxed),
             inflight_refused: self.shared.loops.dram_refused.load(Ordering::Relaxed),
+            tier_fetched_bytes: self.shared.fetch.stats().held,
+            tier_fetched_peak: self.shared.fetch.stats().peak,
         }
     }
 
@@ -301,6 +314,8 @@ impl Services {
 
     fn stop_all(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        // Windows still queued fail (their connections are cut next).
+        self.shared.fetch.stop();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

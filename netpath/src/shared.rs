@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     /// Unnamed files connections made ahead of their next upload
     /// (`http::spare`, at most `MAX_SPARES`).
     pub spares: AtomicUsize,
+    /// Tiered GETs' fetches: the threads and the budget of fetched bytes.
+    pub fetch: crate::fetch::FetchPool,
 }
 
 impl std::fmt::Debug for Shared {

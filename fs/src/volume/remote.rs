@@ -358,69 +358,149 @@ impl Volume {
     /// object slice and CRC), so reads that each want part of one record
     /// fetch and check it once.
     pub(crate) fn fetch_rec(&self, i: &Inode, r: &Rec) -> Result<RemoteBytes> {
-        let Loc::Remote(s) = r.loc() else {
-            return Ok(RemoteBytes::new(self.slice_bytes(r.slice()).to_vec()));
-        };
-        if r.r.flags & layout::record::FLAG_DAMAGED != 0 {
+        match RemoteRef::of(i.ino as u64, r) {
+            None => Ok(RemoteBytes::new(self.slice_bytes(r.slice()).to_vec())),
+            Some(rr) => self.fetch_remote(&rr),
+        }
+    }
+
+    /// [`Volume::fetch_rec`] of a record named by value: no inode lock is
+    /// needed (or taken), so a transmit path fetches off its locks, on any
+    /// thread. The bytes are those the record named when `r` was taken
+    /// (checked against its CRC); the record may have been replaced since,
+    /// and then the object must still be pinned ([`Volume::pin_objects`])
+    /// for the fetch to find it.
+    pub(crate) fn fetch_remote(&self, r: &RemoteRef) -> Result<RemoteBytes> {
+        let s = r.slice;
+        if r.damaged {
             return Err(FsError::Damaged {
-                ino: i.ino as u64,
-                start: r.r.file_off,
-                end: r.r.file_end(),
+                ino: r.ino,
+                start: r.file_off,
+                end: r.file_end,
             });
         }
         let key = VerifiedKey {
             obj: s.obj,
             off: s.off,
             len: s.len,
-            crc: r.r.payload_crc,
+            crc: r.crc,
         };
-        let src = self.remote.source.get().ok_or_else(|| {
-            FsError::Remote(format!(
-                "inode {} bytes [{}, {}) are tiered to object {} and no tier is configured \
-                 (mount or serve with --tier s3://BUCKET/PREFIX)",
-                i.ino,
-                r.r.file_off,
-                r.r.file_end(),
-                s.obj
-            ))
-        })?;
+        let src = self.remote_source(r)?;
         if let Some(b) = self.remote.verified_get(&key) {
-            src.note_read(i.ino as u64);
+            src.note_read(r.ino);
             return Ok(b);
         }
-        let bytes = src.fetch(i.ino as u64, s.obj, s.off, s.len).map_err(|e| {
-            tracing::warn!(ino = i.ino, obj = s.obj, "tier read failed: {e}");
+        let bytes = src.fetch(r.ino, s.obj, s.off, s.len).map_err(|e| {
+            tracing::warn!(ino = r.ino, obj = s.obj, "tier read failed: {e}");
             FsError::Remote(format!(
                 "inode {} bytes [{}, {}) (object {}): {e}",
-                i.ino,
-                r.r.file_off,
-                r.r.file_end(),
-                s.obj
+                r.ino, r.file_off, r.file_end, s.obj
             ))
         })?;
         let got = layout::crc32c(&bytes);
-        if bytes.len() != s.len as usize || got != r.r.payload_crc {
+        if bytes.len() != s.len as usize || got != r.crc {
             tracing::error!(
-                ino = i.ino,
+                ino = r.ino,
                 obj = s.obj,
                 "object {} at {} returned {} bytes with CRC32C {got:#010x} where inode {} \
                  bytes [{}, {}) want {} bytes with {:#010x}: refused",
                 s.obj,
                 s.off,
                 bytes.len(),
-                i.ino,
-                r.r.file_off,
-                r.r.file_end(),
+                r.ino,
+                r.file_off,
+                r.file_end,
                 s.len,
-                r.r.payload_crc
+                r.crc
             );
             return Err(FsError::Damaged {
-                ino: i.ino as u64,
-                start: r.r.file_off,
-                end: r.r.file_end(),
+                ino: r.ino,
+                start: r.file_off,
+                end: r.file_end,
             });
         }
         self.remote.verified_put(key, bytes.clone());
         Ok(bytes)
+    }
+
+    /// The installed read-through source, or why a remote record cannot be
+    /// read without one.
+    pub(crate) fn remote_source(&self, r: &RemoteRef) -> Result<&Arc<dyn RemoteSource>> {
+        self.remote.source.get().ok_or_else(|| {
+            FsError::Remote(format!(
+                "inode {} bytes [{}, {}) are tiered to object {} and no tier is configured \
+                 (mount or serve with --tier s3://BUCKET/PREFIX)",
+                r.ino, r.file_off, r.file_end, r.slice.obj
+            ))
+        })
+    }
+
+    /// Count `refs`' objects live as if one more record named each slice,
+    /// until [`Volume::unpin_objects`]: garbage collection keeps an object
+    /// that still has live bytes, so bytes a transmit planned to fetch
+    /// later are not deleted under it when the file is overwritten
+    /// meanwhile. Called under the inode's lock that found the records
+    /// (so the objects were live when pinned).
+    pub(crate) fn pin_objects(&self, refs: &[RemoteRef]) {
+        for r in refs {
+            self.remote.add(r.slice);
+        }
+    }
+
+    /// Undo [`Volume::pin_objects`].
+    pub(crate) fn unpin_objects(&self, refs: &[RemoteRef]) {
+        for r in refs {
+            self.remote.drop_slice(r.slice);
+        }
+    }
+}
+
+/// A remote record named by value: what fetching and checking it needs,
+/// without the inode (whose lock a fetch must not hold: a slow store would
+/// stall every reader and writer of the file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteRef {
+    ino: u64,
+    file_off: u64,
+    file_end: u64,
+    slice: RemoteSlice,
+    crc: u32,
+    damaged: bool,
+}
+
+impl RemoteRef {
+    /// The record `r` of inode `ino`, when it is remote.
+    pub(crate) fn of(ino: u64, r: &Rec) -> Option<RemoteRef> {
+        let Loc::Remote(slice) = r.loc() else {
+            return None;
+        };
+        Some(RemoteRef {
+            ino,
+            file_off: r.r.file_off,
+            file_end: r.r.file_end(),
+            slice,
+            crc: r.r.payload_crc,
+            damaged: r.r.flags & layout::record::FLAG_DAMAGED != 0,
+        })
+    }
+
+    /// Bytes a fetch of the record brings (the whole record: its CRC
+    /// covers all of it, whatever part is wanted).
+    pub fn len(&self) -> u32 {
+        self.slice.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slice.len == 0
+    }
+
+    /// Where the record's bytes are.
+    pub fn slice(&self) -> RemoteSlice {
+        self.slice
+    }
+
+    /// The damage flag: such a record is never fetched.
+    pub(crate) fn damaged(&self) -> bool {
+        self.damaged
     }
 }

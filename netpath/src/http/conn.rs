@@ -75,6 +75,11 @@ pub(super) struct Outbox<'a> {
     /// `Config::max_queued_bytes` bounds (answers pipelined back to back
     /// merge into one message, so counting messages bounds nothing).
     pub queued_bytes: usize,
+    /// A tiered answer being fetched and sent a window at a time
+    /// ([`super::tiered`]); answers to later requests wait for it.
+    pub tiered: Option<super::tiered::Tiered<'a>>,
+    /// How this connection's loop is woken from a fetch thread.
+    pub waker: Option<crate::loops::wake::Waker>,
 }
 
 /// DRAM a queued message holds: its head bytes, and for a held file range

@@ -209,8 +209,11 @@ impl<'a> Conn<'a> {
                     ) && keep;
                 }
             };
+            // A local range is held whole (no copy, no DRAM); one with
+            // tiered records is planned and sent a window at a time
+            // (`super::tiered`).
             let hold = if send_body && end > start {
-                match self.vol.tx_hold(a.ino, start, end - start) {
+                match self.vol.tx_range(a.ino, start, end - start) {
                     Ok(x) => Some(x),
                     // Known before the head: say so rather than send a
                     // body that fails its checksum (the Volume logged the
@@ -234,7 +237,7 @@ impl<'a> Conn<'a> {
             // being received, is fine: the held bytes are what is sent).
             let after = self.resolve(self.path.len());
             let ok = after.as_ref().is_ok_and(|b| b.ino == a.ino)
-                && hold.as_ref().is_none_or(|x| x.size() >= end);
+                && hold.as_ref().is_none_or(|x| range_size(x) >= end);
             if !ok {
                 drop(hold);
                 continue;
@@ -258,7 +261,7 @@ impl<'a> Conn<'a> {
         code: u16,
         start: u64,
         end: u64,
-        hold: Option<pktfs::TxHold<'a>>,
+        hold: Option<pktfs::TxRange<'a>>,
         keep: bool,
     ) -> bool {
         let name = self.path.name().unwrap_or_default();
@@ -277,7 +280,11 @@ impl<'a> Conn<'a> {
             ));
         }
         self.begin(code, Some(end - start), keep, &extra);
-        self.send_with(hold, false) && keep
+        match hold {
+            Some(pktfs::TxRange::Tiered(plan)) => self.send_tiered(plan, keep),
+            Some(pktfs::TxRange::Local(h)) => self.send_with(Some(h), false) && keep,
+            None => self.send_with(None, false) && keep,
+        }
     }
 
     /// A directory as text: one name per line, "/" after directories.
@@ -503,6 +510,14 @@ impl<'a> Conn<'a> {
                 keep
             }
         }
+    }
+}
+
+/// The file size when a range was held or planned.
+fn range_size(r: &pktfs::TxRange<'_>) -> u64 {
+    match r {
+        pktfs::TxRange::Local(h) => h.size(),
+        pktfs::TxRange::Tiered(p) => p.size(),
     }
 }
 

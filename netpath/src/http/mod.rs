@@ -61,6 +61,7 @@ pub(crate) mod head;
 pub(crate) mod response;
 mod session;
 mod spare;
+mod tiered;
 pub use spare::{MAX_SPARES, SPARE_MIN_FREE_INODES};
 mod upload;
 

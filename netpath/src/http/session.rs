@@ -292,6 +292,11 @@ impl<'v> HttpSession<'v> {
 
     /// The next thing for the loop: a queued answer, or the close.
     fn flow(&mut self) -> Flow<'v> {
+        // A tiered answer's windows whose bytes are in join the queue
+        // (`super::tiered`); one that failed mid-body cuts the connection.
+        if !self.c.pump_tiered() {
+            return Flow::Close;
+        }
         if !self.in_flight {
             let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
             if let Some(m) = ob.msgs.pop_front() {
@@ -303,7 +308,7 @@ impl<'v> HttpSession<'v> {
             }
         }
         let ob = self.c.outbox.as_ref().expect("a loop session's outbox");
-        if (self.finishing || ob.finish) && ob.msgs.is_empty() {
+        if (self.finishing || ob.finish) && ob.msgs.is_empty() && ob.tiered.is_none() {
             self.finishing = true;
             return Flow::Finish;
         }
@@ -311,7 +316,10 @@ impl<'v> HttpSession<'v> {
     }
 
     fn queued(&self) -> usize {
-        self.c.outbox.as_ref().map_or(0, |o| o.msgs.len())
+        self.c
+            .outbox
+            .as_ref()
+            .map_or(0, |o| o.msgs.len() + usize::from(o.tiered.is_some()))
     }
 
     /// Parsing waits: the queued answers are at their bound (module docs,
@@ -321,6 +329,7 @@ impl<'v> HttpSession<'v> {
             return false;
         };
         o.msgs.len() >= MAX_QUEUED
+            || o.tiered.is_some()
             || o.queued_bytes + self.sending_bytes >= self.sh.cfg.max_queued_bytes
             || self.dram_short
     }
@@ -789,7 +798,26 @@ impl<'v> Session<'v> for HttpSession<'v> {
         }
     }
 
+    fn on_waker(&mut self, w: crate::loops::wake::Waker) {
+        if let Some(o) = self.c.outbox.as_mut() {
+            o.waker = Some(w);
+        }
+    }
+
+    fn on_wake(&mut self) -> Flow<'v> {
+        // A tiered window's bytes are in (`flow` queues them), or the
+        // fetch queue has a place for the next.
+        let f = self.flow();
+        self.account();
+        f
+    }
+
     fn on_close(&mut self, why: CloseReason) {
+        // A tiered answer cut short gives back its plan and windows now
+        // (a fetch in flight drops its bytes when it ends).
+        if let Some(o) = self.c.outbox.as_mut() {
+            o.tiered = None;
+        }
         if self.abort_upload() {
             tracing::info!(
                 peer = %self.c.peer,

@@ -43,6 +43,7 @@ use crate::util::now_ns;
 mod conn_life;
 mod poll;
 mod send;
+mod woken;
 
 use poll::{Plan, PollGovernor};
 use send::SendPath;
@@ -138,6 +139,11 @@ struct Loop<'v> {
     /// (`SendPath`, in `send.rs`).
     sends: SendPath,
     report: LoopReport,
+    /// Other threads wake connections of this loop through it
+    /// (`super::wake`; handled in `woken.rs`).
+    wake: Arc<super::wake::LoopWake>,
+    /// Scratch for the tags a wake-up names.
+    woken: Vec<u64>,
 }
 
 /// Run one loop until `shared.stop`. Errors only when the ring cannot be
@@ -160,6 +166,13 @@ pub fn run(
         }
     };
     let sends = SendPath::new(&params.ring);
+    let wake = match super::wake::LoopWake::new() {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = ready.send(Err(io::Error::other(format!("the loop's wake-up: {e}"))));
+            return LoopReport::default();
+        }
+    };
     let mut l = Loop {
         vol: &vol,
         ring,
@@ -177,12 +190,18 @@ pub fn run(
         accept_retry_at: vec![None; services.len()],
         sends,
         report: LoopReport::default(),
+        wake,
+        woken: Vec::new(),
     };
     for k in 0..services.len() {
         if let Err(e) = l.arm_accept(k) {
             let _ = ready.send(Err(e));
             return LoopReport::default();
         }
+    }
+    if let Err(e) = l.arm_wake() {
+        let _ = ready.send(Err(e));
+        return LoopReport::default();
     }
     shared.running.fetch_add(1, Ordering::SeqCst);
     let _ = ready.send(Ok(()));
@@ -330,6 +349,9 @@ impl<'v> Loop<'v> {
                         }
                     }
                 }
+            }
+            RingEvent::Received { tag, data, .. } if tag == super::wake::TAG => {
+                self.woken(data)
             }
             RingEvent::Received { tag, data, more } => {
                 let Some(c) = self.table.get(tag) else { return };
@@ -523,6 +545,7 @@ impl<'v> Loop<'v> {
         }
         // Every request ends (cancelled) before any connection's socket
         // or buffer is let go.
+        let _ = self.ring.cancel(super::wake::TAG);
         self.ring.quiesce();
         for tag in self.table.tags() {
             if let Some(c) = self.table.get(tag) {

@@ -17,6 +17,7 @@ mod event_loop;
 pub(crate) mod coalesce;
 pub mod limits;
 mod listen;
+pub mod wake;
 pub mod session;
 
 use std::net::SocketAddr;

@@ -126,6 +126,15 @@ pub trait Session<'v> {
     fn on_dram(&mut self, _bytes: &[u8]) -> Flow<'v> {
         Flow::Close
     }
+    /// The connection's waker, given once when it is admitted: another
+    /// thread (a tier fetch, `crate::fetch`) calls it to have
+    /// [`Session::on_wake`] called on the loop.
+    fn on_waker(&mut self, _w: super::wake::Waker) {}
+    /// Something this session waits for on another thread is ready (or a
+    /// place it waited for freed).
+    fn on_wake(&mut self) -> Flow<'v> {
+        Flow::Continue
+    }
     /// Longest silence before the loop closes the connection.
     fn idle_timeout(&self) -> Duration;
     /// The connection is closed (its socket goes right after).

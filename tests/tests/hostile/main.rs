@@ -12,3 +12,4 @@ mod prereq;
 mod access;
 mod as_user;
 mod bounds;
+mod tiered_get;

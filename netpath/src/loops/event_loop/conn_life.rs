@@ -57,6 +57,10 @@ impl<'v> Loop<'v> {
             lowat: 1,
         };
         let tag = self.table.insert(c);
+        let waker = self.wake.waker(tag);
+        if let Some(c) = self.table.get(tag) {
+            c.session.on_waker(waker);
+        }
         self.shared.active.fetch_add(1, Ordering::Relaxed);
         self.shared.accepted.fetch_add(1, Ordering::Relaxed);
         self.report.accepted += 1;
