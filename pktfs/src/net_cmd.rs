@@ -719,24 +719,12 @@ pub fn up(a: UpArgs) -> Result<(), String> {
     if let Some(note) = crate::quickstart::check_image(&image, me)? {
         eprintln!("pktfs: warning: {}", note.0);
     }
-    let token_file = if a.insecure_no_auth {
-        None
-    } else {
-        let p = match &a.token_file {
-            Some(p) => p.clone(),
-            None => crate::quickstart::default_token_path().ok_or(
-                "no home directory to keep the token in (set HOME or XDG_CONFIG_HOME, or pass \
-                 --token-file FILE)",
-            )?,
-        };
-        crate::quickstart::ensure_token_file(&p, me)?;
-        Some(std::path::absolute(&p).map_err(|e| format!("{}: {e}", p.display()))?)
-    };
     let created = ensure_image(&image, a.size)?;
     // Again after creating: a file planted between the first check and the
     // create is opened, not created, by the media layer, and is refused here.
-    crate::quickstart::check_image(&image, me)?;
-    let r = run_up(&a, &image, created, token_file.as_deref());
+    let r = crate::quickstart::check_image(&image, me)
+        .and_then(|_| up_token(&a, me))
+        .and_then(|token_file| run_up(&a, &image, created, token_file.as_deref()));
     if r.is_err() && created {
         // Leave nothing behind that this command made and could not use.
         match std::fs::remove_file(&image) {
@@ -748,6 +736,25 @@ pub fn up(a: UpArgs) -> Result<(), String> {
         }
     }
     r
+}
+
+/// The token file `up` serves behind (made when missing), or None with
+/// `--insecure-no-auth`; an absolute path, as the banner prints it.
+fn up_token(a: &UpArgs, me: u32) -> Result<Option<PathBuf>, String> {
+    if a.insecure_no_auth {
+        return Ok(None);
+    }
+    let p = match &a.token_file {
+        Some(p) => p.clone(),
+        None => crate::quickstart::default_token_path().ok_or(
+            "no home directory to keep the token in (set HOME or XDG_CONFIG_HOME, or pass \
+             --token-file FILE)",
+        )?,
+    };
+    crate::quickstart::ensure_token_file(&p, me)?;
+    std::path::absolute(&p)
+        .map(Some)
+        .map_err(|e| format!("{}: {e}", p.display()))
 }
 
 fn run_up(

@@ -154,7 +154,10 @@ fn sizes_host_names_and_durability_options() {
                 &format!("localhost:{port}"),
             ])
             .arg("--image")
-            .arg(&img),
+            .arg(&img)
+            // `up` makes its token under $HOME: this test's own.
+            .env("HOME", dir.path())
+            .env_remove("XDG_CONFIG_HOME"),
     );
     assert!(first.contains("(64 MiB, msync persistence)"), "{first}");
     wait_listening(format!("127.0.0.1:{port}").parse().unwrap());

@@ -147,25 +147,47 @@ fn up_creates_an_image_and_serves_it() {
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let img = dir.path().join("sub/quick.img");
     let http = free_port();
+    // `up` keeps its token under $HOME: this test's own.
+    let home = tempfile::tempdir().unwrap();
     let (child, first) = start(
         Command::new(PKTFS)
             .args(["up", "--no-mount", "--size", "64M", "--image"])
             .arg(&img)
-            .args(["--listen", &http.to_string()]),
+            .args(["--listen", &http.to_string()])
+            .env("HOME", home.path())
+            .env_remove("XDG_CONFIG_HOME"),
     );
     assert!(first.contains("created"), "{first}");
     wait_listening(http);
-    assert_eq!(http_req(http, "PUT", "/x", &[], b"quick").status, 201);
-    assert_eq!(http_req(http, "GET", "/x", &[], b"").body, b"quick");
+    let token = std::fs::read_to_string(home.path().join(".config/pktfs/token")).unwrap();
+    let bearer = format!("Bearer {}", token.trim());
+    let auth = [("Authorization", bearer.as_str())];
+    assert_eq!(http_req(http, "PUT", "/x", &[], b"quick").status, 401);
+    assert_eq!(http_req(http, "PUT", "/x", &auth, b"quick").status, 201);
+    assert_eq!(http_req(http, "GET", "/x", &auth, b"").body, b"quick");
     interrupt(child);
-    // Second run uses the existing image.
+    // Second run uses the existing image, and the same token.
     let (child, first) = start(
         Command::new(PKTFS)
             .args(["up", "--no-mount", "--image"])
             .arg(&img)
-            .args(["--listen", &http.to_string()]),
+            .args(["--listen", &http.to_string()])
+            .env("HOME", home.path())
+            .env_remove("XDG_CONFIG_HOME"),
     );
     assert!(first.contains("using"), "{first}");
+    wait_listening(http);
+    assert_eq!(http_req(http, "GET", "/x", &auth, b"").body, b"quick");
+    interrupt(child);
+    // --insecure-no-auth: no token asked.
+    let (child, _) = start(
+        Command::new(PKTFS)
+            .args(["up", "--no-mount", "--insecure-no-auth", "--image"])
+            .arg(&img)
+            .args(["--listen", &http.to_string()])
+            .env("HOME", home.path())
+            .env_remove("XDG_CONFIG_HOME"),
+    );
     wait_listening(http);
     assert_eq!(http_req(http, "GET", "/x", &[], b"").body, b"quick");
     interrupt(child);

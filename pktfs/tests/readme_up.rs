@@ -180,6 +180,8 @@ fn readme_run_command_works_verbatim() {
         .arg(&run)
         .current_dir(root())
         .env("HOME", home.path())
+        // `up` keeps its token in $XDG_CONFIG_HOME when set: here, $HOME.
+        .env_remove("XDG_CONFIG_HOME")
         .env("USER", &user)
         .env("CARGO_HOME", cargo_home)
         .env("RUSTUP_HOME", rustup_home)

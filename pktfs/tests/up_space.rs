@@ -55,6 +55,7 @@ fn up_refuses_an_image_the_file_system_cannot_hold() {
 
     // A size that fits is made fully allocated (the server is not left
     // running: --size 16M then stop it once it says it is up).
+    let home = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_pktfs"))
         .args([
             "up",
@@ -66,6 +67,9 @@ fn up_refuses_an_image_the_file_system_cannot_hold() {
         ])
         .arg("--image")
         .arg(&img)
+        // `up` makes its token under $HOME: this test's own.
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
