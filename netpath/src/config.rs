@@ -215,6 +215,20 @@ pub struct Config {
     /// client that does not read is closed after `io_timeout`. Default
     /// [`Config::MAX_QUEUED_BYTES_DEFAULT`].
     pub max_queued_bytes: usize,
+    /// The slowest a client may take answers once it, not the server,
+    /// sets the pace (the server's socket buffer is full), in bytes per
+    /// second, judged over each `io_timeout`: on the loops, a connection
+    /// whose client took less over a window (bytes the kernel accepted
+    /// after its full buffer was drained by the client's
+    /// acknowledgements) is closed; one that keeps to it stays, however
+    /// long a large GET takes, and its paused pipeline's `io_timeout`
+    /// restarts. So a client that never reads is closed one to two
+    /// `io_timeout`s after the server's socket buffer filled, and a slow
+    /// but steady reader of a large file is served. The threads transport
+    /// has a blocking send per answer with `io_timeout` as its send
+    /// timeout: a send that times out closes the connection. Default
+    /// [`Config::MIN_SEND_RATE_DEFAULT`] (16 KiB/s: 128 kbit/s).
+    pub min_send_rate: u64,
     /// Event loops: DRAM all connections together may hold for request
     /// heads being assembled, chunk lines and queued answers, beyond the
     /// first [`Config::CONN_FREE_DRAM`] of each connection (uncounted, so a
@@ -297,6 +311,8 @@ impl Config {
 
     /// [`Config::max_queued_bytes`] unless set.
     pub const MAX_QUEUED_BYTES_DEFAULT: usize = 256 << 10;
+    /// Default of [`Config::min_send_rate`].
+    pub const MIN_SEND_RATE_DEFAULT: u64 = 16 << 10;
 
     /// [`Config::tier_window_bytes`] unless set: large enough that a
     /// window is a few of the tier engine's ranged GETs' worth of records,
@@ -370,6 +386,7 @@ impl Default for Config {
             busy_poll: Self::BUSY_POLL_DEFAULT,
             extra: None,
             max_queued_bytes: Self::MAX_QUEUED_BYTES_DEFAULT,
+            min_send_rate: Self::MIN_SEND_RATE_DEFAULT,
             max_inflight_bytes: Self::MAX_INFLIGHT_BYTES_DEFAULT,
             upload_reserve_bytes: 1 << 20,
             upload_reserve_records: 256,

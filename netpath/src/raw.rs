@@ -58,6 +58,7 @@ use std::time::{Duration, Instant};
 use pktfs::{RxHeld, RxPiece, TmpFile, Volume};
 
 use crate::config::{Change, Token};
+use crate::loops::coalesce::Coalescer;
 use crate::recv::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
 use crate::shared::Shared;
 use crate::util::{now_ns, raw_name};
@@ -406,6 +407,8 @@ impl crate::loops::Protocol for RawProtocol {
             size: 0,
             told: 0,
             told_at: now,
+            co: Coalescer::default(),
+            co_since: None,
         }))
     }
 }
@@ -440,7 +443,19 @@ struct RawSession<'v> {
     size: u64,
     told: u64,
     told_at: Instant,
+    /// Small landed pieces copied together into one record (a sender of
+    /// 1-byte segments would otherwise take a record per byte and exhaust
+    /// the record table while buffer space is free); made a piece when
+    /// full, when a large piece comes, [`COALESCE_FLUSH`] after its first
+    /// byte (raw files are read while they grow) and at the end.
+    co: Coalescer<'v>,
+    /// When `co`'s oldest pending byte arrived.
+    co_since: Option<Instant>,
 }
+
+/// The longest small bytes wait in the coalescing reservation before
+/// they are stored (and visible in the file).
+const COALESCE_FLUSH: Duration = Duration::from_millis(100);
 
 impl Drop for RawSession<'_> {
     fn drop(&mut self) {
@@ -475,6 +490,12 @@ impl<'v> RawSession<'v> {
                 Ok(Some(data))
             }
         }
+    }
+
+    /// Make the coalesced small bytes a piece, after the pieces before it.
+    fn flush_small(&mut self) {
+        self.co.flush(&mut self.pending);
+        self.co_since = None;
     }
 
     /// Append this turn's pieces (one commit; the first also names the
@@ -567,6 +588,28 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
             }
         };
         let n = data.len() as u64;
+        if self.co.wants(data.len()) {
+            // Copied in (the landed buffer goes back when `data` drops).
+            let r = self
+                .co
+                .copy_in(self.vol, data.bytes(), at.rx_ns, self.seq, &mut self.pending);
+            self.seq += n;
+            if let Err(e) = r {
+                tracing::info!(
+                    "raw connection from {}: no buffer space for small pieces: {e}; closing",
+                    self.peer
+                );
+                return crate::loops::Flow::Close;
+            }
+            if self.co.pending() == 0 {
+                self.co_since = None;
+            } else if self.co_since.is_none() {
+                self.co_since = Some(at.now);
+            }
+            return crate::loops::Flow::Continue;
+        }
+        // A large piece: what was coalesced goes first (stream order).
+        self.flush_small();
         // CRC and flush now, while the bytes are hot.
         self.pending.push(data.piece(at.rx_ns, self.seq));
         self.seq += n;
@@ -581,7 +624,8 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
     }
 
     fn on_eof(&mut self) -> crate::loops::Flow<'v> {
-        // Nothing to answer: the stream is complete.
+        // Nothing to answer: the stream is complete (what was coalesced
+        // is stored at the close).
         crate::loops::Flow::Close
     }
 
@@ -589,11 +633,11 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
         // The preface has a deadline; and the mount hears of growth within
         // NOTE_EVERY of the last commit, even when the sender goes quiet.
         let note = (self.told != self.size).then_some(self.told_at + NOTE_EVERY);
-        match (&self.preface, note) {
-            (Some(p), Some(n)) => Some(p.deadline.min(n)),
-            (Some(p), None) => Some(p.deadline),
-            (None, n) => n,
-        }
+        let small = self.co_since.map(|t| t + COALESCE_FLUSH);
+        [self.preface.as_ref().map(|p| p.deadline), note, small]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn on_timer(&mut self, now: Instant) -> crate::loops::Flow<'v> {
@@ -603,6 +647,13 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
                 self.peer
             );
             return crate::loops::Flow::Close;
+        }
+        if self.co_since.is_some_and(|t| now >= t + COALESCE_FLUSH) {
+            // Small bytes waited long enough: stored now.
+            self.flush_small();
+            if !self.commit() {
+                return crate::loops::Flow::Close;
+            }
         }
         self.note();
         crate::loops::Flow::Continue
@@ -616,6 +667,7 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
     fn on_close(&mut self, why: crate::loops::CloseReason) {
         // What arrived before the close is stored (a shutdown or timeout
         // does not lose delivered bytes), unless the volume refuses.
+        self.flush_small();
         let _ = self.commit();
         if self.ino.is_none() {
             tracing::debug!(peer = %self.peer, closed = ?why, "raw connection ended; nothing stored");

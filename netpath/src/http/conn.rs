@@ -128,6 +128,13 @@ pub(super) struct Conn<'a> {
     pub in_pos: u64,
     pub conn_out: u64,
     pub req: ReqState,
+    /// A send on the blocking socket failed (timed out: the client does
+    /// not read; or the connection broke): nothing more is served on it.
+    /// Handlers that answer an error do not look at whether the answer
+    /// went out, so without this a client that pipelined requests and
+    /// never reads held its thread for one send timeout per buffered
+    /// request (hours, for a few MB of requests).
+    pub send_failed: bool,
     /// On an event loop, while a session call of a turn runs: the turn's
     /// clock, read once for the turn ([`Conn::now`], [`Conn::date`]).
     pub turn: Option<TurnClock>,
@@ -179,6 +186,7 @@ impl<'a> Conn<'a> {
             spare_wanted: false,
             replaced: None,
             turn: None,
+            send_failed: false,
             tally: Tally::default(),
             conn_in: 0,
             in_pos: 0,
@@ -246,7 +254,7 @@ impl<'a> Conn<'a> {
             let was_put = matches!(h.method, Method::Put | Method::Post);
             let keep = self.handle(&h);
             self.end_request();
-            if !keep {
+            if !keep || self.send_failed {
                 return;
             }
             if was_put && self.spare.is_none() {
@@ -541,6 +549,7 @@ impl<'a> Conn<'a> {
                     ),
                 }
                 let _ = sock.shutdown(Shutdown::Both);
+                self.send_failed = true;
                 false
             }
         }
@@ -553,9 +562,38 @@ impl<'a> Conn<'a> {
             SendFlags::NOSIGNAL
         };
         let mut at = 0;
+        // Once a send was only partly taken (the socket's buffer is full),
+        // the client sets the pace: each blocking send waits at most
+        // `io_timeout`, but a client whose window opens a little now and
+        // then would make every wait end early. From then on it must take
+        // `min_send_rate` over each `io_timeout` (Config docs).
+        let mut slow: Option<(Instant, usize)> = None;
         while at < self.out.len() {
             match rustix::net::send(sock, &self.out[at..], flags) {
-                Ok(n) => at += n,
+                Ok(n) => {
+                    at += n;
+                    if at < self.out.len() {
+                        let (since, from) = *slow.get_or_insert((Instant::now(), at));
+                        let cfg = &self.sh.cfg;
+                        let spent = since.elapsed();
+                        if spent >= cfg.io_timeout {
+                            let need = cfg.min_send_rate as f64 * spent.as_secs_f64();
+                            if ((at - from) as f64) < need {
+                                tracing::info!(
+                                    "HTTP connection from {}: the client took {} bytes in {spent:?}, below {} bytes/s; closing",
+                                    self.peer,
+                                    at - from,
+                                    cfg.min_send_rate
+                                );
+                                self.add_out(at as u64);
+                                self.send_failed = true;
+                                let _ = sock.shutdown(Shutdown::Both);
+                                return false;
+                            }
+                            slow = Some((Instant::now(), at));
+                        }
+                    }
+                }
                 Err(rustix::io::Errno::INTR) => {}
                 Err(e) => {
                     tracing::info!(
@@ -565,6 +603,7 @@ impl<'a> Conn<'a> {
                         self.path.display()
                     );
                     self.add_out(at as u64);
+                    self.send_failed = true;
                     return false;
                 }
             }

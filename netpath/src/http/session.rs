@@ -49,8 +49,13 @@
 //! parsing pauses and landed bytes wait in their packet buffers (at most
 //! [`MAX_BACKLOG_BYTES`], else the connection is closed); while paused,
 //! bytes arriving are not progress: a client that does not read is closed
-//! `io_timeout` after the last answer it took. So a client that pipelines
-//! without reading cannot grow the server's memory.
+//! `io_timeout` after the last answer it took. Once the socket's buffer is
+//! full the loop holds the client to `Config::min_send_rate` over each
+//! `io_timeout` (`Session::send_rule`): the kernel taking a few bytes when
+//! the client's window opens a little is not progress, and a client that
+//! keeps to the pace restarts the pause's clock (`on_send_progress`). So a
+//! client that pipelines without reading cannot grow the server's memory
+//! nor hold its connection.
 //!
 //! What a session holds in DRAM (the head being assembled, a chunk line,
 //! queued answers) beyond `Config::CONN_FREE_DRAM` is charged to the
@@ -76,7 +81,7 @@ use super::spare::Spare;
 use crate::config::Config;
 use crate::loops::coalesce::Coalescer;
 use crate::loops::limits::DramCharge;
-use crate::loops::{CloseReason, Flow, Protocol, Session, TurnClock};
+use crate::loops::{CloseReason, Flow, Protocol, SendRule, Session, TurnClock};
 use crate::rxstream::RxStream;
 use crate::shared::Shared;
 
@@ -383,7 +388,8 @@ impl<'v> HttpSession<'v> {
         }
     }
 
-    /// Handle landed bytes (and, first, any that waited).
+    /// Handle landed bytes; bytes behind others that wait, or arriving
+    /// while paused, wait at the back of the backlog.
     fn feed(&mut self, data: RxHeld<'v>, ts: u64) -> Flow<'v> {
         if !self.backlog.is_empty() || self.paused() {
             self.defer(data, ts);
@@ -398,21 +404,30 @@ impl<'v> HttpSession<'v> {
             }
             return self.flow();
         }
+        if let Some(rest) = self.take_in(data, ts) {
+            self.defer(rest, ts);
+        }
+        self.flow()
+    }
+
+    /// Parse and act on landed bytes in order until they are used up or
+    /// parsing pauses; returns what is left then (for the caller to keep
+    /// in its place in the backlog).
+    fn take_in(&mut self, data: RxHeld<'v>, ts: u64) -> Option<RxHeld<'v>> {
         let mut rest = Some(data);
         while let Some(d) = rest.take() {
             if self.finishing {
-                break; // dropped: nothing more is handled
+                return None; // dropped: nothing more is handled
             }
             rest = match self.body.is_some() {
                 true => self.body_bytes(d, ts),
                 false => self.head_bytes(d),
             };
             if rest.is_some() && self.paused() {
-                let d = rest.take().expect("checked");
-                self.defer(d, ts);
+                return rest;
             }
         }
-        self.flow()
+        None
     }
 
     /// Bytes of a request head; returns what follows it.
@@ -655,23 +670,20 @@ impl<'v> Session<'v> for HttpSession<'v> {
         if std::mem::take(&mut self.c.spare_wanted) && self.c.spare.is_none() && !self.finishing {
             self.c.spare = Spare::make(self.c.sh);
         }
-        // Landed bytes that waited for room are handled now.
+        // Landed bytes that waited for room are handled now, oldest first,
+        // straight (not through `feed`, which would put them behind the
+        // rest of the backlog again: with two or more waiting that spun
+        // the loop thread for ever, deaf to timeouts and to the stop); what
+        // is left when parsing pauses again keeps its place at the front.
         while !self.paused() && !self.finishing {
             let Some((d, ts)) = self.backlog.pop_front() else {
                 break;
             };
             self.backlog_bytes -= d.len() as u64;
-            let f = self.feed(d, ts);
-            if matches!(f, Flow::Close) {
-                return f;
-            }
-            if let Flow::Send(m) = f {
-                // `feed` handed one over: it is the next to go.
-                self.in_flight = false;
-                let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
-                ob.queued_bytes += self.sending_bytes;
-                self.sending_bytes = 0;
-                ob.msgs.push_front(m);
+            if let Some(rest) = self.take_in(d, ts) {
+                self.backlog_bytes += rest.len() as u64;
+                self.backlog.push_front((rest, ts));
+                break;
             }
         }
         if !self.backlog.is_empty() {
@@ -810,6 +822,21 @@ impl<'v> Session<'v> for HttpSession<'v> {
         let f = self.flow();
         self.account();
         f
+    }
+
+    fn send_rule(&self) -> Option<SendRule> {
+        Some(SendRule {
+            window: self.sh.cfg.io_timeout,
+            min_bytes_per_sec: self.sh.cfg.min_send_rate,
+        })
+    }
+
+    fn on_send_progress(&mut self, now: Instant) {
+        // The client reads at the configured pace: a pipeline paused for
+        // it is not a client that does not read.
+        if self.paused_since.is_some() {
+            self.paused_since = Some(now);
+        }
     }
 
     fn on_close(&mut self, why: CloseReason) {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use pktfs::{TxMsg, TxPos};
 
-use super::session::{CloseReason, Session};
+use super::session::{CloseReason, SendRule, Session};
 
 /// A send in progress: the message and how far it got.
 pub(super) struct Sending<'v> {
@@ -53,6 +53,49 @@ pub(super) struct Conn<'v> {
     pub(super) timer_at: Option<Instant>,
     /// The socket's SO_RCVLOWAT as last set ([`Session::rcvlowat`]).
     pub(super) lowat: u32,
+    /// The peer is slower than the server's sends (None: it keeps up).
+    pub(super) watch: Option<SendWatch>,
+}
+
+impl Conn<'_> {
+    /// The silence limit counted from `now`: the session's, and never past
+    /// the end of a [`SendWatch`] window (bytes arriving, or the kernel
+    /// taking a few bytes, must not move the judgement of a slow reader).
+    pub(super) fn idle_from(&self, now: Instant) -> Instant {
+        let t = now + self.session.idle_timeout();
+        match &self.watch {
+            Some(w) => t.min(w.until()),
+            None => t,
+        }
+    }
+}
+
+/// A connection whose sends the socket could not take at once: the peer
+/// (not the server) sets the pace, and must keep to its session's
+/// [`SendRule`] ([`Session::send_rule`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SendWatch {
+    pub(super) rule: SendRule,
+    /// The window began (at the first partial send, or the last check).
+    pub(super) since: Instant,
+    /// Bytes the kernel took since `since`. The socket's buffer was full
+    /// when the watch began, so each byte it takes after was first freed
+    /// by the peer's acknowledgement: this is what the client consumed,
+    /// not what the server's send buffer absorbed.
+    pub(super) taken: u64,
+}
+
+impl SendWatch {
+    /// When this window is judged.
+    pub(super) fn until(&self) -> Instant {
+        self.since + self.rule.window
+    }
+
+    /// Whether the peer kept to the rule over the window so far, at `now`.
+    pub(super) fn kept(&self, now: Instant) -> bool {
+        let secs = now.saturating_duration_since(self.since).as_secs_f64();
+        self.taken as f64 >= self.rule.min_bytes_per_sec as f64 * secs
+    }
 }
 
 /// Connections by slot; a tag is `generation << 32 | slot + 1`, so a late

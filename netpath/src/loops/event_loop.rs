@@ -373,7 +373,7 @@ impl<'v> Loop<'v> {
                             self.maybe_reap(tag);
                             return;
                         }
-                        c.idle_until = now + c.session.idle_timeout();
+                        c.idle_until = c.idle_from(now);
                         if !c.touched {
                             c.touched = true;
                             self.touched.push(tag);
@@ -489,6 +489,14 @@ impl<'v> Loop<'v> {
             if c.closing.is_some() || c.idle_entry != t {
                 continue; // stale: a later entry counts
             }
+            if c.idle_until <= now && !c.lingering && self.send_watch_renewed(tag, now) {
+                // A slow reader that keeps to its session's pace
+                // (`send.rs`): a new window.
+                continue;
+            }
+            let Some(c) = self.table.get(tag) else {
+                continue;
+            };
             if c.idle_until <= now {
                 // A linger that ended is a close the session asked for.
                 let why = if c.lingering {

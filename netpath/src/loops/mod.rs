@@ -29,7 +29,7 @@ use pktfs::{RxRingConfig, Volume};
 
 use event_loop::Service;
 pub use event_loop::{LoopReport, LoopShared};
-pub use session::{CloseReason, Flow, Protocol, Session, TurnClock};
+pub use session::{CloseReason, Flow, Protocol, SendRule, Session, TurnClock};
 
 use crate::config::IoMode;
 

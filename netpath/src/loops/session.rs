@@ -59,6 +59,16 @@ pub struct TurnClock {
     pub now: Instant,
 }
 
+/// How fast a peer must take what a session sends once the socket's send
+/// buffer is full ([`Session::send_rule`]): at least `min_bytes_per_sec`,
+/// judged over each `window` (and whenever the session's own deadline
+/// comes first); a peer below it is closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendRule {
+    pub window: Duration,
+    pub min_bytes_per_sec: u64,
+}
+
 /// One connection's protocol state, driven by the loop thread that owns
 /// the connection.
 pub trait Session<'v> {
@@ -137,6 +147,16 @@ pub trait Session<'v> {
     }
     /// Longest silence before the loop closes the connection.
     fn idle_timeout(&self) -> Duration;
+    /// The pace a peer must keep once it, not the server, limits the
+    /// sends (asked when a send is first only partly taken; None: no rule,
+    /// only [`Session::idle_timeout`]).
+    fn send_rule(&self) -> Option<SendRule> {
+        None
+    }
+    /// The peer kept to the [`SendRule`] over a window: it is reading, so
+    /// a deadline the session keeps for a client that does not read
+    /// restarts from `now`.
+    fn on_send_progress(&mut self, _now: Instant) {}
     /// The connection is closed (its socket goes right after).
     fn on_close(&mut self, why: CloseReason);
 }

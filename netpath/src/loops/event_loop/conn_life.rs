@@ -55,6 +55,7 @@ impl<'v> Loop<'v> {
             queued: VecDeque::new(),
             timer_at: None,
             lowat: 1,
+            watch: None,
         };
         let tag = self.table.insert(c);
         let waker = self.wake.waker(tag);
@@ -145,7 +146,7 @@ impl<'v> Loop<'v> {
         }
         // From the turn's start: a turn is short against any timeout, and
         // one clock read per turn is cheaper than one per connection.
-        c.idle_until = self.turn_now + c.session.idle_timeout();
+        c.idle_until = c.idle_from(self.turn_now);
         if c.idle_until < c.idle_entry {
             c.idle_entry = c.idle_until;
             self.idle.push(Reverse((c.idle_until, tag)));
@@ -220,7 +221,7 @@ impl<'v> Loop<'v> {
                 if c.closing.is_none() {
                     // Half-closed and the session goes on (it is
                     // sending): nothing more to receive.
-                    c.idle_until = now + c.session.idle_timeout();
+                    c.idle_until = c.idle_from(now);
                 }
             }
         }
@@ -240,7 +241,7 @@ impl<'v> Loop<'v> {
             Ok((0, _)) => return self.peer_closed(tag, now),
             Ok((n, _)) => {
                 self.shared.dram_reads.fetch_add(1, Ordering::Relaxed);
-                c.idle_until = now + c.session.idle_timeout();
+                c.idle_until = c.idle_from(now);
                 let f = c.session.on_dram(&buf[..n]);
                 self.apply(tag, f);
                 self.refresh_idle(tag);

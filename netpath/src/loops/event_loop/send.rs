@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use pktfs::{RxRing, RxRingConfig, SendStart, TxMsg, TxPos};
 
-use super::super::conn::Sending;
+use super::super::conn::{SendWatch, Sending};
 use super::super::session::CloseReason;
 use super::{Loop, LINGER};
 
@@ -73,6 +73,8 @@ impl<'v> Loop<'v> {
         }
         if c.sending.is_none() {
             let Some(m) = c.queued.pop_front() else {
+                // Everything asked is out: the peer kept up.
+                c.watch = None;
                 if c.finishing && !c.lingering {
                     c.lingering = true;
                     let _ = c.sock.shutdown(std::net::Shutdown::Write);
@@ -128,6 +130,47 @@ impl<'v> Loop<'v> {
         }
     }
 
+    /// `tag`'s silence limit passed at `now`. A peer the server waits on
+    /// that took at least its [`SendRule`](super::super::session::SendRule)'s
+    /// pace since the window began gets a new window (true); otherwise
+    /// (no watch, or too slow) the caller closes it.
+    ///
+    /// Why by pace and not by "some bytes moved": the kernel takes a few
+    /// bytes whenever the peer's window opens a little, and a client that
+    /// reads a trickle (or whose kernel collapses its receive queue while
+    /// it reads nothing) would otherwise hold its connection, its queued
+    /// answers and its held file ranges for ever.
+    pub(super) fn send_watch_renewed(&mut self, tag: u64, now: Instant) -> bool {
+        let Some(c) = self.table.get(tag) else {
+            return false;
+        };
+        let Some(w) = c.watch else { return false };
+        if !w.kept(now) {
+            tracing::info!(
+                "{}: the client took {} bytes in {:?}, below {} bytes/s: closing",
+                self.services[c.svc].1.name(),
+                w.taken,
+                now.saturating_duration_since(w.since),
+                w.rule.min_bytes_per_sec
+            );
+            return false;
+        }
+        c.watch = Some(SendWatch {
+            since: now,
+            taken: 0,
+            ..w
+        });
+        c.session.on_send_progress(now);
+        c.idle_until = c.idle_from(now);
+        if c.idle_until <= now {
+            // The session's own limit is spent all the same.
+            return false;
+        }
+        c.idle_entry = c.idle_until;
+        self.idle.push(Reverse((c.idle_until, tag)));
+        true
+    }
+
     pub(super) fn send_failed(&mut self, tag: u64, e: io::Error) {
         let Some(c) = self.table.get(tag) else { return };
         c.sending = None;
@@ -156,10 +199,25 @@ impl<'v> Loop<'v> {
                 // Continue a partial send where the kernel stopped.
                 s.sent += n as u64;
                 msg.advance(&mut s.pos, n as u64);
+                let partial = s.sent < s.total;
                 s.msg = Some(msg);
+                match c.watch.as_mut() {
+                    Some(w) => w.taken += n as u64,
+                    // The kernel took only part: the socket's buffer is
+                    // full, the peer sets the pace from here (the bytes
+                    // that filled the buffer do not count).
+                    None if partial => {
+                        c.watch = c.session.send_rule().map(|rule| SendWatch {
+                            rule,
+                            since: self.turn_now,
+                            taken: 0,
+                        });
+                    }
+                    None => {}
+                }
                 if !c.lingering {
                     // The turn's clock: the completion came in this turn.
-                    c.idle_until = self.turn_now + c.session.idle_timeout();
+                    c.idle_until = c.idle_from(self.turn_now);
                 }
                 self.pump_send(tag);
             }
