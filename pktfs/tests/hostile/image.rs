@@ -65,6 +65,12 @@ fn home_for(uid: u32, gid: u32) -> tempfile::TempDir {
     h
 }
 
+/// Stop `up` as a terminal's Ctrl-C does.
+fn ctrl_c(p: &Proc) {
+    let pid = nix::unistd::Pid::from_raw(p.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+}
+
 struct Removed(PathBuf);
 impl Drop for Removed {
     fn drop(&mut self) {
@@ -124,11 +130,7 @@ fn up_uses_only_an_image_its_user_owns() {
     let mut answer = String::new();
     std::io::Read::read_to_string(&mut s, &mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(p.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    ctrl_c(&p);
     assert!(p.wait().unwrap().success());
 
     // 2. Readable by others (an image from an older pktfs): used, warned.
@@ -145,50 +147,39 @@ fn up_uses_only_an_image_its_user_owns() {
         said.contains(&format!("using {}", default.display())),
         "{said}"
     );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(p.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    ctrl_c(&p);
     let out = p.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("may be read by other users"), "{err}");
 
-    // 3. Writable by every user: refused, nothing changed.
+    // `up` as nobody is refused for `why`, and `default` is left as it was.
+    let refused_unchanged = |why: &str| {
+        let before = std::fs::read(&default).unwrap();
+        let listen = free_port().to_string();
+        let err = refused(&mut up_as(
+            nobody,
+            nogroup,
+            home.path(),
+            &["--listen", &listen],
+        ));
+        assert!(err.contains(why), "{err}");
+        assert!(
+            std::fs::read(&default).unwrap() == before,
+            "the image changed"
+        );
+    };
+
+    // 3. Writable by every user.
     std::fs::set_permissions(&default, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let before = std::fs::read(&default).unwrap();
-    let listen = free_port().to_string();
-    let err = refused(&mut up_as(
-        nobody,
-        nogroup,
-        home.path(),
-        &["--listen", &listen],
-    ));
-    assert!(err.contains("may be written by every user"), "{err}");
-    assert!(
-        std::fs::read(&default).unwrap() == before,
-        "the image changed"
-    );
+    refused_unchanged("may be written by every user");
     std::fs::remove_file(&default).unwrap();
 
-    // 4. Planted by another user (`tests`), private to nobody's eyes or
-    // not: refused, naming the owner; the planted file is left as it was.
+    // 4. Planted by another user (`tests`), readable or not: refused,
+    // naming the owner.
     mkfs(&default, 16 << 20);
     std::os::unix::fs::chown(&default, Some(tests), Some(tests_gid)).unwrap();
     std::fs::set_permissions(&default, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let before = std::fs::read(&default).unwrap();
-    let listen = free_port().to_string();
-    let err = refused(&mut up_as(
-        nobody,
-        nogroup,
-        home.path(),
-        &["--listen", &listen],
-    ));
-    assert!(err.contains("owned by user tests"), "{err}");
-    assert!(
-        std::fs::read(&default).unwrap() == before,
-        "the planted image changed"
-    );
+    refused_unchanged("owned by user tests");
     std::fs::remove_file(&default).unwrap();
 
     // 5. A symbolic link planted by `tests`, pointing at a file of
@@ -198,14 +189,7 @@ fn up_uses_only_an_image_its_user_owns() {
     std::os::unix::fs::chown(&target, Some(nobody), Some(nogroup)).unwrap();
     std::os::unix::fs::symlink(&target, &default).unwrap();
     std::os::unix::fs::lchown(&default, Some(tests), Some(tests_gid)).unwrap();
-    let listen = free_port().to_string();
-    let err = refused(&mut up_as(
-        nobody,
-        nogroup,
-        home.path(),
-        &["--listen", &listen],
-    ));
-    assert!(err.contains("symbolic link owned by user tests"), "{err}");
+    refused_unchanged("symbolic link owned by user tests");
     std::fs::remove_file(&default).unwrap();
 
     // 6. --image in a directory every user may write, not sticky: refused.
