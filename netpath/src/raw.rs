@@ -41,6 +41,16 @@
 //! together stay within `max_connections`; a connection over either cap is
 //! closed at once, before anything is made for it.
 //!
+//! # Who the files belong to
+//! Raw files are made as [`crate::Config::as_user`] (`--as-user`), so the
+//! server checks, as the kernel would check that user making them on the
+//! mount, that it may: [`raw_directory`] at start (search on every
+//! directory on the way, write and search where a missing one is made and
+//! on the directory itself; a server that may not fails to start, naming
+//! what is missing), and write and search on the directory again before
+//! each new file is named (a chmod after start is seen, as a process
+//! holding the directory open would see it).
+//!
 //! Two ways to serve it, same semantics: a thread per connection
 //! (`serve_connection`, receiving with [`crate::recv::recv_into`]), or a
 //! session on the io_uring event loops (`RawProtocol`), where the bytes
@@ -55,12 +65,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pktfs::{RxHeld, RxPiece, TmpFile, Volume};
+use pktfs::{Access, Cred, Denial, FileType, FsError, RxHeld, RxPiece, TmpFile, Volume};
 
 use crate::config::{Change, Token};
 use crate::loops::coalesce::Coalescer;
 use crate::recv::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
-use crate::shared::Shared;
+use crate::shared::{ensure_dir, Shared};
 use crate::util::{now_ns, raw_name};
 
 /// Growth of a raw file is told to the change callback at most this often
@@ -135,6 +145,128 @@ fn take_slot(sh: &Shared, peer: SocketAddr, total_full: bool) -> bool {
     false
 }
 
+/// Why raw mode cannot store into its directory.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RawDirError {
+    #[error(
+        "raw directory {path}: raw files are made as uid {uid} gid {gid} (--as-user), \
+         which has no {what} permission on {at}; give that identity the permission \
+         (chown or chmod), or choose another --raw-dir or --as-user"
+    )]
+    Denied {
+        path: String,
+        uid: u32,
+        gid: u32,
+        what: &'static str,
+        at: String,
+    },
+    #[error(
+        "raw directory {path}: {at} is a sticky directory another user owns, \
+         and uid {uid} may not make entries in it"
+    )]
+    Sticky { path: String, uid: u32, at: String },
+    #[error("raw directory {path}: {at} is not a directory")]
+    NotDir { path: String, at: String },
+    #[error("raw directory {path}: {source}")]
+    Fs { path: String, source: FsError },
+}
+
+/// "write and search (wx)" for a message.
+fn access_words(a: Access) -> &'static str {
+    match a.letters() {
+        "x" => "search (x)",
+        "w" => "write (w)",
+        _ => "write and search (wx)",
+    }
+}
+
+/// Find or make (`mkdir -p`) raw mode's directory `path` as `who` would:
+/// search (x) on every directory on the way, write and search (wx) on the
+/// one a missing directory is made in (what is made below it is `who`'s
+/// own, 0755), and write and search on the directory itself, where every
+/// raw file is made as `who`. Refused with what is missing and where, so
+/// a server whose identity may not store there fails to start instead of
+/// making files that user could not make.
+pub(crate) fn raw_directory(
+    vol: &Volume,
+    path: &str,
+    who: &Cred,
+    notify: &dyn Fn(Change<'_>),
+) -> Result<u64, RawDirError> {
+    let fs = |source| RawDirError::Fs {
+        path: path.to_string(),
+        source,
+    };
+    let denied = |at: &str, what: Access| RawDirError::Denied {
+        path: path.to_string(),
+        uid: who.uid,
+        gid: who.gid,
+        what: access_words(what),
+        at: at.to_string(),
+    };
+    let mut dir = vol.root();
+    let mut at = String::from("/");
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        let name = part.as_bytes();
+        let next = match at.as_str() {
+            "/" => format!("/{part}"),
+            _ => format!("{at}/{part}"),
+        };
+        match vol.lookup_as(dir, name, who) {
+            Ok(a) if a.kind == FileType::Directory => dir = a.ino,
+            Ok(_) => {
+                return Err(RawDirError::NotDir {
+                    path: path.to_string(),
+                    at: next,
+                })
+            }
+            Err(FsError::Access) => return Err(denied(&at, Access::SEARCH)),
+            Err(FsError::NotFound) => {
+                // Made from here on: the identity must be able to make the
+                // first missing one; the rest are its own.
+                match vol.may_change_entry(dir, name, who).map_err(fs)? {
+                    None => break,
+                    Some(Denial::Missing(a)) => return Err(denied(&at, a)),
+                    Some(Denial::Sticky) => {
+                        return Err(RawDirError::Sticky {
+                            path: path.to_string(),
+                            uid: who.uid,
+                            at,
+                        })
+                    }
+                }
+            }
+            Err(e) => return Err(fs(e)),
+        }
+        at = next;
+    }
+    let ino = ensure_dir(vol, path, who.uid, who.gid, notify).map_err(fs)?;
+    let lacks = vol.missing(ino, who, Access::WRITE_SEARCH).map_err(fs)?;
+    if lacks.bits() != 0 {
+        let shown = if path.starts_with('/') {
+            path.to_string()
+        } else {
+            format!("/{path}")
+        };
+        return Err(denied(&shown, lacks));
+    }
+    Ok(ino)
+}
+
+/// May the identity still make a file in the raw directory (write and
+/// search on it, checked again as each file is named: a chmod or chown
+/// after start counts)? Root always may. The directory's ancestors are
+/// not walked again: the server holds the directory as a process holds
+/// its working directory.
+fn may_make_file(sh: &Shared) -> bool {
+    let who = &sh.cfg.as_user;
+    who.is_root()
+        || sh
+            .vol
+            .permits(sh.raw_dir, who, Access::WRITE_SEARCH)
+            .unwrap_or(false)
+}
+
 /// Gives a raw connection slot back when dropped (threads transport).
 struct Slot<'a>(&'a Shared);
 
@@ -156,6 +288,18 @@ fn link_file<'v>(
     peer: SocketAddr,
 ) -> Option<String> {
     let vol = &*sh.vol;
+    if !may_make_file(sh) {
+        let who = &sh.cfg.as_user;
+        tracing::warn!(
+            "raw connection from {peer}: uid {} gid {} (--as-user) may no longer make files in {} \
+             (no write and search permission); closing it, nothing stored",
+            who.uid,
+            who.gid,
+            sh.cfg.raw_dir
+        );
+        vol.rx_abort(tail);
+        return None;
+    }
     let base = raw_name(born_ns, peer);
     let free = (0..8)
         .map(|k| match k {

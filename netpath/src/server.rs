@@ -32,7 +32,7 @@ use pktfs::Volume;
 
 use crate::config::{Change, Config, OnChange};
 use crate::metrics::Metrics;
-use crate::shared::{ensure_dir, Shared};
+use crate::shared::Shared;
 
 const STACK: usize = 512 << 10;
 
@@ -105,9 +105,18 @@ impl Services {
                     f(c)
                 }
             };
-            raw_dir = ensure_dir(&vol, &cfg.raw_dir, uid, gid, &notify).map_err(|e| {
-                std::io::Error::other(format!("raw directory {}: {e}", cfg.raw_dir))
-            })?;
+            // Raw files are made as `as_user`: it must be allowed to.
+            raw_dir = crate::raw::raw_directory(&vol, &cfg.raw_dir, &cfg.as_user, &notify)
+                .map_err(|e| {
+                    let kind = match e {
+                        crate::raw::RawDirError::Denied { .. }
+                        | crate::raw::RawDirError::Sticky { .. } => {
+                            std::io::ErrorKind::PermissionDenied
+                        }
+                        _ => std::io::ErrorKind::Other,
+                    };
+                    std::io::Error::new(kind, e)
+                })?;
         }
         // HTTP and raw mode on the event loops (io_uring when it can run
         // here, else epoll; chosen once, at start, Auto printing why it fell

@@ -12,4 +12,5 @@ mod prereq;
 mod access;
 mod as_user;
 mod bounds;
+mod floods;
 mod tiered_get;
