@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Paired runs of the 1 KiB PUT benchmark: netbench built at a revision
+# before a change against netbench built from this tree, run alternately
+# (before, after, before, after, ...) so that the host's drift from hour to
+# hour falls on both alike. The headline is each loop's own server CPU per
+# request (from /proc, as netbench measures it); req/s is printed beside it.
+#
+#   bench/paired.sh REV [--runs 5] [--secs 6] [--rounds 4] [--conns 16,256]
+#
+# Each run's rows go to bench/results/ as JSON (one file per run), and the
+# medians with their after/before ratios to bench/results/paired-*.json.
+# PAIRED_BEFORE_BIN=path uses an already built netbench for REV.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ $# -lt 1 || $1 == -* ]]; then
+    echo "usage: bench/paired.sh REV [--runs N] [--secs S] [--rounds R] [--conns C,C]" >&2
+    exit 2
+fi
+rev=$1
+shift
+runs=5 secs=6 rounds=4 conns=16,256
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --runs) runs=$2 ;;
+        --secs) secs=$2 ;;
+        --rounds) rounds=$2 ;;
+        --conns) conns=$2 ;;
+        *) echo "bench/paired.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift 2
+done
+before=$(git rev-parse --short "$rev")
+after=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- . ':!bench/results' || after="$after+changes"
+
+before_bin=${PAIRED_BEFORE_BIN:-}
+if [[ -z $before_bin ]]; then
+    wt=$(mktemp -d /tmp/pktfs-paired-XXXXXX)
+    git worktree add -q --detach "$wt" "$before"
+    trap 'git worktree remove --force "$wt"' EXIT
+    (cd "$wt" && CARGO_TARGET_DIR="$PWD/../$(basename "$wt")-target" \
+        cargo build --release -q -p pktfs-netbench)
+    before_bin="$wt/../$(basename "$wt")-target/release/netbench"
+fi
+cargo build --release -q -p pktfs-netbench
+after_bin=target/release/netbench
+
+mkdir -p bench/results
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+machine=$(cargo run --release -q -p pktfs-cli --bin pktfs -- machine 2>/dev/null | head -1 || true)
+echo "machine: $machine"
+echo "before: $before ($before_bin)   after: $after ($after_bin)"
+
+# One run's markdown table -> JSON rows.
+to_json() { # which rev out_file json_file
+    python3 - "$1" "$2" "$3" "$4" "$machine" <<'EOF'
+import json, re, sys
+which, rev, out, dst, machine = sys.argv[1:]
+rows = []
+for line in open(out):
+    m = re.match(r"\| (1 KiB PUT, \d+ conns: [^|]+?) \| ([^|]+?) \| ([0-9.]+) (\S+) \|", line)
+    if m:
+        rows.append({"measurement": m[1], "server": m[2], "median": float(m[3]), "unit": m[4]})
+header = [l.strip() for l in open(out) if l.startswith("netbench on")]
+json.dump({"benchmark": "netbench --only small", "which": which, "rev": rev,
+           "machine": machine, "netbench_machine": header[0] if header else None,
+           "rows": rows}, open(dst, "w"), indent=1)
+EOF
+}
+
+files=()
+for i in $(seq 1 "$runs"); do
+    for which in before after; do
+        if [[ $which == before ]]; then bin=$before_bin r=$before; else bin=$after_bin r=$after; fi
+        out=$(mktemp)
+        echo "run $i/$runs: $which ($r)"
+        "$bin" --only small --conns "$conns" --secs "$secs" --rounds "$rounds" >"$out" 2>&1
+        dst="bench/results/netbench-small-$stamp-$i-$which.json"
+        to_json "$which" "$r" "$out" "$dst"
+        files+=("$dst")
+        rm -f "$out"
+    done
+done
+
+python3 - "bench/results/paired-$stamp.json" "$before" "$after" "$machine" "${files[@]}" <<'EOF'
+import json, statistics, sys
+dst, before, after, machine, *files = sys.argv[1:]
+runs = [json.load(open(f)) for f in files]
+servers = ["pktfs clwb uring", "pktfs clwb epoll"]
+out = {"before": before, "after": after, "machine": machine, "runs": len(runs) // 2,
+       "files": files, "medians": []}
+print(f"\nmedians of {len(runs)//2} paired runs; machine: {machine}")
+print("| server | measurement | before | after | after/before |")
+print("|---|---|---|---|---|")
+whats = sorted({r["measurement"] for run in runs for r in run["rows"]
+                if r["measurement"].endswith(("server CPU per request", "req/s (wrk)"))})
+for s in servers:
+    for w in whats:
+        v = {k: [r["median"] for run in runs if run["which"] == k
+                 for r in run["rows"] if r["server"] == s and r["measurement"] == w]
+             for k in ("before", "after")}
+        if not v["before"] or not v["after"]:
+            continue
+        b, a = statistics.median(v["before"]), statistics.median(v["after"])
+        out["medians"].append({"server": s, "measurement": w, "before": b, "after": a,
+                               "ratio": a / b, "before_runs": v["before"], "after_runs": v["after"]})
+        print(f"| {s} | {w} | {b:g} | {a:g} | {a/b:.3f}x |")
+json.dump(out, open(dst, "w"), indent=1)
+print(f"\nwritten: {dst}")
+EOF
