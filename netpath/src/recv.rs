@@ -17,6 +17,10 @@
 //!   commit appends in stream order, so after a crash the file is an exact
 //!   prefix of the stream (for [`RecvMode::ReplaceAtEnd`]: the old file, or
 //!   the whole new one).
+//! - Receives under 2 KiB (a trickling sender) are copied together into
+//!   one record instead (`crate::loops::coalesce`), stored within 100 ms
+//!   of their first byte; so a stream of 1-byte segments takes about a
+//!   record per 32 KiB, not one per byte.
 //! - The report's CRC32C of the whole stream is combined from the records'
 //!   CRCs: no second pass over the data.
 
@@ -26,7 +30,12 @@ use std::time::{Duration, Instant};
 
 use pktfs::{FileType, FsError, RxPiece, Volume};
 
+use crate::loops::coalesce::Coalescer;
 use crate::rxstream::{RxStream, IDLE_RESERVATION};
+
+/// The longest small received bytes wait in the coalescing reservation
+/// before they are stored (the loops' raw sessions use the same).
+pub(crate) const COALESCE_FLUSH: Duration = Duration::from_millis(100);
 
 /// What to do with the file named by the path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -258,6 +267,15 @@ pub fn recv_into(
     let mut want = IDLE_RESERVATION;
     let mut idle_until = Instant::now() + opts.idle_timeout;
     let mut clean = false;
+    // Small receives (a sender of 1-byte segments) are copied together, as
+    // on the loops (crate::loops::coalesce): a record per receive would let
+    // a trickling sender exhaust the record table while space is free.
+    // Large receives stay where they landed (one copy). Copied bytes are
+    // made a piece when the reservation fills, before a large receive,
+    // COALESCE_FLUSH after their first byte (raw files are read while they
+    // grow; the socket's read timeout bounds the wait) and at the end.
+    let mut co = Coalescer::default();
+    let mut co_since: Option<Instant> = None;
     let mut commit = |pieces: &mut Vec<RxPiece>, rep: &mut RecvReport| -> bool {
         if pieces.is_empty() {
             return true;
@@ -308,7 +326,12 @@ pub fn recv_into(
             );
             break true;
         }
-        let wait = hooks.tick.as_ref().map_or(left, |(t, _)| left.min(*t));
+        let mut wait = hooks.tick.as_ref().map_or(left, |(t, _)| left.min(*t));
+        if let Some(t) = co_since {
+            // Only while small bytes wait: the large-receive path keeps its
+            // timeout (no extra setsockopt per receive).
+            wait = wait.min((t + COALESCE_FLUSH).saturating_duration_since(Instant::now()));
+        }
         let n = match rx.fill(want, wait) {
             Ok(0) => {
                 clean = true;
@@ -316,6 +339,15 @@ pub fn recv_into(
             }
             Ok(n) => n as u32,
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                if co_since.is_some_and(|t| t.elapsed() >= COALESCE_FLUSH) {
+                    // The small bytes waited long enough: stored now.
+                    co.flush(&mut pieces);
+                    co_since = None;
+                    if !commit(&mut pieces, &mut rep) {
+                        break false;
+                    }
+                    waiting = 0;
+                }
                 if let Some((_, f)) = hooks.tick.as_mut() {
                     f();
                 }
@@ -333,7 +365,28 @@ pub fn recv_into(
             (want / 2).max(IDLE_RESERVATION)
         };
         let avail = rx.available();
-        if let Err(e) = rx.take_into(avail, &mut pieces) {
+        let r = if co.wants(avail) {
+            let (ts, seq) = (rx.stamp_next(), rx.seq());
+            let r = co.copy_in(vol, &rx.window()[..avail as usize], ts, seq, &mut pieces);
+            // Copied (or refused): its landed space is not linked.
+            rx.consume(avail);
+            if co.pending() == 0 {
+                co_since = None;
+            } else if co_since.is_none() {
+                co_since = Some(Instant::now());
+            } else if co_since.is_some_and(|t| t.elapsed() >= COALESCE_FLUSH) {
+                // A sender that trickles faster than the read timeout.
+                co.flush(&mut pieces);
+                co_since = None;
+            }
+            r.map(|_| ())
+        } else {
+            // A large receive: what was copied goes first (stream order).
+            co.flush(&mut pieces);
+            co_since = None;
+            rx.take_into(avail, &mut pieces)
+        };
+        if let Err(e) = r {
             tracing::warn!(
                 "receive into inode {ino}: cannot store more: {e}; the stream ends here"
             );
@@ -352,6 +405,9 @@ pub fn recv_into(
             waiting = 0;
         }
     };
+    // What was copied together is stored too (unless storing failed).
+    co.flush(&mut pieces);
+    drop(co);
     let ok = ok && commit(&mut pieces, &mut rep);
     if !pieces.is_empty() {
         vol.rx_abort(std::mem::take(&mut pieces));

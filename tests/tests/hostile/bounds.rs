@@ -278,11 +278,15 @@ fn raw_trickle(io: IoMode) {
 
 #[test]
 fn a_raw_stream_in_one_byte_segments_coalesces_on_the_loops() {
-    // The threads transport still makes a record per receive (recv.rs):
-    // open, see the module's report.
     for io in [IoMode::Uring, IoMode::Epoll] {
         raw_trickle(io);
     }
+}
+
+#[test]
+fn a_raw_stream_in_one_byte_segments_coalesces_on_threads() {
+    // The thread per connection receives with netpath::recv::recv_into.
+    raw_trickle(IoMode::Threads);
 }
 
 fn chunked_past_free_space(io: IoMode) {
