@@ -225,8 +225,10 @@ pub struct Config {
     /// restarts. So a client that never reads is closed one to two
     /// `io_timeout`s after the server's socket buffer filled, and a slow
     /// but steady reader of a large file is served. The threads transport
-    /// has a blocking send per answer with `io_timeout` as its send
-    /// timeout: a send that times out closes the connection. Default
+    /// sends with `io_timeout` as its send timeout (a send that times out
+    /// closes the connection) and applies the same pace to answers and to
+    /// a file's bytes (`tx::send_held_paced`) once a send is only partly
+    /// taken. Default
     /// [`Config::MIN_SEND_RATE_DEFAULT`] (16 KiB/s: 128 kbit/s).
     pub min_send_rate: u64,
     /// Event loops: DRAM all connections together may hold for request

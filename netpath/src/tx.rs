@@ -27,7 +27,7 @@
 //! copies anyway.)
 
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pktfs::{TxHold, TxSeg};
 
@@ -42,6 +42,12 @@ pub enum TxError {
     Io(#[from] std::io::Error),
     #[error("timed out waiting for the client to take data")]
     Timeout,
+    #[error("the client took {taken} bytes in {spent:?}, below {rate} bytes/s")]
+    TooSlow {
+        taken: u64,
+        spent: Duration,
+        rate: u64,
+    },
     #[error("{0}")]
     Fs(#[from] pktfs::FsError),
 }
@@ -65,21 +71,50 @@ pub fn send_held(
     hold: &TxHold<'_>,
     timeout: Duration,
 ) -> Result<TxStats, TxError> {
+    send_held_paced(sock, hold, timeout, 0)
+}
+
+/// [`send_held`], and once the socket's buffer is full (a send took only
+/// part of what it was offered) the client sets the pace and must take
+/// `min_rate` bytes per second over each `timeout`, else
+/// [`TxError::TooSlow`] (0: no pace rule). Without it each blocking send
+/// only waits at most `timeout`, so a client whose window opens a little
+/// now and then (a few bytes per timeout) would hold the sending thread
+/// for as long as the file lasts. The rule is the loops' and the threads'
+/// answer path's (`Config::min_send_rate`). A client that keeps up is
+/// never watched: nothing is added per call until a send is partial.
+pub fn send_held_paced(
+    sock: &TcpStream,
+    hold: &TxHold<'_>,
+    timeout: Duration,
+    min_rate: u64,
+) -> Result<TxStats, TxError> {
     sock.set_write_timeout(Some(timeout.max(Duration::from_millis(1))))?;
     let segs = hold.segs();
     let mut st = TxStats::default();
     // Cursor: segment index and bytes of it already sent.
     let (mut i, mut done) = (0usize, 0u64);
+    // The pace window once the client sets the pace: since when, and
+    // st.bytes then.
+    let mut slow: Option<(Instant, u64)> = None;
     while i < segs.len() {
+        // The cursor a send of everything offered would end at.
+        let mut whole = (i, done);
         let r = match segs[i] {
             TxSeg::Zero { len } => {
                 let n = (len - done).min(ZEROS.len() as u64) as usize;
+                whole = if done + n as u64 == len {
+                    (i + 1, 0)
+                } else {
+                    (i, done + n as u64)
+                };
                 rustix::net::send(sock, &ZEROS[..n], rustix::net::SendFlags::NOSIGNAL)
                     .map_err(std::io::Error::from)
             }
             TxSeg::Image { .. } | TxSeg::Fetched { .. } => {
                 hold.send(sock, i, done, MAX_IOV, 0).map(|(n, offered)| {
                     st.segments += offered as u64;
+                    whole = (i + offered, 0);
                     n
                 })
             }
@@ -102,6 +137,27 @@ pub fn send_held(
             } else {
                 done += n;
                 n = 0;
+            }
+        }
+        if min_rate > 0 && (slow.is_some() || (i, done) < whole) {
+            // Partly taken: a blocking send returns short only when its
+            // wait for room ran out, so the client sets the pace now.
+            let (since, from) = *slow.get_or_insert((Instant::now(), st.bytes));
+            let spent = since.elapsed();
+            // A window is judged at the send that ends it; the kernel keeps
+            // SO_SNDTIMEO in jiffies, so a send that waited `timeout` may
+            // return a little before it passed by this clock (judging only
+            // after the next one would let a slow client have three).
+            if spent >= timeout.mul_f64(0.9) {
+                let taken = st.bytes - from;
+                if (taken as f64) < min_rate as f64 * spent.as_secs_f64() {
+                    return Err(TxError::TooSlow {
+                        taken,
+                        spent,
+                        rate: min_rate,
+                    });
+                }
+                slow = Some((Instant::now(), st.bytes));
             }
         }
         while i < segs.len() && segs[i].is_empty() {

@@ -528,7 +528,12 @@ impl<'a> Conn<'a> {
             return false;
         }
         let Some(hold) = hold else { return true };
-        match crate::tx::send_held(sock, &hold, self.sh.cfg.io_timeout) {
+        match crate::tx::send_held_paced(
+            sock,
+            &hold,
+            self.sh.cfg.io_timeout,
+            self.sh.cfg.min_send_rate,
+        ) {
             Ok(st) => {
                 self.add_out(st.bytes);
                 true

@@ -416,3 +416,95 @@ fn partial_heads_stay_within_the_dram_budget() {
         partial_heads(io);
     }
 }
+
+/// Read a GET of `/big` (`len` bytes) on threads at about `rate` bytes/s
+/// through a small receive window, until the server's thread for it ends
+/// (`Services::active` drops to 0: bytes it queued before may still trickle
+/// in), the whole answer arrived, or `limit` passed. Returns the bytes read
+/// and when the server let go of the connection, if it did.
+fn paced_get(s: &Server, rate: u64, len: usize, limit: Duration) -> (usize, Option<Duration>) {
+    let mut sock = small_window_client(s.http);
+    sock.write_all(&req_bytes("GET", "/big", &[], &[])).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let svc = s.svc.as_ref().expect("running");
+    let t0 = Instant::now();
+    let (mut got, mut released, mut seen) = (0usize, None, false);
+    let mut buf = vec![0u8; 4 << 10];
+    while t0.elapsed() < limit {
+        // Its thread exists once the answer starts (before: not accepted yet).
+        let active = svc.active();
+        seen |= active > 0 || got > 0;
+        if seen && active == 0 {
+            released = Some(t0.elapsed());
+            break;
+        }
+        // Keep to `rate`: read only what the time so far allows.
+        let allowed = (rate as f64 * t0.elapsed().as_secs_f64()) as usize;
+        if got >= allowed {
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        }
+        let k = (allowed - got).min(buf.len());
+        match sock.read(&mut buf[..k]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+        if got >= len {
+            break;
+        }
+    }
+    (got, released)
+}
+
+/// A large GET on threads (a blocking send per batch of records, each
+/// waiting at most `io_timeout`): a client that takes less than
+/// `min_send_rate` is let go within about two `io_timeout`s (one for the
+/// send that found the buffer full, one window at the pace), however
+/// often its window opens a little; one that keeps to the pace is served
+/// the whole file.
+#[test]
+fn a_slow_reader_of_a_large_get_is_closed_on_threads() {
+    let rate = 256 << 10;
+    let s = start(IoMode::Threads, 64 * MIB, |c| {
+        c.min_send_rate = rate;
+    });
+    let len = 4 << 20;
+    let body = super::net_common::data(len, 5);
+    let r = super::net_common::http(s.http, "PUT", "/big", &[], &body);
+    assert!(r.status < 300, "PUT: {}", r.status);
+
+    // A thirty-second of the pace (8 KiB/s). Without the rule a send
+    // ended only when a whole io_timeout brought no room at all: this
+    // reader was let go after about 4 s, and one that takes a little
+    // within every io_timeout only at the file's end. With it: the send that found the buffer
+    // full waits one io_timeout, the next window of one io_timeout is
+    // judged, so about 2 s (kernel buffer release is bursty: a margin).
+    let (got, released) = paced_get(&s, rate / 32, len, Duration::from_secs(6));
+    let released = released.unwrap_or_else(|| {
+        panic!(
+            "a client taking {} bytes/s was not let go in 6 s ({got} bytes read)",
+            rate / 32
+        )
+    });
+    eprintln!("a reader at 1/32 of the pace was let go after {released:?}, {got} bytes read");
+    assert!(
+        released <= Duration::from_millis(3500),
+        "let go after {released:?}, io_timeout 1 s"
+    );
+    // Eight times the pace (2 MiB/s, two seconds): served whole, never
+    // let go early.
+    s.settle();
+    let (got, released) = paced_get(&s, rate * 8, len, Duration::from_secs(10));
+    assert!(
+        got >= len,
+        "a client taking {} bytes/s got {got} of {len} bytes (let go at {released:?})",
+        rate * 8
+    );
+}
