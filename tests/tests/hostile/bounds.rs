@@ -508,3 +508,158 @@ fn a_slow_reader_of_a_large_get_is_closed_on_threads() {
         rate * 8
     );
 }
+
+/// A field of /proc/self/status, in KiB.
+fn status_kib(name: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} in /proc/self/status"))
+}
+
+const CHILD: &str = "PKTFS_BOUNDS_CHILD";
+
+/// Run `body` alone in a child process (this binary, this one test, named
+/// by libtest after its thread): the other tests of the binary run in
+/// parallel and would move this process's resident memory.
+fn alone(body: impl FnOnce()) {
+    let name = std::thread::current()
+        .name()
+        .expect("libtest names each test's thread")
+        .to_string();
+    if std::env::var(CHILD).as_deref() == Ok(name.as_str()) {
+        body();
+        return;
+    }
+    // /proc/self/exe: a concurrent build may have replaced the file.
+    let out = std::process::Command::new("/proc/self/exe")
+        .args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, &name)
+        .output()
+        .expect("run the test in a child process");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("--- {name} in a child process ---\n{text}");
+    assert!(out.status.success(), "{name} failed in its child:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "{name}: the child ran no test:\n{text}"
+    );
+}
+
+/// Resident memory a held thread-served connection may cost (KiB), from
+/// the documented costs (netpath/src/server.rs, docs/SECURITY.md), each
+/// about twice what was measured:
+/// - a thread: its stack is 512 KiB of address space (a persister's 256
+///   KiB) but only its touched pages are resident, with its TLS, its Conn
+///   and its allocator cache; measured 14 KiB for a connection holding a
+///   partial head (the floods' figure too), so 32;
+/// - a head or a chunk line: at most `max_header_bytes` (16 KiB), in the
+///   connection's reservation (image pages, already resident here: VmRSS
+///   grew no more than RssAnon) or in DRAM when the image has no space;
+/// - a chunked body adds a persister thread (`Config::persister_min`:
+///   chunked bodies are received on one thread and stored by another) and
+///   the coalescing reservation's first page; measured 52 KiB for such a
+///   connection (its two threads, the chunk line, the channel).
+/// - the reservation a connection receives into (64 KiB of the image
+///   while idle, `rxstream::IDLE_RESERVATION`; a chunked body's coalescing
+///   one, 32 KiB): image pages, in VmRSS (not RssAnon) once touched.
+const THREAD_KIB: u64 = 32;
+const RESERVATION_KIB: u64 = 64;
+const COALESCE_KIB: u64 = 32;
+const HEAD_KIB: u64 = 16;
+const PAGE_KIB: u64 = 4;
+/// The server's own growth beside its connections (accept thread,
+/// allocator arenas glibc adds for new threads, up to 8 per core).
+const FIXED_KIB: u64 = 4 << 10;
+
+/// Threads: the connection cap's worth of connections, half holding a
+/// partial head (12 KiB of a 16 KiB `max_header_bytes`), half a chunked
+/// PUT stopped inside a chunk line (a 3 KiB chunk extension, no CRLF):
+/// RssAnon and VmRSS grow within the bounds the per-connection costs give
+/// (measured: 33 KiB a connection on average, 8.6 MiB for 256, both;
+/// bounds 22.5 MiB of DRAM, 42.5 MiB with the reservations' pages).
+#[test]
+fn held_connections_on_threads_stay_within_their_memory() {
+    alone(|| {
+        let cap = netpath::Config::THREADS_DEFAULT_MAX;
+        let s = start(IoMode::Threads, 64 * MIB, |c| {
+            c.max_connections = Some(cap);
+            c.max_header_bytes = 16 << 10;
+            // Nothing is cut off while it is measured.
+            c.header_timeout = Duration::from_secs(30);
+            c.idle_timeout = Duration::from_secs(30);
+            c.io_timeout = Duration::from_secs(30);
+        });
+        // Warm the server (allocator, a first connection thread) before
+        // the baseline.
+        assert_eq!(
+            super::net_common::http(s.http, "GET", "/", &[], b"").status,
+            200
+        );
+        s.settle();
+        let (rss0, anon0) = (status_kib("VmRSS"), status_kib("RssAnon"));
+        let th0 = status_kib("Threads");
+        let mut head = b"GET /x HTTP/1.1\r\nHost: x\r\nX-Pad: ".to_vec();
+        head.resize(12 << 10, b'a');
+        let mut line = req_bytes("PUT", "/c", &[("Transfer-Encoding", "chunked")], &[]);
+        line.extend_from_slice(&chunk_frame(b"abc"));
+        line.extend_from_slice(b"10;ext=");
+        line.resize(line.len() + (3 << 10), b'e');
+        let mut socks = Vec::new();
+        for i in 0..cap {
+            let mut t = TcpStream::connect(s.http).unwrap();
+            t.set_nodelay(true).unwrap();
+            let what = if i % 2 == 0 { &head } else { &line };
+            // In two parts, so it spans receives.
+            t.write_all(&what[..100]).unwrap();
+            std::thread::sleep(Duration::from_micros(200));
+            t.write_all(&what[100..]).unwrap();
+            socks.push(t);
+        }
+        let svc = s.svc.as_ref().expect("running");
+        super::net_common::wait_until("every connection held", Duration::from_secs(10), || {
+            svc.active() == cap
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let (rss1, anon1) = (status_kib("VmRSS"), status_kib("RssAnon"));
+        let (grown, anon) = (rss1.saturating_sub(rss0), anon1.saturating_sub(anon0));
+        let heads = cap.div_ceil(2) as u64;
+        let lines = cap as u64 - heads;
+        // DRAM (RssAnon): threads, heads and chunk lines.
+        let bound = FIXED_KIB
+            + heads * (THREAD_KIB + HEAD_KIB)
+            + lines * (2 * THREAD_KIB + HEAD_KIB + HEAD_KIB + PAGE_KIB);
+        // Everything (VmRSS): and the image pages of their reservations.
+        let bound_all = bound + heads * RESERVATION_KIB + lines * (RESERVATION_KIB + COALESCE_KIB);
+        let th = status_kib("Threads").saturating_sub(th0);
+        eprintln!(
+            "threads: {cap} held connections ({heads} partial heads, {lines} partial chunk lines): \
+             VmRSS +{grown} KiB ({} a connection), RssAnon +{anon} KiB, threads +{th}; \
+             bounds {bound_all} KiB, anon {bound} KiB",
+            grown / cap as u64,
+        );
+        // A thread per connection, and a persister per chunked body (so
+        // the cap bounds connections, not threads: up to twice as many).
+        assert!(
+            th <= cap as u64 + lines + 4,
+            "threads grew by {th} for {cap} connections, {lines} of them chunked"
+        );
+        assert_eq!(svc.active(), cap, "every connection is still held");
+        assert!(
+            anon <= bound,
+            "RssAnon grew {anon} KiB for {cap} held connections (bound {bound} KiB)"
+        );
+        assert!(
+            grown <= bound_all,
+            "VmRSS grew {grown} KiB (RssAnon {anon} KiB) for {cap} held connections \
+             (bound {bound_all} KiB)"
+        );
+        drop(socks);
+        s.settle();
+    });
+}
