@@ -340,13 +340,17 @@ pub fn recv_into(
             Ok(n) => n as u32,
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                 if co_since.is_some_and(|t| t.elapsed() >= COALESCE_FLUSH) {
-                    // The small bytes waited long enough: stored now.
+                    // The small bytes waited long enough: a record now,
+                    // committed when the policy commits every receive
+                    // (else with the rest, as the policy says).
                     co.flush(&mut pieces);
                     co_since = None;
-                    if !commit(&mut pieces, &mut rep) {
-                        break false;
+                    if opts.commit == CommitPolicy::EveryChunk {
+                        if !commit(&mut pieces, &mut rep) {
+                            break false;
+                        }
+                        waiting = 0;
                     }
-                    waiting = 0;
                 }
                 if let Some((_, f)) = hooks.tick.as_mut() {
                     f();
