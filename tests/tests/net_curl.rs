@@ -48,14 +48,16 @@ fn curl_upload_download_range_chunked_delete() {
         code(&["-H", auth, "-T", fs, &format!("{base}/up/big.bin")]),
         201
     );
-    let (rc, got) = curl(&[&format!("{base}/up/big.bin")]);
+    // Reads need the token too.
+    assert_eq!(code(&[&format!("{base}/up/big.bin")]), 401);
+    let (rc, got) = curl(&["-H", auth, &format!("{base}/up/big.bin")]);
     assert_eq!(rc, 0);
     assert!(got == big);
     // Range.
-    let (_, part) = curl(&["-r", "1000-1999", &format!("{base}/up/big.bin")]);
+    let (_, part) = curl(&["-H", auth, "-r", "1000-1999", &format!("{base}/up/big.bin")]);
     assert_eq!(part, &big[1000..2000]);
     // HEAD.
-    let (_, head) = curl(&["-I", &format!("{base}/up/big.bin")]);
+    let (_, head) = curl(&["-H", auth, "-I", &format!("{base}/up/big.bin")]);
     let head = String::from_utf8_lossy(&head).to_lowercase();
     assert!(head.contains("content-length: 5242880"), "{head}");
     // Chunked upload from stdin.
@@ -105,20 +107,30 @@ fn curl_upload_download_range_chunked_delete() {
     );
     assert_eq!(s.read("/up/posted").unwrap(), b"posted\0bytes");
     // Listing, DELETE, 404.
-    let (_, list) = curl(&[&format!("{base}/up/")]);
+    let (_, list) = curl(&["-H", auth, &format!("{base}/up/")]);
     assert_eq!(String::from_utf8_lossy(&list), "big.bin\nchunked\nposted\n");
     assert_eq!(
         code(&["-H", auth, "-X", "DELETE", &format!("{base}/up/posted")]),
         204
     );
-    assert_eq!(code(&[&format!("{base}/up/posted")]), 404);
+    assert_eq!(code(&["-H", auth, &format!("{base}/up/posted")]), 404);
     // --path-as-is lets curl send dot segments: refused.
     assert_eq!(
-        code(&["--path-as-is", &format!("{base}/up/../../etc/passwd")]),
+        code(&[
+            "-H",
+            auth,
+            "--path-as-is",
+            &format!("{base}/up/../../etc/passwd")
+        ]),
         400
     );
     // Keep-alive: several URLs on one curl connection.
-    let (rc, both) = curl(&[&format!("{base}/up/chunked"), &format!("{base}/up/chunked")]);
+    let (rc, both) = curl(&[
+        "-H",
+        auth,
+        &format!("{base}/up/chunked"),
+        &format!("{base}/up/chunked"),
+    ]);
     assert_eq!(rc, 0);
     assert_eq!(both.len(), 2 * small.len());
     s.check();
