@@ -231,6 +231,20 @@ pub struct Config {
     /// taken. Default
     /// [`Config::MIN_SEND_RATE_DEFAULT`] (16 KiB/s: 128 kbit/s).
     pub min_send_rate: u64,
+    /// The slowest a request body may arrive, in bytes per second, judged
+    /// over each `io_timeout` from the end of its head (data and chunk
+    /// framing alike): a body that brought less than this rate times
+    /// `io_timeout` in a window gets no more time: it is answered 408 and
+    /// closed `io_timeout` after its last bytes before the judgement, later
+    /// bytes no longer count as progress, and nothing is stored. A
+    /// chunk-size line or a trailer section gets the same treatment once it
+    /// is not complete within `header_timeout` of its first byte. Without
+    /// both, a client sending a byte just under every `io_timeout` held a
+    /// connection (a thread, on threads) for ever; with them a body holds
+    /// it at most two `io_timeout`s beyond its last good window. 0: no
+    /// rate (only `io_timeout` of silence). Default
+    /// [`Config::MIN_RECV_RATE_DEFAULT`] (1 KiB/s).
+    pub min_recv_rate: u64,
     /// Event loops: DRAM all connections together may hold for request
     /// heads being assembled, chunk lines and queued answers, beyond the
     /// first [`Config::CONN_FREE_DRAM`] of each connection (uncounted, so a
@@ -315,6 +329,17 @@ impl Config {
     pub const MAX_QUEUED_BYTES_DEFAULT: usize = 256 << 10;
     /// Default of [`Config::min_send_rate`].
     pub const MIN_SEND_RATE_DEFAULT: u64 = 16 << 10;
+    /// Default of [`Config::min_recv_rate`]: far below any real link, far
+    /// above a byte per `io_timeout`.
+    pub const MIN_RECV_RATE_DEFAULT: u64 = 1 << 10;
+
+    /// The bytes a body must bring in each `io_timeout` window
+    /// ([`Config::min_recv_rate`]; 0: no rate). Asked only when a window
+    /// ends, never per receive.
+    pub(crate) fn min_window_bytes(&self) -> u64 {
+        let ms = self.io_timeout.as_millis().min(u64::MAX as u128) as u64;
+        self.min_recv_rate.saturating_mul(ms) / 1000
+    }
 
     /// [`Config::tier_window_bytes`] unless set: large enough that a
     /// window is a few of the tier engine's ranged GETs' worth of records,
@@ -389,6 +414,7 @@ impl Default for Config {
             extra: None,
             max_queued_bytes: Self::MAX_QUEUED_BYTES_DEFAULT,
             min_send_rate: Self::MIN_SEND_RATE_DEFAULT,
+            min_recv_rate: Self::MIN_RECV_RATE_DEFAULT,
             max_inflight_bytes: Self::MAX_INFLIGHT_BYTES_DEFAULT,
             upload_reserve_bytes: 1 << 20,
             upload_reserve_records: 256,

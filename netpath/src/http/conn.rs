@@ -138,6 +138,9 @@ pub(super) struct Conn<'a> {
     /// On an event loop, while a session call of a turn runs: the turn's
     /// clock, read once for the turn ([`Conn::now`], [`Conn::date`]).
     pub turn: Option<TurnClock>,
+    /// Threads: the body being read keeps to `Config::min_recv_rate`
+    /// ([`super::pace`]).
+    pub pace: super::pace::RecvPace,
 }
 
 enum HeadResult {
@@ -186,6 +189,7 @@ impl<'a> Conn<'a> {
             spare_wanted: false,
             replaced: None,
             turn: None,
+            pace: Default::default(),
             send_failed: false,
             tally: Tally::default(),
             conn_in: 0,

@@ -132,6 +132,7 @@ impl<'a> Conn<'a> {
     ) -> Result<u64, BodyError> {
         let mut total = 0u64;
         let mut st = BodyState::default();
+        self.pace.begin();
         let mut r = match framing {
             Framing::Length(n) => self.body_bytes(n, sink, &mut total, &mut st),
             Framing::Chunked => self.chunked_body(sink, &mut total, &mut st),
@@ -231,16 +232,26 @@ impl<'a> Conn<'a> {
         Ok(())
     }
 
+    /// Wait for more of the body, keeping to its pace
+    /// (`Config::min_recv_rate`, a line's `header_timeout`: [`super::pace`]);
+    /// a receive that times out before the pace is judged waits again.
     fn more(&mut self, want: u64) -> Result<(), BodyError> {
         let want = want.clamp(1, u32::MAX as u64) as u32;
-        match self.rx.fill(want, self.sh.cfg.io_timeout) {
-            Ok(0) => Err(BodyError::Gone("the client closed the connection".into())),
-            Ok(n) => {
-                self.add_in(n as u64);
-                Ok(())
+        loop {
+            let timeout = self
+                .pace
+                .wait(Instant::now(), self.req.started, &self.sh.cfg)
+                .map_err(|_| BodyError::Timeout)?;
+            match self.rx.fill(want, timeout) {
+                Ok(0) => return Err(BodyError::Gone("the client closed the connection".into())),
+                Ok(n) => {
+                    self.add_in(n as u64);
+                    self.pace.got(n as u64);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue,
+                Err(e) => return Err(BodyError::Gone(e.to_string())),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(BodyError::Timeout),
-            Err(e) => Err(BodyError::Gone(e.to_string())),
         }
     }
 
@@ -349,9 +360,10 @@ impl<'a> Conn<'a> {
                 match chunk_size_line(w, self.sh.cfg.max_header_bytes) {
                     Ok(Some((n, size))) => {
                         self.rx.consume(n as u32);
+                        self.pace.line_done();
                         return Ok(size);
                     }
-                    Ok(None) => {}
+                    Ok(None) => self.pace.line_open(),
                     Err(why) => return Err(BodyError::Bad(why)),
                 }
             }
@@ -375,9 +387,14 @@ impl<'a> Conn<'a> {
             match trailer_section(self.rx.window(), self.sh.cfg.max_header_bytes) {
                 Ok(Some(n)) => {
                     self.rx.consume(n as u32);
+                    self.pace.line_done();
                     return Ok(());
                 }
-                Ok(None) => {}
+                Ok(None) => {
+                    if !self.rx.window().is_empty() {
+                        self.pace.line_open();
+                    }
+                }
                 Err(why) => return Err(BodyError::Bad(why)),
             }
             self.more(IDLE_RESERVATION as u64)?;

@@ -56,6 +56,7 @@ pub(crate) mod cond;
 mod conn;
 mod framing;
 mod handlers;
+mod pace;
 mod perm;
 pub(crate) mod head;
 pub(crate) mod response;

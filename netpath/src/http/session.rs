@@ -20,7 +20,16 @@
 //!
 //! # Timeouts
 //! A head must complete within `header_timeout` of its first byte, a body
-//! must progress within `io_timeout`: either answers 408 and closes. An
+//! must progress within `io_timeout`: either answers 408 and closes. A
+//! body must also keep to `Config::min_recv_rate`, judged over each
+//! `io_timeout` window from the end of its head, and a chunk-size line or
+//! trailer section must complete within `header_timeout` of its first
+//! byte; one that does not gets no more time: its deadline stops moving
+//! (`io_timeout` after its last bytes before the judgement), so a client
+//! trickling a byte per `io_timeout` is answered 408 within two
+//! `io_timeout`s instead of never. Bytes are counted as the session takes
+//! them; in a window's last quarter the low-water mark stays down, so
+//! what arrived is taken before the window is judged. An
 //! idle connection (between requests) is closed by the loop after
 //! `idle_timeout`. None of it blocks the loop: they are deadlines on its
 //! timer heap.
@@ -201,6 +210,17 @@ struct BodyRx<'v> {
     /// No body bytes for a quarter of `io_timeout`: the low-water mark is
     /// down to 1 until bytes come again (`HttpSession::rcvlowat`).
     lowat_lapsed: bool,
+    /// The end of the current `io_timeout` window the body's pace is
+    /// judged over (`Config::min_recv_rate`), and the bytes (data and
+    /// framing) it brought in it so far.
+    window_end: Instant,
+    window_bytes: u64,
+    /// When the chunk-size line or trailer section under way began (it
+    /// must be complete within `header_timeout`).
+    line_since: Option<Instant>,
+    /// The body broke the pace or a line's deadline: `deadline` no longer
+    /// moves (module docs, "Timeouts").
+    frozen: bool,
 }
 
 struct HttpSession<'v> {
@@ -548,6 +568,7 @@ impl<'v> HttpSession<'v> {
     /// Walk the body framed by `f` as it lands: into `upload`, or dropped
     /// (and then `then` acted on).
     fn receive_body(&mut self, f: Framing, upload: Option<Upload<'v>>, then: Option<Head>) {
+        let deadline = self.c.now() + self.sh.cfg.io_timeout;
         self.body = Some(BodyRx {
             frame: match f {
                 Framing::Length(n) => Frame::Length(n),
@@ -556,8 +577,12 @@ impl<'v> HttpSession<'v> {
             bytes: 0,
             upload,
             then,
-            deadline: self.c.now() + self.sh.cfg.io_timeout,
+            deadline,
             lowat_lapsed: false,
+            window_end: deadline,
+            window_bytes: 0,
+            line_since: None,
+            frozen: false,
         });
         self.body_done_if_empty();
     }
@@ -696,12 +721,21 @@ impl<'v> Session<'v> for HttpSession<'v> {
 
     fn next_timer(&self) -> Option<Instant> {
         if let Some(b) = &self.body {
-            if self.wants_lowat(b) {
-                if let Some(t) = self.lowat_until(b) {
-                    return Some(t.min(b.deadline));
+            let mut t = b.deadline;
+            if !b.frozen {
+                if self.sh.cfg.min_recv_rate > 0 {
+                    t = t.min(b.window_end);
+                }
+                if let Some(s) = b.line_since {
+                    t = t.min(s + self.sh.cfg.header_timeout);
                 }
             }
-            return Some(b.deadline);
+            if self.wants_lowat(b) {
+                if let Some(l) = self.lowat_until(b) {
+                    t = t.min(l);
+                }
+            }
+            return Some(t);
         }
         self.head_started
             .filter(|_| !self.head.is_empty())
@@ -710,8 +744,29 @@ impl<'v> Session<'v> for HttpSession<'v> {
 
     fn on_timer(&mut self, now: Instant) -> Flow<'v> {
         if let Some(b) = self.body.as_mut() {
+            let cfg = &self.sh.cfg;
             if b.deadline <= now {
                 self.body_error(BodyError::Timeout);
+            } else if !b.frozen && b.line_since.is_some_and(|s| s + cfg.header_timeout <= now) {
+                b.frozen = true;
+                tracing::info!(
+                    "HTTP connection from {}: a chunk-size line or trailer section not complete within header_timeout; no more time",
+                    self.c.peer
+                );
+            } else if !b.frozen && cfg.min_recv_rate > 0 && b.window_end <= now {
+                if b.window_bytes < cfg.min_window_bytes() {
+                    b.frozen = true;
+                    tracing::info!(
+                        "HTTP connection from {}: the body brought {} bytes in {:?} (min_recv_rate {}/s); no more time",
+                        self.c.peer,
+                        b.window_bytes,
+                        cfg.io_timeout,
+                        cfg.min_recv_rate
+                    );
+                } else {
+                    b.window_end = now + cfg.io_timeout;
+                    b.window_bytes = 0;
+                }
             } else {
                 // The mark's quarter of `io_timeout` passed without bytes:
                 // take what arrived (`rcvlowat` is 1 from now on).

@@ -14,3 +14,4 @@ mod as_user;
 mod bounds;
 mod floods;
 mod tiered_get;
+mod trickle;

@@ -27,13 +27,21 @@ impl<'v> HttpSession<'v> {
     /// Landed bytes of a body (data and framing); returns what follows it.
     pub(super) fn body_bytes<D: Landed<'v>>(&mut self, mut d: D, ts: u64) -> Option<D> {
         let max = self.sh.cfg.max_header_bytes;
-        let deadline = self.c.now() + self.sh.cfg.io_timeout;
+        let now = self.c.now();
+        let io = self.sh.cfg.io_timeout;
         let b = self.body.as_mut().expect("a body");
-        b.deadline = deadline;
-        b.lowat_lapsed = false;
+        // A body that broke the pace or a line's deadline gets no more
+        // time (module docs, "Timeouts").
+        if !b.frozen {
+            b.deadline = now + io;
+        }
+        // In a window's last quarter the mark stays down, so what arrived
+        // is taken (and counted) before the window is judged.
+        b.lowat_lapsed = now + io / 4 >= b.window_end;
         let (n, next): (u64, Option<Frame>) = match b.frame {
             Frame::Length(left) | Frame::Data(left) => {
                 let k = left.min(d.len() as u64) as u32;
+                b.window_bytes += k as u64;
                 if k < d.len() {
                     let part = d.split_to(k);
                     return self.body_data(part, ts, left, Some(d));
@@ -85,8 +93,14 @@ impl<'v> HttpSession<'v> {
             }
         };
         self.seq += n;
+        let b = self.body.as_mut().expect("a body");
+        b.window_bytes += n;
         if let Some(f) = next {
-            self.body.as_mut().expect("a body").frame = f;
+            b.frame = f;
+            b.line_since = None;
+        } else if matches!(b.frame, Frame::Size | Frame::Trailers) {
+            // A line under way: its deadline runs from its first byte.
+            b.line_since.get_or_insert(now);
         }
         if n < d.len() as u64 {
             let _framing = d.split_to(n as u32);
