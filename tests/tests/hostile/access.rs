@@ -11,17 +11,11 @@ use std::time::{Duration, Instant};
 use netpath::{IoMode, Token};
 
 use crate::net_common::{http, server, wait_until, Conn, Response, Server};
-use crate::prereq::{holds, Check};
 
 const MIB: u64 = 1 << 20;
 const TOKEN: &str = "hostile-test-token-0123";
 /// What the stored file holds: it must never show in a refusal.
 const SECRET: &[u8] = b"the secret payload 8d1f";
-
-fn uring() -> Check {
-    let r = netpath::loops::choose(IoMode::Uring, 1);
-    holds(r.is_ok(), || format!("io_uring is not usable here: {r:?}"))
-}
 
 fn token() -> Token {
     Token::from_file_contents(TOKEN).unwrap()
@@ -503,36 +497,6 @@ fn no_token_no_wildcard_listen() {
         ..netpath::Config::default()
     };
     netpath::Services::start(vol, ok, None).unwrap().shutdown();
-}
-
-macro_rules! on_every_transport {
-    ($($f:ident),+ $(,)?) => {
-        mod on_uring {
-            $(
-                #[test]
-                fn $f() {
-                    crate::require!(super::uring());
-                    super::$f(netpath::IoMode::Uring);
-                }
-            )+
-        }
-        mod on_epoll {
-            $(
-                #[test]
-                fn $f() {
-                    super::$f(netpath::IoMode::Epoll);
-                }
-            )+
-        }
-        mod on_threads {
-            $(
-                #[test]
-                fn $f() {
-                    super::$f(netpath::IoMode::Threads);
-                }
-            )+
-        }
-    };
 }
 
 on_every_transport!(

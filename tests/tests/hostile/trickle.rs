@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use netpath::IoMode;
 
 use crate::net_common::{data, server, Server};
-use crate::prereq::{holds, Check};
 
 const MIB: u64 = 1 << 20;
 /// `io_timeout` and `header_timeout` of the servers here.
@@ -23,11 +22,6 @@ const PACE: Duration = Duration::from_millis(900);
 /// A trickling client must be cut off within this of its head (two
 /// windows, and the loaded machine's slack).
 const CUT: Duration = Duration::from_millis(3300);
-
-fn uring() -> Check {
-    let r = netpath::loops::choose(IoMode::Uring, 1);
-    holds(r.is_ok(), || format!("io_uring is not usable here: {r:?}"))
-}
 
 fn trickle_server(io: IoMode) -> Server {
     server(64 * MIB, |c| {
@@ -195,36 +189,6 @@ fn a_slow_steady_body_is_served(io: IoMode) {
     assert_eq!(s.read("/steady").as_deref(), Some(&body[..]), "{io:?}");
     drop(c);
     s.check();
-}
-
-macro_rules! on_every_transport {
-    ($($f:ident),+ $(,)?) => {
-        mod on_uring {
-            $(
-                #[test]
-                fn $f() {
-                    crate::require!(super::uring());
-                    super::$f(netpath::IoMode::Uring);
-                }
-            )+
-        }
-        mod on_epoll {
-            $(
-                #[test]
-                fn $f() {
-                    super::$f(netpath::IoMode::Epoll);
-                }
-            )+
-        }
-        mod on_threads {
-            $(
-                #[test]
-                fn $f() {
-                    super::$f(netpath::IoMode::Threads);
-                }
-            )+
-        }
-    };
 }
 
 on_every_transport!(trickled_requests_are_cut_off, a_slow_steady_body_is_served);
