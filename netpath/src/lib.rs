@@ -35,9 +35,9 @@
 
 pub mod config;
 pub mod control;
+mod fetch;
 pub mod http;
 pub mod loops;
-mod fetch;
 mod metrics;
 pub mod path;
 pub mod raw;

@@ -738,9 +738,13 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
         let n = data.len() as u64;
         if self.co.wants(data.len()) {
             // Copied in (the landed buffer goes back when `data` drops).
-            let r = self
-                .co
-                .copy_in(self.vol, data.bytes(), at.rx_ns, self.seq, &mut self.pending);
+            let r = self.co.copy_in(
+                self.vol,
+                data.bytes(),
+                at.rx_ns,
+                self.seq,
+                &mut self.pending,
+            );
             self.seq += n;
             if let Err(e) = r {
                 tracing::info!(

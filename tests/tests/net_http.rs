@@ -355,7 +355,14 @@ fn bearer_token_and_read_only() {
         "reads need the token"
     );
     assert_eq!(
-        http(s.http, "GET", "/t", &[("Authorization", "Bearer s3cret")], b"").status,
+        http(
+            s.http,
+            "GET",
+            "/t",
+            &[("Authorization", "Bearer s3cret")],
+            b""
+        )
+        .status,
         200
     );
     assert_eq!(http(s.http, "DELETE", "/t", &[], b"").status, 401);

@@ -385,9 +385,7 @@ impl<'a> Conn<'a> {
         // name and type; what is unknown is null.
         let a = self.vol.getattr(ino).ok().filter(|_| searchable);
         let tag = match kind {
-            FileType::Regular if searchable => {
-                self.vol.content_digest(ino).ok().map(|d| etag(&d))
-            }
+            FileType::Regular if searchable => self.vol.content_digest(ino).ok().map(|d| etag(&d)),
             _ => None,
         };
         let mtime = a.map(|a| {

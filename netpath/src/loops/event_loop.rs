@@ -350,9 +350,7 @@ impl<'v> Loop<'v> {
                     }
                 }
             }
-            RingEvent::Received { tag, data, .. } if tag == super::wake::TAG => {
-                self.woken(data)
-            }
+            RingEvent::Received { tag, data, .. } if tag == super::wake::TAG => self.woken(data),
             RingEvent::Received { tag, data, more } => {
                 let Some(c) = self.table.get(tag) else { return };
                 if !more {

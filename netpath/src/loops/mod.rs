@@ -12,13 +12,13 @@
 //! [`choose`] decides at start how to serve (Auto probes io_uring and falls
 //! back to the loops on epoll with the reason).
 
+pub(crate) mod coalesce;
 mod conn;
 mod event_loop;
-pub(crate) mod coalesce;
 pub mod limits;
 mod listen;
-pub mod wake;
 pub mod session;
+pub mod wake;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
