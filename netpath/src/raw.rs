@@ -271,9 +271,19 @@ fn may_make_file(sh: &Shared) -> bool {
 }
 
 /// Gives a raw connection slot back when dropped (threads transport).
-struct Slot<'a>(&'a Shared);
+/// One of the `raw_max_connections` places, held by a thread-served raw
+/// connection from its accept to its end. Taken on the accept thread
+/// ([`RawSlot::take`]), so a connection over the cap never costs a thread.
+pub(crate) struct RawSlot(std::sync::Arc<Shared>);
 
-impl Drop for Slot<'_> {
+impl RawSlot {
+    /// `None` (counted refused, logged) when the raw cap is reached.
+    pub(crate) fn take(sh: &std::sync::Arc<Shared>, peer: SocketAddr) -> Option<RawSlot> {
+        take_slot(sh, peer, false).then(|| RawSlot(sh.clone()))
+    }
+}
+
+impl Drop for RawSlot {
     fn drop(&mut self) {
         self.0.raw_open.fetch_sub(1, Ordering::AcqRel);
     }
@@ -405,14 +415,11 @@ fn is_wait(e: &std::io::Error) -> bool {
     matches!(e.kind(), WouldBlock | TimedOut | Interrupted)
 }
 
-pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
+/// Serve one raw connection on its own thread. `_slot` was taken where the
+/// connection was admitted (the total cap is checked there too) and is
+/// given back when this returns.
+pub(crate) fn serve_connection(sh: &Shared, sock: TcpStream, peer: SocketAddr, _slot: RawSlot) {
     let born = now_ns();
-    // The total is capped where the thread was admitted.
-    if !take_slot(sh, peer, false) {
-        let _ = sock.shutdown(Shutdown::Both);
-        return;
-    }
-    let _slot = Slot(sh);
     if let Some(t) = &sh.cfg.token {
         if let Err(why) = read_preface(sh, &sock, t) {
             tracing::info!("raw connection from {peer} refused: {why}; nothing stored");

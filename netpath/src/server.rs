@@ -426,6 +426,18 @@ fn admit(sh: &Arc<Shared>, s: TcpStream, peer: SocketAddr, kind: Kind) {
         tracing::warn!("{kind:?} connection from {peer} dropped: cannot make it blocking: {e}");
         return;
     }
+    // A raw connection over `raw_max_connections` is refused here, before
+    // it costs a thread (it is closed when `s` drops).
+    let raw_slot = match kind {
+        Kind::Raw => match crate::raw::RawSlot::take(sh, peer) {
+            Some(slot) => Some(slot),
+            None => {
+                let _ = s.shutdown(Shutdown::Both);
+                return;
+            }
+        },
+        Kind::Http => None,
+    };
     let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
     {
         let mut c = sh.conns.lock().unwrap_or_else(|e| e.into_inner());
@@ -462,9 +474,9 @@ fn admit(sh: &Arc<Shared>, s: TcpStream, peer: SocketAddr, kind: Kind) {
             // A panic while serving may leave the Volume's DRAM state
             // half-changed: stop the Volume (fail-stop; every later
             // request fails) rather than let other connections go on.
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kind {
-                Kind::Http => crate::http::serve_connection(&sh2, s, peer),
-                Kind::Raw => crate::raw::serve_connection(&sh2, s, peer),
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match raw_slot {
+                None => crate::http::serve_connection(&sh2, s, peer),
+                Some(slot) => crate::raw::serve_connection(&sh2, s, peer, slot),
             }));
             if let Err(p) = r {
                 sh2.vol
