@@ -28,7 +28,7 @@ mkdir -p "$logs"
 
 command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 2; }
 if [[ -z "${PKTFS_BIN_DIR:-}" ]]; then
-    (cd "$repo" && cargo build --release -q -p pktfs-cli -p pktfs-mkfs)
+    (cd "$repo" && cargo build --release -q -p pktfs -p pktfs-mkfs)
     PKTFS_BIN_DIR="${CARGO_TARGET_DIR:-$repo/target}/release"
 fi
 pktfs="$PKTFS_BIN_DIR/pktfs"

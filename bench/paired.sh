@@ -47,7 +47,7 @@ after_bin=target/release/netbench
 
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-machine=$(cargo run --release -q -p pktfs-cli --bin pktfs -- machine 2>/dev/null | head -1 | sed "s/^machine: //" || true)
+machine=$(cargo run --release -q -p pktfs --bin pktfs -- machine 2>/dev/null | head -1 | sed "s/^machine: //" || true)
 echo "machine: $machine"
 echo "before: $before ($before_bin)   after: $after ($after_bin)"
 

@@ -11,7 +11,7 @@ runs="${1:-5}"
 mib="${MIB:-256}"
 for t in nc curl ss; do command -v "$t" >/dev/null || { echo "$t is not installed" >&2; exit 2; }; done
 if [[ -z "${PKTFS_BIN_DIR:-}" ]]; then
-    (cd "$repo" && cargo build --release -q -p pktfs-cli -p pktfs-mkfs)
+    (cd "$repo" && cargo build --release -q -p pktfs -p pktfs-mkfs)
     PKTFS_BIN_DIR="${CARGO_TARGET_DIR:-$repo/target}/release"
 fi
 pktfs="$PKTFS_BIN_DIR/pktfs"

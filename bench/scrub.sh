@@ -17,7 +17,7 @@ files="${FILES:-8}"
 file_mib="${FILE_MIB:-256}"
 command -v curl >/dev/null || { echo "curl is not installed (apt-get install curl)" >&2; exit 2; }
 if [[ -z "${PKTFS_BIN_DIR:-}" ]]; then
-    (cd "$repo" && cargo build --release -q -p pktfs-cli -p pktfs-mkfs)
+    (cd "$repo" && cargo build --release -q -p pktfs -p pktfs-mkfs)
     PKTFS_BIN_DIR="${CARGO_TARGET_DIR:-$repo/target}/release"
 fi
 pktfs="$PKTFS_BIN_DIR/pktfs"

@@ -11,5 +11,5 @@ export PATH="$HOME/.cargo/bin:$PATH"
 for t in garage rclone s3fs fusermount3; do
     command -v "$t" >/dev/null || { echo "tier.sh: $t is missing (see .ci/run)"; exit 1; }
 done
-cargo build --release -q -p pktfs-cli -p pktfs-tierbench
+cargo build --release -q -p pktfs -p pktfs-tierbench
 exec target/release/tierbench "$@"

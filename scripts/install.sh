@@ -19,7 +19,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 dest="${1:-/sbin}"
 prefix="${PREFIX:-/usr/local}"
 cd "$repo"
-cargo build --release -q -p pktfs-cli -p pktfs-mkfs -p pktfs-fsck
+cargo build --release -q -p pktfs -p pktfs-mkfs -p pktfs-fsck
 out="${CARGO_TARGET_DIR:-$repo/target}/release"
 mkdir -p "$dest"
 for b in pktfs mount-pktfs mkfs-pktfs fsck-pktfs; do

@@ -14,7 +14,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 
 if [[ -z "${PKTFS_BIN_DIR:-}" ]]; then
-    cargo build --release -q -p pktfs-cli -p pktfs-mkfs
+    cargo build --release -q -p pktfs -p pktfs-mkfs
     PKTFS_BIN_DIR="${CARGO_TARGET_DIR:-$repo/target}/release"
 fi
 pktfs="$PKTFS_BIN_DIR/pktfs"

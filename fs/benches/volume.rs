@@ -9,9 +9,9 @@
 
 use std::time::{Duration, Instant};
 
-use layout::GeometryParams;
-use pktfs::media::PersistChoice;
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs_layout::GeometryParams;
+use pktfs_fs::media::PersistChoice;
+use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -62,7 +62,7 @@ fn main() {
     .unwrap();
     let runs = 3;
     // The ratios move with the CPU (clwb or not, how fast CRC32C runs).
-    println!("machine: {}", pktfs::media::machine::Machine::measure());
+    println!("machine: {}", pktfs_fs::media::machine::Machine::measure());
     println!(
         "pktfs volume benchmark: image {} MiB on /dev/shm, persist mode {}, {} runs, medians",
         image_len >> 20,
@@ -254,7 +254,7 @@ fn main() {
         {
             let img = v.pm_exclusive();
             for r in 1..=g.record_count {
-                acc ^= layout::crc32c(img.slice(g.record_offset + r * 64 + 8, 52));
+                acc ^= pktfs_layout::crc32c(img.slice(g.record_offset + r * 64 + 8, 52));
             }
         }
         scan_s.push(secs(t.elapsed()));

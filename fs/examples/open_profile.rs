@@ -8,22 +8,22 @@ fn main() {
             .nth(3)
             .map(|s| s.parse().unwrap())
             .unwrap_or(1_000_000);
-        let params = layout::GeometryParams {
+        let params = pktfs_layout::GeometryParams {
             image_len_bytes: 512 << 20,
             buffer_size_bytes: 2048,
             inode_count: Some(4096),
             record_count: Some(n + 10_000),
         };
-        pktfs::Volume::format(
+        pktfs_fs::Volume::format(
             &p,
-            &pktfs::FormatOptions {
+            &pktfs_fs::FormatOptions {
                 params,
                 label: None,
             },
             &mut |_, _| {},
         )
         .unwrap();
-        let v = pktfs::Volume::open(&p, &Default::default()).unwrap();
+        let v = pktfs_fs::Volume::open(&p, &Default::default()).unwrap();
         for i in 0..1000u64 {
             let f = v
                 .create(v.root(), format!("r{i}").as_bytes(), 0o644, 0, 0)
@@ -36,9 +36,9 @@ fn main() {
     }
     for _ in 0..3 {
         let t = Instant::now();
-        let pm = pktfs::media::Pm::open(&p, &Default::default()).unwrap();
+        let pm = pktfs_fs::media::Pm::open(&p, &Default::default()).unwrap();
         let t_map = t.elapsed();
-        let v = pktfs::Volume::open_pm(pm, false).unwrap();
+        let v = pktfs_fs::Volume::open_pm(pm, false).unwrap();
         println!(
             "map+populate {:?}  total {:?}  records {}",
             t_map,

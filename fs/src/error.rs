@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use layout::Corrupt;
+use pktfs_layout::Corrupt;
 
 use crate::media::MediaError;
 

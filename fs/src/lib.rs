@@ -8,11 +8,11 @@
 //! A program can own an image directly (docs/EMBEDDING.md has more):
 //!
 //! ```
-//! use pktfs::{FormatOptions, OpenOptions, Volume};
+//! use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let image = dir.path().join("demo.img");
 //! // Create an image (allocated in full) and open it.
-//! let params = layout::GeometryParams::for_size(16 << 20);
+//! let params = pktfs_layout::GeometryParams::for_size(16 << 20);
 //! Volume::format(&image, &FormatOptions { params, label: None }, &mut |_, _| {})?;
 //! let vol = Volume::open(&image, &OpenOptions::default())?;
 //! // Every call is durable when it returns.
@@ -25,7 +25,7 @@
 //! let chain = vol.chain(f.ino)?;
 //! assert_eq!(chain[0].len, 14);
 //! vol.close()?;
-//! # Ok::<(), pktfs::FsError>(())
+//! # Ok::<(), pktfs_fs::FsError>(())
 //! ```
 
 pub mod error;
@@ -37,7 +37,7 @@ pub mod stdout;
 pub mod volume;
 
 pub use error::{FsError, Result};
-pub use layout::FileType;
+pub use pktfs_layout::FileType;
 pub use volume::Precondition;
 pub use volume::{
     Access, Acl, AclKind, Attr, Bound, ChainEntry, ContentDigest, Cred, Denial, DirEntry,

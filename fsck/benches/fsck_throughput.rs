@@ -10,9 +10,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use layout::GeometryParams;
-use pktfs::media::{MapOptions, Pm};
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs_layout::GeometryParams;
+use pktfs_fs::media::{MapOptions, Pm};
+use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 use pktfs_fsck::Options;
 
 fn env<T: std::str::FromStr>(k: &str, d: T) -> T {

@@ -11,11 +11,11 @@
 
 use std::collections::HashSet;
 
-use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE};
-use layout::record::FLAG_DAMAGED;
-use layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, RecordKind, ROOT_INO};
-use pktfs::media::ExclusivePm;
-use pktfs::volume::journal;
+use pktfs_layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE};
+use pktfs_layout::record::FLAG_DAMAGED;
+use pktfs_layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, RecordKind, ROOT_INO};
+use pktfs_fs::media::ExclusivePm;
+use pktfs_fs::volume::journal;
 
 use crate::report::Change;
 use crate::scan::{Fix, Salvage, ScanOut, FIRST_COOKIE};
@@ -64,7 +64,7 @@ impl W<'_, '_> {
         })
     }
     fn is_link_word(&self, off: u64) -> bool {
-        layout::journal::is_link_word(off, &self.g)
+        pktfs_layout::journal::is_link_word(off, &self.g)
     }
 }
 
@@ -205,12 +205,12 @@ fn trim_record(
         return false;
     }
     if r.flags & FLAG_DAMAGED == 0 {
-        if layout::crc32c(w.pm.slice(start, r.len as usize)) != r.payload_crc {
+        if pktfs_layout::crc32c(w.pm.slice(start, r.len as usize)) != r.payload_crc {
             // Damaged but not marked yet: marking it comes first (this
             // pass); the next pass trims the marked record.
             return false;
         }
-        r.payload_crc = layout::crc32c(w.pm.slice(start, new_len as usize));
+        r.payload_crc = pktfs_layout::crc32c(w.pm.slice(start, new_len as usize));
     }
     // A marked record keeps its stored CRC: the flag, not a fresh checksum
     // of bytes known to be bad, says what the range is.
@@ -270,7 +270,7 @@ fn salvage(
             return Err("buffer outside the image".into());
         }
         cur = Some((b, used + n));
-        Ok((b, used, layout::crc32c(name)))
+        Ok((b, used, pktfs_layout::crc32c(name)))
     };
     let now = now_ns();
     let dirent =

@@ -11,7 +11,7 @@ use clap::{CommandFactory, Parser};
 
 #[path = "../../pktfs/src/gendocs.rs"]
 mod gendocs;
-use pktfs::media::{MapOptions, MediaError, Pm};
+use pktfs_fs::media::{MapOptions, MediaError, Pm};
 use pktfs_fsck::{exit, Mode, Options, Report};
 
 #[derive(Parser, Debug)]
@@ -134,10 +134,10 @@ fn main() {
     };
     // Right after `umount`, the mount daemon may still be closing the
     // image: wait for it (a bounded time) rather than report it in use.
-    let opened = pktfs::holder::wait_for_release(
+    let opened = pktfs_fs::holder::wait_for_release(
         &a.image,
         || Pm::open(&a.image, &map),
-        |e| matches!(e, pktfs::media::MediaError::Locked { .. }),
+        |e| matches!(e, pktfs_fs::media::MediaError::Locked { .. }),
         |note| eprintln!("fsck.pktfs: {note}"),
     );
     let mut report = match opened {
@@ -201,11 +201,11 @@ fn check_remote(image: &std::path::Path, url: &str, deep: bool, json: bool) -> i
             return exit::USAGE;
         }
     };
-    let opts = pktfs::OpenOptions {
+    let opts = pktfs_fs::OpenOptions {
         read_only: true,
         ..Default::default()
     };
-    let vol = match pktfs::Volume::open(image, &opts) {
+    let vol = match pktfs_fs::Volume::open(image, &opts) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("fsck.pktfs: {}: {e}", image.display());

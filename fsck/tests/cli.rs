@@ -3,8 +3,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use layout::GeometryParams;
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs_layout::GeometryParams;
+use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 
 fn fsck(args: &[&str], img: &Path) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_fsck-pktfs"))
@@ -25,7 +25,7 @@ fn open(p: &Path) -> Volume {
     let t0 = std::time::Instant::now();
     loop {
         match Volume::open(p, &OpenOptions::default()) {
-            Err(pktfs::FsError::Media(pktfs::media::MediaError::Locked { .. }))
+            Err(pktfs_fs::FsError::Media(pktfs_fs::media::MediaError::Locked { .. }))
                 if t0.elapsed().as_secs() < 2 =>
             {
                 std::thread::sleep(std::time::Duration::from_millis(5))

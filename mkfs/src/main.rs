@@ -8,10 +8,10 @@ use clap::{CommandFactory, Parser};
 
 #[path = "../../pktfs/src/gendocs.rs"]
 mod gendocs;
-use layout::{Geometry, GeometryParams};
-use pktfs::media::space::human_bytes as human;
-use pktfs::size::{parse_size, parse_size_u32, SIZE_FORMS};
-use pktfs::{FormatOptions, Volume};
+use pktfs_layout::{Geometry, GeometryParams};
+use pktfs_fs::media::space::human_bytes as human;
+use pktfs_fs::size::{parse_size, parse_size_u32, SIZE_FORMS};
+use pktfs_fs::{FormatOptions, Volume};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -73,7 +73,7 @@ fn existing_contents(path: &Path) -> Result<Option<String>, String> {
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
     // Before reading it: a FIFO would wait for a writer.
-    pktfs::media::check_path_kind(path).map_err(|e| e.to_string())?;
+    pktfs_fs::media::check_path_kind(path).map_err(|e| e.to_string())?;
     let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut head = vec![0u8; 1 << 16];
     let mut n = 0;
@@ -85,8 +85,8 @@ fn existing_contents(path: &Path) -> Result<Option<String>, String> {
         }
     }
     head.truncate(n);
-    if layout::superblock::has_magic(&head) {
-        let what = match layout::Superblock::from_bytes(&head, 0, meta.len()) {
+    if pktfs_layout::superblock::has_magic(&head) {
+        let what = match pktfs_layout::Superblock::from_bytes(&head, 0, meta.len()) {
             Ok(sb) => format!(
                 "a pktfs image ({} bytes, {} inodes, mounted {} times)",
                 sb.geometry.image_len_bytes, sb.geometry.inode_count, sb.mount_count
@@ -102,31 +102,31 @@ fn existing_contents(path: &Path) -> Result<Option<String>, String> {
 }
 
 fn print_geometry(g: &Geometry) {
-    pktfs::outln!(
+    pktfs_fs::outln!(
         "image          {} ({} bytes)",
         human(g.image_len_bytes),
         g.image_len_bytes
     );
-    pktfs::outln!(
+    pktfs_fs::outln!(
         "packet buffers {} x {} B = {} at offset {}",
         g.buffer_count,
         g.buffer_size_bytes,
         human(g.buffer_region_bytes()),
         g.buffer_offset
     );
-    pktfs::outln!(
+    pktfs_fs::outln!(
         "records        {} x 64 B = {} at offset {}",
         g.record_count,
         human((g.record_count + 1) * 64),
         g.record_offset
     );
-    pktfs::outln!(
+    pktfs_fs::outln!(
         "inodes         {} x 192 B = {} at offset {}",
         g.inode_count,
         human((g.inode_count as u64 + 1) * 192),
         g.inode_offset
     );
-    pktfs::outln!(
+    pktfs_fs::outln!(
         "journal        {} slots x {} B at offset {}",
         g.journal_slots,
         g.journal_slot_bytes,
@@ -188,7 +188,7 @@ fn run(a: Args) -> Result<(), String> {
         b.finish_and_clear();
     }
     if !a.quiet {
-        pktfs::outln!("formatted {}", a.image.display());
+        pktfs_fs::outln!("formatted {}", a.image.display());
         print_geometry(&g);
     }
     Ok(())

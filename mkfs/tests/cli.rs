@@ -43,7 +43,7 @@ fn creates_then_refuses_to_overwrite_without_force() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    pktfs::Volume::open(&img, &Default::default()).unwrap();
+    pktfs_fs::Volume::open(&img, &Default::default()).unwrap();
 }
 
 #[test]
@@ -135,7 +135,7 @@ fn size_forms_and_label_limit() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(std::fs::metadata(&img).unwrap().len(), want_len);
-        let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+        let v = pktfs_fs::Volume::open(&img, &Default::default()).unwrap();
         assert_eq!(v.geometry().buffer_size_bytes, want_buf, "{buf}");
         v.close().unwrap();
         std::fs::remove_file(&img).unwrap();

@@ -86,7 +86,7 @@ fn on_a_small_tmpfs_refuses_too_large_and_allocates_what_fits() {
     assert!(err.contains("256.0 MiB asked for"), "{err}");
     assert_eq!(std::fs::read(&img).unwrap(), before, "a refused mkfs wrote");
     assert_eq!(allocated_bytes(&img), blocks_before);
-    pktfs::Volume::open(&img, &Default::default())
+    pktfs_fs::Volume::open(&img, &Default::default())
         .expect("the image survives a refused mkfs")
         .close()
         .unwrap();
@@ -125,7 +125,7 @@ fn refuses_an_image_in_use_without_resizing_it() {
     let img = d.path().join("a.img");
     let (out, _) = mkfs(&img, &["--size", "16M"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+    let v = pktfs_fs::Volume::open(&img, &Default::default()).unwrap();
     let before = std::fs::read(&img).unwrap();
     for size in ["8M", "32M"] {
         let (out, _) = mkfs(&img, &["--size", size, "--force"]);

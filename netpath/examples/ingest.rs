@@ -11,15 +11,15 @@
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use netpath::recv::{recv_to_file, CommitPolicy, RecvMode, RecvOptions};
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs_netpath::recv::{recv_to_file, CommitPolicy, RecvMode, RecvOptions};
+use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let (image, addr) = (std::path::Path::new(&args[1]), &args[2]);
     let count: usize = args.get(3).map_or(Ok(1), |n| n.parse())?;
     if !image.exists() {
-        let params = layout::GeometryParams::for_size(256 << 20);
+        let params = pktfs_layout::GeometryParams::for_size(256 << 20);
         Volume::format(
             image,
             &FormatOptions {

@@ -147,11 +147,11 @@ pub struct Config {
     pub read_only: bool,
     /// Who HTTP requests act as: every request is checked against the
     /// modes and POSIX ACLs of what it touches as this identity would be by
-    /// the kernel (`pktfs::Volume::permits`; 403 when refused), and files
+    /// the kernel (`pktfs_fs::Volume::permits`; 403 when refused), and files
     /// and directories it creates are this identity's (their group as a
     /// setgid directory says). Default: the server process's effective
     /// uid, gid and supplementary groups ([`Config::process_identity`]).
-    pub as_user: pktfs::Cred,
+    pub as_user: pktfs_fs::Cred,
     /// Connections served at once (HTTP and raw together); more are
     /// answered 503 (HTTP) or closed (raw). `None`: as the transport
     /// allows: on the io_uring loops a connection costs an fd and no
@@ -368,9 +368,9 @@ impl Config {
 
     /// This process's effective uid and gid and its supplementary groups
     /// (the default [`Config::as_user`]).
-    pub fn process_identity() -> pktfs::Cred {
+    pub fn process_identity() -> pktfs_fs::Cred {
         let groups = rustix::process::getgroups().unwrap_or_default();
-        pktfs::Cred::new(
+        pktfs_fs::Cred::new(
             rustix::process::geteuid().as_raw(),
             rustix::process::getegid().as_raw(),
             groups.into_iter().map(|g| g.as_raw()),
@@ -408,8 +408,8 @@ impl Default for Config {
             io: IoMode::Auto,
             loops: 0,
             // The Volume's ring default (4 x 256 KiB), one number in one place.
-            ring_entries: pktfs::RxRingConfig::default().entries,
-            ring_entry_bytes: pktfs::RxRingConfig::default().entry_bytes,
+            ring_entries: pktfs_fs::RxRingConfig::default().entries,
+            ring_entry_bytes: pktfs_fs::RxRingConfig::default().entry_bytes,
             busy_poll: Self::BUSY_POLL_DEFAULT,
             extra: None,
             max_queued_bytes: Self::MAX_QUEUED_BYTES_DEFAULT,

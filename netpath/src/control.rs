@@ -52,7 +52,7 @@ mod request;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use pktfs::{FileType, FsError, Volume};
+use pktfs_fs::{FileType, FsError, Volume};
 use serde_json::{json, Value};
 
 pub use client::{is_held, request, request_passing};
@@ -132,7 +132,7 @@ pub fn stat_json(vol: &Volume) -> Value {
         "buffers": g.buffer_count, "buffers_free": s.blocks_free,
         "inodes": g.inode_count, "inodes_free": s.files_free,
         "records": g.record_count, "records_free": s.records_free,
-        "clean": sb.state == layout::superblock::STATE_CLEAN, "mount_count": sb.mount_count,
+        "clean": sb.state == pktfs_layout::superblock::STATE_CLEAN, "mount_count": sb.mount_count,
         "verify": vol.verify_mode().to_string(),
         "failed": vol.failure(),
         "read_only": vol.is_read_only(),

@@ -5,7 +5,7 @@
 //! Why a pool: a fetch is a GET from the object store (milliseconds to
 //! seconds, or a timeout). On a loop's thread it would stall every other
 //! connection of the loop; so a loop session hands the pool a window
-//! ([`pktfs::TxWindow`]) and hears through its [`Waker`] when the bytes
+//! ([`pktfs_fs::TxWindow`]) and hears through its [`Waker`] when the bytes
 //! are in. The threaded transport fetches on its own connection's thread
 //! (it blocks nothing else), charged against the same budget
 //! ([`FetchPool::reserve`]).
@@ -27,7 +27,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use pktfs::{FsError, TxFetched, TxWindow, Volume};
+use pktfs_fs::{FsError, TxFetched, TxWindow, Volume};
 
 use crate::loops::wake::Waker;
 

@@ -3,8 +3,8 @@
 //!
 //! # Receive
 //! A connection's bytes are `recv()`ed straight into free packet-buffer
-//! space of the image ([`pktfs::Volume::rx_reserve`] +
-//! [`pktfs::RxBuf::recv_timestamped`]): they move from the kernel into
+//! space of the image ([`pktfs_fs::Volume::rx_reserve`] +
+//! [`pktfs_fs::RxBuf::recv_timestamped`]): they move from the kernel into
 //! PM once, with no staging buffer. Request headers and chunk framing that
 //! land in the buffer are skipped by the record's offset, as StackMap and
 //! PASTE skip TCP/IP headers; the body bytes become pieces (CRC32C computed

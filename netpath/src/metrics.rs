@@ -17,7 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
-use pktfs::Volume;
+use pktfs_fs::Volume;
 
 /// Labels of an answered HTTP request.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

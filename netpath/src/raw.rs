@@ -68,7 +68,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pktfs::{Access, Cred, Denial, FileType, FsError, RxHeld, RxPiece, TmpFile, Volume};
+use pktfs_fs::{Access, Cred, Denial, FileType, FsError, RxHeld, RxPiece, TmpFile, Volume};
 
 use crate::config::{Change, Token};
 use crate::loops::coalesce::Coalescer;
@@ -322,7 +322,7 @@ fn link_file<'v>(
         .find(|n| {
             matches!(
                 vol.lookup(sh.raw_dir, n.as_bytes()),
-                Err(pktfs::FsError::NotFound)
+                Err(pktfs_fs::FsError::NotFound)
             )
         });
     let Some(name) = free else {

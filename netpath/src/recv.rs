@@ -2,8 +2,8 @@
 //! file, with the servers' guarantees.
 //!
 //! ```no_run
-//! # fn demo(vol: &pktfs::Volume, sock: std::net::TcpStream) -> Result<(), netpath::recv::RecvError> {
-//! use netpath::recv::{recv_to_file, RecvOptions};
+//! # fn demo(vol: &pktfs_fs::Volume, sock: std::net::TcpStream) -> Result<(), pktfs_netpath::recv::RecvError> {
+//! use pktfs_netpath::recv::{recv_to_file, RecvOptions};
 //! let report = recv_to_file(vol, &sock, "/logs/today.bin", &RecvOptions::default())?;
 //! println!("{} bytes in {} records, CRC32C {:08x}", report.bytes, report.records, report.crc32c);
 //! # Ok(()) }
@@ -28,7 +28,7 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use pktfs::{FileType, FsError, RxPiece, Volume};
+use pktfs_fs::{FileType, FsError, RxPiece, Volume};
 
 use crate::loops::coalesce::Coalescer;
 use crate::rxstream::{RxStream, IDLE_RESERVATION};
@@ -291,7 +291,7 @@ pub fn recv_into(
                     rep.crc32c = if rep.bytes == 0 {
                         crc
                     } else {
-                        layout::crc32c_combine(rep.crc32c, crc, len as u64)
+                        pktfs_layout::crc32c_combine(rep.crc32c, crc, len as u64)
                     };
                     rep.bytes += len as u64;
                     rep.records += 1;

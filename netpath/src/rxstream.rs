@@ -25,7 +25,7 @@ use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use pktfs::{RxBuf, RxHeld, RxPiece, Volume};
+use pktfs_fs::{RxBuf, RxHeld, RxPiece, Volume};
 
 use crate::util::now_ns;
 
@@ -68,7 +68,7 @@ pub struct RxStream<'a> {
 impl<'a> RxStream<'a> {
     /// `chunk`: largest reservation. Turns on SO_TIMESTAMPNS.
     pub fn new(vol: &'a Volume, sock: &'a TcpStream, chunk: u32) -> RxStream<'a> {
-        let _ = pktfs::media::net::enable_rx_timestamps(sock.as_raw_fd());
+        let _ = pktfs_fs::media::net::enable_rx_timestamps(sock.as_raw_fd());
         RxStream::with(vol, Some(sock), chunk)
     }
 
@@ -264,7 +264,7 @@ impl<'a> RxStream<'a> {
     /// flush now, timestamp of the recv that brought the first byte, seq =
     /// its stream position. On error the pieces already pushed are the
     /// caller's to abort.
-    pub fn take_into(&mut self, n: u32, out: &mut Vec<RxPiece<'a>>) -> pktfs::Result<()> {
+    pub fn take_into(&mut self, n: u32, out: &mut Vec<RxPiece<'a>>) -> pktfs_fs::Result<()> {
         assert!(n <= self.available());
         if n == 0 {
             return Ok(());
@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn stamps_never_go_back_in_time() {
-        let vol = Volume::in_memory(layout::GeometryParams::for_size(8 << 20)).unwrap();
+        let vol = Volume::in_memory(pktfs_layout::GeometryParams::for_size(8 << 20)).unwrap();
         let mut rx = RxStream::detached(&vol);
         // A recv whose last packet was delivered late, then one stamped
         // earlier (reordered segments), then one without a stamp.

@@ -5,7 +5,7 @@
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use pktfs::Volume;
+use pktfs_fs::Volume;
 
 use crate::tx::send_held;
 
@@ -46,7 +46,7 @@ pub fn send_file(
 pub fn check_source(vol: &Volume, path: &str) -> Result<u64, String> {
     let ino = crate::control::resolve(vol, path).map_err(|e| format!("{path}: {e}"))?;
     let a = vol.getattr(ino).map_err(|e| format!("{path}: {e}"))?;
-    if a.kind != pktfs::FileType::Regular {
+    if a.kind != pktfs_fs::FileType::Regular {
         return Err(format!("{path}: not a regular file"));
     }
     Ok(ino)
@@ -95,7 +95,7 @@ pub fn send_on(
 
 fn send_hold(
     sock: &TcpStream,
-    hold: &pktfs::TxHold<'_>,
+    hold: &pktfs_fs::TxHold<'_>,
     timeout: Duration,
 ) -> Result<SendReport, String> {
     let t0 = Instant::now();

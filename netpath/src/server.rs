@@ -28,7 +28,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use pktfs::Volume;
+use pktfs_fs::Volume;
 
 use crate::config::{Change, Config, OnChange};
 use crate::metrics::Metrics;
@@ -172,7 +172,7 @@ impl Services {
         let mut on_loops = backend.is_some();
         if let Some(backend) = backend {
             let c = &s.shared.cfg;
-            let ring = pktfs::RxRingConfig {
+            let ring = pktfs_fs::RxRingConfig {
                 entries: c.ring_entries,
                 entry_bytes: c.ring_entry_bytes,
                 backend,
@@ -243,7 +243,7 @@ impl Services {
             // Timestamps on from the start (accepted sockets inherit it), so
             // even the first segments of a connection carry the kernel's
             // receive time.
-            let _ = pktfs::media::net::enable_rx_timestamps(std::os::fd::AsRawFd::as_raw_fd(&l));
+            let _ = pktfs_fs::media::net::enable_rx_timestamps(std::os::fd::AsRawFd::as_raw_fd(&l));
             let sh = s.shared.clone();
             let t = std::thread::Builder::new()
                 .name(format!("pktfs-accept-{kind:?}").to_lowercase())

@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex};
 
-use pktfs::{FileType, Volume};
+use pktfs_fs::{FileType, Volume};
 
 use crate::config::{Change, Config, OnChange};
 use crate::metrics::Metrics;
@@ -74,14 +74,14 @@ pub(crate) fn ensure_dir(
     uid: u32,
     gid: u32,
     notify: &dyn Fn(Change<'_>),
-) -> pktfs::Result<u64> {
+) -> pktfs_fs::Result<u64> {
     let mut ino = vol.root();
     for part in path.split('/').filter(|p| !p.is_empty()) {
         let name = part.as_bytes();
         ino = match vol.lookup(ino, name) {
             Ok(a) if a.kind == FileType::Directory => a.ino,
-            Ok(_) => return Err(pktfs::FsError::NotDir),
-            Err(pktfs::FsError::NotFound) => match vol.mkdir(ino, name, 0o755, uid, gid) {
+            Ok(_) => return Err(pktfs_fs::FsError::NotDir),
+            Err(pktfs_fs::FsError::NotFound) => match vol.mkdir(ino, name, 0o755, uid, gid) {
                 Ok(a) => {
                     notify(Change::Entry {
                         parent: ino,
@@ -90,7 +90,7 @@ pub(crate) fn ensure_dir(
                     });
                     a.ino
                 }
-                Err(pktfs::FsError::Exists) => vol.lookup(ino, name)?.ino,
+                Err(pktfs_fs::FsError::Exists) => vol.lookup(ino, name)?.ino,
                 Err(e) => return Err(e),
             },
             Err(e) => return Err(e),

@@ -2,7 +2,7 @@
 //!
 //! # Buffer space in flight is held, not locked
 //! A response first takes a [`TxHold`] on the byte range it sends
-//! ([`pktfs::Volume::tx_hold`]): under the inode's read lock the Volume lists the
+//! ([`pktfs_fs::Volume::tx_hold`]): under the inode's read lock the Volume lists the
 //! range as segments (record slices by image offset, and holes) and takes a
 //! reference on every buffer they name. From then on an overwrite, truncate
 //! or delete of the file cannot recycle that space, and the segments are
@@ -29,7 +29,7 @@
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use pktfs::{TxHold, TxSeg};
+use pktfs_fs::{TxHold, TxSeg};
 
 /// Most iovecs per sendmsg (UIO_MAXIOV is 1024).
 const MAX_IOV: usize = 1024;
@@ -49,7 +49,7 @@ pub enum TxError {
         rate: u64,
     },
     #[error("{0}")]
-    Fs(#[from] pktfs::FsError),
+    Fs(#[from] pktfs_fs::FsError),
 }
 
 /// How a transfer ran.

@@ -50,7 +50,7 @@ fn ingest_example_stores_each_connection_as_a_file() {
         out.read_line(&mut rest).unwrap();
     }
     assert!(child.wait().unwrap().success());
-    let v = pktfs::Volume::open(&img, &pktfs::OpenOptions::default()).unwrap();
+    let v = pktfs_fs::Volume::open(&img, &pktfs_fs::OpenOptions::default()).unwrap();
     let mut got: Vec<Vec<u8>> = (0..3)
         .map(|n| {
             let a = v.lookup(v.root(), format!("conn-{n}").as_bytes()).unwrap();
@@ -61,7 +61,7 @@ fn ingest_example_stores_each_connection_as_a_file() {
     assert_eq!(got, bodies);
     for b in &bodies {
         assert!(
-            rest.contains(&format!("crc32c {:08x}", layout::crc32c(b))),
+            rest.contains(&format!("crc32c {:08x}", pktfs_layout::crc32c(b))),
             "{rest}"
         );
     }

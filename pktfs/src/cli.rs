@@ -2,13 +2,13 @@
 //! names resolve), the durability options (`--persist`, `--verify`, also
 //! `-o persist=`/`-o verify=` for mount), how an image's open error is
 //! worded (the path named once), and a pre-flight check that an address
-//! can be listened on. Sizes are [`pktfs::size`]'s, shared with mkfs.
+//! can be listened on. Sizes are [`pktfs_fs::size`]'s, shared with mkfs.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::Path;
 
-use pktfs::media::PersistChoice;
-use pktfs::VerifyMode;
+use pktfs_fs::media::PersistChoice;
+use pktfs_fs::VerifyMode;
 
 /// A clap value parser for HOST:PORT (`127.0.0.1:8080`, `[::1]:8080`,
 /// `localhost:8080`): the first address the name resolves to, IPv4 first.
@@ -47,7 +47,7 @@ pub fn check_listen(addr: SocketAddr) -> Result<(), String> {
 fn persist_value(s: &str) -> Result<String, String> {
     s.parse::<PersistChoice>()
         .map(|_| s.to_string())
-        .map_err(|_| format!("not a persist mode ({})", pktfs::media::persist_names()))
+        .map_err(|_| format!("not a persist mode ({})", pktfs_fs::media::persist_names()))
 }
 
 /// `--busy-poll-us`: microseconds, at most one second.
@@ -111,10 +111,10 @@ impl DurabilityArgs {
 }
 
 /// Is `e` the refusal of an image whose lock another process holds?
-pub fn is_locked(e: &pktfs::FsError) -> bool {
+pub fn is_locked(e: &pktfs_fs::FsError) -> bool {
     matches!(
         e,
-        pktfs::FsError::Media(pktfs::media::MediaError::Locked { .. })
+        pktfs_fs::FsError::Media(pktfs_fs::media::MediaError::Locked { .. })
     )
 }
 
@@ -122,15 +122,15 @@ pub fn is_locked(e: &pktfs::FsError) -> bool {
 /// a mount daemon that is still closing the image after `umount`.
 pub fn open_volume(
     image: &Path,
-    opts: &pktfs::OpenOptions,
+    opts: &pktfs_fs::OpenOptions,
     note: impl FnMut(&str),
-) -> Result<pktfs::Volume, pktfs::FsError> {
-    pktfs::holder::wait_for_release(image, || pktfs::Volume::open(image, opts), is_locked, note)
+) -> Result<pktfs_fs::Volume, pktfs_fs::FsError> {
+    pktfs_fs::holder::wait_for_release(image, || pktfs_fs::Volume::open(image, opts), is_locked, note)
 }
 
 /// An error opening `image`, naming the path once (most Volume errors
 /// already name it; the others get it in front).
-pub fn open_error(image: &Path, e: &pktfs::FsError) -> String {
+pub fn open_error(image: &Path, e: &pktfs_fs::FsError) -> String {
     if e.names_path() {
         e.to_string()
     } else {

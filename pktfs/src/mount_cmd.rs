@@ -9,7 +9,7 @@
 //!
 //! The Volume is opened once, as an `Arc<Volume>`: other services of the
 //! same process (netpath) share it and tell the kernel about their changes
-//! through [`pktfs::fuse::MountHandle::notifier`].
+//! through [`pktfs_fs::fuse::MountHandle::notifier`].
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -17,8 +17,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use nix::sys::signal::{SigSet, Signal};
-use pktfs::fuse::{self, MountHandle, MountOptions};
-use pktfs::{OpenOptions, Volume};
+use pktfs_fs::fuse::{self, MountHandle, MountOptions};
+use pktfs_fs::{OpenOptions, Volume};
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct MountArgs {
@@ -199,7 +199,7 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     let line = line.trim_end();
     if let Some(mode) = line.strip_prefix(READY) {
         // The daemon says which persist mode `auto` (or -o persist=) chose.
-        pktfs::outln!(
+        pktfs_fs::outln!(
             "pktfs: {} mounted on {} ({} persistence)",
             image.display(),
             mp.display(),
@@ -394,7 +394,7 @@ fn start_services(
     vol: &Arc<Volume>,
     handle: &MountHandle,
     net: &crate::net_cmd::NetArgs,
-    extra: Option<netpath::Extra>,
+    extra: Option<pktfs_netpath::Extra>,
 ) -> Result<Option<crate::net_cmd::ServicesHandle>, String> {
     if !net.wanted() {
         return Ok(None);

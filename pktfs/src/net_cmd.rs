@@ -2,15 +2,15 @@
 //! `pktfs mount --listen`.
 //!
 //! The servers themselves are in the netpath crate; this module turns
-//! flags into a [`netpath::Config`], opens images and waits for Ctrl-C.
+//! flags into a [`pktfs_netpath::Config`], opens images and waits for Ctrl-C.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pktfs::media::PersistChoice;
-use pktfs::{FormatOptions, OpenOptions, VerifyMode, Volume};
+use pktfs_fs::media::PersistChoice;
+use pktfs_fs::{FormatOptions, OpenOptions, VerifyMode, Volume};
 
 /// Network flags shared by `serve` and `mount` (flattened into both).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -60,7 +60,7 @@ pub struct NetArgs {
     pub max_connections: Option<usize>,
     /// Raw connections served at once, counted on their own (the total is
     /// still capped by --max-connections); more are closed at once.
-    #[arg(long, value_name = "N", default_value_t = netpath::Config::RAW_MAX_CONNECTIONS_DEFAULT)]
+    #[arg(long, value_name = "N", default_value_t = pktfs_netpath::Config::RAW_MAX_CONNECTIONS_DEFAULT)]
     pub raw_max_connections: usize,
     /// Seconds an idle keep-alive connection is kept.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
@@ -87,7 +87,7 @@ pub struct NetArgs {
     /// it, else epoll; the choice is printed). Default: $PKTFS_IO, else
     /// auto.
     #[arg(long, value_name = "MODE")]
-    pub io: Option<netpath::IoMode>,
+    pub io: Option<pktfs_netpath::IoMode>,
     /// Event loops (default: one per two cores, at least one).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub loops: usize,
@@ -112,13 +112,13 @@ pub struct NetArgs {
 }
 
 /// `--io`, else $PKTFS_IO, else auto.
-pub fn io_mode(flag: Option<netpath::IoMode>) -> Result<netpath::IoMode, String> {
+pub fn io_mode(flag: Option<pktfs_netpath::IoMode>) -> Result<pktfs_netpath::IoMode, String> {
     if let Some(m) = flag {
         return Ok(m);
     }
     match std::env::var("PKTFS_IO") {
         Ok(v) if !v.is_empty() => v.parse().map_err(|e| format!("PKTFS_IO: {e}")),
-        _ => Ok(netpath::IoMode::Auto),
+        _ => Ok(pktfs_netpath::IoMode::Auto),
     }
 }
 
@@ -192,7 +192,7 @@ impl NetArgs {
     }
 
     /// The server configuration these flags describe.
-    pub fn config(&self) -> Result<netpath::Config, String> {
+    pub fn config(&self) -> Result<pktfs_netpath::Config, String> {
         let token = self.token_file.as_deref().map(read_token).transpose()?;
         if self.max_connections == Some(0) {
             return Err("--max-connections must be at least 1".into());
@@ -217,9 +217,9 @@ impl NetArgs {
         };
         let as_user = match &self.as_user {
             Some(u) => resolve_user(u).map_err(|e| format!("--as-user {u}: {e}"))?,
-            None => netpath::Config::process_identity(),
+            None => pktfs_netpath::Config::process_identity(),
         };
-        Ok(netpath::Config {
+        Ok(pktfs_netpath::Config {
             as_user,
             metrics_path,
             http_listen: self.listen,
@@ -240,8 +240,8 @@ impl NetArgs {
             loops: self.loops,
             busy_poll: self
                 .busy_poll_us
-                .map_or(netpath::Config::BUSY_POLL_DEFAULT, Duration::from_micros),
-            ..netpath::Config::default()
+                .map_or(pktfs_netpath::Config::BUSY_POLL_DEFAULT, Duration::from_micros),
+            ..pktfs_netpath::Config::default()
         })
     }
 }
@@ -251,7 +251,7 @@ impl NetArgs {
 /// database; a uid the database does not know needs one). Supplementary
 /// groups: the user's in the group database (getgrouplist), none for an
 /// unknown uid.
-pub fn resolve_user(spec: &str) -> Result<pktfs::Cred, String> {
+pub fn resolve_user(spec: &str) -> Result<pktfs_fs::Cred, String> {
     use nix::unistd::{Gid, Group, Uid, User};
     let (u, g) = match spec.split_once(':') {
         Some((u, g)) => (u, Some(g)),
@@ -299,17 +299,17 @@ pub fn resolve_user(spec: &str) -> Result<pktfs::Cred, String> {
         }
         None => (u.parse::<u32>().expect("numeric"), Vec::new()),
     };
-    Ok(pktfs::Cred::new(uid, gid, groups))
+    Ok(pktfs_fs::Cred::new(uid, gid, groups))
 }
 
 /// The token in a token file (`--token-file`).
-fn read_token(p: &Path) -> Result<netpath::Token, String> {
+fn read_token(p: &Path) -> Result<pktfs_netpath::Token, String> {
     let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    netpath::Token::from_file_contents(&s).map_err(|e| format!("{}: {e}", p.display()))
+    pktfs_netpath::Token::from_file_contents(&s).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// The running servers (stop them with `shutdown()`, or by dropping).
-pub type ServicesHandle = netpath::Services;
+pub type ServicesHandle = pktfs_netpath::Services;
 
 /// Start the servers `args` asks for on `vol`. `on_change` is told about
 /// every entry the servers create, replace or remove and about raw files
@@ -318,8 +318,8 @@ pub type ServicesHandle = netpath::Services;
 pub fn start_services(
     vol: Arc<Volume>,
     args: &NetArgs,
-    on_change: Option<netpath::OnChange>,
-    extra: Option<netpath::Extra>,
+    on_change: Option<pktfs_netpath::OnChange>,
+    extra: Option<pktfs_netpath::Extra>,
 ) -> Result<ServicesHandle, String> {
     let mut cfg = args.config()?;
     cfg.extra = extra;
@@ -331,7 +331,7 @@ pub fn start_services(
             eprintln!("pktfs: warning: {a} is reachable from other hosts and needs no token (--insecure-no-auth)");
         }
     }
-    netpath::Services::start(vol, cfg, on_change)
+    pktfs_netpath::Services::start(vol, cfg, on_change)
         .map_err(|e| format!("cannot start the servers: {e}"))
 }
 
@@ -419,7 +419,7 @@ pub struct UpArgs {
     pub mountpoint: Option<PathBuf>,
     /// Size of a new image, e.g. 512M, 4G, 4GiB (default: 1G, at most half
     /// the free space where it goes).
-    #[arg(long, value_name = "SIZE", value_parser = pktfs::size::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = pktfs_fs::size::parse_size)]
     pub size: Option<u64>,
     /// HTTP address, HOST:PORT.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080",
@@ -447,7 +447,7 @@ pub struct UpArgs {
     /// How connections are served: auto, uring, epoll or threads (see
     /// `pktfs serve --help`). Default: $PKTFS_IO, else auto.
     #[arg(long, value_name = "MODE")]
-    pub io: Option<netpath::IoMode>,
+    pub io: Option<pktfs_netpath::IoMode>,
     #[command(flatten)]
     pub durability: crate::cli::DurabilityArgs,
     #[command(flatten)]
@@ -494,16 +494,16 @@ pub fn warn_open_report(v: &Volume, image: &Path) {
 }
 
 /// Answer `pktfs chain`, `stat`, `scrub`, `recv` and `send` about `image`
-/// from this process (see netpath::control). A holder that cannot have the
+/// from this process (see pktfs_netpath::control). A holder that cannot have the
 /// image's control socket does not start: clients would reach whatever
 /// process has the name instead (another user may have bound it first).
 pub fn start_control(
     vol: &Arc<Volume>,
     image: &Path,
-    extra: Option<netpath::Extra>,
-) -> Result<netpath::control::Control, String> {
+    extra: Option<pktfs_netpath::Extra>,
+) -> Result<pktfs_netpath::control::Control, String> {
     // main reports the error, to the log too when the log is not stderr.
-    netpath::control::Control::start_with(vol.clone(), image, extra).map_err(|e| e.to_string())
+    pktfs_netpath::control::Control::start_with(vol.clone(), image, extra).map_err(|e| e.to_string())
 }
 
 /// Close the volume cleanly if nothing else holds it any more.
@@ -531,18 +531,18 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
     let control = start_control(&vol, &a.image, extra.clone())?;
-    let sig = netpath::signal::shutdown_signal()?;
+    let sig = pktfs_netpath::signal::shutdown_signal()?;
     let svc = start_services(vol.clone(), &net, None, extra)?;
-    pktfs::sayln!(
+    pktfs_fs::sayln!(
         "pktfs: serving {} ({} persistence)",
         a.image.display(),
         vol.persistence()
     );
-    pktfs::sayln!("{}", describe(&svc, &net).trim_end());
+    pktfs_fs::sayln!("{}", describe(&svc, &net).trim_end());
     if let Some(t) = &tier {
-        pktfs::sayln!("  tier  {}", t.target());
+        pktfs_fs::sayln!("  tier  {}", t.target());
     }
-    pktfs::sayln!("Ctrl-C stops.");
+    pktfs_fs::sayln!("Ctrl-C stops.");
     let _ = sig.recv();
     eprintln!("pktfs: stopping");
     let st = svc.shutdown();
@@ -563,22 +563,22 @@ pub fn send(a: SendArgs) -> Result<(), String> {
     // when the file is held) is refused before connecting: the peer must
     // never see a connection end cleanly with a stream that is not the file.
     let check = serde_json::json!({"op": "send_check", "path": a.path});
-    let served = match netpath::control::request(&a.image, &check, &mut |_| {}) {
+    let served = match pktfs_netpath::control::request(&a.image, &check, &mut |_| {}) {
         Ok(_) => true,
-        Err(netpath::control::ControlError::NotServed(_)) => false,
+        Err(pktfs_netpath::control::ControlError::NotServed(_)) => false,
         // A holder from before the check: it checks once connected (and
         // resets the connection on failure).
-        Err(netpath::control::ControlError::Refused(e)) if e.starts_with("unknown op") => true,
+        Err(pktfs_netpath::control::ControlError::Refused(e)) if e.starts_with("unknown op") => true,
         Err(e) => return Err(e.to_string()),
     };
-    let local = |sock: Option<&std::net::TcpStream>| -> Result<netpath::send::SendReport, String> {
+    let local = |sock: Option<&std::net::TcpStream>| -> Result<pktfs_netpath::send::SendReport, String> {
         let vol = Arc::new(crate::chain_cmd::open_ro(&a.image)?);
         let _tier = a.tier.start(&vol)?;
-        let ino = netpath::send::check_source(&vol, &a.path)?;
+        let ino = pktfs_netpath::send::check_source(&vol, &a.path)?;
         match sock {
             // Held (every record's CRC checked) before connecting.
-            None => netpath::send::send_file(&vol, ino, &a.addr, timeout),
-            Some(s) => netpath::send::send_on(&vol, ino, s, timeout),
+            None => pktfs_netpath::send::send_file(&vol, ino, &a.addr, timeout),
+            Some(s) => pktfs_netpath::send::send_on(&vol, ino, s, timeout),
         }
     };
     // A raw listener with a token wants its preface before the stream.
@@ -587,9 +587,9 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         .as_deref()
         .map(read_token)
         .transpose()?
-        .map(|t| netpath::raw::preface(&t));
+        .map(|t| pktfs_netpath::raw::preface(&t));
     let connect = || -> Result<std::net::TcpStream, String> {
-        let sock = netpath::send::connect(&a.addr, timeout)?;
+        let sock = pktfs_netpath::send::connect(&a.addr, timeout)?;
         if let Some(p) = &preface {
             std::io::Write::write_all(&mut &sock, p)
                 .map_err(|e| format!("sending the token preface to {}: {e}", a.addr))?;
@@ -598,20 +598,20 @@ pub fn send(a: SendArgs) -> Result<(), String> {
     };
     let r = if served {
         // A mounted or served image is sent by the process that holds it:
-        // the connected socket is passed to it (see netpath::control).
+        // the connected socket is passed to it (see pktfs_netpath::control).
         let sock = connect()?;
         let req = serde_json::json!({"op": "send", "path": a.path});
-        match netpath::control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
-            Ok(v) => netpath::send::SendReport {
+        match pktfs_netpath::control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
+            Ok(v) => pktfs_netpath::send::SendReport {
                 bytes: v["bytes"].as_u64().unwrap_or(0),
                 segments: v["segments"].as_u64().unwrap_or(0),
                 syscalls: v["syscalls"].as_u64().unwrap_or(0),
                 elapsed: Duration::from_secs_f64(v["elapsed_s"].as_f64().unwrap_or(0.0)),
             },
             // The holder went away since the check.
-            Err(netpath::control::ControlError::NotServed(_)) => local(Some(&sock))?,
+            Err(pktfs_netpath::control::ControlError::NotServed(_)) => local(Some(&sock))?,
             Err(e) => {
-                netpath::send::reset(&sock);
+                pktfs_netpath::send::reset(&sock);
                 return Err(e.to_string());
             }
         }
@@ -688,7 +688,7 @@ fn ensure_image(path: &Path, size: Option<u64>) -> Result<bool, String> {
             (1u64 << 30).min(free / 2) / (1 << 20) * (1 << 20)
         }
     };
-    let params = layout::GeometryParams::for_size(size);
+    let params = pktfs_layout::GeometryParams::for_size(size);
     Volume::format(
         path,
         &FormatOptions {
@@ -772,7 +772,7 @@ fn run_up(
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
     let control = start_control(&vol, image, extra.clone())?;
-    let sig = netpath::signal::shutdown_signal()?;
+    let sig = pktfs_netpath::signal::shutdown_signal()?;
     // The mount, when this build has it and it works here.
     let mp = a.mountpoint.clone().unwrap_or_else(default_mountpoint);
     let mut mount_note = String::new();
@@ -794,7 +794,7 @@ fn run_up(
         raw_listen: a.raw_listen,
         raw_dir: "/raw".into(),
         max_connections: None,
-        raw_max_connections: netpath::Config::RAW_MAX_CONNECTIONS_DEFAULT,
+        raw_max_connections: pktfs_netpath::Config::RAW_MAX_CONNECTIONS_DEFAULT,
         idle_timeout: 60,
         io_timeout: 30,
         raw_idle_timeout: 300,
@@ -805,24 +805,24 @@ fn run_up(
     };
     let svc = start_services(vol.clone(), &net, on_change, extra)?;
     let g = vol.geometry();
-    pktfs::sayln!(
+    pktfs_fs::sayln!(
         "pktfs is up: {} {} ({} MiB, {} persistence)",
         if created { "created" } else { "using" },
         image.display(),
         g.image_len_bytes >> 20,
         vol.persistence()
     );
-    pktfs::sayln!("{}", describe(&svc, &net).trim_end());
+    pktfs_fs::sayln!("{}", describe(&svc, &net).trim_end());
     match &mount {
-        Some(_) => pktfs::sayln!("  mount {}", mp.display()),
-        None => pktfs::sayln!("  mount {mount_note}"),
+        Some(_) => pktfs_fs::sayln!("  mount {}", mp.display()),
+        None => pktfs_fs::sayln!("  mount {mount_note}"),
     }
     if let Some(t) = &tier {
-        pktfs::sayln!("  tier  {}", t.target());
+        pktfs_fs::sayln!("  tier  {}", t.target());
     }
     match token_file {
-        Some(t) => pktfs::sayln!("  token {}", t.display()),
-        None => pktfs::sayln!("  token none (--insecure-no-auth: every local user may use it)"),
+        Some(t) => pktfs_fs::sayln!("  token {}", t.display()),
+        None => pktfs_fs::sayln!("  token none (--insecure-no-auth: every local user may use it)"),
     }
     let http = svc.http_addr().expect("listening");
     let exe = std::env::args().next().unwrap_or_else(|| "pktfs".into());
@@ -871,11 +871,11 @@ fn run_up(
         "the file as its packets",
     ));
     let w = tries.iter().map(|t| t.0.len()).max().unwrap_or(0);
-    pktfs::sayln!("Try:");
+    pktfs_fs::sayln!("Try:");
     for (cmd, what) in &tries {
-        pktfs::sayln!("  {cmd:<w$}   # {what}");
+        pktfs_fs::sayln!("  {cmd:<w$}   # {what}");
     }
-    pktfs::sayln!(
+    pktfs_fs::sayln!(
         "Ctrl-C stops{}.",
         if mount.is_some() { " and unmounts" } else { "" }
     );
@@ -895,29 +895,29 @@ fn run_up(
 /// A mount made by `up`.
 #[derive(Debug)]
 pub struct UpMount {
-    handle: pktfs::fuse::MountHandle,
+    handle: pktfs_fs::fuse::MountHandle,
 }
 
 /// The change callback for servers running beside a FUSE mount: each
 /// change the servers make is told to the kernel (`inval_entry` of the name
 /// and `inval_inode` of its directory; `inval_inode` of a growing raw
 /// file), so it shows in the mount at once.
-pub fn invalidate_with(inv: pktfs::fuse::Invalidator) -> netpath::OnChange {
-    Arc::new(move |c: netpath::Change<'_>| match c {
-        netpath::Change::Entry { parent, name, .. }
-        | netpath::Change::Removed { parent, name, .. } => {
+pub fn invalidate_with(inv: pktfs_fs::fuse::Invalidator) -> pktfs_netpath::OnChange {
+    Arc::new(move |c: pktfs_netpath::Change<'_>| match c {
+        pktfs_netpath::Change::Entry { parent, name, .. }
+        | pktfs_netpath::Change::Removed { parent, name, .. } => {
             use std::os::unix::ffi::OsStrExt;
             let _ = inv.inval_entry(parent, std::ffi::OsStr::from_bytes(name));
             let _ = inv.inval_inode(parent);
         }
-        netpath::Change::Data { ino, .. } => {
+        pktfs_netpath::Change::Data { ino, .. } => {
             let _ = inv.inval_inode(ino);
         }
     })
 }
 
 impl UpMount {
-    fn on_change(&self) -> netpath::OnChange {
+    fn on_change(&self) -> pktfs_netpath::OnChange {
         invalidate_with(self.handle.invalidator())
     }
 
@@ -933,8 +933,8 @@ impl UpMount {
 
 fn mount_for_up(vol: Arc<Volume>, mp: &Path) -> Result<UpMount, String> {
     std::fs::create_dir_all(mp).map_err(|e| format!("{}: {e}", mp.display()))?;
-    let opts = pktfs::fuse::MountOptions::default();
-    let handle = pktfs::fuse::mount(vol, mp, &opts).map_err(|e| e.to_string())?;
+    let opts = pktfs_fs::fuse::MountOptions::default();
+    let handle = pktfs_fs::fuse::mount(vol, mp, &opts).map_err(|e| e.to_string())?;
     Ok(UpMount { handle })
 }
 

@@ -9,9 +9,9 @@ use std::net::{TcpListener, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use netpath::control::{self, ControlError};
-use netpath::recv::{check_target, recv_to_file, CommitPolicy, RecvMode, RecvOptions};
-use pktfs::{OpenOptions, Volume};
+use pktfs_netpath::control::{self, ControlError};
+use pktfs_netpath::recv::{check_target, recv_to_file, CommitPolicy, RecvMode, RecvOptions};
+use pktfs_fs::{OpenOptions, Volume};
 use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]
@@ -46,7 +46,7 @@ fn commit_policy(s: &str) -> Result<CommitPolicy, String> {
         "chunk" => CommitPolicy::EveryChunk,
         "end" => CommitPolicy::AtEnd,
         n => CommitPolicy::EveryBytes(
-            pktfs::size::parse_size(n)
+            pktfs_fs::size::parse_size(n)
                 .map_err(|e| format!("--commit: {e} (or chunk, end)"))?
                 .max(1),
         ),
@@ -111,7 +111,7 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
         s
     } else {
         let c = a.connect.as_deref().unwrap_or_default();
-        let s = netpath::send::connect(c, Duration::from_secs(30))?;
+        let s = pktfs_netpath::send::connect(c, Duration::from_secs(30))?;
         t0 = Instant::now();
         s
     };

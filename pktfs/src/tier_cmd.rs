@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pktfs::Volume;
+use pktfs_fs::Volume;
 use pktfs_tier::engine::{Tier, TierConfig};
 use pktfs_tier::s3::{ObjectStore, StoreOptions};
 use pktfs_tier::target::TierTarget;
@@ -58,13 +58,13 @@ pub struct TierArgs {
     pub tier_low: Option<f64>,
     /// Size of the segment objects small files are packed into
     /// [default: 32M].
-    #[arg(long, value_name = "SIZE", value_parser = pktfs::size::parse_size, requires = "tier")]
+    #[arg(long, value_name = "SIZE", value_parser = pktfs_fs::size::parse_size, requires = "tier")]
     pub tier_segment: Option<u64>,
     /// Uploads in flight at once [default: 4].
     #[arg(long, value_name = "N", requires = "tier")]
     pub tier_concurrency: Option<usize>,
     /// Upload bandwidth limit per second, e.g. 100M [default: none].
-    #[arg(long, value_name = "SIZE", value_parser = pktfs::size::parse_size, requires = "tier")]
+    #[arg(long, value_name = "SIZE", value_parser = pktfs_fs::size::parse_size, requires = "tier")]
     pub tier_bandwidth: Option<u64>,
     /// While clients are writing, tier-out that PM use does not force
     /// (below the high watermark) goes at most this fast, so ingest keeps
@@ -235,23 +235,23 @@ fn size_or_off(s: &str) -> Result<SizeOrOff, String> {
     if s == "off" {
         return Ok(SizeOrOff(None));
     }
-    pktfs::size::parse_size(s)
+    pktfs_fs::size::parse_size(s)
         .map(|n| SizeOrOff(Some(n)))
         .map_err(|e| format!("{e} (a size such as 32M, or off)"))
 }
 
 /// The engine's counters for /metrics and `pktfs stat`.
-pub fn extra(t: &Tier) -> netpath::Extra {
+pub fn extra(t: &Tier) -> pktfs_netpath::Extra {
     let r = t.stats_handle();
-    netpath::Extra(Arc::new(move || {
+    pktfs_netpath::Extra(Arc::new(move || {
         let s = r.snapshot();
-        let c = |name, help, value| netpath::ExtraStat {
+        let c = |name, help, value| pktfs_netpath::ExtraStat {
             name,
             help,
             value,
             counter: true,
         };
-        let g = |name, help, value| netpath::ExtraStat {
+        let g = |name, help, value| pktfs_netpath::ExtraStat {
             name,
             help,
             value,
@@ -371,7 +371,7 @@ pub enum TierWhat {
 
 fn open_for_tier(image: &std::path::Path, t: &TierArgs) -> Result<(Arc<Volume>, Tier), String> {
     let vol = Arc::new(
-        crate::cli::open_volume(image, &pktfs::OpenOptions::default(), |n| {
+        crate::cli::open_volume(image, &pktfs_fs::OpenOptions::default(), |n| {
             eprintln!("pktfs: {n}")
         })
         .map_err(|e| crate::cli::open_error(image, &e))?,
@@ -413,12 +413,12 @@ pub fn run(a: TierCmdArgs) -> Result<(), String> {
                 None
             };
             if json {
-                pktfs::outln!(
+                pktfs_fs::outln!(
                     "{}",
                     serde_json::json!({"pass": rep, "seconds": secs, "snapshot": snap})
                 );
             } else {
-                pktfs::outln!(
+                pktfs_fs::outln!(
                     "tiered {} of {} files ({} bytes) into {} objects in {secs:.2}s; {} errors{}",
                     rep.files_tiered,
                     rep.files_chosen,
@@ -443,14 +443,14 @@ pub fn run(a: TierCmdArgs) -> Result<(), String> {
                     .tier_recall(r.ino, u64::MAX)
                     .map_err(|e| e.to_string())?;
             }
-            pktfs::outln!("recalled {n} bytes into PM");
+            pktfs_fs::outln!("recalled {n} bytes into PM");
             drop(t);
             close(vol)
         }
         TierWhat::Collect { image, tier } => {
             let (vol, t) = open_for_tier(&image, &tier)?;
             let rep = t.collect_now().map_err(|e| e.to_string())?;
-            pktfs::outln!(
+            pktfs_fs::outln!(
                 "{} objects listed, {} deleted ({} bytes), {} compacted",
                 rep.objects_listed,
                 rep.objects_deleted,
@@ -473,7 +473,7 @@ pub struct RestoreArgs {
     pub image: PathBuf,
     /// Size of the new image (default: the size of the image the snapshot
     /// was taken of).
-    #[arg(long, value_name = "SIZE", value_parser = pktfs::size::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = pktfs_fs::size::parse_size)]
     pub size: Option<u64>,
     /// Restore from this snapshot number (default: the newest).
     #[arg(long, value_name = "N")]
@@ -504,9 +504,9 @@ pub fn restore(a: RestoreArgs) -> Result<(), String> {
         pktfs_tier::restore_from_bucket(&store, &a.from, &a.image, a.size, a.snapshot, a.force)
             .map_err(|e| e.to_string())?;
     if a.json {
-        pktfs::outln!("{}", serde_json::to_value(&rep).unwrap_or_default());
+        pktfs_fs::outln!("{}", serde_json::to_value(&rep).unwrap_or_default());
     } else {
-        pktfs::outln!("{}", rep.to_text());
+        pktfs_fs::outln!("{}", rep.to_text());
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 
 use cli_common::*;
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 
 fn run(args: &[&str]) -> std::process::Output {
     Command::new(PKTFS).args(args).output().unwrap()
@@ -28,7 +28,7 @@ fn image(bytes: u64) -> (tempfile::TempDir, std::path::PathBuf) {
     Volume::format(
         &p,
         &FormatOptions {
-            params: layout::GeometryParams::for_size(bytes),
+            params: pktfs_layout::GeometryParams::for_size(bytes),
             label: None,
         },
         &mut |_, _| {},

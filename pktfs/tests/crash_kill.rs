@@ -25,9 +25,9 @@ mod cli_common;
 mod prereq;
 use cli_common::{announced, Proc};
 
-use layout::GeometryParams;
-use pktfs::media::{MapOptions, Pm};
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs_layout::GeometryParams;
+use pktfs_fs::media::{MapOptions, Pm};
+use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 

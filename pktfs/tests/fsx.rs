@@ -28,7 +28,7 @@
 //!
 //! Seeds are fixed so a failure reproduces; `PKTFS_FSX_SEED` adds an offset
 //! and `PKTFS_FSX_OPS` sets the operations per fsx (default 30,000).
-//! Lives in the pktfs-cli package so cargo builds the binaries it runs.
+//! Lives in the pktfs package so cargo builds the binaries it runs.
 
 #[path = "../../tests/tests/fuse_common/mod.rs"]
 mod fuse_common;
@@ -40,9 +40,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fuse_common::{crc, image_path, is_mountpoint};
-use layout::GeometryParams;
-use pktfs::media::{MapOptions, Pm};
-use pktfs::{FormatOptions, Volume};
+use pktfs_layout::GeometryParams;
+use pktfs_fs::media::{MapOptions, Pm};
+use pktfs_fs::{FormatOptions, Volume};
 use pktfs_tier::garage::Garage;
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");

@@ -3,7 +3,7 @@
 //! is refused with a clear message, and SIGTERM, SIGINT, `umount` and
 //! `fusermount3 -u` all end the daemon with the image marked clean.
 //!
-//! Lives in the pktfs-cli package so cargo builds the binaries it runs.
+//! Lives in the pktfs package so cargo builds the binaries it runs.
 
 #[path = "../../tests/tests/fuse_common/mod.rs"]
 mod fuse_common;
@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fuse_common::*;
-use pktfs::{OpenOptions, Volume};
+use pktfs_fs::{OpenOptions, Volume};
 
 const MIB: u64 = 1 << 20;
 
@@ -43,7 +43,7 @@ impl Setup {
         Setup {
             image,
             mnt: tempfile::Builder::new()
-                .prefix("pktfs-cli-")
+                .prefix("pktfs-")
                 .tempdir()
                 .unwrap(),
         }
@@ -103,7 +103,7 @@ fn open_image(image: &Path) -> Volume {
     loop {
         match Volume::open(image, &OpenOptions::default()) {
             Ok(v) => return v,
-            Err(pktfs::FsError::Media(pktfs::media::MediaError::Locked { .. }))
+            Err(pktfs_fs::FsError::Media(pktfs_fs::media::MediaError::Locked { .. }))
                 if t.elapsed() < Duration::from_secs(5) =>
             {
                 std::thread::sleep(Duration::from_millis(20));

@@ -6,7 +6,7 @@
 //! absolute values are checked as well, so that a change on both sides
 //! cannot pass unnoticed.
 //!
-//! Lives in the pktfs-cli package so cargo builds the binary it runs.
+//! Lives in the pktfs package so cargo builds the binary it runs.
 
 #[path = "../../tests/tests/fuse_common/mod.rs"]
 mod fuse_common;
@@ -19,7 +19,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use fuse_common::{format, image_path, is_mountpoint};
-use pktfs::{OpenOptions, Volume};
+use pktfs_fs::{OpenOptions, Volume};
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 const MIB: u64 = 1 << 20;
@@ -567,7 +567,7 @@ const PERMITS_SETUP: &str = "mkdir t && chmod 755 t && cd t
     printf x > def/x && chmod 751 def/x";
 
 /// uid, gid and groups of `user`, from `id`.
-fn cred_of(user: &str) -> pktfs::Cred {
+fn cred_of(user: &str) -> pktfs_fs::Cred {
     let id = |flag: &str| -> Vec<u32> {
         let out = Command::new("id").args([flag, user]).output().unwrap();
         ok_out("id", out)
@@ -575,7 +575,7 @@ fn cred_of(user: &str) -> pktfs::Cred {
             .map(|n| n.parse().unwrap())
             .collect()
     };
-    pktfs::Cred::new(id("-u")[0], id("-g")[0], id("-G"))
+    pktfs_fs::Cred::new(id("-u")[0], id("-g")[0], id("-G"))
 }
 
 /// For each path, "rwx" as the kernel answers access(2) (`test -r/-w/-x`,
@@ -646,9 +646,9 @@ fn volume_permits_agrees_with_the_kernel() {
         ino
     };
     let bits = [
-        pktfs::Access::READ,
-        pktfs::Access::WRITE,
-        pktfs::Access::EXEC,
+        pktfs_fs::Access::READ,
+        pktfs_fs::Access::WRITE,
+        pktfs_fs::Access::EXEC,
     ];
     let mut disagree = Vec::new();
     let mut granted = [[0usize; 2]; 3];

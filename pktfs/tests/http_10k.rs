@@ -114,7 +114,7 @@ fn ten_thousand(io: &str, serving: &str) {
     eprintln!("{CONNS} downloads checked after {:?}", t0.elapsed());
     drop(conns);
     stop(server);
-    let vol = pktfs::Volume::open(&img, &pktfs::OpenOptions::default()).unwrap();
+    let vol = pktfs_fs::Volume::open(&img, &pktfs_fs::OpenOptions::default()).unwrap();
     let many = vol.lookup(vol.root(), b"many").unwrap().ino;
     let names = vol.list_dir(many).unwrap();
     assert_eq!(names.len(), CONNS);

@@ -3,7 +3,7 @@
 //! waited for), and a detached daemon's log survives it: where it goes is
 //! said at start, and what ended it, or why it refused an image, is in it.
 //!
-//! Lives in the pktfs-cli package so cargo builds the binaries it runs.
+//! Lives in the pktfs package so cargo builds the binaries it runs.
 
 #[path = "../../tests/tests/fuse_common/mod.rs"]
 mod fuse_common;

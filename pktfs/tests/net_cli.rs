@@ -1,5 +1,5 @@
 //! `pktfs serve`, `pktfs send` and `pktfs up --no-mount` as a person runs
-//! them. Lives in the pktfs-cli package so cargo builds the binary it runs.
+//! them. Lives in the pktfs package so cargo builds the binary it runs.
 
 mod cli_common;
 #[path = "../../tests/tests/net_common/mod.rs"]
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use cli_common::*;
 use net_common::*;
-use pktfs::{OpenOptions, Volume};
+use pktfs_fs::{OpenOptions, Volume};
 
 #[test]
 fn serve_store_send_and_stop_cleanly() {
@@ -82,7 +82,7 @@ fn serve_store_send_and_stop_cleanly() {
         },
     )
     .unwrap();
-    assert_eq!(v.superblock().state, layout::superblock::STATE_CLEAN);
+    assert_eq!(v.superblock().state, pktfs_layout::superblock::STATE_CLEAN);
     let a = v
         .lookup(v.lookup(v.root(), b"a").unwrap().ino, b"b")
         .unwrap();

@@ -100,7 +100,7 @@ fn auto_serves_on_epoll_where_io_uring_is_blocked() {
     assert!(got == body, "GET returned other bytes");
     stop(server);
 
-    let vol = pktfs::Volume::open(&img, &pktfs::OpenOptions::default()).unwrap();
+    let vol = pktfs_fs::Volume::open(&img, &pktfs_fs::OpenOptions::default()).unwrap();
     let f = vol.lookup(vol.root(), b"f").unwrap().ino;
     assert!(vol.read(f, 0, u64::MAX).unwrap() == body);
     vol.check_invariants().unwrap();
@@ -130,6 +130,6 @@ fn io_uring_insisted_on_where_it_is_blocked_is_refused_with_the_reason() {
         "{err}"
     );
     // Nothing was stored, nothing was lost.
-    let vol = pktfs::Volume::open(&img, &pktfs::OpenOptions::default()).unwrap();
+    let vol = pktfs_fs::Volume::open(&img, &pktfs_fs::OpenOptions::default()).unwrap();
     vol.check_invariants().unwrap();
 }

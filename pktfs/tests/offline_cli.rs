@@ -34,10 +34,10 @@ macro_rules! args {
 fn fresh_image(bytes: u64) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("img");
-    pktfs::Volume::format(
+    pktfs_fs::Volume::format(
         &img,
-        &pktfs::FormatOptions {
-            params: layout::GeometryParams::for_size(bytes),
+        &pktfs_fs::FormatOptions {
+            params: pktfs_layout::GeometryParams::for_size(bytes),
             label: None,
         },
         &mut |_, _| {},
@@ -84,7 +84,7 @@ fn put_ls_cat_get_rm_round_trip() {
     assert!(e.contains("root"), "{e}");
 
     // The image was closed cleanly every time and is consistent.
-    let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+    let v = pktfs_fs::Volume::open(&img, &Default::default()).unwrap();
     assert!(v.open_report().was_clean);
     v.close().unwrap();
 
@@ -123,7 +123,7 @@ fn a_failed_put_changes_nothing() {
     std::fs::write(&small, b"the file that must survive").unwrap();
     ok(&run(args!("put", i, small.as_os_str(), "/f")));
     let free_before = {
-        let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+        let v = pktfs_fs::Volume::open(&img, &Default::default()).unwrap();
         let f = v.statfs().blocks_free;
         v.close().unwrap();
         f
@@ -140,7 +140,7 @@ fn a_failed_put_changes_nothing() {
         };
         let e = err(&run(a));
         assert!(e.contains("no space"), "{e}");
-        let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+        let v = pktfs_fs::Volume::open(&img, &Default::default()).unwrap();
         assert_eq!(
             v.statfs().blocks_free,
             free_before,
@@ -170,7 +170,7 @@ fn a_failed_get_leaves_the_destination_as_it_was() {
     ok(&run(args!("put", i, src.as_os_str(), "/good")));
     // Damage a record in the middle of /f behind the file system's back.
     let off = {
-        let v = pktfs::Volume::open(&img, &Default::default()).unwrap();
+        let v = pktfs_fs::Volume::open(&img, &Default::default()).unwrap();
         let ino = v.lookup(v.root(), b"f").unwrap().ino;
         let chain = v.chain(ino).unwrap();
         let off = chain[chain.len() / 2].image_off;

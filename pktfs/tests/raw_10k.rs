@@ -74,7 +74,7 @@ fn ten_thousand(io: &str, serving: &str) {
     eprintln!("all stored after {:?}", t0.elapsed());
     drop(conns);
     stop(server);
-    let vol = pktfs::Volume::open(&img, &pktfs::OpenOptions::default()).unwrap();
+    let vol = pktfs_fs::Volume::open(&img, &pktfs_fs::OpenOptions::default()).unwrap();
     let rawdir = vol.lookup(vol.root(), b"raw").unwrap().ino;
     let mut seen = 0;
     for e in vol.list_dir(rawdir).unwrap() {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use fuse_common::is_mountpoint;
 use net_common::wait_until;
-use pktfs::{OpenOptions, Volume};
+use pktfs_fs::{OpenOptions, Volume};
 use rustix::process::{kill_process_group, Pid, Signal};
 
 /// The workspace root (README.md, .ci/run, and where the command runs).

@@ -62,15 +62,15 @@ fn wait_out(mut c: Proc) -> (i32, String) {
 }
 
 fn read_file(img: &Path, path: &str) -> Vec<u8> {
-    let v = pktfs::Volume::open(
+    let v = pktfs_fs::Volume::open(
         img,
-        &pktfs::OpenOptions {
+        &pktfs_fs::OpenOptions {
             read_only: true,
             ..Default::default()
         },
     )
     .unwrap();
-    let ino = netpath::control::resolve(&v, path).unwrap();
+    let ino = pktfs_netpath::control::resolve(&v, path).unwrap();
     v.read(ino, 0, u64::MAX).unwrap()
 }
 
@@ -109,7 +109,7 @@ fn recv_from_nc_and_connect_and_send_back() {
         assert_eq!(r["seq"], r["file_offset"]);
     }
     // The stream CRC is the CRC of the bytes.
-    assert_eq!(rep["crc32c"], format!("{:08x}", layout::crc32c(&body)));
+    assert_eq!(rep["crc32c"], format!("{:08x}", pktfs_layout::crc32c(&body)));
 
     // What the receive would refuse is refused before it listens, so no
     // sender is taken on: an existing name (create), a missing directory,
@@ -374,10 +374,10 @@ fn a_user_who_may_not_use_the_holder_is_refused() {
     assert!(err.contains("may not control this image"), "{err}");
     stop(server);
     // Nothing was stored.
-    assert!(netpath::control::resolve(
-        &pktfs::Volume::open(
+    assert!(pktfs_netpath::control::resolve(
+        &pktfs_fs::Volume::open(
             &img,
-            &pktfs::OpenOptions {
+            &pktfs_fs::OpenOptions {
                 read_only: true,
                 ..Default::default()
             }

@@ -105,7 +105,7 @@ fn populate(img: &Path) -> Vec<(String, Vec<u8>)> {
     // of two fetched records.
     files.push(("/odd.bin".into(), pattern(3 << 20, 7)));
     files.push(("/large.bin".into(), pattern(20 << 20, 99)));
-    let v = pktfs::Volume::open(img, &pktfs::OpenOptions::default()).unwrap();
+    let v = pktfs_fs::Volume::open(img, &pktfs_fs::OpenOptions::default()).unwrap();
     let small = v.mkdir(v.root(), b"small", 0o755, 0, 0).unwrap().ino;
     for (p, data) in &files {
         let (dir, name) = match p.strip_prefix("/small/") {
@@ -433,7 +433,7 @@ fn kill_during_tier_out_loses_nothing_and_orphans_are_collected() {
     mkfs(&img, 128 << 20);
     let mut files = Vec::new();
     {
-        let v = pktfs::Volume::open(&img, &pktfs::OpenOptions::default()).unwrap();
+        let v = pktfs_fs::Volume::open(&img, &pktfs_fs::OpenOptions::default()).unwrap();
         for k in 0..240u64 {
             let data = pattern(64 << 10, 1000 + k);
             let f = v

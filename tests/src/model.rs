@@ -29,11 +29,11 @@ pub use volume::{apply_vol, dump, Entry, Tree};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use pktfs::media::Pm;
-use pktfs::volume::{ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
-use pktfs::{Acl, FallocMode, FileType, RenameFlags, SetAttr, Volume, XattrFlags};
+use pktfs_fs::media::Pm;
+use pktfs_fs::volume::{ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
+use pktfs_fs::{Acl, FallocMode, FileType, RenameFlags, SetAttr, Volume, XattrFlags};
 
-pub use layout::GeometryParams;
+pub use pktfs_layout::GeometryParams;
 
 pub type Errno = i32;
 pub type OpResult = Result<u64, Errno>;

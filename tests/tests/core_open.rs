@@ -1,9 +1,9 @@
 //! Opening bad images: a clear error naming the problem, never a panic,
 //! never a write into an image pktfs does not understand.
 
-use layout::superblock::{BACKUP_OFFSET, FORMAT_VERSION};
-use layout::{GeometryParams, SuperblockRaw};
-use pktfs::{FormatOptions, FsError, OpenOptions, Volume};
+use pktfs_layout::superblock::{BACKUP_OFFSET, FORMAT_VERSION};
+use pktfs_layout::{GeometryParams, SuperblockRaw};
+use pktfs_fs::{FormatOptions, FsError, OpenOptions, Volume};
 
 fn image(dir: &std::path::Path) -> std::path::PathBuf {
     let p = dir.join("img");
@@ -46,13 +46,13 @@ fn patch_sb(p: &std::path::Path, off: u64, f: impl Fn(&mut SuperblockRaw)) {
 /// Raw superblock edits with the CRC recomputed, as a newer or foreign
 /// pktfs would have written them.
 mod zerocopy_shim {
-    use layout::SuperblockRaw;
+    use pktfs_layout::SuperblockRaw;
     pub fn read_sb(b: &[u8]) -> SuperblockRaw {
-        layout::superblock::raw_from_bytes(&b[..256]).unwrap()
+        pktfs_layout::superblock::raw_from_bytes(&b[..256]).unwrap()
     }
     pub fn write_sb(b: &mut [u8], mut raw: SuperblockRaw) {
-        layout::superblock::seal(&mut raw);
-        b[..256].copy_from_slice(layout::superblock::raw_bytes(&raw));
+        pktfs_layout::superblock::seal(&mut raw);
+        b[..256].copy_from_slice(pktfs_layout::superblock::raw_bytes(&raw));
     }
 }
 
@@ -144,10 +144,10 @@ fn older_image_gains_the_dir_time_feature() {
     v.close().unwrap();
     let b = std::fs::read(&p).unwrap();
     for off in [0, BACKUP_OFFSET as usize] {
-        let raw = layout::superblock::raw_from_bytes(&b[off..off + 256]).unwrap();
+        let raw = pktfs_layout::superblock::raw_from_bytes(&b[off..off + 256]).unwrap();
         assert_eq!(
             raw.ro_compat.get(),
-            layout::superblock::RO_COMPAT_SUPPORTED.bits()
+            pktfs_layout::superblock::RO_COMPAT_SUPPORTED.bits()
         );
     }
 }
@@ -250,8 +250,8 @@ fn damaged_chain_opens_read_only_with_fsck_advice() {
 /// commits its fixes in chunks, fixes them all, and fsck is clean after.
 #[test]
 fn open_fixes_more_link_counts_than_a_journal_slot_holds() {
-    use layout::inode::SLOTS_OFF;
-    use layout::{AttrSlot, PmOffset};
+    use pktfs_layout::inode::SLOTS_OFF;
+    use pktfs_layout::{AttrSlot, PmOffset};
     let dir = tempfile::tempdir().unwrap();
     let p = image(dir.path());
     let v = Volume::open(&p, &OpenOptions::default()).unwrap();
@@ -279,7 +279,7 @@ fn open_fixes_more_link_counts_than_a_journal_slot_holds() {
     }
     std::fs::write(&p, &b).unwrap();
     let r = pktfs_fsck::check(
-        &mut pktfs::media::Pm::from_bytes(b.clone()),
+        &mut pktfs_fs::media::Pm::from_bytes(b.clone()),
         &pktfs_fsck::Options::check(),
     );
     assert_eq!(
@@ -296,7 +296,7 @@ fn open_fixes_more_link_counts_than_a_journal_slot_holds() {
     }
     v.check_invariants().unwrap();
     v.close().unwrap();
-    let mut pm = pktfs::media::Pm::from_bytes(std::fs::read(&p).unwrap());
+    let mut pm = pktfs_fs::media::Pm::from_bytes(std::fs::read(&p).unwrap());
     let r = pktfs_fsck::check(&mut pm, &pktfs_fsck::Options::check());
     assert!(r.clean(), "{}", r.to_text());
     let v = Volume::open(&p, &OpenOptions::default()).unwrap();

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use layout::GeometryParams;
-use pktfs::media::Pm;
-use pktfs::{RenameFlags, Volume};
+use pktfs_layout::GeometryParams;
+use pktfs_fs::media::Pm;
+use pktfs_fs::{RenameFlags, Volume};
 
 #[test]
 fn eight_threads() {
@@ -67,7 +67,7 @@ fn eight_threads() {
         while let Some((d, path)) = stack.pop() {
             for e in v.list_dir(d).unwrap() {
                 let p = format!("{path}/{}", String::from_utf8_lossy(&e.name));
-                if e.kind == pktfs::FileType::Directory {
+                if e.kind == pktfs_fs::FileType::Directory {
                     stack.push((e.ino, p.clone()));
                     out.push((p, Vec::new()));
                 } else {
@@ -142,7 +142,7 @@ fn concurrent_free_and_create_reuse_numbers() {
         let name = format!("y{}", k % 4);
         let f = match v.create(b, name.as_bytes(), 0o644, 0, 0) {
             Ok(f) => f.ino,
-            Err(pktfs::FsError::NoSpace(_)) => continue,
+            Err(pktfs_fs::FsError::NoSpace(_)) => continue,
             Err(e) => panic!("{e}"),
         };
         v.write(f, 0, b"data")

@@ -4,8 +4,8 @@
 //! (name and times appear together or not at all), across remounts, and
 //! against the operations that do switch the slot afterwards.
 
-use pktfs::media::Pm;
-use pktfs::{SetAttr, TimeSet, Volume};
+use pktfs_fs::media::Pm;
+use pktfs_fs::{SetAttr, TimeSet, Volume};
 use pktfs_tests::model::crash::for_each_point;
 use pktfs_tests::model::format_image;
 
@@ -13,7 +13,7 @@ const IMAGE: u64 = 2 << 20;
 
 /// An unnamed file holding `data`, as the receive path makes it; returns
 /// its inode and the pieces still to commit with the name.
-fn upload<'v>(v: &'v Volume, data: &[u8]) -> (u64, Vec<pktfs::RxPiece<'v>>) {
+fn upload<'v>(v: &'v Volume, data: &[u8]) -> (u64, Vec<pktfs_fs::RxPiece<'v>>) {
     let t = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
     let mut buf = v.rx_reserve(data.len() as u32).unwrap();
     buf.append(data);

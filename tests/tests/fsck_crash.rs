@@ -6,11 +6,11 @@
 //! damage mark, a trim) or a torn superblock would show as a lost name or
 //! a lost range here.
 
-use layout::inode::SLOTS_OFF;
-use layout::superblock::{raw_bytes, raw_from_bytes, seal, RoCompatFeatures};
-use layout::{AttrSlot, Geometry, PmOffset, Record, RecordId};
-use pktfs::media::Pm;
-use pktfs::Volume;
+use pktfs_layout::inode::SLOTS_OFF;
+use pktfs_layout::superblock::{raw_bytes, raw_from_bytes, seal, RoCompatFeatures};
+use pktfs_layout::{AttrSlot, Geometry, PmOffset, Record, RecordId};
+use pktfs_fs::media::Pm;
+use pktfs_fs::Volume;
 use pktfs_fsck::{exit, Options};
 use pktfs_tests::model::ace::{path_ino, seeded};
 use pktfs_tests::model::crash::{for_each_point, subsets};

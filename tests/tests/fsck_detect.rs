@@ -3,10 +3,10 @@
 //! `-p` for the safe repairs) fixes it with exit 1, that a second `-n` is
 //! clean, that the image mounts, and what survives.
 
-use layout::inode::SLOTS_OFF;
-use layout::{AttrSlot, Geometry, PmOffset, Record, RecordId};
-use pktfs::media::Pm;
-use pktfs::Volume;
+use pktfs_layout::inode::SLOTS_OFF;
+use pktfs_layout::{AttrSlot, Geometry, PmOffset, Record, RecordId};
+use pktfs_fs::media::Pm;
+use pktfs_fs::Volume;
 use pktfs_fsck::{exit, Options, Report, Severity};
 use pktfs_tests::model::ace::seeded;
 use pktfs_tests::model::crash::{for_each_point, record};
@@ -20,7 +20,7 @@ struct Img {
 fn base() -> Img {
     let (img, _) = seeded();
     let b = img.to_vec();
-    let g = layout::Superblock::from_bytes(&b[..256], 0, b.len() as u64)
+    let g = pktfs_layout::Superblock::from_bytes(&b[..256], 0, b.len() as u64)
         .unwrap()
         .geometry;
     Img { b, g }
@@ -245,23 +245,23 @@ fn marked(img: &Img, path: &str) -> Vec<(u64, u32)> {
     img.chain(path)
         .into_iter()
         .map(|id| img.record(id).0)
-        .filter(|r| r.flags & layout::record::FLAG_DAMAGED != 0)
+        .filter(|r| r.flags & pktfs_layout::record::FLAG_DAMAGED != 0)
         .map(|r| (r.file_off, r.len))
         .collect()
 }
 
 fn damage_flags_feature(img: &Img) -> bool {
     [0usize, 4096].iter().all(|&o| {
-        let sb = layout::Superblock::from_bytes(&img.b[o..o + 256], o as u64, img.b.len() as u64)
+        let sb = pktfs_layout::Superblock::from_bytes(&img.b[o..o + 256], o as u64, img.b.len() as u64)
             .unwrap();
-        sb.ro_compat & layout::superblock::RoCompatFeatures::DAMAGE_FLAGS.bits() != 0
+        sb.ro_compat & pktfs_layout::superblock::RoCompatFeatures::DAMAGE_FLAGS.bits() != 0
     })
 }
 
 /// Clear DAMAGE_FLAGS in both superblocks (an image no build with damage
 /// flags has opened), so that fsck has to set it.
 fn without_damage_flags(img: &mut Img) {
-    use layout::superblock::{raw_bytes, raw_from_bytes, seal, RoCompatFeatures};
+    use pktfs_layout::superblock::{raw_bytes, raw_from_bytes, seal, RoCompatFeatures};
     for off in [0usize, 4096] {
         let mut raw = raw_from_bytes(&img.b[off..off + 256]).unwrap();
         raw.ro_compat = (raw.ro_compat.get() & !RoCompatFeatures::DAMAGE_FLAGS.bits()).into();
@@ -607,11 +607,11 @@ fn journal_pending_is_replayed_and_invalid_is_discarded() {
     e.extend_from_slice(&(img.g.buffer_offset + 8).to_le_bytes());
     e.extend_from_slice(&1u64.to_le_bytes());
     let mut h = Vec::new();
-    h.extend_from_slice(&layout::journal::COMMIT_MAGIC.to_le_bytes());
+    h.extend_from_slice(&pktfs_layout::journal::COMMIT_MAGIC.to_le_bytes());
     h.extend_from_slice(&9u64.to_le_bytes());
     h.extend_from_slice(&1u32.to_le_bytes());
     h.extend_from_slice(&[0u8; 40]);
-    let crc = layout::crc32c_append(layout::crc32c(&h), &e);
+    let crc = pktfs_layout::crc32c_append(pktfs_layout::crc32c(&h), &e);
     h.extend_from_slice(&crc.to_le_bytes());
     img.b[slot + 64..slot + 80].copy_from_slice(&e);
     img.b[slot..slot + 64].copy_from_slice(&h);
@@ -667,7 +667,7 @@ fn reflinked_ranges_are_shared_not_errors() {
 /// and leaves every byte as it was.
 #[test]
 fn unknown_ro_compat_feature_is_checked_but_not_repaired() {
-    use layout::superblock::{raw_bytes, raw_from_bytes, seal, BACKUP_OFFSET};
+    use pktfs_layout::superblock::{raw_bytes, raw_from_bytes, seal, BACKUP_OFFSET};
     let mut img = base();
     for off in [0usize, BACKUP_OFFSET as usize] {
         let mut raw = raw_from_bytes(&img.b[off..off + 256]).unwrap();
@@ -738,12 +738,12 @@ fn both_superblocks_lost_the_geometry_is_found() {
 
 #[test]
 fn both_superblocks_lost_on_a_default_image_restores_its_exact_geometry() {
-    use pktfs::{FormatOptions, OpenOptions};
+    use pktfs_fs::{FormatOptions, OpenOptions};
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("img");
-    let params = layout::GeometryParams {
+    let params = pktfs_layout::GeometryParams {
         buffer_size_bytes: 4096,
-        ..layout::GeometryParams::for_size(16 << 20)
+        ..pktfs_layout::GeometryParams::for_size(16 << 20)
     };
     let g = Volume::format(
         &p,
@@ -766,7 +766,7 @@ fn both_superblocks_lost_on_a_default_image_restores_its_exact_geometry() {
     let lost = without_superblocks(&img, 0);
     let (r, fixed) = lost.repair(&Options::yes());
     assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
-    let sb = layout::Superblock::from_bytes(&fixed.b[..256], 0, fixed.b.len() as u64).unwrap();
+    let sb = pktfs_layout::Superblock::from_bytes(&fixed.b[..256], 0, fixed.b.len() as u64).unwrap();
     assert_eq!(sb.geometry, g, "mkfs's own layout");
     std::fs::write(&p, &fixed.b).unwrap();
     let v = Volume::open(&p, &OpenOptions::default()).unwrap();

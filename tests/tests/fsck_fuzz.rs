@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
-use pktfs::media::Pm;
-use pktfs::Volume;
+use pktfs_fs::media::Pm;
+use pktfs_fs::Volume;
 use pktfs_fsck::{exit, Options};
 use pktfs_tests::model::ace::seeded;
 use pktfs_tests::model::crash::{for_each_point, full_mode, record};
@@ -129,7 +129,7 @@ fn images() -> &'static Vec<Arc<Vec<u8>>> {
 /// each region that the images use.
 fn region(img: &[u8], sel: u8) -> (usize, usize) {
     // Offsets of the 2 MiB / 64-inode geometry, read from the superblock.
-    let sb = layout::Superblock::from_bytes(&img[..256], 0, img.len() as u64)
+    let sb = pktfs_layout::Superblock::from_bytes(&img[..256], 0, img.len() as u64)
         .expect("test images have a valid primary");
     let g = sb.geometry;
     match sel % 16 {

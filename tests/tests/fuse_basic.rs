@@ -387,14 +387,14 @@ fn xattrs() {
     rfs::setxattr(m.path(), "user.dir", b"yes", rfs::XattrFlags::empty()).unwrap();
     assert_eq!(getx(m.path(), "user.dir").unwrap(), b"yes");
     // The chain, read-only and not listed.
-    let chain = getx(&p, pktfs::fuse::CHAIN_XATTR).unwrap();
+    let chain = getx(&p, pktfs_fs::fuse::CHAIN_XATTR).unwrap();
     let chain = String::from_utf8(chain).unwrap();
     assert!(
         chain.starts_with('[') && chain.contains("\"record\"") && chain.contains("\"crc32c\""),
         "{chain}"
     );
     expect_rerrno(
-        rfs::setxattr(&p, pktfs::fuse::CHAIN_XATTR, b"x", rfs::XattrFlags::empty()),
+        rfs::setxattr(&p, pktfs_fs::fuse::CHAIN_XATTR, b"x", rfs::XattrFlags::empty()),
         libc::EPERM,
     );
     assert!(!listx(&p).unwrap().windows(5).any(|w| w == b"pktfs"));
@@ -778,7 +778,7 @@ fn atime_policies() {
         ("strictatime", true, true),
         ("noatime", false, false),
     ] {
-        let mut opts = pktfs::fuse::MountOptions::default();
+        let mut opts = pktfs_fs::fuse::MountOptions::default();
         opts.apply(opt).unwrap();
         let m = Mounted::with_options(&format!("atime-{opt}"), 16 * MIB, opts);
         let p = m.p("f");

@@ -2,8 +2,8 @@
 //! its record's range, splits never launder it, and a fault stops the
 //! Volume without losing anything acknowledged.
 
-use layout::GeometryParams;
-use pktfs::{FormatOptions, FsError, OpenOptions, VerifyMode, Volume};
+use pktfs_layout::GeometryParams;
+use pktfs_fs::{FormatOptions, FsError, OpenOptions, VerifyMode, Volume};
 
 fn fresh(dir: &std::path::Path) -> std::path::PathBuf {
     let p = dir.join("img");
@@ -185,15 +185,15 @@ fn a_panic_inside_an_operation_stops_the_volume() {
     assert!(v.failure().unwrap().contains("injected fault"));
     // Close refuses to mark the image clean.
     assert!(matches!(v.close(), Err(FsError::Failed(_))));
-    let sb = layout::superblock::raw_from_bytes(&std::fs::read(&p).unwrap()[..256]).unwrap();
-    assert_ne!(sb.state.get(), layout::superblock::STATE_CLEAN);
+    let sb = pktfs_layout::superblock::raw_from_bytes(&std::fs::read(&p).unwrap()[..256]).unwrap();
+    assert_ne!(sb.state.get(), pktfs_layout::superblock::STATE_CLEAN);
     // The next open recovers; what was acknowledged is there; fsck is clean.
     let v = open(&p);
     let f = v.lookup(v.root(), b"acked").unwrap();
     assert_eq!(v.read(f.ino, 0, 100).unwrap(), b"acknowledged");
     assert!(v.lookup(v.root(), b"new").is_err());
     v.close().unwrap();
-    let mut pm = pktfs::media::Pm::open(&p, &Default::default()).unwrap();
+    let mut pm = pktfs_fs::media::Pm::open(&p, &Default::default()).unwrap();
     let rep = pktfs_fsck::check(&mut pm, &pktfs_fsck::Options::check());
     assert!(rep.clean(), "{rep:?}");
 }
@@ -256,10 +256,10 @@ fn structural_damage_stays_local() {
     v.close().unwrap();
     // Inside both attribute slots (either may be the live one).
     for slot in 0..2 {
-        let at = layout::inode::SLOTS_OFF + slot * layout::inode::SLOT_SIZE + 8;
+        let at = pktfs_layout::inode::SLOTS_OFF + slot * pktfs_layout::inode::SLOT_SIZE + 8;
         flip(&p, g.inode_pos(f1 as u32).0 + at);
     }
-    flip(&p, g.record_pos(layout::RecordId(rec)).0 + 20); // payload_crc field: record CRC fails
+    flip(&p, g.record_pos(pktfs_layout::RecordId(rec)).0 + 20); // payload_crc field: record CRC fails
     flip(&p, name_at); // "inner" no longer matches its name CRC
     let before = std::fs::read(&p).unwrap();
 

@@ -27,8 +27,8 @@ static CRASH_AFTER: AtomicU64 = AtomicU64::new(0);
 
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
-use pktfs::media::Pm;
-use pktfs::{FileType, Volume};
+use pktfs_fs::media::Pm;
+use pktfs_fs::{FileType, Volume};
 use pktfs_tests::model::crash::{check_image, for_each_point, full_mode, subsets};
 use pktfs_tests::model::gen::{concretize, steps, Step};
 use pktfs_tests::model::{apply_vol, dump, format_image, show_result, Model, Op, OpResult};

@@ -15,7 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use net_common::{data, server, Conn, Server};
-use netpath::IoMode;
+use pktfs_netpath::IoMode;
 
 const MIB: u64 = 1 << 20;
 /// The well-behaved client's file names.
@@ -220,7 +220,7 @@ fn spares_are_capped_and_freed(io: IoMode) {
     // The files, their directory, and one spare per connection up to the
     // cap (made after each answer was sent).
     let named = CONNS as u64 + 1;
-    let cap = netpath::http::MAX_SPARES as u64;
+    let cap = pktfs_netpath::http::MAX_SPARES as u64;
     assert!(CONNS as u64 > cap, "the test must pass the cap");
     net_common::wait_until("the spares are made", Duration::from_secs(10), || {
         inodes_used(&s) == before + named + cap
@@ -269,7 +269,7 @@ fn no_spares_while_inodes_are_scarce() {
     let s = server(8 * MIB, |c| c.io = IoMode::Uring);
     let free = s.vol.statfs().files_free;
     assert!(
-        free < netpath::http::SPARE_MIN_FREE_INODES,
+        free < pktfs_netpath::http::SPARE_MIN_FREE_INODES,
         "the image must be short of inodes ({free} free)"
     );
     let before = inodes_used(&s);

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Barrier};
 
 use net_common::{server, Conn};
-use netpath::IoMode;
+use pktfs_netpath::IoMode;
 
 /// Writers racing on one file, and the updates each must get accepted.
 const WRITERS: usize = 4;

@@ -33,7 +33,7 @@ fn code(args: &[&str]) -> u16 {
 fn curl_upload_download_range_chunked_delete() {
     require!(prereq::tool("curl"));
     let s = server(128 * MIB, |c| {
-        c.token = Some(netpath::Token::from_file_contents("tok").unwrap())
+        c.token = Some(pktfs_netpath::Token::from_file_contents("tok").unwrap())
     });
     let base = format!("http://{}", s.http);
     let auth = "Authorization: Bearer tok";

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use http_model::{expect, req, Req, NAMES};
 use http_wire::{exchange, parse_answers, CLOSE_WITHIN};
 use net_common::{data, http, server, Server};
-use netpath::IoMode;
+use pktfs_netpath::IoMode;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 

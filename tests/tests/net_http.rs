@@ -39,7 +39,7 @@ fn put_get_roundtrip_lands_as_network_records() {
     for (k, e) in ch.iter().enumerate() {
         assert_eq!(e.file_off, off);
         let bytes = &body[off as usize..(off + e.len as u64) as usize];
-        assert_eq!(e.payload_crc, layout::crc32c(bytes));
+        assert_eq!(e.payload_crc, pktfs_layout::crc32c(bytes));
         assert_eq!(
             e.seq,
             head_len as u64 + off,
@@ -308,7 +308,7 @@ fn paths_never_leave_the_tree() {
 #[test]
 fn bearer_token_and_read_only() {
     let s = server(32 * MIB, |c| {
-        c.token = Some(netpath::Token::from_file_contents("s3cret\n").unwrap())
+        c.token = Some(pktfs_netpath::Token::from_file_contents("s3cret\n").unwrap())
     });
     let r = http(s.http, "PUT", "/t", &[], b"x");
     assert_eq!(r.status, 401);
@@ -396,9 +396,9 @@ fn bearer_token_and_read_only() {
     let path = dir.path().join("img");
     drop(vol);
     let vol = std::sync::Arc::new(
-        pktfs::Volume::open(
+        pktfs_fs::Volume::open(
             &path,
-            &pktfs::OpenOptions {
+            &pktfs_fs::OpenOptions {
                 read_only: true,
                 ..Default::default()
             },

@@ -7,7 +7,7 @@ mod net_common;
 use std::sync::{Arc, Barrier};
 
 use net_common::*;
-use pktfs::{OpenOptions, Volume};
+use pktfs_fs::{OpenOptions, Volume};
 
 /// The tag the server must give content `b`: its CRC32C (computed here
 /// independently, one pass) and its length.
@@ -376,7 +376,7 @@ fn a_change_while_the_body_arrives_fails_the_precondition() {
 /// 9110 10.1.1), then its answer once the body came; on both transports.
 #[test]
 fn continue_before_a_body_read_first() {
-    for io in [netpath::IoMode::Uring, netpath::IoMode::Threads] {
+    for io in [pktfs_netpath::IoMode::Uring, pktfs_netpath::IoMode::Threads] {
         let s = server(16 << 20, |c| c.io = io);
         let mut c = Conn::new(s.http);
         c.s.set_read_timeout(Some(std::time::Duration::from_secs(5)))

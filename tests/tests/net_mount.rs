@@ -12,21 +12,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use net_common::*;
-use pktfs::fuse::{Invalidator, MountOptions};
+use pktfs_fs::fuse::{Invalidator, MountOptions};
 
 /// How long a change may take to show in the mount: generous for a loaded
 /// machine, yet far below the 60 s the kernel would otherwise cache.
 const LIMIT: Duration = Duration::from_secs(10);
 
 /// What `pktfs mount --listen` and `pktfs up` pass as the change callback.
-fn invalidate_with(inv: Invalidator) -> netpath::OnChange {
-    Arc::new(move |c: netpath::Change<'_>| match c {
-        netpath::Change::Entry { parent, name, .. }
-        | netpath::Change::Removed { parent, name, .. } => {
+fn invalidate_with(inv: Invalidator) -> pktfs_netpath::OnChange {
+    Arc::new(move |c: pktfs_netpath::Change<'_>| match c {
+        pktfs_netpath::Change::Entry { parent, name, .. }
+        | pktfs_netpath::Change::Removed { parent, name, .. } => {
             let _ = inv.inval_entry(parent, OsStr::from_bytes(name));
             let _ = inv.inval_inode(parent);
         }
-        netpath::Change::Data { ino, .. } => {
+        pktfs_netpath::Change::Data { ino, .. } => {
             let _ = inv.inval_inode(ino);
         }
     })
@@ -45,14 +45,14 @@ fn network_changes_show_in_the_mount_at_once() {
         ..MountOptions::default()
     };
     // /dev/fuse is usable, so a failing mount is a failure, not a skip.
-    let h = pktfs::fuse::mount(vol.clone(), mnt.path(), &opts).expect("mount");
-    let cfg = netpath::Config {
+    let h = pktfs_fs::fuse::mount(vol.clone(), mnt.path(), &opts).expect("mount");
+    let cfg = pktfs_netpath::Config {
         http_listen: Some("127.0.0.1:0".parse().unwrap()),
         raw_listen: Some("127.0.0.1:0".parse().unwrap()),
         ..Default::default()
     };
     let svc =
-        netpath::Services::start(vol.clone(), cfg, Some(invalidate_with(h.invalidator()))).unwrap();
+        pktfs_netpath::Services::start(vol.clone(), cfg, Some(invalidate_with(h.invalidator()))).unwrap();
     let web = svc.http_addr().unwrap();
     let m = mnt.path();
 

@@ -11,8 +11,8 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use net_common::*;
-use pktfs::media::Pm;
-use pktfs::Volume;
+use pktfs_fs::media::Pm;
+use pktfs_fs::Volume;
 
 const MIB: u64 = 1 << 20;
 
@@ -71,7 +71,7 @@ fn each_connection_becomes_one_file_named_by_time_and_peer() {
         assert!(e.timestamp_ns >= last_ts);
         last_ts = e.timestamp_ns;
         let b = &body[e.file_off as usize..(e.file_off + e.len as u64) as usize];
-        assert_eq!(e.payload_crc, layout::crc32c(b));
+        assert_eq!(e.payload_crc, pktfs_layout::crc32c(b));
     }
     // The callback saw the file appear and grow to its final size.
     let ch = s.changes.lock().unwrap().clone();
@@ -156,17 +156,17 @@ fn netcat_is_a_client() {
 #[test]
 fn raw_mode_is_refused_on_a_read_only_server() {
     let (_d, vol) = image(16 * MIB);
-    let cfg = netpath::Config {
+    let cfg = pktfs_netpath::Config {
         raw_listen: Some("127.0.0.1:0".parse().unwrap()),
         read_only: true,
         ..Default::default()
     };
-    assert!(netpath::Services::start(vol, cfg, None).is_err());
+    assert!(pktfs_netpath::Services::start(vol, cfg, None).is_err());
 }
 
 /// A volume on the recording backend, freshly formatted.
 fn recording_volume(bytes: usize) -> Arc<Volume> {
-    let mut pm = Volume::format_in_memory(layout::GeometryParams::for_size(bytes as u64)).unwrap();
+    let mut pm = Volume::format_in_memory(pktfs_layout::GeometryParams::for_size(bytes as u64)).unwrap();
     Arc::new(Volume::open_pm(Pm::recording(pm.snapshot()), false).unwrap())
 }
 

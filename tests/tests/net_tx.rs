@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use net_common::*;
-use pktfs::media::{MapOptions, Pm};
+use pktfs_fs::media::{MapOptions, Pm};
 
 #[test]
 fn send_streams_a_file_by_its_chain_with_holes_as_zeros() {
@@ -32,7 +32,7 @@ fn send_streams_a_file_by_its_chain_with_holes_as_zeros() {
         s.read_to_end(&mut v).unwrap();
         v
     });
-    let r = netpath::send::send_file(&vol, f.ino, &addr, Duration::from_secs(10)).unwrap();
+    let r = pktfs_netpath::send::send_file(&vol, f.ino, &addr, Duration::from_secs(10)).unwrap();
     let got = rx.join().unwrap();
     assert_eq!(got.len(), want.len());
     assert!(got == want);

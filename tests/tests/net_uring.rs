@@ -17,8 +17,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use net_common::*;
-use netpath::loops::IoChoice;
-use netpath::IoMode;
+use pktfs_netpath::loops::IoChoice;
+use pktfs_netpath::IoMode;
 
 const MIB: u64 = 1 << 20;
 
@@ -31,7 +31,7 @@ fn loops_usable() -> prereq::Check {
 }
 
 fn uring_usable() -> prereq::Check {
-    netpath::loops::choose(IoMode::Uring, 1)
+    pktfs_netpath::loops::choose(IoMode::Uring, 1)
         .map(|_| ())
         .map_err(|e| format!("io_uring is not usable in this process: {e}"))
 }
@@ -45,7 +45,7 @@ fn loops() -> IoMode {
     }
 }
 
-fn raw_server_with(bytes: u64, io: IoMode, tweak: impl FnOnce(&mut netpath::Config)) -> Server {
+fn raw_server_with(bytes: u64, io: IoMode, tweak: impl FnOnce(&mut pktfs_netpath::Config)) -> Server {
     let s = server(bytes, |c| {
         c.raw_listen = Some("127.0.0.1:0".parse().unwrap());
         c.raw_dir = "/raw".into();
@@ -60,8 +60,8 @@ fn raw_server_with(bytes: u64, io: IoMode, tweak: impl FnOnce(&mut netpath::Conf
         .io_mode()
         .and_then(IoChoice::backend);
     let want = match io {
-        IoMode::Uring => Some(pktfs::RingBackend::Uring),
-        IoMode::Epoll => Some(pktfs::RingBackend::Epoll),
+        IoMode::Uring => Some(pktfs_fs::RingBackend::Uring),
+        IoMode::Epoll => Some(pktfs_fs::RingBackend::Epoll),
         _ => None,
     };
     assert_eq!(backend, want, "io mode as forced");
@@ -137,7 +137,7 @@ fn check_records(s: &Server, ino: u64, body: &[u8]) {
         );
         last_ts = e.timestamp_ns;
         let b = &body[e.file_off as usize..(e.file_off + e.len as u64) as usize];
-        assert_eq!(e.payload_crc, layout::crc32c(b));
+        assert_eq!(e.payload_crc, pktfs_layout::crc32c(b));
     }
 }
 
@@ -529,7 +529,7 @@ fn a_full_image_still_serves_get_and_delete_on_the_loops() {
 fn busy_polling_is_counted_and_can_be_turned_off() {
     require!(loops_usable());
     assert!(
-        netpath::Config::default().busy_poll > Duration::ZERO,
+        pktfs_netpath::Config::default().busy_poll > Duration::ZERO,
         "on by default"
     );
     for busy in [Duration::from_millis(5), Duration::ZERO] {
@@ -577,7 +577,7 @@ fn busy_polling_is_counted_and_can_be_turned_off() {
 #[test]
 fn busy_polling_pauses_for_a_paced_client() {
     require!(loops_usable());
-    let mut s = http_on_one_loop(netpath::Config::BUSY_POLL_DEFAULT);
+    let mut s = http_on_one_loop(pktfs_netpath::Config::BUSY_POLL_DEFAULT);
     let mut c = Conn::new(s.http);
     let put = |c: &mut Conn, k: usize| {
         c.send(&req_bytes(

@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 
 /// A fresh 64 MiB image on /dev/shm, opened (the directory holds it).
 fn fresh() -> (tempfile::TempDir, std::path::PathBuf, Arc<Volume>) {
@@ -18,7 +18,7 @@ fn fresh() -> (tempfile::TempDir, std::path::PathBuf, Arc<Volume>) {
     Volume::format(
         &p,
         &FormatOptions {
-            params: layout::GeometryParams::for_size(64 << 20),
+            params: pktfs_layout::GeometryParams::for_size(64 << 20),
             label: None,
         },
         &mut |_, _| {},
@@ -129,7 +129,7 @@ fn uploads_race_unlinks_and_renames() {
                             name.as_bytes(),
                             to,
                             format!("n{}", i % 5).as_bytes(),
-                            pktfs::RenameFlags::default(),
+                            pktfs_fs::RenameFlags::default(),
                         );
                     }
                 }
@@ -190,7 +190,7 @@ fn a_reservation_shared_with_a_persister_is_released_once() {
     let barrier = std::sync::Barrier::new(2);
     for round in 0..200u32 {
         client.write_all(&[round as u8; 3000]).unwrap();
-        let mut rx = netpath::rxstream::RxStream::new(&v, &server, 64 << 10);
+        let mut rx = pktfs_netpath::rxstream::RxStream::new(&v, &server, 64 << 10);
         let mut got = 0;
         while got < 3000 {
             got += rx.fill(3000, Duration::from_secs(10)).unwrap();

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use pktfs::media::Pm;
-use pktfs::{FallocMode, Volume};
+use pktfs_fs::media::Pm;
+use pktfs_fs::{FallocMode, Volume};
 use pktfs_tests::model::crash::{check_image, for_each_point, record};
 use pktfs_tests::model::{format_image, Model, Op};
 

@@ -18,9 +18,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use layout::{Geometry, Superblock};
-use pktfs::media::Pm;
-use pktfs::{OpenOptions, Volume};
+use pktfs_layout::{Geometry, Superblock};
+use pktfs_fs::media::Pm;
+use pktfs_fs::{OpenOptions, Volume};
 use pktfs_fsck::{exit, Options};
 use pktfs_tests::model::ace::seeded;
 use pktfs_tests::model::dump;
@@ -77,7 +77,7 @@ fn put(b: &mut [u8], off: usize, w: usize, v: u64) {
 
 /// Recompute the CRC32C stored at `at` over `from..at`.
 fn reseal(b: &mut [u8], from: usize, at: usize) {
-    let c = layout::crc32c(&b[from..at]);
+    let c = pktfs_layout::crc32c(&b[from..at]);
     b[at..at + 4].copy_from_slice(&c.to_le_bytes());
 }
 
@@ -124,7 +124,7 @@ fn mutate(r: &mut Rng, img: &mut [u8], g: &Geometry) -> String {
         // A record field, CRC resealed (bytes 8..60), or its link.
         5..=7 => {
             let id = 1 + r.below(used_records);
-            let base = g.record_pos(layout::RecordId(id)).0 as usize;
+            let base = g.record_pos(pktfs_layout::RecordId(id)).0 as usize;
             if r.below(4) == 0 {
                 let v = hostile(r, 8, get(img, base, 8), g);
                 put(img, base, 8, v);
@@ -153,7 +153,7 @@ fn mutate(r: &mut Rng, img: &mut [u8], g: &Geometry) -> String {
                 // Mostly real link words (an inode head, a record's next).
                 let addr = match r.below(4) {
                     0 => g.inode_pos(1 + r.below(used_inodes) as u32).0 + 8 * r.below(3),
-                    1 => g.record_pos(layout::RecordId(1 + r.below(used_records))).0,
+                    1 => g.record_pos(pktfs_layout::RecordId(1 + r.below(used_records))).0,
                     2 => r.below(g.image_len_bytes) & !7,
                     _ => hostile(r, 8, 0, g),
                 };
@@ -161,7 +161,7 @@ fn mutate(r: &mut Rng, img: &mut [u8], g: &Geometry) -> String {
                 entries.push((addr, value));
             }
             let mut h = [0u8; 64];
-            put(&mut h, 0, 8, layout::journal::COMMIT_MAGIC);
+            put(&mut h, 0, 8, pktfs_layout::journal::COMMIT_MAGIC);
             put(&mut h, 8, 8, 1 + r.below(1000));
             put(&mut h, 16, 4, count);
             let mut eb = Vec::new();
@@ -171,7 +171,7 @@ fn mutate(r: &mut Rng, img: &mut [u8], g: &Geometry) -> String {
             }
             let shown = (count as usize).min(max) * 16;
             eb.resize(shown.max(eb.len()), 0);
-            let crc = layout::crc32c_append(layout::crc32c(&h[..60]), &eb[..shown]);
+            let crc = pktfs_layout::crc32c_append(pktfs_layout::crc32c(&h[..60]), &eb[..shown]);
             h[60..64].copy_from_slice(&crc.to_le_bytes());
             img[base..base + 64].copy_from_slice(&h);
             img[base + 64..base + 64 + eb.len()].copy_from_slice(&eb);

@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pktfs::{RemoteRecordInfo, Volume};
+use pktfs_fs::{RemoteRecordInfo, Volume};
 
 use crate::s3::ObjectStore;
 use crate::segment::{
@@ -196,7 +196,7 @@ pub fn check_remote(
             if deep || !vouched {
                 rep.records_fetched += 1;
                 match store.get_range(&key, r.obj_off, r.len as u64) {
-                    Ok(b) if b.len() == r.len as usize && layout::crc32c(&b) == r.crc32c => {}
+                    Ok(b) if b.len() == r.len as usize && pktfs_layout::crc32c(&b) == r.crc32c => {}
                     Ok(_) => rep.errors.push(finding(
                         Some(r),
                         "the object's bytes do not match the record's CRC32C".into(),
@@ -265,7 +265,7 @@ fn implied_crc(store: &ObjectStore, key: &str, entries: &[Entry], size: u64) -> 
     let tail = store.get_range(key, at, size - at).ok()?;
     Some(crate::segment::combine(
         crc,
-        layout::crc32c(&tail),
+        pktfs_layout::crc32c(&tail),
         tail.len() as u64,
     ))
 }

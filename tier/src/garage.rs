@@ -478,7 +478,7 @@ impl Garage {
 
 /// CRC32C of "ok".
 fn crc_ok() -> u32 {
-    layout::crc32c(b"ok")
+    pktfs_layout::crc32c(b"ok")
 }
 
 impl Drop for Garage {

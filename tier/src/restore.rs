@@ -14,8 +14,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use layout::FileType;
-use pktfs::{RemoteExtent, SetAttr, TimeSet, Volume, XattrFlags};
+use pktfs_layout::FileType;
+use pktfs_fs::{RemoteExtent, SetAttr, TimeSet, Volume, XattrFlags};
 
 use crate::snapshot::{self, InodeEntry, ParsedSnapshot, SnapshotError};
 
@@ -78,13 +78,13 @@ pub enum RestoreError {
     #[error("restoring {path}: {source}")]
     Fs {
         path: String,
-        source: pktfs::FsError,
+        source: pktfs_fs::FsError,
     },
 }
 
 fn is_acl(name: &[u8]) -> bool {
-    name == pktfs::volume::ACL_ACCESS_XATTR.as_bytes()
-        || name == pktfs::volume::ACL_DEFAULT_XATTR.as_bytes()
+    name == pktfs_fs::volume::ACL_ACCESS_XATTR.as_bytes()
+        || name == pktfs_fs::volume::ACL_DEFAULT_XATTR.as_bytes()
 }
 
 /// Restore `snap` into `vol`, a freshly formatted, empty image.
@@ -167,7 +167,7 @@ pub fn restore_into(vol: &Volume, snap: &ParsedSnapshot) -> Result<RestoreReport
                     seq: e.seq,
                     timestamp_ns: e.timestamp_ns,
                     flags: if e.from_network {
-                        layout::record::FLAG_RX
+                        pktfs_layout::record::FLAG_RX
                     } else {
                         0
                     },
@@ -272,7 +272,7 @@ pub fn restore_image(
         return Err(img_err("exists; give --force to overwrite it".into()));
     }
     let size = size_bytes.unwrap_or(snap.image_len_bytes);
-    let params = layout::GeometryParams::for_size(size);
+    let params = pktfs_layout::GeometryParams::for_size(size);
     if in_place {
         return build(image, params, &snap);
     }
@@ -335,23 +335,23 @@ pub fn restore_image(
 /// Format `path`, restore `snap` into it and close it.
 fn build(
     path: &Path,
-    params: layout::GeometryParams,
+    params: pktfs_layout::GeometryParams,
     snap: &ParsedSnapshot,
 ) -> Result<RestoreReport, RestoreError> {
     let img_err = |msg: String| RestoreError::Image {
         path: path.display().to_string(),
         msg,
     };
-    pktfs::Volume::format(
+    pktfs_fs::Volume::format(
         path,
-        &pktfs::FormatOptions {
+        &pktfs_fs::FormatOptions {
             params,
             label: None,
         },
         &mut |_, _| {},
     )
     .map_err(|e| img_err(format!("cannot create the image: {e}")))?;
-    let vol = pktfs::Volume::open(path, &pktfs::OpenOptions::default())
+    let vol = pktfs_fs::Volume::open(path, &pktfs_fs::OpenOptions::default())
         .map_err(|e| img_err(format!("cannot open the new image: {e}")))?;
     let rep = restore_into(&vol, snap)?;
     vol.close()
@@ -365,7 +365,7 @@ fn lock_existing(path: &Path) -> Result<std::fs::File, String> {
     let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
     match f.try_lock() {
         Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(pktfs::media::MediaError::Locked {
+        Err(std::fs::TryLockError::WouldBlock) => Err(pktfs_fs::media::MediaError::Locked {
             path: path.to_path_buf(),
         }
         .to_string()),
@@ -381,9 +381,9 @@ fn holds_an_image(path: &Path) -> bool {
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut head))
         .is_ok_and(|()| {
-            layout::superblock::has_magic(&head[..])
-                || layout::superblock::has_magic(
-                    &head[layout::superblock::BACKUP_OFFSET as usize..],
+            pktfs_layout::superblock::has_magic(&head[..])
+                || pktfs_layout::superblock::has_magic(
+                    &head[pktfs_layout::superblock::BACKUP_OFFSET as usize..],
                 )
         })
 }

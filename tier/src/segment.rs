@@ -108,7 +108,7 @@ pub fn parse_object_key_rel(rel: &str) -> Option<u64> {
 
 /// CRC32C of `len` bytes whose CRC is `b` appended to bytes whose CRC is `a`.
 pub fn combine(a: u32, b: u32, len: u64) -> u32 {
-    layout::crc32c_combine(a, b, len)
+    pktfs_layout::crc32c_combine(a, b, len)
 }
 
 /// Builds a segment's tail and whole-object CRC as payloads are added.
@@ -168,7 +168,7 @@ impl SegmentBuilder {
         for e in &self.entries {
             tail.extend_from_slice(e.as_bytes());
         }
-        let index_crc = layout::crc32c(&tail);
+        let index_crc = pktfs_layout::crc32c(&tail);
         let mut f = FooterRaw {
             magic: SEGMENT_MAGIC,
             object: self.obj.into(),
@@ -177,9 +177,9 @@ impl SegmentBuilder {
             reserved: 0.into(),
             crc: 0.into(),
         };
-        f.crc = layout::crc32c(&f.as_bytes()[..28]).into();
+        f.crc = pktfs_layout::crc32c(&f.as_bytes()[..28]).into();
         tail.extend_from_slice(f.as_bytes());
-        let whole = combine(self.payload_crc, layout::crc32c(&tail), tail.len() as u64);
+        let whole = combine(self.payload_crc, pktfs_layout::crc32c(&tail), tail.len() as u64);
         (tail, whole)
     }
 }
@@ -193,7 +193,7 @@ pub fn parse_footer(obj: u64, footer: &[u8]) -> Result<(u32, u32), SegmentError>
     if f.magic != SEGMENT_MAGIC {
         return Err(SegmentError::Magic(obj));
     }
-    if layout::crc32c(&f.as_bytes()[..28]) != f.crc.get() {
+    if pktfs_layout::crc32c(&f.as_bytes()[..28]) != f.crc.get() {
         return Err(SegmentError::FooterCrc { obj });
     }
     if f.object.get() != obj {
@@ -214,7 +214,7 @@ pub fn parse_index(
     index: &[u8],
     index_crc: u32,
 ) -> Result<Vec<Entry>, SegmentError> {
-    if layout::crc32c(index) != index_crc {
+    if pktfs_layout::crc32c(index) != index_crc {
         return Err(SegmentError::IndexCrc { obj });
     }
     let payload_end = object_len
@@ -258,16 +258,16 @@ mod tests {
         let a = b"hello packets".to_vec();
         let b = vec![7u8; 70_000];
         let mut s = SegmentBuilder::new(42);
-        assert_eq!(s.add(a.len() as u32, layout::crc32c(&a), 5, 0), 0);
+        assert_eq!(s.add(a.len() as u32, pktfs_layout::crc32c(&a), 5, 0), 0);
         assert_eq!(
-            s.add(b.len() as u32, layout::crc32c(&b), 6, 4096),
+            s.add(b.len() as u32, pktfs_layout::crc32c(&b), 6, 4096),
             a.len() as u64
         );
         let (tail, crc) = s.finish();
         let mut obj = a.clone();
         obj.extend_from_slice(&b);
         obj.extend_from_slice(&tail);
-        assert_eq!(layout::crc32c(&obj), crc, "combined equals computed");
+        assert_eq!(pktfs_layout::crc32c(&obj), crc, "combined equals computed");
         let (n, icrc) = parse_footer(42, &obj[obj.len() - FOOTER_BYTES..]).unwrap();
         assert_eq!(n, 2);
         let idx_start = obj.len() - FOOTER_BYTES - n as usize * INDEX_ENTRY_BYTES;
@@ -283,7 +283,7 @@ mod tests {
             Entry {
                 obj_off: 13,
                 len: 70_000,
-                crc32c: layout::crc32c(&b),
+                crc32c: pktfs_layout::crc32c(&b),
                 ino: 6,
                 file_off: 4096
             }

@@ -15,8 +15,8 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use layout::FileType;
-use pktfs::Volume;
+use pktfs_layout::FileType;
+use pktfs_fs::Volume;
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -107,7 +107,7 @@ const FLAG_COMPLETE: u8 = 1;
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
     #[error("reading the image: {0}")]
-    Fs(#[from] pktfs::FsError),
+    Fs(#[from] pktfs_fs::FsError),
     #[error("the snapshot is damaged or not a snapshot: {0}")]
     Corrupt(String),
 }
@@ -203,7 +203,7 @@ pub fn parse_snapshot_key_rel(rel: &str) -> Option<u64> {
 fn push_entry(out: &mut Vec<u8>, body: &[u8]) {
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(body);
-    out.extend_from_slice(&layout::crc32c(body).to_le_bytes());
+    out.extend_from_slice(&pktfs_layout::crc32c(body).to_le_bytes());
 }
 
 /// Walk the volume from the root and encode it.
@@ -220,7 +220,7 @@ pub fn capture(vol: &Volume, seq: u64) -> Result<Snapshot, SnapshotError> {
         |ino: u64, entries: &mut Vec<u8>| -> Result<Option<FileType>, SnapshotError> {
             let a = match vol.getattr(ino) {
                 Ok(a) => a,
-                Err(pktfs::FsError::NotFound) => return Ok(None), // removed meanwhile
+                Err(pktfs_fs::FsError::NotFound) => return Ok(None), // removed meanwhile
                 Err(e) => return Err(e.into()),
             };
             let mut xattrs = Vec::new();
@@ -306,7 +306,7 @@ pub fn capture(vol: &Volume, seq: u64) -> Result<Snapshot, SnapshotError> {
     while let Some(dir) = queue.pop_front() {
         let list = match vol.list_dir(dir) {
             Ok(l) => l,
-            Err(pktfs::FsError::NotFound) => continue,
+            Err(pktfs_fs::FsError::NotFound) => continue,
             Err(e) => return Err(e.into()),
         };
         for d in list {
@@ -348,12 +348,12 @@ pub fn capture(vol: &Volume, seq: u64) -> Result<Snapshot, SnapshotError> {
         root: (root as u32).into(),
         crc: 0.into(),
     };
-    head.crc = layout::crc32c(&head.as_bytes()[..60]).into();
+    head.crc = pktfs_layout::crc32c(&head.as_bytes()[..60]).into();
     let mut bytes = Vec::with_capacity(HEADER_BYTES + objects.len() * 8 + 4 + entries.len());
     bytes.extend_from_slice(head.as_bytes());
     let list: Vec<u8> = objects.iter().flat_map(|o| o.to_le_bytes()).collect();
     bytes.extend_from_slice(&list);
-    bytes.extend_from_slice(&layout::crc32c(&list).to_le_bytes());
+    bytes.extend_from_slice(&pktfs_layout::crc32c(&list).to_le_bytes());
     bytes.extend_from_slice(&entries);
     Ok(Snapshot {
         bytes,
@@ -374,7 +374,7 @@ fn parse_header(b: &[u8]) -> Result<HeaderRaw, SnapshotError> {
             "bad magic (not a pktfs snapshot, or a newer version)",
         ));
     }
-    if layout::crc32c(&h.as_bytes()[..60]) != h.crc.get() {
+    if pktfs_layout::crc32c(&h.as_bytes()[..60]) != h.crc.get() {
         return Err(corrupt("header checksum mismatch"));
     }
     Ok(h)
@@ -391,7 +391,7 @@ pub fn referenced_objects(b: &[u8]) -> Result<BTreeSet<u64>, SnapshotError> {
     let crc = b
         .get(end..end + 4)
         .ok_or_else(|| corrupt("object list truncated"))?;
-    if layout::crc32c(list).to_le_bytes() != crc {
+    if pktfs_layout::crc32c(list).to_le_bytes() != crc {
         return Err(corrupt("object list checksum mismatch"));
     }
     Ok(list
@@ -449,7 +449,7 @@ pub fn parse(b: &[u8]) -> Result<ParsedSnapshot, SnapshotError> {
         let crc = b
             .get(at + 4 + len..at + 8 + len)
             .ok_or_else(|| corrupt(format!("truncated after entry {k}")))?;
-        if layout::crc32c(body).to_le_bytes() != crc {
+        if pktfs_layout::crc32c(body).to_le_bytes() != crc {
             return Err(corrupt(format!("entry {k}: checksum mismatch")));
         }
         at += 8 + len;

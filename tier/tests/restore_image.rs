@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use layout::GeometryParams;
-use pktfs::{OpenOptions, Volume};
+use pktfs_layout::GeometryParams;
+use pktfs_fs::{OpenOptions, Volume};
 use pktfs_tier::restore::{restore_image, RestoreOptions};
 use pktfs_tier::snapshot::capture;
 
@@ -31,7 +31,7 @@ impl Drop for Dir {
 fn old_image(path: &Path, body: &[u8]) {
     Volume::format(
         path,
-        &pktfs::FormatOptions {
+        &pktfs_fs::FormatOptions {
             params: GeometryParams::for_size(8 << 20),
             label: None,
         },

@@ -33,7 +33,7 @@ fn put_get_head_multipart_list_delete() {
     let t = g.target("t1");
     let body = bytes(100_000, 1);
     let key = t.key("a");
-    s.put(&key, body.clone(), layout::crc32c(&body)).unwrap();
+    s.put(&key, body.clone(), pktfs_layout::crc32c(&body)).unwrap();
     assert_eq!(s.get(&key).unwrap(), body);
     for (off, len) in [(0u64, 1u64), (99_999, 1), (12_345, 54_321)] {
         assert_eq!(
@@ -43,12 +43,12 @@ fn put_get_head_multipart_list_delete() {
     }
     let h = s.head(&key).unwrap().unwrap();
     assert_eq!(h.size, 100_000);
-    assert_eq!(h.crc32c, Some(layout::crc32c(&body)), "{h:?}");
+    assert_eq!(h.crc32c, Some(pktfs_layout::crc32c(&body)), "{h:?}");
     assert!(s.get_range(&key, 99_990, 100).is_err(), "short range");
     // A wrong CRC: refused, and nothing stored.
     let bad = t.key("bad");
     let e = s
-        .put(&bad, body.clone(), layout::crc32c(&body) ^ 1)
+        .put(&bad, body.clone(), pktfs_layout::crc32c(&body) ^ 1)
         .unwrap_err();
     assert!(matches!(e, StoreError::ChecksumMismatch { .. }), "{e}");
     assert!(s.head(&bad).unwrap().is_none());
@@ -58,7 +58,7 @@ fn put_get_head_multipart_list_delete() {
     let mp = t.key("mp");
     let mut up = s.begin_multipart(&mp).unwrap();
     for (k, p) in parts.iter().enumerate() {
-        up.part(k as i32 + 1, p.clone(), layout::crc32c(p)).unwrap();
+        up.part(k as i32 + 1, p.clone(), pktfs_layout::crc32c(p)).unwrap();
     }
     up.complete().unwrap();
     let all: Vec<u8> = parts.concat();
@@ -67,7 +67,7 @@ fn put_get_head_multipart_list_delete() {
     println!("multipart object: {h:?}");
     assert_eq!(h.size, all.len() as u64);
     if let Some(c) = h.crc32c_full_object() {
-        assert_eq!(c, layout::crc32c(&all));
+        assert_eq!(c, pktfs_layout::crc32c(&all));
     }
     // A part with a wrong CRC is refused.
     let mut up = s.begin_multipart(&t.key("mp2")).unwrap();
@@ -80,7 +80,7 @@ fn put_get_head_multipart_list_delete() {
             let s = s.clone();
             sc.spawn(move || {
                 for k in chunk {
-                    s.put(k, vec![1], layout::crc32c(&[1])).unwrap();
+                    s.put(k, vec![1], pktfs_layout::crc32c(&[1])).unwrap();
                 }
             });
         }
@@ -130,7 +130,7 @@ fn three_nodes_survive_one_killed() {
         .map(|k| (t.key(&format!("o{k}")), bytes(50_000 + k * 1000, k as u8)))
         .collect();
     for (k, b) in &objs {
-        s0.put(k, b.clone(), layout::crc32c(b)).unwrap();
+        s0.put(k, b.clone(), pktfs_layout::crc32c(b)).unwrap();
     }
     g.stop_node(2);
     // Reads and writes go on with two of three (quorum 2).
@@ -138,7 +138,7 @@ fn three_nodes_survive_one_killed() {
         assert_eq!(&s0.get(k).unwrap(), b);
     }
     let more = bytes(70_000, 99);
-    s0.put(&t.key("after"), more.clone(), layout::crc32c(&more))
+    s0.put(&t.key("after"), more.clone(), pktfs_layout::crc32c(&more))
         .unwrap();
     g.start_node(2).unwrap();
     let s2 = g.store_at(2).unwrap();

@@ -12,9 +12,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use layout::{FileType, GeometryParams};
-use pktfs::media::Pm;
-use pktfs::{RemoteBytes, RemoteSource, SetAttr, TimeSet, Volume, XattrFlags};
+use pktfs_layout::{FileType, GeometryParams};
+use pktfs_fs::media::Pm;
+use pktfs_fs::{RemoteBytes, RemoteSource, SetAttr, TimeSet, Volume, XattrFlags};
 use pktfs_tier::restore::restore_into;
 use pktfs_tier::snapshot::{capture, parse, referenced_objects};
 
@@ -81,7 +81,7 @@ fn tree(v: &Volume) -> Vec<(String, String)> {
             x.sort();
             let content = match a.kind {
                 FileType::Regular => {
-                    format!("{:08x}", layout::crc32c(&v.read(e.ino, 0, a.size).unwrap()))
+                    format!("{:08x}", pktfs_layout::crc32c(&v.read(e.ino, 0, a.size).unwrap()))
                 }
                 FileType::Symlink => String::from_utf8_lossy(&v.readlink(e.ino).unwrap()).into(),
                 _ => String::new(),
@@ -109,7 +109,7 @@ fn tree(v: &Volume) -> Vec<(String, String)> {
 /// from the network path.
 type RecordKey = (u64, u32, u32, u64, u64, Option<(u64, u64)>, bool);
 
-fn key(c: &pktfs::ChainEntry) -> RecordKey {
+fn key(c: &pktfs_fs::ChainEntry) -> RecordKey {
     (
         c.file_off,
         c.len,
@@ -336,7 +336,7 @@ fn a_version_1_snapshot_still_restores() {
     restore_into(&v2, &parsed).unwrap();
     assert_eq!(tree(&v2), tree(&v));
     // Field for field but the provenance version 1 did not keep.
-    let unflagged = |c: &pktfs::ChainEntry| {
+    let unflagged = |c: &pktfs_fs::ChainEntry| {
         let mut k = key(c);
         k.6 = false;
         k
@@ -394,7 +394,7 @@ fn rewrite_extents(b: &[u8], keep_version: bool, f: impl Fn(&[u8]) -> Vec<u8>) -
     if !keep_version {
         out[..8].copy_from_slice(&SNAPSHOT_MAGIC_V1);
     }
-    let crc = layout::crc32c(&out[..60]);
+    let crc = pktfs_layout::crc32c(&out[..60]);
     out[60..64].copy_from_slice(&crc.to_le_bytes());
     let mut at = list_end;
     for _ in 0..entries {
@@ -416,7 +416,7 @@ fn rewrite_extents(b: &[u8], keep_version: bool, f: impl Fn(&[u8]) -> Vec<u8>) -
         }
         out.extend_from_slice(&(new.len() as u32).to_le_bytes());
         out.extend_from_slice(&new);
-        out.extend_from_slice(&layout::crc32c(&new).to_le_bytes());
+        out.extend_from_slice(&pktfs_layout::crc32c(&new).to_le_bytes());
     }
     out
 }

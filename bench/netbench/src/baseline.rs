@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pktfs::media::{ExclusivePm, MapOptions, PersistChoice, Pm};
+use pktfs_fs::media::{ExclusivePm, MapOptions, PersistChoice, Pm};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Base {

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use pktfs::media::PersistChoice;
+use pktfs_fs::media::PersistChoice;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -160,7 +160,7 @@ pub struct PktfsArgs {
     pub persist: PersistChoice,
     /// How connections are served: auto, uring, epoll or threads.
     #[arg(long, default_value = "auto", value_parser = parse_io)]
-    pub io: netpath::IoMode,
+    pub io: pktfs_netpath::IoMode,
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: u64,
     /// io_uring event loops (0: the server's default).
@@ -205,7 +205,7 @@ fn parse_persist(s: &str) -> Result<PersistChoice, String> {
     s.parse()
 }
 
-fn parse_io(s: &str) -> Result<netpath::IoMode, String> {
+fn parse_io(s: &str) -> Result<pktfs_netpath::IoMode, String> {
     s.parse()
 }
 
@@ -261,7 +261,7 @@ mod tests {
         match ch.child {
             Some(ChildMode::ServePktfs(p)) => {
                 assert_eq!(p.name, "pktfs clwb uring");
-                assert_eq!(p.io, netpath::IoMode::Uring);
+                assert_eq!(p.io, pktfs_netpath::IoMode::Uring);
                 assert_eq!(p.persist, PersistChoice::Clwb);
             }
             other => panic!("wrong mode: {other:?}"),

@@ -87,7 +87,7 @@ mod volume_costs;
 
 use std::path::Path;
 
-use pktfs::media::{FlushInsn, PersistChoice};
+use pktfs_fs::media::{FlushInsn, PersistChoice};
 
 use child::ChildServer;
 use cli::Section;
@@ -143,7 +143,7 @@ fn main() {
     // memory) would otherwise squeeze this run's and skew it.
     child::sweep_stale_and_report();
     // The machine sets the pace (clwb or not, CRC32C speed): say which.
-    let machine = pktfs::media::machine::Machine::measure();
+    let machine = pktfs_fs::media::machine::Machine::measure();
     println!("netbench on {machine}");
     let size = args.size_mib << 20;
     let reps = args.reps as usize;
@@ -164,7 +164,7 @@ fn main() {
     // Ctrl-C or `kill`: this run's directories go with it (the children
     // remove their own when their stdin closes or the signal reaches them;
     // nginx dies with its parent).
-    match netpath::signal::shutdown_signal() {
+    match pktfs_netpath::signal::shutdown_signal() {
         Ok(sig) => {
             std::thread::spawn(move || {
                 if sig.recv().is_ok() {
@@ -209,7 +209,7 @@ fn main() {
         Ok(()) => specs.push(PktfsSpec::new(
             "pktfs clwb uring",
             PersistChoice::Clwb,
-            netpath::IoMode::Uring,
+            pktfs_netpath::IoMode::Uring,
         )),
         Err(why) => {
             let msg = format!("pktfs clwb uring: io_uring is unavailable ({why}); skipped");
@@ -221,17 +221,17 @@ fn main() {
     specs.push(PktfsSpec::new(
         EPOLL,
         PersistChoice::Clwb,
-        netpath::IoMode::Epoll,
+        pktfs_netpath::IoMode::Epoll,
     ));
     specs.push(PktfsSpec::new(
         "pktfs clwb threads",
         PersistChoice::Clwb,
-        netpath::IoMode::Threads,
+        pktfs_netpath::IoMode::Threads,
     ));
     specs.push(PktfsSpec::new(
         "pktfs eadr",
         PersistChoice::Eadr,
-        netpath::IoMode::Auto,
+        pktfs_netpath::IoMode::Auto,
     ));
     // What a CPU without clwb would cost: the clwb mode writing lines back
     // with clflushopt, which also evicts them (the next touch of a line
@@ -241,7 +241,7 @@ fn main() {
         specs.push(PktfsSpec::new(
             CLFLUSHOPT,
             PersistChoice::Clflushopt,
-            netpath::IoMode::Auto,
+            pktfs_netpath::IoMode::Auto,
         ));
     } else {
         let msg = format!(

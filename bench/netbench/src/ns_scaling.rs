@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use pktfs::media::PersistChoice;
-use pktfs::RenameFlags;
+use pktfs_fs::media::PersistChoice;
+use pktfs_fs::RenameFlags;
 
 /// Rounds per layout (the median is reported), and create + rename +
 /// unlink cycles per thread in each.

@@ -7,15 +7,15 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pktfs::media::PersistChoice;
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs_fs::media::PersistChoice;
+use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 
 /// How a pktfs server is set up.
 #[derive(Clone, Debug)]
 pub struct PktfsSpec {
     pub name: String,
     pub persist: PersistChoice,
-    pub io: netpath::IoMode,
+    pub io: pktfs_netpath::IoMode,
     /// With the persister thread for large bodies (the default).
     pub persister: bool,
     pub max_connections: usize,
@@ -29,13 +29,13 @@ pub struct PktfsSpec {
 }
 
 impl PktfsSpec {
-    pub fn new(name: &str, persist: PersistChoice, io: netpath::IoMode) -> PktfsSpec {
+    pub fn new(name: &str, persist: PersistChoice, io: pktfs_netpath::IoMode) -> PktfsSpec {
         PktfsSpec {
             name: name.into(),
             persist,
             io,
             persister: true,
-            max_connections: netpath::Config::THREADS_DEFAULT_MAX,
+            max_connections: pktfs_netpath::Config::THREADS_DEFAULT_MAX,
             loops: 0,
             busy_poll_us: None,
             ring_entries: None,
@@ -51,12 +51,12 @@ pub struct PktfsServer {
     pub vol: Arc<Volume>,
     /// How it serves its connections (`Services::io_summary`).
     pub io: String,
-    _svc: netpath::Services,
+    _svc: pktfs_netpath::Services,
 }
 
 /// Whether io_uring event loops can run here; why not, when not.
 pub fn uring_usable() -> Result<(), String> {
-    netpath::loops::choose(netpath::IoMode::Uring, 0)
+    pktfs_netpath::loops::choose(pktfs_netpath::IoMode::Uring, 0)
         .map(|_| ())
         .map_err(|e| e.to_string())
 }
@@ -66,7 +66,7 @@ pub fn uring_usable() -> Result<(), String> {
 pub fn image_file(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> (PathBuf, u64) {
     (
         dir.join(format!("{}.img", spec.name).replace([' ', ','], "-")),
-        layout::GeometryParams::for_size(image_bytes).image_len_bytes,
+        pktfs_layout::GeometryParams::for_size(image_bytes).image_len_bytes,
     )
 }
 
@@ -80,7 +80,7 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> Result<Pkt
     Volume::format(
         &img,
         &FormatOptions {
-            params: layout::GeometryParams::for_size(image_bytes),
+            params: pktfs_layout::GeometryParams::for_size(image_bytes),
             label: None,
         },
         &mut |_, _| {},
@@ -96,7 +96,7 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> Result<Pkt
         )
         .map_err(|e| what("cannot open its image", &e))?,
     );
-    let mut cfg = netpath::Config {
+    let mut cfg = pktfs_netpath::Config {
         http_listen: Some("127.0.0.1:0".parse().expect("addr")),
         io: spec.io,
         max_connections: Some(spec.max_connections),
@@ -120,7 +120,7 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> Result<Pkt
     // has not reached take a fault each).
     vol.pm().wait_populated();
     let svc =
-        netpath::Services::start(vol.clone(), cfg, None).map_err(|e| what("cannot serve", &e))?;
+        pktfs_netpath::Services::start(vol.clone(), cfg, None).map_err(|e| what("cannot serve", &e))?;
     Ok(PktfsServer {
         name: spec.name.clone(),
         addr: svc.http_addr().expect("http"),

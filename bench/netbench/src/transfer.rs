@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pktfs::media::{MapOptions, PersistChoice, Pm};
+use pktfs_fs::media::{MapOptions, PersistChoice, Pm};
 
 use crate::baseline::{copy_file, copy_windows, start_baseline, Base, Baseline};
 use crate::client::{get_big, put_big};
@@ -58,7 +58,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
     // one (their pieces are made on the loop), so they get no such row.
     let mut specs: Vec<PktfsSpec> = o.pktfs.to_vec();
     for s in o.pktfs {
-        if s.io == netpath::IoMode::Threads {
+        if s.io == pktfs_netpath::IoMode::Threads {
             let mut s = s.clone();
             s.name = format!("{}, no persister thread", s.name);
             s.persister = false;
@@ -228,7 +228,7 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         // they arrived), so the plain rows pay no checksum; the
         // "verify=always" row (the first clwb server) checks every record
         // on every GET, as a GET after a restart does once (verify=once).
-        let mut gets: Vec<(String, SocketAddr, &str, Option<&Arc<pktfs::Volume>>)> =
+        let mut gets: Vec<(String, SocketAddr, &str, Option<&Arc<pktfs_fs::Volume>>)> =
             vec![(sendfile.name.clone(), sendfile.addr, "/x", None)];
         for s in with {
             gets.push((s.name.clone(), s.addr, "/getme", None));
@@ -252,14 +252,14 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
             for k in crate::order::order(gets.len(), gets.len(), r) {
                 let (_, a, p, always) = &gets[k];
                 if let Some(v) = always {
-                    v.set_verify_mode(pktfs::VerifyMode::Always);
+                    v.set_verify_mode(pktfs_fs::VerifyMode::Always);
                 }
                 let c0 = cpu_s();
                 let (dt, n) = get_big(*a, p, &mut buf);
                 cpu[k].push((cpu_s() - c0) / n as f64 * 1e9);
                 by[k].push(n as f64 / dt / 1e9);
                 if let Some(v) = always {
-                    v.set_verify_mode(pktfs::VerifyMode::Once);
+                    v.set_verify_mode(pktfs_fs::VerifyMode::Once);
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }

@@ -3,15 +3,15 @@
 use std::path::Path;
 use std::time::Instant;
 
-use pktfs::media::PersistChoice;
-use pktfs::{FormatOptions, OpenOptions, RxBuf, Volume};
+use pktfs_fs::media::PersistChoice;
+use pktfs_fs::{FormatOptions, OpenOptions, RxBuf, Volume};
 
 /// A fresh 256 MiB image at `p`, opened with `persist`.
 pub(crate) fn new_volume(p: &Path, persist: PersistChoice) -> Volume {
     Volume::format(
         p,
         &FormatOptions {
-            params: layout::GeometryParams::for_size(256 << 20),
+            params: pktfs_layout::GeometryParams::for_size(256 << 20),
             label: None,
         },
         &mut |_, _| {},
@@ -180,7 +180,7 @@ pub fn volume_costs(dir: &Path, results: &mut crate::report::Results) {
     let t0 = Instant::now();
     let mut x = 0;
     for _ in 0..4096 {
-        x ^= layout::crc32c(&buf);
+        x ^= pktfs_layout::crc32c(&buf);
     }
     let gbs = 4096.0 * buf.len() as f64 / t0.elapsed().as_secs_f64() / 1e9;
     results.push((

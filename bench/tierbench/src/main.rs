@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pktfs::{OpenOptions, RemoteExtent, Volume};
+use pktfs_fs::{OpenOptions, RemoteExtent, Volume};
 use pktfs_tier::garage::Garage;
 
 /// The sections of a run (`--only`).
@@ -113,14 +113,14 @@ fn check(o: std::process::Output, what: &str) -> String {
 /// An image with `n` files of `size` bytes (and the same files in `dir`,
 /// for rclone).
 fn make_files(img: &Path, dir: &Path, n: u64, size: usize, image_bytes: u64) {
-    let params = layout::GeometryParams {
+    let params = pktfs_layout::GeometryParams {
         inode_count: Some((n as u32).saturating_mul(2).max(1024)),
-        ..layout::GeometryParams::for_size(image_bytes)
+        ..pktfs_layout::GeometryParams::for_size(image_bytes)
     };
     let _ = std::fs::remove_file(img);
     Volume::format(
         img,
-        &pktfs::FormatOptions {
+        &pktfs_fs::FormatOptions {
             params,
             label: None,
         },
@@ -323,7 +323,7 @@ fn main() {
     let big_files = cli.big_files;
     let small_files = cli.small_files;
     let records = cli.records;
-    let machine = pktfs::media::machine::Machine::measure();
+    let machine = pktfs_fs::media::machine::Machine::measure();
     println!("tierbench on {machine}");
     let g = Garage::start(1).unwrap_or_else(|e| {
         eprintln!("tierbench: {e}");
@@ -416,10 +416,10 @@ fn main() {
         let size = (big_files << 20) as usize;
         let img = w.join("r.img");
         let dir = w.join("rsrc");
-        let params = layout::GeometryParams::for_size(size as u64 * 2 + (256 << 20));
+        let params = pktfs_layout::GeometryParams::for_size(size as u64 * 2 + (256 << 20));
         let _ = Volume::format(
             &img,
-            &pktfs::FormatOptions {
+            &pktfs_fs::FormatOptions {
                 params,
                 label: None,
             },
@@ -539,11 +539,11 @@ fn main() {
                 let vi = (k + rep) % variants.len();
                 let busy = variants[vi].1;
                 let img = w.join("i.img");
-                let params = layout::GeometryParams::for_size((files << 20) * 3 / 2 + (512 << 20));
+                let params = pktfs_layout::GeometryParams::for_size((files << 20) * 3 / 2 + (512 << 20));
                 let _ = std::fs::remove_file(&img);
                 Volume::format(
                     &img,
-                    &pktfs::FormatOptions {
+                    &pktfs_fs::FormatOptions {
                         params,
                         label: None,
                     },
@@ -654,15 +654,15 @@ fn main() {
     if cli.wanted(Section::Mount) {
         let img = w.join("m.img");
         let files = (records / 100).max(1);
-        let params = layout::GeometryParams {
+        let params = pktfs_layout::GeometryParams {
             inode_count: Some(files as u32 * 2 + 1024),
             record_count: Some(records + files * 2 + 100_000),
-            ..layout::GeometryParams::for_size(1 << 30)
+            ..pktfs_layout::GeometryParams::for_size(1 << 30)
         };
         let _ = std::fs::remove_file(&img);
         Volume::format(
             &img,
-            &pktfs::FormatOptions {
+            &pktfs_fs::FormatOptions {
                 params,
                 label: None,
             },

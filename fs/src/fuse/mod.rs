@@ -3,8 +3,8 @@
 //!
 //! ```no_run
 //! # use std::sync::Arc;
-//! # use pktfs::{Volume, OpenOptions};
-//! # use pktfs::fuse::{mount, MountOptions};
+//! # use pktfs_fs::{Volume, OpenOptions};
+//! # use pktfs_fs::fuse::{mount, MountOptions};
 //! let vol = Arc::new(Volume::open("img".as_ref(), &OpenOptions::default())?);
 //! let h = mount(vol.clone(), "/mnt".as_ref(), &MountOptions::default())?;
 //! // ... the mount is live; other services may share `vol` and tell the

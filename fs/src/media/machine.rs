@@ -20,7 +20,7 @@ pub struct Machine {
     pub avx512f: bool,
     /// What pktfs issues to write a line back.
     pub flush_insn: FlushInsn,
-    /// `layout::crc32c` over a 64 MiB buffer, best of 5, GB/s.
+    /// `pktfs_layout::crc32c` over a 64 MiB buffer, best of 5, GB/s.
     pub crc32c_gb_per_s: f64,
     /// `copy_from_slice` of the same buffer, best of 5, GB/s.
     pub memcpy_gb_per_s: f64,
@@ -77,7 +77,7 @@ impl Machine {
         let src: Vec<u8> = (0..LEN).map(|i| (i as u8).wrapping_mul(13)).collect();
         let mut dst = vec![0u8; LEN];
         let mut sink = 0u32;
-        let crc = best_gbps(LEN, 5, || sink ^= layout::crc32c(&src));
+        let crc = best_gbps(LEN, 5, || sink ^= pktfs_layout::crc32c(&src));
         let copy = best_gbps(LEN, 5, || dst.copy_from_slice(&src));
         std::hint::black_box((sink, &dst));
         drop(dst);

@@ -419,7 +419,7 @@ impl Pm {
         while done < len {
             let n = (len - done).min(ZEROS.len() as u64) as usize;
             self.write_nt(off + done, &ZEROS[..n]);
-            crc = layout::crc32c_append(crc, &ZEROS[..n]);
+            crc = pktfs_layout::crc32c_append(crc, &ZEROS[..n]);
             done += n as u64;
         }
         crc

@@ -10,7 +10,7 @@
 //! records never overlap. So the file's CRC is the in-order combination of
 //! the record CRCs and the hole CRCs, O(records · log size).
 
-use layout::record::FLAG_DAMAGED;
+use pktfs_layout::record::FLAG_DAMAGED;
 
 use super::file::{cover, Cover};
 use super::{rlock, Inode, VerifyMode, Volume};
@@ -53,7 +53,7 @@ impl Volume {
     /// The [`Bound`] of a locked entry.
     pub(crate) fn bound_locked(&self, i: &Inode) -> Result<Bound> {
         let digest = match i.attr.kind {
-            layout::FileType::Regular => Some(self.digest_locked(i)?),
+            pktfs_layout::FileType::Regular => Some(self.digest_locked(i)?),
             _ => None,
         };
         Ok(Bound::Present {
@@ -82,8 +82,8 @@ impl Volume {
     pub(crate) fn digest_locked(&self, i: &Inode) -> Result<ContentDigest> {
         let ino = u64::from(i.ino);
         match i.attr.kind {
-            layout::FileType::Regular => {}
-            layout::FileType::Directory => return Err(FsError::IsDir),
+            pktfs_layout::FileType::Regular => {}
+            pktfs_layout::FileType::Directory => return Err(FsError::IsDir),
             _ => return Err(FsError::Invalid("not a regular file")),
         }
         let size = i.attr.size;
@@ -91,7 +91,7 @@ impl Volume {
         let mut crc = 0u32;
         for c in cover(i, 0, size, self.geo.buffer_size_bytes) {
             match c {
-                Cover::Hole(n) => crc = layout::crc32c_combine(crc, layout::crc32c_zeros(n), n),
+                Cover::Hole(n) => crc = pktfs_layout::crc32c_combine(crc, pktfs_layout::crc32c_zeros(n), n),
                 Cover::Data(sl, r) => {
                     if always || r.r.flags & FLAG_DAMAGED != 0 {
                         self.verify_rec(i, &r)?;
@@ -104,9 +104,9 @@ impl Volume {
                         // on a consistent image; if it did, the used part's
                         // CRC has to come from its bytes, checked first.
                         self.verify_rec(i, &r)?;
-                        layout::crc32c(self.slice_bytes(sl))
+                        pktfs_layout::crc32c(self.slice_bytes(sl))
                     };
-                    crc = layout::crc32c_combine(crc, part, sl.len as u64);
+                    crc = pktfs_layout::crc32c_combine(crc, part, sl.len as u64);
                 }
                 Cover::Remote(sl, r) => {
                     // The record's CRC vouches for its object bytes; the
@@ -119,9 +119,9 @@ impl Volume {
                     } else {
                         let b = self.fetch_rec(i, &r)?;
                         let skip = (sl.off - r.r.remote_off()) as usize;
-                        layout::crc32c(&b[skip..skip + sl.len as usize])
+                        pktfs_layout::crc32c(&b[skip..skip + sl.len as usize])
                     };
-                    crc = layout::crc32c_combine(crc, part, sl.len as u64);
+                    crc = pktfs_layout::crc32c_combine(crc, part, sl.len as u64);
                 }
             }
         }
@@ -144,7 +144,7 @@ mod tests {
         let a = v.getattr(ino).unwrap();
         let bytes = v.read(ino, 0, a.size).unwrap();
         assert_eq!(d.size, a.size);
-        assert_eq!(d.crc32c, layout::crc32c(&bytes));
+        assert_eq!(d.crc32c, pktfs_layout::crc32c(&bytes));
     }
 
     #[test]
@@ -183,7 +183,7 @@ mod tests {
     fn zeros_match_a_pass_over_zeros() {
         for n in [0u64, 1, 2, 3, 7, 64, 4095, 4096, 100_000] {
             let z = vec![0u8; n as usize];
-            assert_eq!(layout::crc32c_zeros(n), layout::crc32c(&z), "n = {n}");
+            assert_eq!(pktfs_layout::crc32c_zeros(n), pktfs_layout::crc32c(&z), "n = {n}");
         }
     }
 }

@@ -6,7 +6,7 @@
 //! publish (plus the attribute slot, through the journal) commits it.
 
 use super::failstop::OrStop;
-use layout::{AttrSlot, FileType, Record, RecordId};
+use pktfs_layout::{AttrSlot, FileType, Record, RecordId};
 use smallvec::SmallVec;
 
 use super::alloc::Slice;
@@ -297,7 +297,7 @@ impl Volume {
                 (
                     Loc::Local(s),
                     self.derived_flags(i, r),
-                    layout::crc32c(self.slice_bytes(s)),
+                    pktfs_layout::crc32c(self.slice_bytes(s)),
                 )
             }
             Loc::Remote(s) => {
@@ -306,7 +306,7 @@ impl Volume {
                 (
                     Loc::Remote(s.sub(skip, len)),
                     r.r.flags,
-                    layout::crc32c(part),
+                    pktfs_layout::crc32c(part),
                 )
             }
         };
@@ -609,7 +609,7 @@ impl Volume {
                 payload_crc: r.r.payload_crc,
                 timestamp_ns: r.r.timestamp_ns,
                 seq: r.r.seq,
-                from_network: r.r.flags & layout::record::FLAG_RX != 0,
+                from_network: r.r.flags & pktfs_layout::record::FLAG_RX != 0,
                 damaged: self.verify_rec(&i, r).is_err(),
             })
             .collect())

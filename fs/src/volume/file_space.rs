@@ -187,7 +187,7 @@ impl Volume {
                         let crc = if whole {
                             r.r.payload_crc
                         } else {
-                            layout::crc32c(self.slice_bytes(sl))
+                            pktfs_layout::crc32c(self.slice_bytes(sl))
                         };
                         a.take_ref(sl);
                         (flags, crc)
@@ -205,7 +205,7 @@ impl Volume {
                         let skip = (rs.off - r.r.remote_off()) as usize;
                         (
                             r.r.flags,
-                            layout::crc32c(&bytes[skip..skip + rs.len as usize]),
+                            pktfs_layout::crc32c(&bytes[skip..skip + rs.len as usize]),
                         )
                     }
                 };

@@ -1,10 +1,10 @@
 //! Reading and replaying the redo journal: the one implementation that
 //! recovery (open), fsck and `Tx::commit` share. Parsing and validating a
-//! slot is `layout::journal::parse_slot` (no I/O); this reads the slots
+//! slot is `pktfs_layout::journal::parse_slot` (no I/O); this reads the slots
 //! from a `Pm` and applies what they hold through it.
 
-use layout::journal::{is_link_word, parse_slot, Committed};
-use layout::{Corrupt, Geometry, PmOffset};
+use pktfs_layout::journal::{is_link_word, parse_slot, Committed};
+use pktfs_layout::{Corrupt, Geometry, PmOffset};
 
 use crate::media::{ExclusivePm, Pm};
 
@@ -128,7 +128,7 @@ pub fn clear_slot_excl(pm: &mut ExclusivePm<'_>, g: &Geometry, slot: u32) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use layout::GeometryParams;
+    use pktfs_layout::GeometryParams;
 
     #[test]
     fn replay_applies_clears_and_refuses_words_that_are_not_links() {
@@ -138,7 +138,7 @@ mod tests {
         assert!(replay_slot(&pm, &g, 0, &[(g.buffer_offset, 1)]).is_err());
         assert!(pm.snapshot() == before, "a refused replay wrote");
         let link = g.record_offset + 64;
-        pm.publish_u64(g.journal_slot_pos(2).0, layout::journal::COMMIT_MAGIC);
+        pm.publish_u64(g.journal_slot_pos(2).0, pktfs_layout::journal::COMMIT_MAGIC);
         replay_slot(&pm, &g, 2, &[(link, 5)]).unwrap();
         assert_eq!(pm.slice(link, 8), &5u64.to_le_bytes());
         assert_eq!(pm.slice(g.journal_slot_pos(2).0, 8), &[0u8; 8], "cleared");

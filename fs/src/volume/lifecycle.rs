@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use layout::superblock::{self, STATE_CLEAN, STATE_MOUNTED};
-use layout::{AttrSlot, FileType, Geometry, GeometryParams, RecordId, Superblock, ROOT_INO};
+use pktfs_layout::superblock::{self, STATE_CLEAN, STATE_MOUNTED};
+use pktfs_layout::{AttrSlot, FileType, Geometry, GeometryParams, RecordId, Superblock, ROOT_INO};
 use rustc_hash::FxHashMap;
 
 use super::alloc::Alloc;

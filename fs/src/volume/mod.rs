@@ -70,8 +70,8 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, XATTR_HEAD_OFF};
-use layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, Superblock, ROOT_INO};
+use pktfs_layout::inode::{DATA_HEAD_OFF, INODE_SIZE, XATTR_HEAD_OFF};
+use pktfs_layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, Superblock, ROOT_INO};
 
 pub use crate::media::netio::Backend as RingBackend;
 pub use acl::{Acl, AclEntry, AclKind, ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
@@ -171,7 +171,7 @@ pub(crate) fn fold_dir_times(attr: &mut AttrSlot, data: &BTreeMap<u64, Rec>) {
     }
     let latest = data
         .values()
-        .filter(|r| r.r.flags & layout::record::FLAG_DIR_TIME != 0)
+        .filter(|r| r.r.flags & pktfs_layout::record::FLAG_DIR_TIME != 0)
         .filter_map(|r| i64::try_from(r.r.timestamp_ns).ok())
         .max();
     if let Some(t) = latest.filter(|&t| t > attr.ctime_ns) {
@@ -278,7 +278,7 @@ pub(crate) fn check_name(name: &[u8]) -> Result<()> {
     {
         return Err(FsError::Invalid("bad file name"));
     }
-    if name.len() > layout::NAME_MAX {
+    if name.len() > pktfs_layout::NAME_MAX {
         return Err(FsError::NameTooLong);
     }
     Ok(())
@@ -480,7 +480,7 @@ impl Volume {
             files_free: a.free_inode_count(),
             records: self.geo.record_count,
             records_free: a.free_record_count(),
-            name_max: layout::NAME_MAX as u32,
+            name_max: pktfs_layout::NAME_MAX as u32,
         }
     }
 
@@ -543,7 +543,7 @@ impl Volume {
             let chunk = &data[at..at + s.len as usize];
             self.pm
                 .write_nt(self.geo.buffer_pos(s.buffer, s.buf_off).0, chunk);
-            crcs.push(layout::crc32c(chunk));
+            crcs.push(pktfs_layout::crc32c(chunk));
             at += s.len as usize;
         }
         crcs
@@ -557,7 +557,7 @@ impl Volume {
         self.pm.flush(pos, 64);
         // Its payload CRC was computed from the bytes as they were copied
         // in, or over part of a record verified first (see `verify`).
-        if r.flags & layout::record::FLAG_DAMAGED == 0 {
+        if r.flags & pktfs_layout::record::FLAG_DAMAGED == 0 {
             self.verify.mark_checked(id);
         } else {
             self.verify.forget(id);

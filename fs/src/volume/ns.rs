@@ -19,7 +19,7 @@
 
 use super::failstop::OrStop;
 
-use layout::{FileType, RecordId};
+use pktfs_layout::{FileType, RecordId};
 
 use super::digest::{Bound, Precondition};
 use super::tx::Tx;
@@ -154,7 +154,7 @@ impl Volume {
 
     /// Find `name` in directory `parent`.
     pub fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
-        if name.len() > layout::NAME_MAX {
+        if name.len() > pktfs_layout::NAME_MAX {
             return Err(FsError::NameTooLong);
         }
         // The parent's lock is released before the child's is taken, so
@@ -181,7 +181,7 @@ impl Volume {
     /// dirent alone (no attributes: the child is not looked up). For path
     /// walks that only need to know "a directory, and which".
     pub fn lookup_kind(&self, parent: u64, name: &[u8]) -> Result<(u64, FileType)> {
-        if name.len() > layout::NAME_MAX {
+        if name.len() > pktfs_layout::NAME_MAX {
             return Err(FsError::NameTooLong);
         }
         match self.child_of(parent, name)? {
@@ -438,7 +438,7 @@ impl Volume {
         cond: Option<Precondition<'_>>,
     ) -> Result<u64> {
         self.check_writable()?;
-        if name.len() > layout::NAME_MAX {
+        if name.len() > pktfs_layout::NAME_MAX {
             return Err(FsError::NameTooLong);
         }
         // Absent under the parent's lock: absent at a point in time, which

@@ -293,7 +293,7 @@ impl Volume {
     /// needed (checked under the lock the lookup takes), else
     /// [`FsError::Access`], whether or not the name exists.
     pub fn lookup_kind_as(&self, parent: u64, name: &[u8], who: &Cred) -> Result<(u64, FileType)> {
-        if name.len() > layout::NAME_MAX {
+        if name.len() > pktfs_layout::NAME_MAX {
             return Err(FsError::NameTooLong);
         }
         let d = self.inode(parent)?;

@@ -74,7 +74,7 @@ impl Volume {
 mod tests {
     use super::*;
     use crate::volume::tests::{fresh, fresh_with};
-    use layout::GeometryParams;
+    use pktfs_layout::GeometryParams;
 
     /// Whether `ino` is still the live inode with `size` bytes.
     fn alive(v: &Volume, ino: u64) -> bool {

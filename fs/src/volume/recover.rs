@@ -11,10 +11,10 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
-use layout::journal::JOURNAL_MAX_ENTRIES;
-use layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN};
-use layout::{
+use pktfs_layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
+use pktfs_layout::journal::JOURNAL_MAX_ENTRIES;
+use pktfs_layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN};
+use pktfs_layout::{
     AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordId, RecordKind,
     Superblock, ROOT_INO,
 };
@@ -192,7 +192,7 @@ impl Walk<'_> {
                     .rd
                     .pm
                     .slice(self.g.buffer_pos(r.buffer, r.buf_off).0, r.len as usize);
-                if layout::crc32c(payload) != r.payload_crc {
+                if pktfs_layout::crc32c(payload) != r.payload_crc {
                     return Err(Corrupt::at("xattr", at, "payload checksum mismatch").into());
                 }
                 let name: Box<[u8]> = payload[..r.aux as usize].into();
@@ -213,7 +213,7 @@ impl Walk<'_> {
                             .rd
                             .pm
                             .slice(self.g.buffer_pos(r.buffer, r.buf_off).0, r.len as usize);
-                        if layout::crc32c(payload) != r.payload_crc {
+                        if pktfs_layout::crc32c(payload) != r.payload_crc {
                             return Err(Corrupt::at("dirent", at, "name checksum mismatch").into());
                         }
                         if super::check_name(payload).is_err() {
@@ -350,7 +350,7 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     let read_only = read_only || pm.is_read_only();
     // A feature this build can only read: refuse to write, before anything
     // (journal replay included) touches the image.
-    let unknown_ro = sb.ro_compat & !layout::superblock::RO_COMPAT_SUPPORTED.bits();
+    let unknown_ro = sb.ro_compat & !pktfs_layout::superblock::RO_COMPAT_SUPPORTED.bits();
     if unknown_ro != 0 && !read_only {
         return Err(Corrupt::UnknownRoCompat { bits: unknown_ro }.into());
     }
@@ -474,7 +474,7 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         }
         // This build may write dirents that carry directory times: say so,
         // so a build that does not know them opens the image read-only.
-        sb.ro_compat |= layout::superblock::RO_COMPAT_SUPPORTED.bits();
+        sb.ro_compat |= pktfs_layout::superblock::RO_COMPAT_SUPPORTED.bits();
         mark_mounted(&pm, &mut sb);
     }
     let map: HashMap<u32, InodeRef> = inodes

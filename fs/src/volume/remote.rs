@@ -18,8 +18,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, OnceLock};
 
-use layout::superblock::Features;
-use layout::{FileType, Record, RecordKind};
+use pktfs_layout::superblock::Features;
+use pktfs_layout::{FileType, Record, RecordKind};
 use rustc_hash::FxHashMap;
 
 use super::alloc::Slice;
@@ -343,7 +343,7 @@ impl Volume {
                         crc32c: r.r.payload_crc,
                         obj: r.r.remote_obj(),
                         obj_off: r.r.remote_off(),
-                        damaged: r.r.flags & layout::record::FLAG_DAMAGED != 0,
+                        damaged: r.r.flags & pktfs_layout::record::FLAG_DAMAGED != 0,
                     }),
             );
         }
@@ -397,7 +397,7 @@ impl Volume {
                 r.ino, r.file_off, r.file_end, s.obj
             ))
         })?;
-        let got = layout::crc32c(&bytes);
+        let got = pktfs_layout::crc32c(&bytes);
         if bytes.len() != s.len as usize || got != r.crc {
             tracing::error!(
                 ino = r.ino,
@@ -480,7 +480,7 @@ impl RemoteRef {
             file_end: r.r.file_end(),
             slice,
             crc: r.r.payload_crc,
-            damaged: r.r.flags & layout::record::FLAG_DAMAGED != 0,
+            damaged: r.r.flags & pktfs_layout::record::FLAG_DAMAGED != 0,
         })
     }
 

@@ -95,7 +95,7 @@ fn tier_out_frees_pm_reads_back_and_survives_reopen() {
     assert!(v
         .superblock()
         .incompat
-        .contains(layout::superblock::Features::REMOTE_RECORDS));
+        .contains(pktfs_layout::superblock::Features::REMOTE_RECORDS));
     // Reopen: the records are remote on the media; the liveness is rebuilt.
     let v = reopen(v);
     v.check_invariants().unwrap();

@@ -7,7 +7,7 @@
 //! transmit side (records held while a socket sends them) in `txhold.rs`.
 
 use crate::media::FlushThread;
-use layout::FileType;
+use pktfs_layout::FileType;
 
 use super::alloc::Slice;
 use super::failstop::OrStop;
@@ -203,7 +203,7 @@ impl<'v> RxHeld<'v> {
         // write-back may also evict the lines (clwb does on some CPUs, and
         // clflushopt always does), and the CRC would then read them back
         // from memory.
-        let crc = layout::crc32c(vol.slice_bytes(s));
+        let crc = pktfs_layout::crc32c(vol.slice_bytes(s));
         vol.pm.flush(off, s.len as u64);
         // The piece's own reference, taken while the reservation's share
         // (dropped after this) still holds the buffers.
@@ -218,7 +218,7 @@ impl<'v> RxHeld<'v> {
                 file_off: 0,
                 seq,
                 timestamp_ns,
-                flags: layout::record::FLAG_RX,
+                flags: pktfs_layout::record::FLAG_RX,
             },
         }
     }

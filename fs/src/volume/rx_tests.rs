@@ -435,7 +435,7 @@ fn conditional_link_and_remove_check_under_their_locks() {
     let first = v.lookup(r, b"f").unwrap();
     let d1 = v.content_digest(first.ino).unwrap();
     assert_eq!(linked.digest(), Some(&d1));
-    assert_eq!(d1.crc32c, layout::crc32c(&[1u8; 5000]));
+    assert_eq!(d1.crc32c, pktfs_layout::crc32c(&[1u8; 5000]));
     drop(linked);
     // The other link calls take no digest (a pass over the records that
     // `pktfs recv` and FUSE do not need).

@@ -14,8 +14,8 @@
 
 use std::time::{Duration, Instant};
 
-use layout::record::FLAG_DAMAGED;
-use layout::FileType;
+use pktfs_layout::record::FLAG_DAMAGED;
+use pktfs_layout::FileType;
 
 use super::alloc::Slice;
 use super::failstop::OrStop;
@@ -180,7 +180,7 @@ impl Volume {
             let bad = if r.r.flags & FLAG_DAMAGED != 0 {
                 Some("marked damaged by fsck".to_string())
             } else {
-                let got = layout::crc32c(self.slice_bytes(r.slice()));
+                let got = pktfs_layout::crc32c(self.slice_bytes(r.slice()));
                 (got != r.r.payload_crc).then(|| {
                     format!(
                         "payload checksum mismatch (stored {:#010x}, computed {got:#010x})",

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::media::Pm;
-use layout::GeometryParams;
+use pktfs_layout::GeometryParams;
 
 pub(crate) fn fresh(size: u64) -> Volume {
     fresh_with(GeometryParams::for_size(size))

@@ -7,7 +7,7 @@
 //! remote records, and the per-object liveness the engine's garbage
 //! collection uses, are `remote.rs`.
 
-use layout::FileType;
+use pktfs_layout::FileType;
 
 use super::failstop::OrStop;
 use super::file::Piece;
@@ -68,7 +68,7 @@ impl<'v> TierOut<'v> {
         let e = &self.extents[k];
         let s = e.rec.slice();
         let b = self.vol.slice_bytes(s);
-        if layout::crc32c(b) != e.crc32c {
+        if pktfs_layout::crc32c(b) != e.crc32c {
             tracing::error!(
                 ino = self.ino,
                 record = e.rec.id.0,
@@ -175,7 +175,7 @@ impl Volume {
         let mut extents = Vec::new();
         let mut total = 0u64;
         for r in i.data.values() {
-            if r.r.is_remote() || r.r.flags & layout::record::FLAG_DAMAGED != 0 {
+            if r.r.is_remote() || r.r.flags & pktfs_layout::record::FLAG_DAMAGED != 0 {
                 continue;
             }
             if total > 0 && total + r.r.len as u64 > max_bytes {
@@ -320,7 +320,7 @@ impl Volume {
                     file_off: e.file_off,
                     seq: e.seq,
                     timestamp_ns: e.timestamp_ns,
-                    flags: e.flags & !layout::record::FLAG_DIR_TIME,
+                    flags: e.flags & !pktfs_layout::record::FLAG_DIR_TIME,
                 })
                 .collect();
             let mut attr = i.attr;

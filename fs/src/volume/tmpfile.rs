@@ -4,7 +4,7 @@
 //! that never completes is never visible and never replaces the file it
 //! was meant to replace.
 
-use layout::{AttrSlot, FileType, RecordId};
+use pktfs_layout::{AttrSlot, FileType, RecordId};
 use smallvec::SmallVec;
 
 use super::digest::{Bound, ContentDigest, Precondition};
@@ -371,10 +371,10 @@ impl Volume {
         if t.unfenced_by
             .is_some_and(|by| by != crate::media::FlushThread::current())
         {
-            self.pm.flush(inode_pos, layout::inode::INODE_SIZE as u64);
+            self.pm.flush(inode_pos, pktfs_layout::inode::INODE_SIZE as u64);
         }
         if cfg!(debug_assertions) {
-            tx.store_reach(inode_pos, layout::inode::INODE_SIZE as u64);
+            tx.store_reach(inode_pos, pktfs_layout::inode::INODE_SIZE as u64);
         }
         let mut ta = t.attr;
         ta.nlink = 1;

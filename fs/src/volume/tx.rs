@@ -22,11 +22,11 @@
 //! 3. only now return freed records and buffer space to the allocators.
 
 use super::failstop::OrStop;
-use layout::inode::{SELECTOR_OFF, SLOTS_OFF, SLOT_SIZE};
-use layout::journal::{
+use pktfs_layout::inode::{SELECTOR_OFF, SLOTS_OFF, SLOT_SIZE};
+use pktfs_layout::journal::{
     JournalEntryRaw, JournalHeaderRaw, JOURNAL_HEADER_BYTES, JOURNAL_MAX_ENTRIES,
 };
-use layout::{AttrSlot, InodeHeader, RecordId};
+use pktfs_layout::{AttrSlot, InodeHeader, RecordId};
 use smallvec::SmallVec;
 use std::sync::Condvar;
 

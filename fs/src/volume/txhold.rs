@@ -15,7 +15,7 @@
 //! that serves other connections. Nothing is fetched under an inode lock
 //! on either path.
 
-use layout::FileType;
+use pktfs_layout::FileType;
 
 use super::alloc::Slice;
 use super::failstop::OrStop;

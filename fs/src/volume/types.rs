@@ -2,7 +2,7 @@
 //! entries, attribute changes, statistics, a chain's records, and the
 //! options for format and open.
 
-use layout::{FileType, GeometryParams};
+use pktfs_layout::{FileType, GeometryParams};
 
 use super::VerifyMode;
 use crate::media::PersistChoice;

@@ -30,8 +30,8 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
-use layout::record::FLAG_DAMAGED;
-use layout::RecordId;
+use pktfs_layout::record::FLAG_DAMAGED;
+use pktfs_layout::RecordId;
 
 use super::{Inode, Rec, Volume};
 use crate::error::{FsError, Result};
@@ -172,7 +172,7 @@ impl Volume {
         if r.r.is_remote() {
             return Ok(());
         }
-        let got = layout::crc32c(self.slice_bytes(r.slice()));
+        let got = pktfs_layout::crc32c(self.slice_bytes(r.slice()));
         if got != r.r.payload_crc {
             return Err(damaged(
                 i,

@@ -2,7 +2,7 @@
 //! payload is the name followed by the value. Setting an existing name
 //! replaces its record in place (one splice); a new name is appended.
 
-use layout::{Record, RecordId, RecordKind};
+use pktfs_layout::{Record, RecordId, RecordKind};
 
 use super::acl::AclKind;
 use super::failstop::OrStop;
@@ -39,7 +39,7 @@ fn check_xattr_name(name: &[u8]) -> Result<()> {
     if name.is_empty() {
         return Err(FsError::Invalid("empty attribute name"));
     }
-    if name.len() > layout::NAME_MAX {
+    if name.len() > pktfs_layout::NAME_MAX {
         return Err(FsError::Range);
     }
     if name.contains(&0) {

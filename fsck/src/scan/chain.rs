@@ -205,7 +205,7 @@ impl Scan<'_> {
                 self.chain_error(&mut c, code, ino, &path, Some(cur), msg);
                 break;
             }
-            let at = g.record_pos(layout::RecordId(cur));
+            let at = g.record_pos(pktfs_layout::RecordId(cur));
             let Some(bytes) = self.read::<64>(at.0) else {
                 break;
             };
@@ -487,7 +487,7 @@ impl Scan<'_> {
                 return;
             }
             self.tail_records.insert(cur);
-            let at = self.g.record_pos(layout::RecordId(cur));
+            let at = self.g.record_pos(pktfs_layout::RecordId(cur));
             let Some(bytes) = self.read::<64>(at.0) else {
                 return;
             };
@@ -499,7 +499,7 @@ impl Scan<'_> {
             }
             if self
                 .payload(&r)
-                .is_some_and(|p| layout::crc32c(p) == r.payload_crc)
+                .is_some_and(|p| pktfs_layout::crc32c(p) == r.payload_crc)
             {
                 self.salvage_cands.insert(r.dirent_ino());
             }
@@ -542,7 +542,7 @@ impl Scan<'_> {
                     sc.spawn(move || {
                         let mut bad = Vec::new();
                         for (k, (_, _, r)) in all.iter().enumerate().take(b).skip(a) {
-                            let computed = this.payload(r).map(layout::crc32c);
+                            let computed = this.payload(r).map(pktfs_layout::crc32c);
                             if r.flags & FLAG_DAMAGED != 0 || computed != Some(r.payload_crc) {
                                 bad.push((k, computed));
                             }

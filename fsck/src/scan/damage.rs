@@ -9,7 +9,7 @@
 //! `DAMAGE_FLAGS` ro_compat feature first. A record already marked is
 //! reported, not repaired again. `--drop-damaged` asks for the hole instead.
 
-use layout::superblock::RoCompatFeatures;
+use pktfs_layout::superblock::RoCompatFeatures;
 
 use super::*;
 use crate::report::DamageState;

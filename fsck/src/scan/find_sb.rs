@@ -21,11 +21,11 @@
 //! An empty root gives nothing to go on past the inode table: the image
 //! holds nothing reachable, and mkfs's default layout is used.
 
-use layout::geometry::{GeometryParams, MAX_BUFFER_SIZE, MIN_BUFFER_SIZE};
-use layout::inode::INODE_SIZE;
-use layout::journal::{JOURNAL_SLOTS, JOURNAL_SLOT_BYTES};
-use layout::superblock::STATE_CLEAN;
-use layout::RECORD_SIZE;
+use pktfs_layout::geometry::{GeometryParams, MAX_BUFFER_SIZE, MIN_BUFFER_SIZE};
+use pktfs_layout::inode::INODE_SIZE;
+use pktfs_layout::journal::{JOURNAL_SLOTS, JOURNAL_SLOT_BYTES};
+use pktfs_layout::superblock::STATE_CLEAN;
+use pktfs_layout::RECORD_SIZE;
 
 use super::*;
 
@@ -90,8 +90,8 @@ pub(super) fn recover(
     // The uuid is lost with both copies; a new one, derived from the time
     // and the geometry, names the image from now on.
     let seed = sb.created_ns.to_le_bytes();
-    let a = layout::crc32c(&seed).to_le_bytes();
-    let b = layout::crc32c(&sb.to_bytes()[24..104]).to_le_bytes();
+    let a = pktfs_layout::crc32c(&seed).to_le_bytes();
+    let b = pktfs_layout::crc32c(&sb.to_bytes()[24..104]).to_le_bytes();
     sb.uuid[..4].copy_from_slice(&a);
     sb.uuid[4..8].copy_from_slice(&b);
     sb.uuid[8..16].copy_from_slice(&seed);
@@ -158,12 +158,12 @@ fn dirent_like(bytes: &[u8]) -> Option<Record> {
         return None;
     }
     let crc = u32::from_le_bytes([bytes[60], bytes[61], bytes[62], bytes[63]]);
-    if layout::crc32c(&bytes[8..60]) != crc {
+    if pktfs_layout::crc32c(&bytes[8..60]) != crc {
         return None;
     }
     let le32 = |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
     let len = le32(16);
-    (1..=layout::NAME_MAX as u32)
+    (1..=pktfs_layout::NAME_MAX as u32)
         .contains(&len)
         .then(|| Record {
             kind: RecordKind::Dirent,
@@ -257,7 +257,7 @@ fn candidates(pm: &ExclusivePm<'_>) -> Vec<Geometry> {
                 bo += ALIGN;
                 if d.buf_off >= bs
                     || bytes_at(pm, at + off, d.len as u64)
-                        .is_none_or(|p| layout::crc32c(p) != d.payload_crc)
+                        .is_none_or(|p| pktfs_layout::crc32c(p) != d.payload_crc)
                 {
                     continue;
                 }

@@ -21,14 +21,14 @@ mod superblock;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::io::IsTerminal;
 
-use layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
-use layout::record::FLAG_DAMAGED;
-use layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN, STATE_MOUNTED};
-use layout::{
+use pktfs_layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
+use pktfs_layout::record::FLAG_DAMAGED;
+use pktfs_layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN, STATE_MOUNTED};
+use pktfs_layout::{
     AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordKind, Superblock,
     ROOT_INO,
 };
-use pktfs::media::ExclusivePm;
+use pktfs_fs::media::ExclusivePm;
 
 use crate::report::{Counts, DamagedRange, Finding, Severity, SuperblockSummary};
 
@@ -226,7 +226,7 @@ const DEFER_BYTES: u32 = 64 << 10;
 
 fn valid_name(n: &[u8]) -> bool {
     !n.is_empty()
-        && n.len() <= layout::NAME_MAX
+        && n.len() <= pktfs_layout::NAME_MAX
         && n != b"."
         && n != b".."
         && !n.contains(&b'/')
@@ -362,7 +362,7 @@ impl Scan<'_> {
         let mut b = [0u8; N];
         b.copy_from_slice(self.bytes(off, N)?);
         if !self.overlay.is_empty() {
-            pktfs::volume::journal::overlay(&mut b, off, |a| self.overlay.get(&a).copied());
+            pktfs_fs::volume::journal::overlay(&mut b, off, |a| self.overlay.get(&a).copied());
         }
         Some(b)
     }
@@ -383,7 +383,7 @@ impl Scan<'_> {
     /// The CRC32C of a record's payload as it is now (None: unreadable),
     /// counted as verified.
     fn payload_crc(&mut self, r: &Record) -> Option<u32> {
-        let crc = self.payload(r).map(layout::crc32c);
+        let crc = self.payload(r).map(pktfs_layout::crc32c);
         self.out.counts.payload_bytes_checked += r.len as u64;
         if let Some(pb) = &self.progress {
             self.progress_pending += r.len as u64;
@@ -429,7 +429,7 @@ impl Scan<'_> {
     // ---- journal --------------------------------------------------------
 
     fn journal(&mut self, overlay: bool) {
-        for v in pktfs::volume::journal::read_slots_excl(self.pm, &self.g) {
+        for v in pktfs_fs::volume::journal::read_slots_excl(self.pm, &self.g) {
             let slot = v.slot;
             match v.state {
                 Ok(None) => {}

@@ -136,7 +136,7 @@ impl Scan<'_> {
             if eff_val != n.id {
                 stores.push((eff, n.id));
             }
-            eff = self.g.record_pos(layout::RecordId(n.id)).0;
+            eff = self.g.record_pos(pktfs_layout::RecordId(n.id)).0;
             eff_val = n.next_raw;
         }
         if eff_val != 0 {
@@ -190,7 +190,7 @@ impl Scan<'_> {
     pub(super) fn dir_tail(&self, d: &Ino) -> (u64, u64) {
         match d.data.nodes.iter().rev().find(|n| n.keep) {
             Some(n) => (
-                self.g.record_pos(layout::RecordId(n.id)).0,
+                self.g.record_pos(pktfs_layout::RecordId(n.id)).0,
                 n.rec.seq.max(FIRST_COOKIE - 1),
             ),
             None => (d.data.head_addr, FIRST_COOKIE - 1),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use pktfs::{ScrubOptions, Volume};
+use pktfs_fs::{ScrubOptions, Volume};
 use serde_json::{json, Value};
 
 use super::peer::{self, Peer, Trust};

@@ -4,14 +4,14 @@
 //!
 //! # The entity tag
 //! `"c-<crc32c>-<size>"` (lower-case hex): the CRC32C of the whole content,
-//! combined from the records' CRCs ([`pktfs::Volume::content_digest`]; no
+//! combined from the records' CRCs ([`pktfs_fs::Volume::content_digest`]; no
 //! pass over the data), and the size. It is strong: equal tags mean equal
 //! bytes up to a CRC32C collision, which the size narrows further. It
 //! depends only on the content, so it survives remounts and is the same
 //! for two files with the same bytes, and nothing is cached that could go
 //! stale.
 
-use pktfs::{Bound, ContentDigest};
+use pktfs_fs::{Bound, ContentDigest};
 
 use super::head::{Conditions, Method, TagList};
 
@@ -49,7 +49,7 @@ pub(crate) enum Current {
 }
 
 impl Current {
-    /// What the Volume saw under its locks ([`pktfs::Precondition`]).
+    /// What the Volume saw under its locks ([`pktfs_fs::Precondition`]).
     pub(crate) fn of(b: &Bound) -> Current {
         match b {
             Bound::Absent => Current::Absent,
@@ -62,8 +62,8 @@ impl Current {
 }
 
 /// A change's preconditions as the Volume checks them, under the locks
-/// that make the change ([`pktfs::Volume::rx_link_if`],
-/// [`pktfs::Volume::remove_if`]): why it refused is kept for the 412.
+/// that make the change ([`pktfs_fs::Volume::rx_link_if`],
+/// [`pktfs_fs::Volume::remove_if`]): why it refused is kept for the 412.
 pub(crate) struct Guard<'h> {
     cond: &'h Conditions,
     method: Method,

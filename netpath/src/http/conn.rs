@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use std::collections::VecDeque;
 
-use pktfs::{RxPiece, TmpFile, TxHold, TxMsg, Volume};
+use pktfs_fs::{RxPiece, TmpFile, TxHold, TxMsg, Volume};
 use rustix::net::SendFlags;
 
 use super::head::{parse_head, Framing, Head, Method};
@@ -119,7 +119,7 @@ pub(super) struct Conn<'a> {
     /// A file an upload replaced, held until the answer is out (event
     /// loop: the send happens after the handler returns); dropping it
     /// gives the old version's space back.
-    pub replaced: Option<pktfs::Linked<'a>>,
+    pub replaced: Option<pktfs_fs::Linked<'a>>,
     tally: Tally,
     /// Bytes received and sent on this connection so far.
     pub conn_in: u64,
@@ -694,5 +694,5 @@ impl<'a> Conn<'a> {
 
 /// Bytes a hold sends.
 fn held_len(h: &TxHold<'_>) -> u64 {
-    h.segs().iter().map(pktfs::TxSeg::len).sum()
+    h.segs().iter().map(pktfs_fs::TxSeg::len).sum()
 }

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use pktfs::{FsError, RxPiece};
+use pktfs_fs::{FsError, RxPiece};
 
 use super::chunked::{chunk_size_line, trailer_section};
 use super::conn::Conn;
@@ -53,7 +53,7 @@ impl SpaceGuard {
     #[inline]
     pub(super) fn take(
         &mut self,
-        vol: &pktfs::Volume,
+        vol: &pktfs_fs::Volume,
         cfg: &crate::config::Config,
         bytes: u64,
         records: u64,
@@ -67,7 +67,7 @@ impl SpaceGuard {
     }
 
     #[cold]
-    fn check(&mut self, vol: &pktfs::Volume, cfg: &crate::config::Config) -> Result<(), BodyError> {
+    fn check(&mut self, vol: &pktfs_fs::Volume, cfg: &crate::config::Config) -> Result<(), BodyError> {
         let st = vol.statfs();
         let free = st.blocks_free.saturating_mul(st.block_size as u64);
         let bytes = free.saturating_sub(cfg.upload_reserve_bytes);

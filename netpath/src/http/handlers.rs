@@ -1,7 +1,7 @@
 //! GET/HEAD (files with Range and conditional requests, directory
 //! listings as text or JSON), DELETE, and the metrics endpoint.
 
-use pktfs::{ContentDigest, FileType, FsError};
+use pktfs_fs::{ContentDigest, FileType, FsError};
 
 use super::cond::{etag, evaluate, Current, Decision, Guard};
 use super::conn::Conn;
@@ -15,7 +15,7 @@ const LISTING_PIECE: usize = 64 << 10;
 
 /// One pin on an inode, dropped with the value.
 struct Pinned<'v> {
-    vol: &'v pktfs::Volume,
+    vol: &'v pktfs_fs::Volume,
     ino: u64,
 }
 
@@ -32,7 +32,7 @@ impl<'a> Conn<'a> {
     /// Walk the path's first `segs` segments from the root (symlinks are
     /// not followed), with search permission on each directory walked
     /// (`perm`; else [`FsError::Access`]).
-    pub(super) fn resolve(&self, segs: usize) -> Result<pktfs::Attr, FsError> {
+    pub(super) fn resolve(&self, segs: usize) -> Result<pktfs_fs::Attr, FsError> {
         let mut a = self.vol.getattr(self.vol.root())?;
         for s in self.path.segments().take(segs) {
             if a.kind != FileType::Directory {
@@ -47,7 +47,7 @@ impl<'a> Conn<'a> {
     /// (none for the root): the file cannot be freed and its number reused
     /// by another file while the pin is held, so the attributes, version
     /// and bytes a GET takes of that number are all of one file.
-    fn resolve_pinned(&self) -> Result<(pktfs::Attr, Option<Pinned<'a>>), FsError> {
+    fn resolve_pinned(&self) -> Result<(pktfs_fs::Attr, Option<Pinned<'a>>), FsError> {
         let n = self.path.len();
         if n == 0 {
             return Ok((self.resolve(0)?, None));
@@ -57,7 +57,7 @@ impl<'a> Conn<'a> {
             return Err(FsError::NotFound);
         }
         let last = self.path.segments().nth(n - 1).ok_or(FsError::NotFound)?;
-        if !self.permits(dir.ino, pktfs::Access::SEARCH) {
+        if !self.permits(dir.ino, pktfs_fs::Access::SEARCH) {
             return Err(FsError::Access);
         }
         let a = self.vol.lookup_pinned(dir.ino, last)?;
@@ -73,16 +73,16 @@ impl<'a> Conn<'a> {
         let b = match self.resolve(self.path.len()) {
             Ok(a) if a.kind == FileType::Regular => {
                 let d = self.vol.content_digest(a.ino)?;
-                pktfs::Bound::Present {
+                pktfs_fs::Bound::Present {
                     digest: Some(d),
                     mtime_ns: d.mtime_ns,
                 }
             }
-            Ok(a) => pktfs::Bound::Present {
+            Ok(a) => pktfs_fs::Bound::Present {
                 digest: None,
                 mtime_ns: a.mtime_ns,
             },
-            Err(FsError::NotFound) | Err(FsError::NotDir) => pktfs::Bound::Absent,
+            Err(FsError::NotFound) | Err(FsError::NotDir) => pktfs_fs::Bound::Absent,
             Err(e) => return Err(e),
         };
         Ok(Current::of(&b))
@@ -261,7 +261,7 @@ impl<'a> Conn<'a> {
         code: u16,
         start: u64,
         end: u64,
-        hold: Option<pktfs::TxRange<'a>>,
+        hold: Option<pktfs_fs::TxRange<'a>>,
         keep: bool,
     ) -> bool {
         let name = self.path.name().unwrap_or_default();
@@ -281,8 +281,8 @@ impl<'a> Conn<'a> {
         }
         self.begin(code, Some(end - start), keep, &extra);
         match hold {
-            Some(pktfs::TxRange::Tiered(plan)) => self.send_tiered(plan, keep),
-            Some(pktfs::TxRange::Local(h)) => self.send_with(Some(h), false) && keep,
+            Some(pktfs_fs::TxRange::Tiered(plan)) => self.send_tiered(plan, keep),
+            Some(pktfs_fs::TxRange::Local(h)) => self.send_with(Some(h), false) && keep,
             None => self.send_with(None, false) && keep,
         }
     }
@@ -335,7 +335,7 @@ impl<'a> Conn<'a> {
         names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // Each entry's attributes need search on the directory (as a stat
         // of dir/name would); without it, names and types only.
-        let searchable = self.permits(dir, pktfs::Access::SEARCH);
+        let searchable = self.permits(dir, pktfs_fs::Access::SEARCH);
         let keep = h.keep_alive && h.http11;
         self.begin(200, None, keep, "Content-Type: application/json\r\n");
         if !h.http11 {
@@ -468,8 +468,8 @@ impl<'a> Conn<'a> {
         // If-Match / If-Unmodified-Since are checked by the removal itself,
         // under its locks: nothing can replace the file in between.
         let guard = Guard::new(&h.cond, h.method);
-        let check = |b: &pktfs::Bound| guard.check(b);
-        let cond: Option<pktfs::Precondition<'_>> = h.cond.any().then_some(&check);
+        let check = |b: &pktfs_fs::Bound| guard.check(b);
+        let cond: Option<pktfs_fs::Precondition<'_>> = h.cond.any().then_some(&check);
         let n = self.path.len();
         let r = match self.resolve(n - 1) {
             Ok(p) if p.kind == FileType::Directory => {
@@ -480,7 +480,7 @@ impl<'a> Conn<'a> {
             }
             Ok(_) | Err(FsError::NotDir) | Err(FsError::NotFound) => match cond {
                 // The parent is missing: so is the target.
-                Some(c) if !c(&pktfs::Bound::Absent) => Err(FsError::PreconditionFailed),
+                Some(c) if !c(&pktfs_fs::Bound::Absent) => Err(FsError::PreconditionFailed),
                 _ => Err(FsError::NotFound),
             },
             Err(e) => Err(e),
@@ -512,10 +512,10 @@ impl<'a> Conn<'a> {
 }
 
 /// The file size when a range was held or planned.
-fn range_size(r: &pktfs::TxRange<'_>) -> u64 {
+fn range_size(r: &pktfs_fs::TxRange<'_>) -> u64 {
     match r {
-        pktfs::TxRange::Local(h) => h.size(),
-        pktfs::TxRange::Tiered(p) => p.size(),
+        pktfs_fs::TxRange::Local(h) => h.size(),
+        pktfs_fs::TxRange::Tiered(p) => p.size(),
     }
 }
 

@@ -10,10 +10,10 @@
 //!
 //! # Storing
 //! `PUT`/`POST /path` receives the body into an unnamed file
-//! ([`pktfs::Volume::tmpfile`], freed when dropped unnamed): body bytes
+//! ([`pktfs_fs::Volume::tmpfile`], freed when dropped unnamed): body bytes
 //! become pieces where they landed (after the head, between chunk framing)
 //! and are committed in batches of at most one reservation; the last batch
-//! is committed together with the file's name ([`pktfs::Volume::rx_link`],
+//! is committed together with the file's name ([`pktfs_fs::Volume::rx_link`],
 //! one commit, replacing an existing file atomically unless the request
 //! says `If-None-Match: *`), so a small upload costs one commit. Only then
 //! is `201 Created` (or `204` for a replacement) sent. An upload that does

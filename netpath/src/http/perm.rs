@@ -1,6 +1,6 @@
 //! Requests act as one identity ([`crate::Config::as_user`], `--as-user`)
 //! and are checked against modes and POSIX ACLs as the kernel checks a
-//! process of that identity on the mount ([`pktfs::Volume::permits`]):
+//! process of that identity on the mount ([`pktfs_fs::Volume::permits`]):
 //! - search (x) on every directory walked, from the root;
 //! - GET/HEAD of a file: read (r) on it; of a directory (a listing): read
 //!   on it, and the JSON listing's sizes, times and tags only with search
@@ -21,7 +21,7 @@
 //! chmod racing a request may let that one request be checked against the
 //! old mode (the kernel holds the directory's lock across both).
 
-use pktfs::{Access, Cred, Denial, FileType, FsError};
+use pktfs_fs::{Access, Cred, Denial, FileType, FsError};
 
 use super::conn::Conn;
 
@@ -32,15 +32,15 @@ impl<'a> Conn<'a> {
         (!c.is_root()).then_some(c)
     }
 
-    /// [`pktfs::Volume::lookup`] as the identity (search on `dir`).
-    pub(super) fn lookup_as(&self, dir: u64, name: &[u8]) -> Result<pktfs::Attr, FsError> {
+    /// [`pktfs_fs::Volume::lookup`] as the identity (search on `dir`).
+    pub(super) fn lookup_as(&self, dir: u64, name: &[u8]) -> Result<pktfs_fs::Attr, FsError> {
         match self.who() {
             Some(c) => self.vol.lookup_as(dir, name, c),
             None => self.vol.lookup(dir, name),
         }
     }
 
-    /// [`pktfs::Volume::lookup_kind`] as the identity.
+    /// [`pktfs_fs::Volume::lookup_kind`] as the identity.
     pub(super) fn lookup_kind_as(&self, dir: u64, name: &[u8]) -> Result<(u64, FileType), FsError> {
         match self.who() {
             Some(c) => self.vol.lookup_kind_as(dir, name, c),

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use pktfs::FsError;
+use pktfs_fs::FsError;
 
 pub(crate) fn reason(code: u16) -> &'static str {
     match code {

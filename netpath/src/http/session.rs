@@ -81,7 +81,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pktfs::{RxHeld, TmpFile, Volume};
+use pktfs_fs::{RxHeld, TmpFile, Volume};
 
 use super::conn::{msg_dram, Conn, Outbox};
 use super::framing::{BodyError, SpaceGuard};

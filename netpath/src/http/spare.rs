@@ -16,7 +16,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pktfs::TmpFile;
+use pktfs_fs::TmpFile;
 
 use crate::shared::Shared;
 

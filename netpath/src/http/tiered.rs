@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use pktfs::{FsError, TxHold, TxKeep, TxMsg, TxPlan, TxWindow};
+use pktfs_fs::{FsError, TxHold, TxKeep, TxMsg, TxPlan, TxWindow};
 
 use super::conn::{msg_dram, Conn};
 use super::response::status_of;
@@ -299,5 +299,5 @@ impl<'a> Conn<'a> {
 
 /// Bytes a hold sends.
 fn hold_len(h: &TxHold<'_>) -> u64 {
-    h.segs().iter().map(pktfs::TxSeg::len).sum()
+    h.segs().iter().map(pktfs_fs::TxSeg::len).sum()
 }

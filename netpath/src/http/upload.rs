@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use pktfs::{FileType, FsError, RxPiece, Volume};
+use pktfs_fs::{FileType, FsError, RxPiece, Volume};
 use prometheus_client::metrics::histogram::Histogram;
 
 use super::cond::{push_etag, Decision, Guard};
@@ -97,7 +97,7 @@ impl<'a> Conn<'a> {
             if n > free {
                 return self.refuse(h, 507, "the body is larger than the free space");
             }
-            if n > pktfs::volume::MAX_FILE_SIZE {
+            if n > pktfs_fs::volume::MAX_FILE_SIZE {
                 return self.refuse(h, 413, "file too large");
             }
         }
@@ -167,7 +167,7 @@ impl<'a> Conn<'a> {
     pub(super) fn put_finish(
         &mut self,
         h: &Head,
-        mut tmp: pktfs::TmpFile<'a>,
+        mut tmp: pktfs_fs::TmpFile<'a>,
         r: Result<(u64, u64), BodyError>,
     ) -> bool {
         let n = self.path.len();
@@ -182,9 +182,9 @@ impl<'a> Conn<'a> {
         if bytes == 0 {
             // No data commit set the times: an unnamed file made ahead of
             // time must not carry its creation time as the upload's.
-            let now = pktfs::SetAttr {
-                mtime: Some(pktfs::TimeSet::Now),
-                atime: Some(pktfs::TimeSet::Now),
+            let now = pktfs_fs::SetAttr {
+                mtime: Some(pktfs_fs::TimeSet::Now),
+                atime: Some(pktfs_fs::TimeSet::Now),
                 ..Default::default()
             };
             if let Err(e) = self.vol.setattr(tmp.ino(), &now) {
@@ -226,8 +226,8 @@ impl<'a> Conn<'a> {
         // replacement can come between the check and the new name.
         // `If-None-Match: *` is the link's refusal to replace.
         let guard = Guard::new(&h.cond, h.method);
-        let check = |b: &pktfs::Bound| guard.check(b);
-        let cond: Option<pktfs::Precondition<'_>> = h.cond.any().then_some(&check);
+        let check = |b: &pktfs_fs::Bound| guard.check(b);
+        let cond: Option<pktfs_fs::Precondition<'_>> = h.cond.any().then_some(&check);
         let replace = !matches!(h.cond.if_none_match, Some(TagList::Any));
         let mut name = std::mem::take(&mut self.scratch_name);
         name.clear();
@@ -353,7 +353,7 @@ impl<'a> Conn<'a> {
     }
 
     /// Give up an upload: its uncommitted tail and its unnamed file.
-    fn drop_tmp(&mut self, tmp: pktfs::TmpFile<'a>) {
+    fn drop_tmp(&mut self, tmp: pktfs_fs::TmpFile<'a>) {
         self.vol.rx_abort(std::mem::take(&mut self.pieces));
         drop(tmp); // frees the unnamed file
     }
@@ -368,7 +368,7 @@ impl<'a> Conn<'a> {
                 Ok((child, FileType::Directory)) => child,
                 Ok(_) => return Err(FsError::NotDir),
                 Err(FsError::NotFound) => {
-                    if !self.permits(ino, pktfs::Access::WRITE_SEARCH) {
+                    if !self.permits(ino, pktfs_fs::Access::WRITE_SEARCH) {
                         return Err(FsError::Access);
                     }
                     match self.vol.mkdir(ino, s, 0o755, self.sh.uid, self.sh.gid) {

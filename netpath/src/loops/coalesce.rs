@@ -11,7 +11,7 @@
 //! body in 1-byte chunks takes about as many records as it has 2 KiB.
 //! A copy of under 2 KiB costs less than the record it saves.
 
-use pktfs::{RxBuf, RxPiece, Volume};
+use pktfs_fs::{RxBuf, RxPiece, Volume};
 
 /// Pieces shorter than this are copied together.
 pub(crate) const COALESCE_BELOW: u32 = 2 << 10;
@@ -59,7 +59,7 @@ impl<'v> Coalescer<'v> {
         ts: u64,
         seq: u64,
         out: &mut Vec<RxPiece<'v>>,
-    ) -> pktfs::Result<u32> {
+    ) -> pktfs_fs::Result<u32> {
         let mut made = 0;
         let mut at = 0usize;
         while at < bytes.len() {
@@ -106,7 +106,7 @@ mod tests {
     use super::*;
 
     fn vol() -> Volume {
-        Volume::in_memory(layout::GeometryParams::for_size(16 << 20)).unwrap()
+        Volume::in_memory(pktfs_layout::GeometryParams::for_size(16 << 20)).unwrap()
     }
 
     #[test]

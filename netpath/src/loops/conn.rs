@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::net::TcpStream;
 use std::time::Instant;
 
-use pktfs::{TxMsg, TxPos};
+use pktfs_fs::{TxMsg, TxPos};
 
 use super::session::{CloseReason, SendRule, Session};
 

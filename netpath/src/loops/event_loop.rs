@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use std::cmp::Reverse;
 
-use pktfs::{RingEvent, RxData, RxRing, RxRingConfig, Volume};
+use pktfs_fs::{RingEvent, RxData, RxRing, RxRingConfig, Volume};
 
 use super::conn::Table;
 use super::session::{CloseReason, Protocol, TurnClock};

@@ -1,11 +1,11 @@
 //! The event loops (one per two cores): multishot accept on a
 //! SO_REUSEPORT listener per loop, multishot receive into a provided-buffer
 //! ring whose buffers are free packet buffers of the image
-//! ([`pktfs::RxRing`]), batched submissions, sends of one iovec per
+//! ([`pktfs_fs::RxRing`]), batched submissions, sends of one iovec per
 //! record, idle deadlines on a timer heap. Protocol-agnostic: a
 //! [`Protocol`] opens a [`Session`] per connection (the raw stream server
 //! is one, [`crate::raw`]). The ring is an io_uring, or its epoll stand-in
-//! where io_uring is not usable (`pktfs::RingBackend`); the loops are the
+//! where io_uring is not usable (`pktfs_fs::RingBackend`); the loops are the
 //! same code on both. See docs/NETPATH.md, "Event loop (io_uring)" and
 //! "The epoll fallback".
 //!
@@ -25,7 +25,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use pktfs::{RxRingConfig, Volume};
+use pktfs_fs::{RxRingConfig, Volume};
 
 use event_loop::Service;
 pub use event_loop::{LoopReport, LoopShared};
@@ -55,10 +55,10 @@ pub enum IoChoice {
 
 impl IoChoice {
     /// The loops' backend, when connections run on event loops.
-    pub fn backend(&self) -> Option<pktfs::RingBackend> {
+    pub fn backend(&self) -> Option<pktfs_fs::RingBackend> {
         match self {
-            IoChoice::Uring { .. } => Some(pktfs::RingBackend::Uring),
-            IoChoice::Epoll { .. } => Some(pktfs::RingBackend::Epoll),
+            IoChoice::Uring { .. } => Some(pktfs_fs::RingBackend::Uring),
+            IoChoice::Epoll { .. } => Some(pktfs_fs::RingBackend::Epoll),
             IoChoice::Threads { .. } => None,
         }
     }
@@ -118,7 +118,7 @@ pub fn choose(mode: IoMode, loops: usize) -> std::io::Result<IoChoice> {
         }
         IoMode::Auto | IoMode::Uring => {}
     }
-    match pktfs::volume::rxring::probe() {
+    match pktfs_fs::volume::rxring::probe() {
         Ok(f) => Ok(IoChoice::Uring {
             loops: loop_count(loops),
             incremental: f.incremental,
@@ -241,7 +241,7 @@ impl Loops {
         for (addr, proto) in &services {
             let listeners = listen::reuseport_listeners(*addr, loops)?;
             addrs.push(listeners[0].local_addr()?);
-            let _ = pktfs::media::net::enable_rx_timestamps(std::os::fd::AsRawFd::as_raw_fd(
+            let _ = pktfs_fs::media::net::enable_rx_timestamps(std::os::fd::AsRawFd::as_raw_fd(
                 &listeners[0],
             ));
             for (k, lis) in listeners.into_iter().enumerate() {

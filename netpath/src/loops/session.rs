@@ -7,7 +7,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use pktfs::{RxHeld, TxMsg, Volume};
+use pktfs_fs::{RxHeld, TxMsg, Volume};
 
 /// What a session wants next.
 #[derive(Debug)]

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pktfs::{RxHeld, RxRingConfig, Volume};
+use pktfs_fs::{RxHeld, RxRingConfig, Volume};
 
 use super::{CloseReason, Flow, Loops, Protocol, Session, TurnClock};
 
@@ -44,7 +44,7 @@ impl<'v> Session<'v> for SendSession<'v> {
         if std::mem::replace(&mut self.asked, true) {
             return Flow::Continue;
         }
-        Flow::Send(pktfs::TxMsg {
+        Flow::Send(pktfs_fs::TxMsg {
             head: Vec::new(),
             hold: Some(self.vol.tx_hold(self.ino, 0, u64::MAX).unwrap()),
         })
@@ -67,13 +67,13 @@ impl<'v> Session<'v> for SendSession<'v> {
 
 #[test]
 fn a_session_sends_a_file_by_its_chain_over_partial_sends() {
-    if let Err(why) = pktfs::volume::rxring::probe() {
+    if let Err(why) = pktfs_fs::volume::rxring::probe() {
         // The in-tree integration tests (net_uring) fail under CI for this;
         // here the loop cannot run at all.
         panic!("io_uring is not usable here: {why}");
     }
     let len = 64 << 20;
-    let vol = Arc::new(Volume::in_memory(layout::GeometryParams::for_size(len as u64)).unwrap());
+    let vol = Arc::new(Volume::in_memory(pktfs_layout::GeometryParams::for_size(len as u64)).unwrap());
     let ino = vol.create(vol.root(), b"f", 0o644, 0, 0).unwrap().ino;
     let head: Vec<u8> = (0..6_000_000u32)
         .map(|i| (i * 7 + i / 4096) as u8)

@@ -72,7 +72,7 @@ fn main() {
         // Keep only what pktfs knows.
         let mut kept = Vec::new();
         for o in options.iter().flat_map(|l| l.split(',')) {
-            if mount_cmd::is_log_option(o) || pktfs::fuse::MountOptions::parse(o).is_ok() {
+            if mount_cmd::is_log_option(o) || pktfs_fs::fuse::MountOptions::parse(o).is_ok() {
                 kept.push(o.to_string());
             }
         }
@@ -102,7 +102,7 @@ fn main() {
     if fake {
         // mount -f: check the arguments, mount nothing.
         margs.options.retain(|o| !o.is_empty());
-        if let Err(e) = pktfs::fuse::MountOptions::parse(&margs.options.join(",")) {
+        if let Err(e) = pktfs_fs::fuse::MountOptions::parse(&margs.options.join(",")) {
             eprintln!("mount.pktfs: {e}");
             std::process::exit(1);
         }

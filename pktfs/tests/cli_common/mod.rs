@@ -135,10 +135,10 @@ pub fn wait_listening(addr: SocketAddr) {
 /// A fresh image of `bytes` at `path` (mkfs lives in another package; the
 /// library formats the same way).
 pub fn mkfs(path: &std::path::Path, bytes: u64) {
-    pktfs::Volume::format(
+    pktfs_fs::Volume::format(
         path,
-        &pktfs::FormatOptions {
-            params: layout::GeometryParams::for_size(bytes),
+        &pktfs_fs::FormatOptions {
+            params: pktfs_layout::GeometryParams::for_size(bytes),
             label: None,
         },
         &mut |_, _| {},

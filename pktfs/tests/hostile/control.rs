@@ -1,4 +1,4 @@
-//! The control socket (`@pktfs-ctl:DEV:INO`, netpath::control) against
+//! The control socket (`@pktfs-ctl:DEV:INO`, pktfs_netpath::control) against
 //! another local user and against floods:
 //! - `nobody` binds an image's name first: the image owner's clients
 //!   (`stat`, `recv`, `send`, a request passing a TCP socket) refuse it,
@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use netpath::control::{MAX_CONNECTIONS, MAX_REQUEST, REQUEST_DEADLINE};
+use pktfs_netpath::control::{MAX_CONNECTIONS, MAX_REQUEST, REQUEST_DEADLINE};
 
 use crate::cli_common::{mkfs, serve, stop, try_startup_lines, Proc, PKTFS};
 use crate::{prereq, require};
@@ -179,7 +179,7 @@ fn image() -> (tempfile::TempDir, PathBuf) {
     (d, img)
 }
 
-/// The image's control socket name, as netpath::control names it.
+/// The image's control socket name, as pktfs_netpath::control names it.
 fn ctl_name(img: &Path) -> String {
     let m = std::fs::metadata(img).unwrap();
     format!("pktfs-ctl:{}:{}", m.dev(), m.ino())
@@ -439,14 +439,14 @@ fn clients_refuse_a_squatter_and_pass_it_nothing() {
     // A request passing a connected socket (what recv and send do once the
     // checks pass) is refused before the socket is passed.
     let sock = std::net::TcpStream::connect(peer.local_addr().unwrap()).unwrap();
-    let r = netpath::control::request_passing(
+    let r = pktfs_netpath::control::request_passing(
         &img,
         &serde_json::json!({"op": "recv", "path": "/x"}),
         Some(&sock),
         &mut |_| {},
     );
     match r {
-        Err(e @ netpath::control::ControlError::Impostor { .. }) => names_it(&e.to_string()),
+        Err(e @ pktfs_netpath::control::ControlError::Impostor { .. }) => names_it(&e.to_string()),
         r => panic!("request_passing to a squatter: {r:?}"),
     }
     let conns = squat.finish();

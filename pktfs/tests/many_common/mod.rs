@@ -42,7 +42,7 @@ pub fn fd_room(conns: usize) -> Result<(), String> {
 
 /// Whether io_uring's loops can run in this process (for `require!`).
 pub fn uring_usable() -> Result<(), String> {
-    netpath::loops::choose(netpath::IoMode::Uring, 1)
+    pktfs_netpath::loops::choose(pktfs_netpath::IoMode::Uring, 1)
         .map(|_| ())
         .map_err(|e| format!("io_uring is not usable in this process: {e}"))
 }

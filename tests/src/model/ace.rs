@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use pktfs::FileType;
+use pktfs_fs::FileType;
 
 use super::{format_image, seed_image, Model, Op};
 
@@ -308,6 +308,6 @@ pub fn seeded() -> &'static (Arc<Vec<u8>>, Model) {
 }
 
 /// The inode at `path` in a Volume (panics if it is not there).
-pub fn path_ino(v: &pktfs::Volume, path: &str) -> u64 {
+pub fn path_ino(v: &pktfs_fs::Volume, path: &str) -> u64 {
     super::vresolve(v, path).unwrap_or_else(|e| panic!("{path}: errno {e}"))
 }

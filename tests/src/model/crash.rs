@@ -9,7 +9,7 @@
 //! before every fence** (any subset of the lines written since the last
 //! fence may be on the media: nothing orders them yet) and just after it
 //! (the lines written and never flushed). The walk over those instants is
-//! the recording backend's (`pktfs::media::recording::walk`); the instants
+//! the recording backend's (`pktfs_fs::media::recording::walk`); the instants
 //! before a fence are where a missing fence between a commit record and
 //! what it commits shows.
 //!
@@ -32,9 +32,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use pktfs::media::recording::Event;
-use pktfs::media::Pm;
-use pktfs::{FileType, RenameFlags, Volume};
+use pktfs_fs::media::recording::Event;
+use pktfs_fs::media::Pm;
+use pktfs_fs::{FileType, RenameFlags, Volume};
 
 use super::{apply_vol, dump, show_result, Model, Op, OpResult, Tree};
 
@@ -42,9 +42,9 @@ const LINE: u64 = 64;
 
 /// One crash instant, and the walk over every instant of a log (the start,
 /// just before and just after every fence): the recording backend's own
-/// (`pktfs::media::recording`), so the harness and the netpath tests see
+/// (`pktfs_fs::media::recording`), so the harness and the netpath tests see
 /// the same crash points.
-pub use pktfs::media::recording::{walk as for_each_point, CrashPoint as Point};
+pub use pktfs_fs::media::recording::{walk as for_each_point, CrashPoint as Point};
 
 /// Which in-flight subsets to build at a point.
 pub fn subsets(p: &Point<'_>, buffer_offset: u64, small: usize) -> Vec<Vec<usize>> {

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 
-use pktfs::FileType;
+use pktfs_fs::FileType;
 
 use super::{Model, Op};
 

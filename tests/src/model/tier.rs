@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use pktfs::{FsError, RemoteBytes, RemoteSource, Volume};
+use pktfs_fs::{FsError, RemoteBytes, RemoteSource, Volume};
 
 #[derive(Debug, Default)]
 pub struct MemTier {

@@ -21,7 +21,7 @@ pub struct Entry {
 
 impl fmt::Debug for Entry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let h = layout::crc32c(&self.data);
+        let h = pktfs_layout::crc32c(&self.data);
         write!(
             f,
             "{:?} {:o} {}:{} rdev={:#x} nlink={} size={} data[{}]={:08x} xattrs={:?} ident={}",
@@ -39,7 +39,7 @@ impl fmt::Debug for Entry {
                 .map(|(k, v)| (
                     String::from_utf8_lossy(k).into_owned(),
                     v.len(),
-                    layout::crc32c(v)
+                    pktfs_layout::crc32c(v)
                 ))
                 .collect::<Vec<_>>(),
             self.ident
@@ -109,7 +109,7 @@ fn vparent(v: &Volume, path: &str) -> Result<(u64, Vec<u8>), Errno> {
 
 /// Apply `op` to a Volume.
 pub fn apply_vol(v: &Volume, op: &Op) -> OpResult {
-    let e = |r: pktfs::FsError| r.errno();
+    let e = |r: pktfs_fs::FsError| r.errno();
     match op {
         Op::Create { path, perm } => {
             let (p, n) = vparent(v, path)?;
@@ -342,8 +342,8 @@ fn upload<'v>(
     total: u64,
     segs: u8,
     seed: u8,
-    pending: &mut Vec<pktfs::RxPiece<'v>>,
-) -> pktfs::Result<()> {
+    pending: &mut Vec<pktfs_fs::RxPiece<'v>>,
+) -> pktfs_fs::Result<()> {
     const HEADER: &[u8] = b"PUT /upload HTTP/1.1\r\n\r\n";
     let seg = total.div_ceil(segs.max(1) as u64).max(1);
     let mut off = 0u64;

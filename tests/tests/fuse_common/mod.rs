@@ -9,8 +9,8 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pktfs::fuse::{MountHandle, MountOptions};
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs_fs::fuse::{MountHandle, MountOptions};
+use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 
 pub fn image_path(tag: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -27,7 +27,7 @@ pub fn format(path: &Path, size: u64) {
     Volume::format(
         path,
         &FormatOptions {
-            params: layout::GeometryParams::for_size(size),
+            params: pktfs_layout::GeometryParams::for_size(size),
             label: None,
         },
         &mut |_, _| {},
@@ -81,7 +81,7 @@ impl Mounted {
 
     pub fn mount(&mut self) {
         let vol = Arc::new(Volume::open(&self.image, &OpenOptions::default()).expect("open image"));
-        let h = pktfs::fuse::mount(vol.clone(), self.path(), &self.opts).expect("mount");
+        let h = pktfs_fs::fuse::mount(vol.clone(), self.path(), &self.opts).expect("mount");
         assert!(
             is_mountpoint(self.path()),
             "mount is live when mount() returns"

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use netpath::{IoMode, Token};
+use pktfs_netpath::{IoMode, Token};
 
 use crate::net_common::{http, server, wait_until, Conn, Response, Server};
 
@@ -26,7 +26,7 @@ fn bearer() -> String {
 }
 
 /// A server with the token (and `tweak`), holding `/dir/secret.txt`.
-fn guarded(io: IoMode, tweak: impl FnOnce(&mut netpath::Config)) -> Server {
+fn guarded(io: IoMode, tweak: impl FnOnce(&mut pktfs_netpath::Config)) -> Server {
     let s = server(32 * MIB, |c| {
         c.io = io;
         c.token = Some(token());
@@ -263,7 +263,7 @@ fn reserved_names_after_decoding(io: IoMode) {
 
 // ----- raw mode -----
 
-fn raw_server(io: IoMode, tweak: impl FnOnce(&mut netpath::Config)) -> Server {
+fn raw_server(io: IoMode, tweak: impl FnOnce(&mut pktfs_netpath::Config)) -> Server {
     server(32 * MIB, |c| {
         c.io = io;
         c.raw_listen = Some("127.0.0.1:0".parse().unwrap());
@@ -321,7 +321,7 @@ fn raw_files(s: &Server) -> Vec<Vec<u8>> {
 fn raw_preface_and_silence(io: IoMode) {
     let s = raw_server(io, |_| {});
     let raw = s.raw.unwrap();
-    let good = netpath::raw::preface(&token());
+    let good = pktfs_netpath::raw::preface(&token());
     assert_eq!(good, format!("PKTFS-TOKEN {TOKEN}\n").into_bytes());
     // Refused: no preface, a wrong token, a preface with extra words, a
     // line too long; all close the connection and store nothing.
@@ -404,7 +404,7 @@ fn raw_connection_cap(io: IoMode) {
     const CAP: usize = 3;
     let s = raw_server(io, |c| c.raw_max_connections = CAP);
     let raw = s.raw.unwrap();
-    let good = netpath::raw::preface(&token());
+    let good = pktfs_netpath::raw::preface(&token());
     let mut held = Vec::new();
     for i in 0..CAP {
         held.push(raw_conn(raw));
@@ -457,12 +457,12 @@ fn no_token_no_wildcard_listen() {
         (Some("[::]:0"), None),
         (Some("127.0.0.1:0"), Some("0.0.0.0:0")),
     ] {
-        let cfg = netpath::Config {
+        let cfg = pktfs_netpath::Config {
             http_listen: http.map(|a| a.parse().unwrap()),
             raw_listen: raw.map(|a| a.parse().unwrap()),
-            ..netpath::Config::default()
+            ..pktfs_netpath::Config::default()
         };
-        let e = netpath::Services::start(vol.clone(), cfg.clone(), None).unwrap_err();
+        let e = pktfs_netpath::Services::start(vol.clone(), cfg.clone(), None).unwrap_err();
         let msg = e.to_string();
         let bad = raw.or(http).unwrap().replace(":0", "");
         assert!(msg.contains(&bad), "{msg}");
@@ -473,16 +473,16 @@ fn no_token_no_wildcard_listen() {
         // Either way out starts it (IPv6 may be missing here: only the
         // check is asserted then).
         for fix in [
-            netpath::Config {
+            pktfs_netpath::Config {
                 insecure_no_auth: true,
                 ..cfg.clone()
             },
-            netpath::Config {
+            pktfs_netpath::Config {
                 token: Some(token()),
                 ..cfg.clone()
             },
         ] {
-            match netpath::Services::start(vol.clone(), fix, None) {
+            match pktfs_netpath::Services::start(vol.clone(), fix, None) {
                 Ok(svc) => drop(svc.shutdown()),
                 Err(e) => assert!(
                     http == Some("[::]:0") && e.kind() != std::io::ErrorKind::PermissionDenied,
@@ -491,12 +491,12 @@ fn no_token_no_wildcard_listen() {
             }
         }
     }
-    let ok = netpath::Config {
+    let ok = pktfs_netpath::Config {
         http_listen: Some("127.0.0.1:0".parse().unwrap()),
         raw_listen: Some("127.0.0.2:0".parse().unwrap()),
-        ..netpath::Config::default()
+        ..pktfs_netpath::Config::default()
     };
-    netpath::Services::start(vol, ok, None).unwrap().shutdown();
+    pktfs_netpath::Services::start(vol, ok, None).unwrap().shutdown();
 }
 
 on_every_transport!(

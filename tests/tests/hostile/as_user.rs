@@ -6,7 +6,7 @@
 //! store nothing; what the identity creates is its own. On a thread per
 //! connection and on the event loops (the upload path differs).
 
-use pktfs::{Cred, FileType, SetAttr, Volume, XattrFlags};
+use pktfs_fs::{Cred, FileType, SetAttr, Volume, XattrFlags};
 
 use crate::net_common::{http, server, Conn, Server};
 
@@ -291,7 +291,7 @@ fn as_a_user(mode: &str) {
             .getxattr(a.ino, b"system.posix_acl_access")
             .unwrap_or_else(|e| panic!("{p}: no inherited ACL ({e})"));
         assert!(
-            pktfs::Acl::parse(&got)
+            pktfs_fs::Acl::parse(&got)
                 .unwrap()
                 .unwrap()
                 .entries()

@@ -10,14 +10,14 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use netpath::IoMode;
+use pktfs_netpath::IoMode;
 
 use super::net_common::{chunk_frame, req_bytes, server, Conn, Server};
 
 const MIB: u64 = 1 << 20;
 const MODES: [IoMode; 3] = [IoMode::Uring, IoMode::Epoll, IoMode::Threads];
 
-fn start(io: IoMode, bytes: u64, tweak: impl FnOnce(&mut netpath::Config)) -> Server {
+fn start(io: IoMode, bytes: u64, tweak: impl FnOnce(&mut pktfs_netpath::Config)) -> Server {
     server(bytes, |c| {
         c.io = io;
         c.io_timeout = Duration::from_secs(1);
@@ -285,7 +285,7 @@ fn a_raw_stream_in_one_byte_segments_coalesces_on_the_loops() {
 
 #[test]
 fn a_raw_stream_in_one_byte_segments_coalesces_on_threads() {
-    // The thread per connection receives with netpath::recv::recv_into.
+    // The thread per connection receives with pktfs_netpath::recv::recv_into.
     raw_trickle(IoMode::Threads);
 }
 
@@ -590,7 +590,7 @@ const FIXED_KIB: u64 = 4 << 10;
 #[test]
 fn held_connections_on_threads_stay_within_their_memory() {
     alone(|| {
-        let cap = netpath::Config::THREADS_DEFAULT_MAX;
+        let cap = pktfs_netpath::Config::THREADS_DEFAULT_MAX;
         let s = start(IoMode::Threads, 64 * MIB, |c| {
             c.max_connections = Some(cap);
             c.max_header_bytes = 16 << 10;

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use netpath::{IoMode, Token};
+use pktfs_netpath::{IoMode, Token};
 
 use crate::net_common::{data, http, req_bytes, server, wait_until, Conn, Server};
 
@@ -677,7 +677,7 @@ fn raw_flood(io: IoMode, with_token: bool) {
     assert!(s.files_in("/raw").is_empty(), "{io:?}");
     let mut t = TcpStream::connect(raw).unwrap();
     if with_token {
-        t.write_all(&netpath::raw::preface(&token())).unwrap();
+        t.write_all(&pktfs_netpath::raw::preface(&token())).unwrap();
     }
     t.write_all(b"after the flood").unwrap();
     t.shutdown(std::net::Shutdown::Write).unwrap();
@@ -1094,13 +1094,13 @@ fn hostile_framing(io: IoMode) {
 fn raw_dir_identity(io: IoMode) {
     let (_dir, vol) = crate::net_common::image(32 * MIB);
     let root = vol.root();
-    let user = pktfs::Cred::new(4242, 4242, []);
-    let cfg = |raw_dir: &str| netpath::Config {
+    let user = pktfs_fs::Cred::new(4242, 4242, []);
+    let cfg = |raw_dir: &str| pktfs_netpath::Config {
         io,
         raw_listen: Some("127.0.0.1:0".parse().unwrap()),
         raw_dir: raw_dir.into(),
         as_user: user.clone(),
-        ..netpath::Config::default()
+        ..pktfs_netpath::Config::default()
     };
     // Root's 0755 directory (and a path below it), a directory reached
     // only through root's 0700 one, and root's 0755 directory inside a
@@ -1117,7 +1117,7 @@ fn raw_dir_identity(io: IoMode) {
         ("/closed/inner", "no search (x) permission on /closed"),
         ("/tmp/roots", "no write (w) permission on /tmp/roots"),
     ] {
-        let e = netpath::Services::start(vol.clone(), cfg(raw_dir), None).unwrap_err();
+        let e = pktfs_netpath::Services::start(vol.clone(), cfg(raw_dir), None).unwrap_err();
         let msg = e.to_string();
         assert_eq!(
             e.kind(),
@@ -1136,7 +1136,7 @@ fn raw_dir_identity(io: IoMode) {
     );
     // Allowed: a directory the identity makes (as its own) in the sticky
     // one; its files are the identity's.
-    let svc = netpath::Services::start(vol.clone(), cfg("/tmp/mine/raw"), None)
+    let svc = pktfs_netpath::Services::start(vol.clone(), cfg("/tmp/mine/raw"), None)
         .unwrap_or_else(|e| panic!("{io:?}: {e}"));
     let raw = svc.raw_addr().unwrap();
     let send = |bytes: &[u8]| {
@@ -1163,7 +1163,7 @@ fn raw_dir_identity(io: IoMode) {
     // stream stores nothing.
     vol.setattr(
         d.ino,
-        &pktfs::SetAttr {
+        &pktfs_fs::SetAttr {
             mode: Some(0o555),
             ..Default::default()
         },

@@ -11,7 +11,7 @@ mod prereq;
 
 /// io_uring can be used by this process (a prerequisite of the loops' runs).
 fn uring() -> prereq::Check {
-    let r = netpath::loops::choose(netpath::IoMode::Uring, 1);
+    let r = pktfs_netpath::loops::choose(pktfs_netpath::IoMode::Uring, 1);
     prereq::holds(r.is_ok(), || format!("io_uring is not usable here: {r:?}"))
 }
 
@@ -24,7 +24,7 @@ macro_rules! on_every_transport {
                 #[test]
                 fn $f() {
                     crate::require!(crate::uring());
-                    super::$f(netpath::IoMode::Uring);
+                    super::$f(pktfs_netpath::IoMode::Uring);
                 }
             )+
         }
@@ -32,7 +32,7 @@ macro_rules! on_every_transport {
             $(
                 #[test]
                 fn $f() {
-                    super::$f(netpath::IoMode::Epoll);
+                    super::$f(pktfs_netpath::IoMode::Epoll);
                 }
             )+
         }
@@ -40,7 +40,7 @@ macro_rules! on_every_transport {
             $(
                 #[test]
                 fn $f() {
-                    super::$f(netpath::IoMode::Threads);
+                    super::$f(pktfs_netpath::IoMode::Threads);
                 }
             )+
         }

@@ -6,7 +6,7 @@
 //! mid-body cuts the connection short of its Content-Length; a client
 //! that leaves mid-GET leaves no reference, pin or fetched byte behind.
 //!
-//! The store is in process (a [`pktfs::RemoteSource`] with a delay and a
+//! The store is in process (a [`pktfs_fs::RemoteSource`] with a delay and a
 //! failure switch), so no object store is needed.
 
 use std::collections::HashMap;
@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use netpath::IoMode;
-use pktfs::{RemoteBytes, RemoteSource, Volume};
+use pktfs_netpath::IoMode;
+use pktfs_fs::{RemoteBytes, RemoteSource, Volume};
 
 use super::net_common::{data, http, server, wait_until, Conn, Server};
 use crate::require;
@@ -61,7 +61,7 @@ impl RemoteSource for FakeStore {
 }
 
 fn uring_usable() -> super::prereq::Check {
-    netpath::loops::choose(IoMode::Uring, 1)
+    pktfs_netpath::loops::choose(IoMode::Uring, 1)
         .map(|_| ())
         .map_err(|e| format!("io_uring is not usable in this process: {e}"))
 }

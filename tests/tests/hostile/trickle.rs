@@ -10,7 +10,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use netpath::IoMode;
+use pktfs_netpath::IoMode;
 
 use crate::net_common::{data, server, Server};
 

@@ -7,8 +7,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use netpath::{Change, Config, Services};
-use pktfs::{FormatOptions, OpenOptions, Volume};
+use pktfs_netpath::{Change, Config, Services};
+use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 
 pub struct Server {
     pub dir: tempfile::TempDir,
@@ -50,7 +50,7 @@ impl Server {
     }
 
     /// The server's counters so far.
-    pub fn stats(&self) -> netpath::Stats {
+    pub fn stats(&self) -> pktfs_netpath::Stats {
         self.svc.as_ref().expect("running").stats()
     }
 
@@ -61,7 +61,7 @@ impl Server {
         self.vol.check_invariants().unwrap();
     }
 
-    pub fn lookup(&self, path: &str) -> Option<pktfs::Attr> {
+    pub fn lookup(&self, path: &str) -> Option<pktfs_fs::Attr> {
         let mut ino = self.vol.root();
         let mut a = None;
         for p in path.split('/').filter(|p| !p.is_empty()) {
@@ -107,7 +107,7 @@ pub fn image(bytes: u64) -> (tempfile::TempDir, Arc<Volume>) {
     Volume::format(
         &p,
         &FormatOptions {
-            params: layout::GeometryParams::for_size(bytes),
+            params: pktfs_layout::GeometryParams::for_size(bytes),
             label: None,
         },
         &mut |_, _| {},
@@ -137,7 +137,7 @@ pub fn serve(dir: tempfile::TempDir, vol: Arc<Volume>, tweak: impl FnOnce(&mut C
     tweak(&mut cfg);
     let changes = Arc::new(Mutex::new(Vec::new()));
     let c2 = changes.clone();
-    let cb: netpath::OnChange = Arc::new(move |c: Change<'_>| {
+    let cb: pktfs_netpath::OnChange = Arc::new(move |c: Change<'_>| {
         let s = match c {
             Change::Entry { parent, name, ino } => {
                 format!("entry {parent} {} {ino}", String::from_utf8_lossy(name))

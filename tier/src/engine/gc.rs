@@ -70,7 +70,7 @@ pub(crate) fn snapshot(sh: &Shared) -> Result<u64, TierError> {
         sh.dirty.store(false, Ordering::Relaxed);
         let snap =
             snapshot::capture(&sh.vol, seq).map_err(|e| TierError::Snapshot(e.to_string()))?;
-        let crc = layout::crc32c(&snap.bytes);
+        let crc = pktfs_layout::crc32c(&snap.bytes);
         sh.store
             .put(&sh.target.key(&snapshot_key_rel(seq)), snap.bytes, crc)?;
         // Objects of the kept snapshots: the new one and the newest older.

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use pktfs::Volume;
+use pktfs_fs::Volume;
 
 pub use gc::GcReport;
 pub use out::{background_priority, PassReport};
@@ -110,7 +110,7 @@ pub enum TierError {
     #[error("{0}")]
     Store(#[from] StoreError),
     #[error("{0}")]
-    Fs(#[from] pktfs::FsError),
+    Fs(#[from] pktfs_fs::FsError),
     #[error("{0}")]
     Config(String),
     #[error("snapshot: {0}")]

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use pktfs::{TierCandidate, TierOut};
+use pktfs_fs::{TierCandidate, TierOut};
 
 use super::stats::TierStats;
 use super::{Shared, TierError};
@@ -89,7 +89,7 @@ impl Yield {
     }
 
     /// Whether clients wrote within [`IDLE_AFTER`].
-    fn busy(&self, vol: &pktfs::Volume) -> bool {
+    fn busy(&self, vol: &pktfs_fs::Volume) -> bool {
         let now_bytes = vol.payload_allocated_bytes();
         let Ok(mut s) = self.state.lock() else {
             return false;
@@ -107,7 +107,7 @@ impl Yield {
     /// Before `n` bytes of tier-out go: while clients write, wait for
     /// this upload's turn in the shared pipe; return early if they stop.
     /// Returns how long it waited.
-    pub fn wait(&self, vol: &pktfs::Volume, n: u64) -> Duration {
+    pub fn wait(&self, vol: &pktfs_fs::Volume, n: u64) -> Duration {
         let Some(rate) = self.rate else {
             return Duration::ZERO;
         };
@@ -294,7 +294,7 @@ fn pack(
     out: &TierOut<'_>,
     seg: &mut SegmentBuilder,
     body: &mut Vec<u8>,
-) -> Result<Vec<(u64, u64)>, pktfs::FsError> {
+) -> Result<Vec<(u64, u64)>, pktfs_fs::FsError> {
     let mark = (body.len(), seg.payload_bytes());
     let mut placed = Vec::with_capacity(out.extents().len());
     let mut trial = Vec::new();
@@ -405,7 +405,7 @@ fn upload_large(sh: &Shared, out: TierOut<'_>, urgent: bool) -> Result<(u64, u64
                 if last {
                     let (tail, _) = seg.finish();
                     part_crc =
-                        crate::segment::combine(part_crc, layout::crc32c(&tail), tail.len() as u64);
+                        crate::segment::combine(part_crc, pktfs_layout::crc32c(&tail), tail.len() as u64);
                     part.extend_from_slice(&tail);
                 }
                 if last || part.len() as u64 >= sh.cfg.part_bytes {

@@ -13,7 +13,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use pktfs::{RemoteBytes, RemoteSource};
+use pktfs_fs::{RemoteBytes, RemoteSource};
 
 use super::stats::TierStats;
 use crate::s3::ObjectStore;

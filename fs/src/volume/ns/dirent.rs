@@ -3,7 +3,7 @@
 //! operations (`ns.rs`, `rename.rs`) and the upload link (`tmpfile.rs`)
 //! build their commits from these.
 
-use layout::{FileType, Record, RecordId, RecordKind};
+use pktfs_layout::{FileType, Record, RecordId, RecordKind};
 
 use super::super::alloc::Slice;
 use super::super::tx::Tx;
@@ -37,7 +37,7 @@ impl Volume {
         // With `dir_time`, the dirent also carries its directory's new
         // mtime/ctime (FLAG_DIR_TIME, FORMAT.md): no slot switch needed.
         let (flags, ts) = match dir_time {
-            Some(t) => (layout::record::FLAG_DIR_TIME, t),
+            Some(t) => (pktfs_layout::record::FLAG_DIR_TIME, t),
             None => (0, now_ns()),
         };
         let r = Record {

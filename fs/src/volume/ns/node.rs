@@ -4,7 +4,7 @@
 
 use super::super::failstop::OrStop;
 
-use layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
+use pktfs_layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
 
 use super::super::tx::Tx;
 use super::super::{
@@ -174,7 +174,7 @@ impl Volume {
         let mut tx = Tx::new();
         let link = self.data_link_before(&p, cookie);
         tx.store(link, did.0, Some((self.geo.record_pos(did).0, 64)));
-        tx.store_reach(self.geo.inode_pos(ino).0, layout::inode::INODE_SIZE as u64);
+        tx.store_reach(self.geo.inode_pos(ino).0, pktfs_layout::inode::INODE_SIZE as u64);
         let mut pa = p.attr;
         pa.mtime_ns = now;
         pa.ctime_ns = now;

@@ -2,7 +2,7 @@
 //! up to two more inodes (the one moved, the one it replaces), with
 //! RENAME_NOREPLACE and RENAME_EXCHANGE; one journalled commit.
 
-use layout::{FileType, RecordId};
+use pktfs_layout::{FileType, RecordId};
 
 use super::super::failstop::OrStop;
 use super::super::tx::Tx;

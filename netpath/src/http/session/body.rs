@@ -3,7 +3,7 @@
 //! pieces of its unnamed file where they landed, the link and answer at
 //! the end, and what a failed or abandoned body undoes.
 
-use pktfs::{RxHeld, RxPiece};
+use pktfs_fs::{RxHeld, RxPiece};
 
 use super::super::chunked::{chunk_size_line, trailer_section};
 use super::super::framing::BodyError;
@@ -11,7 +11,7 @@ use super::{assemble, Frame, HttpSession};
 
 /// The image has no buffer space for an upload's body (answered 507).
 pub(super) fn no_body_space() -> BodyError {
-    BodyError::Fs(pktfs::FsError::NoSpace(
+    BodyError::Fs(pktfs_fs::FsError::NoSpace(
         "no free buffer space to receive the body into",
     ))
 }

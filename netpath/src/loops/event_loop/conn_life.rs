@@ -131,7 +131,7 @@ impl<'v> Loop<'v> {
         }
         // On a failure the mark is asked for again after the next call
         // into the session.
-        match pktfs::media::net::set_rcvlowat(c.sock.as_fd(), want) {
+        match pktfs_fs::media::net::set_rcvlowat(c.sock.as_fd(), want) {
             Ok(()) => c.lowat = want,
             Err(e) => tracing::debug!("SO_RCVLOWAT {want}: {e}"),
         }

@@ -8,7 +8,7 @@ use std::io;
 use std::os::fd::AsFd;
 use std::time::Instant;
 
-use pktfs::{RxRing, RxRingConfig, SendStart, TxMsg, TxPos};
+use pktfs_fs::{RxRing, RxRingConfig, SendStart, TxMsg, TxPos};
 
 use super::super::conn::{SendWatch, Sending};
 use super::super::session::CloseReason;
