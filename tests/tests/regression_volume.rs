@@ -11,7 +11,7 @@ use pktfs_tests::model::{format_image, Model, Op};
 
 const IMAGE: u64 = 2 << 20;
 
-/// Found by `crash_ops` (every journaled op): `Tx::commit` wrote the journal
+/// Found by `crash_ops` (every journaled op): `Commit::apply` wrote the journal
 /// header — the commit point — in the same fence epoch as the payload, the
 /// records and the idle attribute slots it commits, so the header and entry
 /// lines could reach the media before them (a line may be written back any

@@ -15,7 +15,7 @@
 //! inode in a directory with a default ACL gets its ACLs written before
 //! the commit that names it, so no crash shows it without them.
 
-use super::tx::Tx;
+use super::commit::Commit;
 use super::xattr::{NewXattr, XattrFlags};
 use super::{Inode, Volume};
 use crate::error::{FsError, Result};
@@ -359,15 +359,15 @@ impl Volume {
         if i.attr.nlink != 0 {
             return Ok(());
         }
-        let mut tx = Tx::new();
+        let mut commit = Commit::new();
         for x in &inherited.xattrs {
-            self.put_xattr(&mut tx, &mut i, &x.name, &x.value)?;
+            self.put_xattr(&mut commit, &mut i, &x.name, &x.value)?;
         }
         let mut a = i.attr;
         a.mode = (a.mode & !0o7777) | (inherited.mode & 0o7777);
         a.ctime_ns = super::now_ns();
-        self.set_attr(&mut tx, &mut i, a);
-        tx.commit(self);
+        self.set_attr(&mut commit, &mut i, a);
+        commit.apply(self);
         Ok(())
     }
 
@@ -421,7 +421,7 @@ impl Volume {
         if i.attr.kind == FileType::Symlink {
             return Err(FsError::NotSupported("symlinks have no ACLs"));
         }
-        let mut tx = Tx::new();
+        let mut commit = Commit::new();
         let mut a = i.attr;
         let store = match (&acl, kind) {
             (None, _) => None,
@@ -436,13 +436,13 @@ impl Volume {
             (Some(acl), AclKind::Default) => Some(acl.to_bytes()),
         };
         match store {
-            Some(v) => self.put_xattr(&mut tx, &mut i, name, &v)?,
-            None if exists => self.drop_xattr(&mut tx, &mut i, name)?,
+            Some(v) => self.put_xattr(&mut commit, &mut i, name, &v)?,
+            None if exists => self.drop_xattr(&mut commit, &mut i, name)?,
             None => {}
         }
         a.ctime_ns = super::now_ns();
-        self.set_attr(&mut tx, &mut i, a);
-        tx.commit(self);
+        self.set_attr(&mut commit, &mut i, a);
+        commit.apply(self);
         Ok(())
     }
 }

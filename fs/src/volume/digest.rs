@@ -91,7 +91,9 @@ impl Volume {
         let mut crc = 0u32;
         for c in cover(i, 0, size, self.geo.buffer_size_bytes) {
             match c {
-                Cover::Hole(n) => crc = pktfs_layout::crc32c_combine(crc, pktfs_layout::crc32c_zeros(n), n),
+                Cover::Hole(n) => {
+                    crc = pktfs_layout::crc32c_combine(crc, pktfs_layout::crc32c_zeros(n), n)
+                }
                 Cover::Data(sl, r) => {
                     if always || r.r.flags & FLAG_DAMAGED != 0 {
                         self.verify_rec(i, &r)?;
@@ -183,7 +185,11 @@ mod tests {
     fn zeros_match_a_pass_over_zeros() {
         for n in [0u64, 1, 2, 3, 7, 64, 4095, 4096, 100_000] {
             let z = vec![0u8; n as usize];
-            assert_eq!(pktfs_layout::crc32c_zeros(n), pktfs_layout::crc32c(&z), "n = {n}");
+            assert_eq!(
+                pktfs_layout::crc32c_zeros(n),
+                pktfs_layout::crc32c(&z),
+                "n = {n}"
+            );
         }
     }
 }

@@ -10,8 +10,8 @@ use pktfs_layout::{AttrSlot, FileType, Record, RecordId};
 use smallvec::SmallVec;
 
 use super::alloc::Slice;
+use super::commit::Commit;
 use super::remote::{Loc, RemoteSlice};
-use super::tx::Tx;
 use super::{now_ns, resolve_time, Attr, ChainEntry, Inode, Rec, SetAttr, Volume, MAX_FILE_SIZE};
 use crate::error::{FsError, Result};
 
@@ -116,9 +116,9 @@ impl Volume {
         pieces: Vec<Piece>,
         attr: AttrSlot,
     ) -> Result<()> {
-        let mut tx = Tx::new();
-        self.splice_range_tx(&mut tx, i, off, end, pieces, attr)?;
-        tx.commit(self);
+        let mut commit = Commit::new();
+        self.splice_range_tx(&mut commit, i, off, end, pieces, attr)?;
+        commit.apply(self);
         Ok(())
     }
 
@@ -126,20 +126,20 @@ impl Volume {
     /// commit together with other changes (the receive path names a file
     /// and links its last pieces in one commit). The only failure is
     /// running out of records, before anything changed: on error `i` and
-    /// `tx` are untouched and the pieces' references were dropped. After
+    /// `commit` are untouched and the pieces' references were dropped. After
     /// success `i`'s DRAM state already shows the splice; the caller must
-    /// commit `tx`.
+    /// commit `commit`.
     pub(crate) fn splice_range_tx(
         &self,
-        tx: &mut Tx,
+        commit: &mut Commit,
         i: &mut Inode,
         off: u64,
         end: u64,
         pieces: Vec<Piece>,
         attr: AttrSlot,
     ) -> Result<()> {
-        self.splice_range_tx_keep_attr(tx, i, off, end, pieces)?;
-        self.set_attr(tx, i, attr);
+        self.splice_range_tx_keep_attr(commit, i, off, end, pieces)?;
+        self.set_attr(commit, i, attr);
         Ok(())
     }
 
@@ -147,7 +147,7 @@ impl Volume {
     /// switches where the bytes are, not what they are).
     pub(crate) fn splice_range_tx_keep_attr(
         &self,
-        tx: &mut Tx,
+        commit: &mut Commit,
         i: &mut Inode,
         off: u64,
         end: u64,
@@ -236,16 +236,16 @@ impl Volume {
             // and the bytes it names are durable (the tracker knows which
             // thread's fence made them so).
             for (k, p) in new_list.iter().enumerate() {
-                tx.store_reach(self.geo.record_pos(ids[k]).0, 64);
+                commit.store_reach(self.geo.record_pos(ids[k]).0, 64);
                 if let Some(s) = p.loc.local() {
-                    tx.store_reach(self.geo.buffer_pos(s.buffer, s.buf_off).0, s.len as u64);
+                    commit.store_reach(self.geo.buffer_pos(s.buffer, s.buf_off).0, s.len as u64);
                 }
             }
         }
         let first_new = ids.first().copied().unwrap_or(succ);
         let currently = over.first().map(|r| r.id).unwrap_or(succ);
         if first_new != currently {
-            tx.store(
+            commit.store(
                 link,
                 first_new.0,
                 ids.first().map(|id| (self.geo.record_pos(*id).0, 64)),
@@ -253,8 +253,8 @@ impl Volume {
         }
         for r in &over {
             match r.loc() {
-                Loc::Local(s) => tx.free_record(r.id, s),
-                Loc::Remote(s) => tx.free_remote(r.id, s),
+                Loc::Local(s) => commit.free_record(r.id, s),
+                Loc::Remote(s) => commit.free_remote(r.id, s),
             }
             i.data.remove(&r.r.file_off);
             i.data_bytes -= r.r.len as u64;
@@ -537,9 +537,9 @@ impl Volume {
                 return Ok(self.attr_of(&i));
             }
         }
-        let mut tx = Tx::new();
-        self.set_attr(&mut tx, &mut i, a);
-        tx.commit(self);
+        let mut commit = Commit::new();
+        self.set_attr(&mut commit, &mut i, a);
+        commit.apply(self);
         Ok(self.attr_of(&i))
     }
 
@@ -578,9 +578,9 @@ impl Volume {
         let mut a = i.attr;
         a.mode &= !k;
         a.ctime_ns = now_ns();
-        let mut tx = Tx::new();
-        self.set_attr(&mut tx, &mut i, a);
-        tx.commit(self);
+        let mut commit = Commit::new();
+        self.set_attr(&mut commit, &mut i, a);
+        commit.apply(self);
         Ok(true)
     }
 

@@ -5,9 +5,9 @@
 
 use super::failstop::OrStop;
 
+use super::commit::Commit;
 use super::file::{cover, walk_from, Cover, FallocMode, Piece};
 use super::remote::Loc;
-use super::tx::Tx;
 use super::{now_ns, Volume, MAX_FILE_SIZE};
 use crate::error::{FsError, Result};
 
@@ -107,9 +107,9 @@ impl Volume {
             a.size = new_size;
             a.ctime_ns = now;
             a.mtime_ns = now;
-            let mut tx = Tx::new();
-            self.set_attr(&mut tx, &mut i, a);
-            tx.commit(self);
+            let mut commit = Commit::new();
+            self.set_attr(&mut commit, &mut i, a);
+            commit.apply(self);
         }
         Ok(())
     }

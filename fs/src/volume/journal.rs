@@ -1,5 +1,5 @@
 //! Reading and replaying the redo journal: the one implementation that
-//! recovery (open), fsck and `Tx::commit` share. Parsing and validating a
+//! recovery (open), fsck and `Commit::apply` share. Parsing and validating a
 //! slot is `pktfs_layout::journal::parse_slot` (no I/O); this reads the slots
 //! from a `Pm` and applies what they hold through it.
 

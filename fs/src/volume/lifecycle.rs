@@ -10,8 +10,8 @@ use pktfs_layout::{AttrSlot, FileType, Geometry, GeometryParams, RecordId, Super
 use rustc_hash::FxHashMap;
 
 use super::alloc::Alloc;
+use super::commit::JournalSlots;
 use super::lockrank::{Rank, RankedMutex};
-use super::tx::JournalSlots;
 use super::{
     itable, now_ns, recover, remote, verify, write_new_inode, FormatOptions, InodeRef, Namespace,
     OpenOptions, OpenReport, Volume,

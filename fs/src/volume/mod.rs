@@ -9,7 +9,7 @@
 //! 1. `renames`: a rename between two directories, throughout;
 //! 2. inode locks, several at once only in ascending inode number (a
 //!    try-lock may take one out of order: it never waits);
-//! 3. `sb`; `alloc`, then a journal slot (inside `Tx::commit`); the remote
+//! 3. `sb`; `alloc`, then a journal slot (inside `Commit::apply`); the remote
 //!    state's maps;
 //! 4. leaves, held for one map access: `ns` (which directory is in which,
 //!    for rename's loop check) and the inode table's shards.
@@ -29,6 +29,7 @@ mod acl;
 #[cfg(test)]
 mod acl_tests;
 mod alloc;
+mod commit;
 mod digest;
 mod failstop;
 mod file;
@@ -57,7 +58,6 @@ mod sgid_tests;
 mod tests;
 mod tierout;
 mod tmpfile;
-mod tx;
 mod txhold;
 mod types;
 mod verify;
@@ -71,7 +71,9 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use pktfs_layout::inode::{DATA_HEAD_OFF, INODE_SIZE, XATTR_HEAD_OFF};
-use pktfs_layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, Superblock, ROOT_INO};
+use pktfs_layout::{
+    AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, Superblock, ROOT_INO,
+};
 
 pub use crate::media::netio::Backend as RingBackend;
 pub use acl::{Acl, AclEntry, AclKind, ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
@@ -95,10 +97,10 @@ pub use xattr::XattrFlags;
 use crate::error::{FsError, Result};
 use crate::media::{ExclusivePm, PersistMode, Pm};
 use alloc::Alloc;
+use commit::{Commit, JournalSlots, SlotState};
 use failstop::OrStop;
 pub(crate) use lifecycle::{mark_mounted, write_superblocks};
 use lockrank::{InodeLock, RankedMutex};
-use tx::{JournalSlots, SlotState, Tx};
 
 /// An in-memory inode and its lock (ranked by its number: `lockrank`).
 pub(crate) type InodeRef = Arc<InodeLock<Inode>>;
@@ -464,9 +466,9 @@ impl Volume {
         }
         let mut na = i.attr;
         na.atime_ns = now;
-        let mut tx = Tx::new();
-        self.set_attr(&mut tx, &mut i, na);
-        tx.commit(self);
+        let mut commit = Commit::new();
+        self.set_attr(&mut commit, &mut i, na);
+        commit.apply(self);
         Ok(())
     }
 
@@ -619,8 +621,8 @@ impl Volume {
     }
 
     /// Every change to an inode's attributes goes through here.
-    pub(crate) fn set_attr(&self, tx: &mut Tx, i: &mut Inode, attr: AttrSlot) {
-        i.slot = tx.set_attr(i.ino, i.slot, attr);
+    pub(crate) fn set_attr(&self, commit: &mut Commit, i: &mut Inode, attr: AttrSlot) {
+        i.slot = commit.set_attr(i.ino, i.slot, attr);
         i.attr = attr;
     }
 

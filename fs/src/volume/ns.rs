@@ -21,8 +21,8 @@ use super::failstop::OrStop;
 
 use pktfs_layout::{FileType, RecordId};
 
+use super::commit::Commit;
 use super::digest::{Bound, Precondition};
-use super::tx::Tx;
 use super::{check_name, now_ns, Attr, DirEntry, Inode, InodeRef, InodeWrite, Volume, MAX_NLINK};
 use crate::error::{FsError, Result};
 
@@ -520,27 +520,27 @@ impl Volume {
             return Err(FsError::NotEmpty);
         }
         let now = now_ns();
-        let mut tx = Tx::new();
+        let mut commit = Commit::new();
         let p = l.get(parent);
         let cookie = p.names[name];
-        self.unlink_dirent(&mut tx, p, cookie);
+        self.unlink_dirent(&mut commit, p, cookie);
         let mut pa = p.attr;
         pa.mtime_ns = now;
         pa.ctime_ns = now;
         if dir {
             pa.nlink -= 1;
         }
-        self.set_attr(&mut tx, p, pa);
+        self.set_attr(&mut commit, p, pa);
         let c = l.get(cino);
         let mut ca = c.attr;
         ca.nlink = if dir { 0 } else { ca.nlink.saturating_sub(1) };
         ca.ctime_ns = now;
         if ca.nlink > 0 {
-            self.set_attr(&mut tx, c, ca);
+            self.set_attr(&mut commit, c, ca);
         } else {
             c.attr = ca; // unreachable after the commit: nothing to persist
         }
-        tx.commit(self);
+        commit.apply(self);
         if dir {
             self.ns.lock().or_stop().dir_parent.remove(&cino);
         }
@@ -602,8 +602,8 @@ impl Volume {
             }
         };
         let now = now_ns();
-        let mut tx = Tx::new();
-        tx.store(
+        let mut commit = Commit::new();
+        commit.store(
             self.data_link_before(p, cookie),
             did.0,
             Some((self.geo.record_pos(did).0, 64)),
@@ -611,7 +611,7 @@ impl Volume {
         let mut pa = p.attr;
         pa.mtime_ns = now;
         pa.ctime_ns = now;
-        self.set_attr(&mut tx, p, pa);
+        self.set_attr(&mut commit, p, pa);
         p.data.insert(cookie, dirent);
         p.names.insert(newname.into(), cookie);
         p.next_seq = cookie + 1;
@@ -619,8 +619,8 @@ impl Volume {
         let mut ca = c.attr;
         ca.nlink += 1;
         ca.ctime_ns = now;
-        self.set_attr(&mut tx, c, ca);
-        tx.commit(self);
+        self.set_attr(&mut commit, c, ca);
+        commit.apply(self);
         Ok(self.attr_of(l.get(ino as u32)))
     }
 }

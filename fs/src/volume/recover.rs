@@ -20,9 +20,9 @@ use pktfs_layout::{
 };
 
 use super::alloc::{Alloc, Slice};
+use super::commit::{Commit, SlotState};
 use super::journal;
 use super::lockrank::InodeLock;
-use super::tx::{SlotState, Tx};
 use super::InodeRef;
 use super::{mark_mounted, write_superblocks, Inode, Namespace, Volume};
 use crate::error::{FsError, Result};
@@ -498,15 +498,15 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
         // tree), so a crash between chunks only leaves the rest to the
         // next open.
         for chunk in fixes.chunks(JOURNAL_MAX_ENTRIES) {
-            let mut tx = Tx::new();
+            let mut commit = Commit::new();
             for &(ino, want) in chunk {
                 let i = vol.inode(ino as u64)?;
                 let mut gi = i.write().or_stop();
-                vol.set_attr(&mut tx, &mut gi, want);
+                vol.set_attr(&mut commit, &mut gi, want);
                 drop(gi);
             }
-            if !tx.is_empty() {
-                tx.commit(&vol);
+            if !commit.is_empty() {
+                commit.apply(&vol);
             }
         }
     }

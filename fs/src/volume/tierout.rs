@@ -9,10 +9,10 @@
 
 use pktfs_layout::FileType;
 
+use super::commit::Commit;
 use super::failstop::OrStop;
 use super::file::Piece;
 use super::remote::{Loc, RemoteSlice};
-use super::tx::Tx;
 use super::{Rec, Volume};
 use crate::error::{FsError, Result};
 
@@ -246,7 +246,7 @@ impl Volume {
         }
         let attr = i.attr;
         for batch in runs.chunks(SWITCH_RUNS_PER_COMMIT) {
-            let mut tx = Tx::new();
+            let mut commit = Commit::new();
             for run in batch {
                 let first = run[0].1.r.file_off;
                 let end = run[run.len() - 1].1.r.file_end();
@@ -265,11 +265,11 @@ impl Volume {
                         flags: r.r.flags,
                     })
                     .collect();
-                self.splice_range_tx_keep_attr(&mut tx, &mut i, first, end, pieces)?;
+                self.splice_range_tx_keep_attr(&mut commit, &mut i, first, end, pieces)?;
                 rep.records += run.len() as u64;
                 rep.bytes += run.iter().map(|(_, r)| r.r.len as u64).sum::<u64>();
             }
-            tx.commit(self);
+            commit.apply(self);
         }
         debug_assert_eq!(i.attr, attr, "a switch changes no attribute");
         drop(i);
@@ -325,9 +325,9 @@ impl Volume {
                 .collect();
             let mut attr = i.attr;
             attr.size = attr.size.max(end);
-            let mut tx = Tx::new();
-            self.splice_range_tx(&mut tx, &mut i, first, end, pieces, attr)?;
-            tx.commit(self);
+            let mut commit = Commit::new();
+            self.splice_range_tx(&mut commit, &mut i, first, end, pieces, attr)?;
+            commit.apply(self);
         }
         Ok(())
     }
@@ -383,9 +383,15 @@ impl Volume {
                     p
                 })
                 .collect();
-            let mut tx = Tx::new();
-            self.splice_range_tx_keep_attr(&mut tx, &mut i, r.r.file_off, r.r.file_end(), pieces)?;
-            tx.commit(self);
+            let mut commit = Commit::new();
+            self.splice_range_tx_keep_attr(
+                &mut commit,
+                &mut i,
+                r.r.file_off,
+                r.r.file_end(),
+                pieces,
+            )?;
+            commit.apply(self);
             done += r.r.len as u64;
         }
         Ok(done)

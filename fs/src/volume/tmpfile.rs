@@ -7,11 +7,11 @@
 use pktfs_layout::{AttrSlot, FileType, RecordId};
 use smallvec::SmallVec;
 
+use super::commit::Commit;
 use super::digest::{Bound, ContentDigest, Precondition};
 use super::failstop::OrStop;
 use super::ns::FIRST_COOKIE;
 use super::rx::RxPiece;
-use super::tx::Tx;
 use super::{check_name, now_ns, write_new_inode, Attr, Inode, Volume};
 use crate::error::{FsError, Result};
 
@@ -359,7 +359,7 @@ impl Volume {
         // The file: its tail pieces and its new attributes (named, sized).
         // Nothing reaches it until the name below is published, so its
         // changes are written in place rather than journalled.
-        let mut tx = Tx::new();
+        let mut commit = Commit::new();
         // Named into a setgid directory: the directory's group, as a file
         // created there takes it (the setgid-directory rule, `make_node`).
         let d = &guards[di].1.attr;
@@ -371,10 +371,11 @@ impl Volume {
         if t.unfenced_by
             .is_some_and(|by| by != crate::media::FlushThread::current())
         {
-            self.pm.flush(inode_pos, pktfs_layout::inode::INODE_SIZE as u64);
+            self.pm
+                .flush(inode_pos, pktfs_layout::inode::INODE_SIZE as u64);
         }
         if cfg!(debug_assertions) {
-            tx.store_reach(inode_pos, pktfs_layout::inode::INODE_SIZE as u64);
+            commit.store_reach(inode_pos, pktfs_layout::inode::INODE_SIZE as u64);
         }
         let mut ta = t.attr;
         ta.nlink = 1;
@@ -388,7 +389,7 @@ impl Volume {
         ta.atime_ns = now;
         let pieces = tail.take().unwrap_or_default();
         if pieces.is_empty() {
-            self.set_attr(&mut tx, t, ta);
+            self.set_attr(&mut commit, t, ta);
         } else {
             let off = ta.size;
             let (ps, at) = match self.place_at_end(t, pieces) {
@@ -400,17 +401,17 @@ impl Volume {
             };
             ta.size = at;
             ta.mtime_ns = now;
-            if let Err(e) = self.splice_range_tx(&mut tx, t, off, at, ps, ta) {
+            if let Err(e) = self.splice_range_tx(&mut commit, t, off, at, ps, ta) {
                 undo_name(self);
                 return Err(e);
             }
         }
-        tx.make_unreachable();
+        commit.make_unreachable();
         // The name.
         match (victim, fresh) {
             (Some((v, _)), _) => {
                 self.replace_dirent_pub(
-                    &mut tx,
+                    &mut commit,
                     &mut guards[di].1,
                     cookie,
                     id,
@@ -423,7 +424,7 @@ impl Volume {
                 va.nlink -= 1;
                 va.ctime_ns = now;
                 if va.nlink > 0 {
-                    self.set_attr(&mut tx, g, va);
+                    self.set_attr(&mut commit, g, va);
                 } else {
                     g.attr = va;
                 }
@@ -431,7 +432,7 @@ impl Volume {
             (None, rec) => {
                 let rec = rec.expect("a new dirent when nothing is replaced");
                 let d = &mut guards[di].1;
-                tx.store(
+                commit.store(
                     self.data_link_before(d, cookie),
                     id.0,
                     Some((self.geo.record_pos(id).0, 64)),
@@ -448,9 +449,9 @@ impl Volume {
         if dir_time.is_some() {
             d.attr = da; // carried by the dirent; the next slot switch keeps it
         } else {
-            self.set_attr(&mut tx, d, da);
+            self.set_attr(&mut commit, d, da);
         }
-        tx.commit(self);
+        commit.apply(self);
         let t = &mut guards[ti].1;
         t.unfenced_by = None;
         t.pins = t.pins.saturating_sub(1);

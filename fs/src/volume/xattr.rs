@@ -5,8 +5,8 @@
 use pktfs_layout::{Record, RecordId, RecordKind};
 
 use super::acl::AclKind;
+use super::commit::Commit;
 use super::failstop::OrStop;
-use super::tx::Tx;
 use super::{now_ns, Inode, Rec, Volume, MAX_XATTR_VALUE};
 use crate::error::{FsError, Result};
 
@@ -164,19 +164,19 @@ impl Volume {
         if flags.replace && !existing {
             return Err(FsError::NoXattr);
         }
-        let mut tx = Tx::new();
-        self.put_xattr(&mut tx, &mut i, name, value)?;
-        self.touch_ctime(&mut tx, &mut i);
-        tx.commit(self);
+        let mut commit = Commit::new();
+        self.put_xattr(&mut commit, &mut i, name, value)?;
+        self.touch_ctime(&mut commit, &mut i);
+        commit.apply(self);
         Ok(())
     }
 
     /// Write `name = value` as a new record and link it into `i`'s chain
-    /// in `tx` (replacing the record of the same name in place). All that
+    /// in `commit` (replacing the record of the same name in place). All that
     /// can fail comes before `i` changes.
     pub(crate) fn put_xattr(
         &self,
-        tx: &mut Tx,
+        commit: &mut Commit,
         i: &mut Inode,
         name: &[u8],
         value: &[u8],
@@ -186,13 +186,13 @@ impl Volume {
         let (id, r) = self.write_xattr_record(name, value, key)?;
         let succ = xattr_after(i, key);
         self.write_record(id, &r, succ);
-        tx.store(
+        commit.store(
             self.xattr_link_before(i, key),
             id.0,
             Some((self.geo.record_pos(id).0, 64)),
         );
         if let Some(old) = i.xattrs.insert(key, Rec { id, r }) {
-            tx.free_record(old.id, old.slice());
+            commit.free_record(old.id, old.slice());
         } else {
             i.xnames.insert(name.into(), key);
             i.next_xkey = key + 1;
@@ -289,28 +289,28 @@ impl Volume {
         if AclKind::of_xattr(name).is_some() && !i.xnames.contains_key(name) {
             return Ok(());
         }
-        let mut tx = Tx::new();
-        self.drop_xattr(&mut tx, &mut i, name)?;
-        self.touch_ctime(&mut tx, &mut i);
-        tx.commit(self);
+        let mut commit = Commit::new();
+        self.drop_xattr(&mut commit, &mut i, name)?;
+        self.touch_ctime(&mut commit, &mut i);
+        commit.apply(self);
         Ok(())
     }
 
-    /// Unlink attribute `name` from `i`'s chain in `tx`.
-    pub(crate) fn drop_xattr(&self, tx: &mut Tx, i: &mut Inode, name: &[u8]) -> Result<()> {
+    /// Unlink attribute `name` from `i`'s chain in `commit`.
+    pub(crate) fn drop_xattr(&self, commit: &mut Commit, i: &mut Inode, name: &[u8]) -> Result<()> {
         let key = *i.xnames.get(name).ok_or(FsError::NoXattr)?;
         let succ = xattr_after(i, key);
-        tx.store(self.xattr_link_before(i, key), succ.0, None);
+        commit.store(self.xattr_link_before(i, key), succ.0, None);
         let old = i.xattrs.remove(&key).expect("indexed");
         i.xnames.remove(name);
-        tx.free_record(old.id, old.slice());
+        commit.free_record(old.id, old.slice());
         Ok(())
     }
 
-    fn touch_ctime(&self, tx: &mut Tx, i: &mut Inode) {
+    fn touch_ctime(&self, commit: &mut Commit, i: &mut Inode) {
         let mut a = i.attr;
         a.ctime_ns = now_ns();
-        self.set_attr(tx, i, a);
+        self.set_attr(commit, i, a);
     }
 }
 

@@ -6,7 +6,7 @@
 use pktfs_layout::{FileType, Record, RecordId, RecordKind};
 
 use super::super::alloc::Slice;
-use super::super::tx::Tx;
+use super::super::commit::Commit;
 use super::super::{now_ns, Inode, Rec, Volume};
 use crate::error::Result;
 
@@ -73,7 +73,7 @@ impl Volume {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn replace_dirent_pub(
         &self,
-        tx: &mut Tx,
+        commit: &mut Commit,
         d: &mut Inode,
         cookie: u64,
         new_id: RecordId,
@@ -81,11 +81,11 @@ impl Volume {
         kind: FileType,
         dir_time: Option<i64>,
     ) {
-        self.replace_dirent(tx, d, cookie, new_id, ino, kind, dir_time);
+        self.replace_dirent(commit, d, cookie, new_id, ino, kind, dir_time);
     }
 
-    /// Remove the dirent with `cookie` from directory `d` (DRAM and tx).
-    pub(super) fn unlink_dirent(&self, tx: &mut Tx, d: &mut Inode, cookie: u64) -> Rec {
+    /// Remove the dirent with `cookie` from directory `d` (DRAM and commit).
+    pub(super) fn unlink_dirent(&self, commit: &mut Commit, d: &mut Inode, cookie: u64) -> Rec {
         let link = self.data_link_before(d, cookie);
         let succ = d
             .data
@@ -93,10 +93,10 @@ impl Volume {
             .next()
             .map(|(_, r)| r.id)
             .unwrap_or(RecordId::NONE);
-        tx.store(link, succ.0, None);
+        commit.store(link, succ.0, None);
         let rec = d.data.remove(&cookie).expect("dirent present");
         d.names.remove(self.slice_bytes(rec.slice()));
-        tx.free_record(rec.id, rec.slice());
+        commit.free_record(rec.id, rec.slice());
         rec
     }
 
@@ -105,7 +105,7 @@ impl Volume {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn replace_dirent(
         &self,
-        tx: &mut Tx,
+        commit: &mut Commit,
         d: &mut Inode,
         cookie: u64,
         new_id: RecordId,
@@ -137,9 +137,9 @@ impl Volume {
                 dir_time,
             )
             .expect("reusing a name allocates nothing");
-        tx.store(link, new_id.0, Some((self.geo.record_pos(new_id).0, 64)));
+        commit.store(link, new_id.0, Some((self.geo.record_pos(new_id).0, 64)));
         d.data.insert(cookie, rec);
-        tx.free_record_keep_payload(old.id);
+        commit.free_record_keep_payload(old.id);
         old
     }
 }

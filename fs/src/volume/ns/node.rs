@@ -6,7 +6,7 @@ use super::super::failstop::OrStop;
 
 use pktfs_layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
 
-use super::super::tx::Tx;
+use super::super::commit::Commit;
 use super::super::{
     check_name, now_ns, write_new_inode_heads, Attr, Inode, Rec, Volume, MAX_NLINK,
 };
@@ -171,10 +171,13 @@ impl Volume {
                     return Err(e);
                 }
             };
-        let mut tx = Tx::new();
+        let mut commit = Commit::new();
         let link = self.data_link_before(&p, cookie);
-        tx.store(link, did.0, Some((self.geo.record_pos(did).0, 64)));
-        tx.store_reach(self.geo.inode_pos(ino).0, pktfs_layout::inode::INODE_SIZE as u64);
+        commit.store(link, did.0, Some((self.geo.record_pos(did).0, 64)));
+        commit.store_reach(
+            self.geo.inode_pos(ino).0,
+            pktfs_layout::inode::INODE_SIZE as u64,
+        );
         let mut pa = p.attr;
         pa.mtime_ns = now;
         pa.ctime_ns = now;
@@ -184,9 +187,9 @@ impl Volume {
         if dir_time.is_some() {
             p.attr = pa; // carried by the dirent; the next slot switch keeps it
         } else {
-            self.set_attr(&mut tx, &mut p, pa);
+            self.set_attr(&mut commit, &mut p, pa);
         }
-        tx.commit(self);
+        commit.apply(self);
         // DRAM follows the committed state.
         p.data.insert(cookie, dirent);
         p.names.insert(name.into(), cookie);

@@ -4,8 +4,8 @@
 
 use pktfs_layout::{FileType, RecordId};
 
+use super::super::commit::Commit;
 use super::super::failstop::OrStop;
-use super::super::tx::Tx;
 use super::super::{check_name, now_ns, Volume, MAX_NLINK};
 use super::{unless_freed, Locked, BINDING_RETRIES, FIRST_COOKIE};
 use crate::error::{FsError, Result};
@@ -169,7 +169,7 @@ impl Volume {
             return Err(FsError::TooManyLinks);
         }
         let now = now_ns();
-        let mut tx = Tx::new();
+        let mut commit = Commit::new();
         let scookie = l.get(sp).names[sn];
         match (dst, flags.exchange) {
             (None, _) => {
@@ -185,9 +185,9 @@ impl Volume {
                             return Err(e);
                         }
                     };
-                self.unlink_dirent(&mut tx, l.get(sp), scookie);
+                self.unlink_dirent(&mut commit, l.get(sp), scookie);
                 let d = l.get(dp);
-                tx.store(
+                commit.store(
                     self.data_link_before(d, cookie),
                     id.0,
                     Some((self.geo.record_pos(id).0, 64)),
@@ -199,8 +199,8 @@ impl Volume {
             (Some((d, dkind)), false) => {
                 let id = self.alloc_records(1)?[0];
                 let dcookie = l.get(dp).names[dn];
-                self.unlink_dirent(&mut tx, l.get(sp), scookie);
-                self.replace_dirent(&mut tx, l.get(dp), dcookie, id, s, skind, None);
+                self.unlink_dirent(&mut commit, l.get(sp), scookie);
+                self.replace_dirent(&mut commit, l.get(dp), dcookie, id, s, skind, None);
                 let victim = l.get(d);
                 let mut va = victim.attr;
                 va.ctime_ns = now;
@@ -210,7 +210,7 @@ impl Volume {
                     va.nlink - 1
                 };
                 if va.nlink > 0 {
-                    self.set_attr(&mut tx, victim, va);
+                    self.set_attr(&mut commit, victim, va);
                 } else {
                     victim.attr = va;
                 }
@@ -219,14 +219,14 @@ impl Volume {
                     let dpi = l.get(dp);
                     let mut a = dpi.attr;
                     a.nlink -= 1;
-                    self.set_attr(&mut tx, dpi, a);
+                    self.set_attr(&mut commit, dpi, a);
                 }
             }
             (Some((d, dkind)), true) => {
                 let ids = self.alloc_records(2)?;
                 let dcookie = l.get(dp).names[dn];
-                self.replace_dirent(&mut tx, l.get(sp), scookie, ids[0], d, dkind, None);
-                self.replace_dirent(&mut tx, l.get(dp), dcookie, ids[1], s, skind, None);
+                self.replace_dirent(&mut commit, l.get(sp), scookie, ids[0], d, dkind, None);
+                self.replace_dirent(&mut commit, l.get(dp), dcookie, ids[1], s, skind, None);
                 if sp != dp {
                     let dmoves = dkind == FileType::Directory;
                     if dmoves {
@@ -234,7 +234,7 @@ impl Volume {
                         let mut a = x.attr;
                         a.parent = sp;
                         a.ctime_ns = now;
-                        self.set_attr(&mut tx, x, a);
+                        self.set_attr(&mut commit, x, a);
                         self.ns.lock().or_stop().dir_parent.insert(d, sp);
                     }
                     let delta = |v: &mut u32, plus: bool, minus: bool| {
@@ -249,16 +249,16 @@ impl Volume {
                     let x = l.get(sp);
                     let mut a = x.attr;
                     delta(&mut a.nlink, dmoves, sdir);
-                    self.set_attr(&mut tx, x, a);
+                    self.set_attr(&mut commit, x, a);
                     let x = l.get(dp);
                     let mut a = x.attr;
                     delta(&mut a.nlink, sdir, dmoves);
-                    self.set_attr(&mut tx, x, a);
+                    self.set_attr(&mut commit, x, a);
                 } else {
                     let x = l.get(d);
                     let mut a = x.attr;
                     a.ctime_ns = now;
-                    self.set_attr(&mut tx, x, a);
+                    self.set_attr(&mut commit, x, a);
                 }
             }
         }
@@ -269,17 +269,17 @@ impl Volume {
             let mut a = x.attr;
             a.mtime_ns = now;
             a.ctime_ns = now;
-            self.set_attr(&mut tx, x, a);
+            self.set_attr(&mut commit, x, a);
         }
         if moves_dir && !flags.exchange {
             let x = l.get(sp);
             let mut a = x.attr;
             a.nlink -= 1;
-            self.set_attr(&mut tx, x, a);
+            self.set_attr(&mut commit, x, a);
             let x = l.get(dp);
             let mut a = x.attr;
             a.nlink += 1;
-            self.set_attr(&mut tx, x, a);
+            self.set_attr(&mut commit, x, a);
         }
         let x = l.get(s);
         let mut a = x.attr;
@@ -287,8 +287,8 @@ impl Volume {
         if skind == FileType::Directory {
             a.parent = dp;
         }
-        self.set_attr(&mut tx, x, a);
-        tx.commit(self);
+        self.set_attr(&mut commit, x, a);
+        commit.apply(self);
         if skind == FileType::Directory {
             self.ns.lock().or_stop().dir_parent.insert(s, dp);
         }

@@ -1,16 +1,16 @@
 //! Committing a change: the persistence idiom and the redo journal.
 //!
-//! A [`Tx`] collects what an operation will make durable:
+//! A [`Commit`] collects what an operation will make durable:
 //! - new payload bytes and new records, already written and flushed by the
 //!   caller (they are unreachable, so their order does not matter);
 //! - attribute changes, written into each inode's idle slot at commit;
 //! - the link-word stores (`addr := value`) that make the new state reachable.
 //!
 //! (Changes to an object nothing reaches yet, such as an unnamed file the
-//! commit names, may be marked with [`Tx::make_unreachable`]: they are
+//! commit names, may be marked with [`Commit::make_unreachable`]: they are
 //! written in place with the payload instead of journalled.)
 //!
-//! `commit` then follows the idiom (NOVA's `nova_update_tail`, extended to
+//! [`Commit::apply`] then follows the idiom (NOVA's `nova_update_tail`, extended to
 //! several links):
 //! 1. write the idle attribute slots; **one fence** makes payload, records and
 //!    slots durable (with the journal entries, when there are several stores);
@@ -105,7 +105,7 @@ struct SlotSwitch {
 /// write's commit touch a handful of words): a commit on the small-request
 /// path then allocates nothing on the heap.
 #[derive(Debug, Default)]
-pub struct Tx {
+pub struct Commit {
     stores: SmallVec<[(u64, u64); 4]>,
     slots: SmallVec<[SlotSwitch; 2]>,
     /// Ranges a store makes reachable: asserted durable before publishing.
@@ -146,9 +146,9 @@ pub struct SlotState {
     pub live_slot: u8,
 }
 
-impl Tx {
-    pub fn new() -> Tx {
-        Tx::default()
+impl Commit {
+    pub fn new() -> Commit {
+        Commit::default()
     }
 
     /// `addr := value` at commit. `reaches` is the record (or slot) the new
@@ -232,7 +232,7 @@ impl Tx {
             && self.freed_remote.is_empty()
     }
 
-    pub fn commit(mut self, vol: &Volume) {
+    pub fn apply(mut self, vol: &Volume) {
         let pm = &vol.pm;
         let g = &vol.geo;
         // Step 1a: changes to objects nothing reaches yet, in place: their
