@@ -9,9 +9,9 @@
 
 use std::time::{Duration, Instant};
 
-use pktfs_layout::GeometryParams;
 use pktfs_fs::media::PersistChoice;
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
+use pktfs_layout::GeometryParams;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());

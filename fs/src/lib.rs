@@ -30,10 +30,7 @@
 
 pub mod error;
 pub mod fuse;
-pub mod holder;
 pub mod media;
-pub mod size;
-pub mod stdout;
 pub mod volume;
 
 pub use error::{FsError, Result};

@@ -10,10 +10,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use pktfs_layout::GeometryParams;
 use pktfs_fs::media::{MapOptions, Pm};
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 use pktfs_fsck::Options;
+use pktfs_layout::GeometryParams;
 
 fn env<T: std::str::FromStr>(k: &str, d: T) -> T {
     std::env::var(k)

@@ -11,11 +11,13 @@
 
 use std::collections::HashSet;
 
-use pktfs_layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE};
-use pktfs_layout::record::FLAG_DAMAGED;
-use pktfs_layout::{AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, RecordKind, ROOT_INO};
 use pktfs_fs::media::ExclusivePm;
 use pktfs_fs::volume::journal;
+use pktfs_layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE};
+use pktfs_layout::record::FLAG_DAMAGED;
+use pktfs_layout::{
+    AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, RecordKind, ROOT_INO,
+};
 
 use crate::report::Change;
 use crate::scan::{Fix, Salvage, ScanOut, FIRST_COOKIE};

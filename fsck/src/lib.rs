@@ -215,7 +215,9 @@ pub fn repair(pm: &mut Pm, opts: &Options) -> Report {
 /// else the backup) that this build does not know: repairing would write
 /// an image whose rules it does not fully know.
 fn unknown_ro_compat(pm: &ExclusivePm<'_>) -> Option<u32> {
-    use pktfs_layout::superblock::{Superblock, BACKUP_OFFSET, PRIMARY_OFFSET, RO_COMPAT_SUPPORTED};
+    use pktfs_layout::superblock::{
+        Superblock, BACKUP_OFFSET, PRIMARY_OFFSET, RO_COMPAT_SUPPORTED,
+    };
     [PRIMARY_OFFSET, BACKUP_OFFSET]
         .into_iter()
         .filter(|&off| off + 256 <= pm.len())

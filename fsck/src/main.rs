@@ -134,7 +134,7 @@ fn main() {
     };
     // Right after `umount`, the mount daemon may still be closing the
     // image: wait for it (a bounded time) rather than report it in use.
-    let opened = pktfs_fs::holder::wait_for_release(
+    let opened = pktfs_cli::holder::wait_for_release(
         &a.image,
         || Pm::open(&a.image, &map),
         |e| matches!(e, pktfs_fs::media::MediaError::Locked { .. }),

@@ -3,8 +3,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use pktfs_layout::GeometryParams;
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
+use pktfs_layout::GeometryParams;
 
 fn fsck(args: &[&str], img: &Path) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_fsck-pktfs"))

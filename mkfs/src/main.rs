@@ -8,10 +8,10 @@ use clap::{CommandFactory, Parser};
 
 #[path = "../../pktfs/src/gendocs.rs"]
 mod gendocs;
-use pktfs_layout::{Geometry, GeometryParams};
 use pktfs_fs::media::space::human_bytes as human;
-use pktfs_fs::size::{parse_size, parse_size_u32, SIZE_FORMS};
+use pktfs_cli::size::{parse_size, parse_size_u32, SIZE_FORMS};
 use pktfs_fs::{FormatOptions, Volume};
+use pktfs_layout::{Geometry, GeometryParams};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -102,31 +102,31 @@ fn existing_contents(path: &Path) -> Result<Option<String>, String> {
 }
 
 fn print_geometry(g: &Geometry) {
-    pktfs_fs::outln!(
+    pktfs_cli::outln!(
         "image          {} ({} bytes)",
         human(g.image_len_bytes),
         g.image_len_bytes
     );
-    pktfs_fs::outln!(
+    pktfs_cli::outln!(
         "packet buffers {} x {} B = {} at offset {}",
         g.buffer_count,
         g.buffer_size_bytes,
         human(g.buffer_region_bytes()),
         g.buffer_offset
     );
-    pktfs_fs::outln!(
+    pktfs_cli::outln!(
         "records        {} x 64 B = {} at offset {}",
         g.record_count,
         human((g.record_count + 1) * 64),
         g.record_offset
     );
-    pktfs_fs::outln!(
+    pktfs_cli::outln!(
         "inodes         {} x 192 B = {} at offset {}",
         g.inode_count,
         human((g.inode_count as u64 + 1) * 192),
         g.inode_offset
     );
-    pktfs_fs::outln!(
+    pktfs_cli::outln!(
         "journal        {} slots x {} B at offset {}",
         g.journal_slots,
         g.journal_slot_bytes,
@@ -188,7 +188,7 @@ fn run(a: Args) -> Result<(), String> {
         b.finish_and_clear();
     }
     if !a.quiet {
-        pktfs_fs::outln!("formatted {}", a.image.display());
+        pktfs_cli::outln!("formatted {}", a.image.display());
         print_geometry(&g);
     }
     Ok(())

@@ -46,7 +46,6 @@ pub mod rxstream;
 pub mod send;
 pub mod server;
 mod shared;
-pub mod signal;
 pub mod tx;
 mod util;
 

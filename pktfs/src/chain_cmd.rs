@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use pktfs_netpath::control::{self, ControlError};
 use pktfs_fs::{OpenOptions, Volume};
+use pktfs_netpath::control::{self, ControlError};
 use serde_json::Value;
 
 #[derive(clap::Args, Debug)]
@@ -65,13 +65,13 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
     })?;
     let rows = rows.as_array().cloned().unwrap_or_default();
     if a.json {
-        pktfs_fs::outln!(
+        pktfs_cli::outln!(
             "{}",
             serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
         );
         return Ok(());
     }
-    pktfs_fs::outln!(
+    pktfs_cli::outln!(
         "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  {:<5}  state",
         "record",
         "file_off",
@@ -85,7 +85,7 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
     );
     let n = |r: &Value, k: &str| r[k].as_u64().unwrap_or(0);
     for r in &rows {
-        pktfs_fs::outln!(
+        pktfs_cli::outln!(
             "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  {:<5}  {}",
             n(r, "record"),
             n(r, "file_offset"),
@@ -112,12 +112,12 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
         .filter(|r| r["damaged"].as_bool() == Some(true))
         .count();
     if bad > 0 {
-        pktfs_fs::outln!(
+        pktfs_cli::outln!(
             "{} records, {bad} damaged (reads of their ranges fail with EIO)",
             rows.len()
         );
     } else {
-        pktfs_fs::outln!("{} records", rows.len());
+        pktfs_cli::outln!("{} records", rows.len());
     }
     Ok(())
 }
@@ -132,11 +132,11 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
     let req = serde_json::json!({"op": "stat"});
     let j = ask(&a.image, &req, &mut |_| {}, |v| Ok(control::stat_json(v)))?;
     if a.json {
-        pktfs_fs::outln!("{j}");
+        pktfs_cli::outln!("{j}");
         return Ok(());
     }
     let n = |k: &str| j[k].as_u64().unwrap_or(0);
-    pktfs_fs::outln!(
+    pktfs_cli::outln!(
         "image        {} bytes, {}",
         n("image_bytes"),
         if j["clean"].as_bool() == Some(true) {
@@ -145,17 +145,17 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
             "in use or not cleanly closed"
         }
     );
-    pktfs_fs::outln!(
+    pktfs_cli::outln!(
         "buffers      {} x {} B, {} free",
         n("buffers"),
         n("buffer_size"),
         n("buffers_free")
     );
-    pktfs_fs::outln!("inodes       {}, {} free", n("inodes"), n("inodes_free"));
-    pktfs_fs::outln!("records      {}, {} free", n("records"), n("records_free"));
-    pktfs_fs::outln!("mounts       {}", n("mount_count"));
+    pktfs_cli::outln!("inodes       {}, {} free", n("inodes"), n("inodes_free"));
+    pktfs_cli::outln!("records      {}, {} free", n("records"), n("records_free"));
+    pktfs_cli::outln!("mounts       {}", n("mount_count"));
     if n("remote_objects") > 0 {
-        pktfs_fs::outln!(
+        pktfs_cli::outln!(
             "tiered       {} bytes in {} objects",
             n("remote_bytes"),
             n("remote_objects")
@@ -163,11 +163,11 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
     }
     if let Some(t) = j["tier"].as_object() {
         for (k, v) in t {
-            pktfs_fs::outln!("tier         {k}: {v}");
+            pktfs_cli::outln!("tier         {k}: {v}");
         }
     }
     if let Some(f) = j["failed"].as_str() {
-        pktfs_fs::outln!("STOPPED      {f}");
+        pktfs_cli::outln!("STOPPED      {f}");
     }
     Ok(())
 }

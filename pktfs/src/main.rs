@@ -4,17 +4,9 @@
 //! Each subcommand lives in its own module; this file only parses and
 //! dispatches, and maps errors to a message and an exit code.
 
-mod chain_cmd;
-mod cli;
-mod gendocs;
-mod logging;
-mod mount_cmd;
-mod net_cmd;
-mod offline_cmd;
-mod quickstart;
-mod scrub_cmd;
-mod stream_cmd;
-mod tier_cmd;
+use pktfs::{
+    chain_cmd, gendocs, logging, mount_cmd, net_cmd, offline_cmd, scrub_cmd, stream_cmd, tier_cmd,
+};
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -42,7 +34,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Mount an image through FUSE.
-    #[command(after_help = pktfs_fs::size::SIZE_FORMS)]
+    #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
     Mount(mount_cmd::MountArgs),
     /// Serve an image over HTTP (and raw TCP) without FUSE.
     Serve(net_cmd::ServeArgs),
@@ -53,22 +45,22 @@ enum Cmd {
     /// Show an image's superblock, geometry and usage.
     Stat(chain_cmd::StatArgs),
     /// Quick start: create a default image if needed, mount it, serve it.
-    #[command(after_help = pktfs_fs::size::SIZE_FORMS)]
+    #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
     Up(net_cmd::UpArgs),
     /// Receive one TCP stream into one file (one copy, durable, every
     /// record checksummed); exit 0 when the stream ended cleanly.
-    #[command(after_help = pktfs_fs::size::SIZE_FORMS)]
+    #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
     Recv(stream_cmd::RecvArgs),
     /// Check every payload checksum of an image, mounted or not, and name
     /// damaged files and ranges (exit 0 clean, 4 damage, 8 error).
-    #[command(after_help = pktfs_fs::size::SIZE_FORMS)]
+    #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
     Scrub(scrub_cmd::ScrubArgs),
     /// Tier an image's cold data to an S3-compatible store now, bring it
     /// back, or collect unreferenced objects (the image not mounted).
     Tier(tier_cmd::TierCmdArgs),
     /// Build a new image from a bucket an image tiered to: every file
     /// tiered before the newest snapshot, byte-identical.
-    #[command(after_help = pktfs_fs::size::SIZE_FORMS)]
+    #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
     Restore(tier_cmd::RestoreArgs),
     /// Show the CPU features and checksum/copy speeds that set pktfs's pace
     /// (every benchmark prints this).

@@ -111,7 +111,7 @@ pub fn run(mut a: MountArgs) -> Result<(), String> {
     if list.split(',').any(|o| o.trim() == "remount") {
         return remount(&a.mountpoint, &list);
     }
-    let opts = MountOptions::parse(&list)?;
+    let opts = pktfs_cli::mount_options::parse(&list)?;
     if a.foreground || a.daemon_child {
         let r = serve(&a, &opts);
         if let (true, Err(e)) = (a.daemon_child, &r) {
@@ -199,7 +199,7 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     let line = line.trim_end();
     if let Some(mode) = line.strip_prefix(READY) {
         // The daemon says which persist mode `auto` (or -o persist=) chose.
-        pktfs_fs::outln!(
+        pktfs_cli::outln!(
             "pktfs: {} mounted on {} ({} persistence)",
             image.display(),
             mp.display(),

@@ -238,9 +238,10 @@ impl NetArgs {
             raw_idle_timeout: Duration::from_secs(self.raw_idle_timeout.max(1)),
             io: io_mode(self.io)?,
             loops: self.loops,
-            busy_poll: self
-                .busy_poll_us
-                .map_or(pktfs_netpath::Config::BUSY_POLL_DEFAULT, Duration::from_micros),
+            busy_poll: self.busy_poll_us.map_or(
+                pktfs_netpath::Config::BUSY_POLL_DEFAULT,
+                Duration::from_micros,
+            ),
             ..pktfs_netpath::Config::default()
         })
     }
@@ -419,7 +420,7 @@ pub struct UpArgs {
     pub mountpoint: Option<PathBuf>,
     /// Size of a new image, e.g. 512M, 4G, 4GiB (default: 1G, at most half
     /// the free space where it goes).
-    #[arg(long, value_name = "SIZE", value_parser = pktfs_fs::size::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = pktfs_cli::size::parse_size)]
     pub size: Option<u64>,
     /// HTTP address, HOST:PORT.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080",
@@ -503,7 +504,8 @@ pub fn start_control(
     extra: Option<pktfs_netpath::Extra>,
 ) -> Result<pktfs_netpath::control::Control, String> {
     // main reports the error, to the log too when the log is not stderr.
-    pktfs_netpath::control::Control::start_with(vol.clone(), image, extra).map_err(|e| e.to_string())
+    pktfs_netpath::control::Control::start_with(vol.clone(), image, extra)
+        .map_err(|e| e.to_string())
 }
 
 /// Close the volume cleanly if nothing else holds it any more.
@@ -531,18 +533,18 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
     let control = start_control(&vol, &a.image, extra.clone())?;
-    let sig = pktfs_netpath::signal::shutdown_signal()?;
+    let sig = pktfs_cli::signal::shutdown_signal()?;
     let svc = start_services(vol.clone(), &net, None, extra)?;
-    pktfs_fs::sayln!(
+    pktfs_cli::sayln!(
         "pktfs: serving {} ({} persistence)",
         a.image.display(),
         vol.persistence()
     );
-    pktfs_fs::sayln!("{}", describe(&svc, &net).trim_end());
+    pktfs_cli::sayln!("{}", describe(&svc, &net).trim_end());
     if let Some(t) = &tier {
-        pktfs_fs::sayln!("  tier  {}", t.target());
+        pktfs_cli::sayln!("  tier  {}", t.target());
     }
-    pktfs_fs::sayln!("Ctrl-C stops.");
+    pktfs_cli::sayln!("Ctrl-C stops.");
     let _ = sig.recv();
     eprintln!("pktfs: stopping");
     let st = svc.shutdown();
@@ -568,19 +570,22 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         Err(pktfs_netpath::control::ControlError::NotServed(_)) => false,
         // A holder from before the check: it checks once connected (and
         // resets the connection on failure).
-        Err(pktfs_netpath::control::ControlError::Refused(e)) if e.starts_with("unknown op") => true,
+        Err(pktfs_netpath::control::ControlError::Refused(e)) if e.starts_with("unknown op") => {
+            true
+        }
         Err(e) => return Err(e.to_string()),
     };
-    let local = |sock: Option<&std::net::TcpStream>| -> Result<pktfs_netpath::send::SendReport, String> {
-        let vol = Arc::new(crate::chain_cmd::open_ro(&a.image)?);
-        let _tier = a.tier.start(&vol)?;
-        let ino = pktfs_netpath::send::check_source(&vol, &a.path)?;
-        match sock {
-            // Held (every record's CRC checked) before connecting.
-            None => pktfs_netpath::send::send_file(&vol, ino, &a.addr, timeout),
-            Some(s) => pktfs_netpath::send::send_on(&vol, ino, s, timeout),
-        }
-    };
+    let local =
+        |sock: Option<&std::net::TcpStream>| -> Result<pktfs_netpath::send::SendReport, String> {
+            let vol = Arc::new(crate::chain_cmd::open_ro(&a.image)?);
+            let _tier = a.tier.start(&vol)?;
+            let ino = pktfs_netpath::send::check_source(&vol, &a.path)?;
+            match sock {
+                // Held (every record's CRC checked) before connecting.
+                None => pktfs_netpath::send::send_file(&vol, ino, &a.addr, timeout),
+                Some(s) => pktfs_netpath::send::send_on(&vol, ino, s, timeout),
+            }
+        };
     // A raw listener with a token wants its preface before the stream.
     let preface = a
         .token_file
@@ -772,7 +777,7 @@ fn run_up(
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
     let control = start_control(&vol, image, extra.clone())?;
-    let sig = pktfs_netpath::signal::shutdown_signal()?;
+    let sig = pktfs_cli::signal::shutdown_signal()?;
     // The mount, when this build has it and it works here.
     let mp = a.mountpoint.clone().unwrap_or_else(default_mountpoint);
     let mut mount_note = String::new();
@@ -805,24 +810,24 @@ fn run_up(
     };
     let svc = start_services(vol.clone(), &net, on_change, extra)?;
     let g = vol.geometry();
-    pktfs_fs::sayln!(
+    pktfs_cli::sayln!(
         "pktfs is up: {} {} ({} MiB, {} persistence)",
         if created { "created" } else { "using" },
         image.display(),
         g.image_len_bytes >> 20,
         vol.persistence()
     );
-    pktfs_fs::sayln!("{}", describe(&svc, &net).trim_end());
+    pktfs_cli::sayln!("{}", describe(&svc, &net).trim_end());
     match &mount {
-        Some(_) => pktfs_fs::sayln!("  mount {}", mp.display()),
-        None => pktfs_fs::sayln!("  mount {mount_note}"),
+        Some(_) => pktfs_cli::sayln!("  mount {}", mp.display()),
+        None => pktfs_cli::sayln!("  mount {mount_note}"),
     }
     if let Some(t) = &tier {
-        pktfs_fs::sayln!("  tier  {}", t.target());
+        pktfs_cli::sayln!("  tier  {}", t.target());
     }
     match token_file {
-        Some(t) => pktfs_fs::sayln!("  token {}", t.display()),
-        None => pktfs_fs::sayln!("  token none (--insecure-no-auth: every local user may use it)"),
+        Some(t) => pktfs_cli::sayln!("  token {}", t.display()),
+        None => pktfs_cli::sayln!("  token none (--insecure-no-auth: every local user may use it)"),
     }
     let http = svc.http_addr().expect("listening");
     let exe = std::env::args().next().unwrap_or_else(|| "pktfs".into());
@@ -871,11 +876,11 @@ fn run_up(
         "the file as its packets",
     ));
     let w = tries.iter().map(|t| t.0.len()).max().unwrap_or(0);
-    pktfs_fs::sayln!("Try:");
+    pktfs_cli::sayln!("Try:");
     for (cmd, what) in &tries {
-        pktfs_fs::sayln!("  {cmd:<w$}   # {what}");
+        pktfs_cli::sayln!("  {cmd:<w$}   # {what}");
     }
-    pktfs_fs::sayln!(
+    pktfs_cli::sayln!(
         "Ctrl-C stops{}.",
         if mount.is_some() { " and unmounts" } else { "" }
     );

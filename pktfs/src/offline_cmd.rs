@@ -8,8 +8,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use pktfs_netpath::control::{self, ControlError};
 use pktfs_fs::{FileType, OpenOptions, Volume};
+use pktfs_netpath::control::{self, ControlError};
 
 #[derive(clap::Args, Debug)]
 pub struct LsArgs {
@@ -72,7 +72,7 @@ fn open(image: &Path, writable: bool) -> Result<Volume, String> {
         Err(ControlError::NotServed(_)) => {}
         Ok(_) => {
             let canon = image.canonicalize().unwrap_or_else(|_| image.to_path_buf());
-            let mounted = pktfs_fs::holder::mounts()
+            let mounted = pktfs_cli::holder::mounts()
                 .unwrap_or_default()
                 .into_iter()
                 .find(|m| m.source == canon);
@@ -169,11 +169,11 @@ pub fn ls(a: LsArgs) -> Result<(), String> {
     for (name, ino) in rows {
         let name = String::from_utf8_lossy(&name);
         if !a.long {
-            pktfs_fs::outln!("{name}");
+            pktfs_cli::outln!("{name}");
             continue;
         }
         let e = v.getattr(ino).map_err(|e| format!("{name}: {e}"))?;
-        pktfs_fs::outln!(
+        pktfs_cli::outln!(
             "{}{:04o} {:>3} {:>5} {:>5} {:>12} {name}",
             kind_char(e.kind),
             e.perm & 0o7777,
@@ -189,7 +189,7 @@ pub fn ls(a: LsArgs) -> Result<(), String> {
 pub fn cat(a: CatArgs) -> Result<(), String> {
     let v = open(&a.image, false)?;
     read_file(&v, &a.path, |b| {
-        pktfs_fs::stdout::bytes(b);
+        pktfs_cli::stdout::bytes(b);
         Ok(())
     })?;
     close(v, &a.image)

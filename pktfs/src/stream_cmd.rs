@@ -9,9 +9,9 @@ use std::net::{TcpListener, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use pktfs_fs::{OpenOptions, Volume};
 use pktfs_netpath::control::{self, ControlError};
 use pktfs_netpath::recv::{check_target, recv_to_file, CommitPolicy, RecvMode, RecvOptions};
-use pktfs_fs::{OpenOptions, Volume};
 use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]
@@ -46,7 +46,7 @@ fn commit_policy(s: &str) -> Result<CommitPolicy, String> {
         "chunk" => CommitPolicy::EveryChunk,
         "end" => CommitPolicy::AtEnd,
         n => CommitPolicy::EveryBytes(
-            pktfs_fs::size::parse_size(n)
+            pktfs_cli::size::parse_size(n)
                 .map_err(|e| format!("--commit: {e} (or chunk, end)"))?
                 .max(1),
         ),

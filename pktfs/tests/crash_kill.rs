@@ -25,9 +25,9 @@ mod cli_common;
 mod prereq;
 use cli_common::{announced, Proc};
 
-use pktfs_layout::GeometryParams;
 use pktfs_fs::media::{MapOptions, Pm};
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
+use pktfs_layout::GeometryParams;
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 

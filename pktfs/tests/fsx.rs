@@ -40,9 +40,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fuse_common::{crc, image_path, is_mountpoint};
-use pktfs_layout::GeometryParams;
 use pktfs_fs::media::{MapOptions, Pm};
 use pktfs_fs::{FormatOptions, Volume};
+use pktfs_layout::GeometryParams;
 use pktfs_tier::garage::Garage;
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");

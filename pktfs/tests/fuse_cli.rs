@@ -42,10 +42,7 @@ impl Setup {
         format(&image, 32 * MIB);
         Setup {
             image,
-            mnt: tempfile::Builder::new()
-                .prefix("pktfs-")
-                .tempdir()
-                .unwrap(),
+            mnt: tempfile::Builder::new().prefix("pktfs-").tempdir().unwrap(),
         }
     }
     fn mp(&self) -> &Path {

@@ -9,8 +9,8 @@ mod prereq;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pktfs_layout::GeometryParams;
 use pktfs_fs::{FormatOptions, Volume};
+use pktfs_layout::GeometryParams;
 
 fn pjdfstest() -> Option<PathBuf> {
     prereq::cargo_bin("pjdfstest")

@@ -109,7 +109,10 @@ fn recv_from_nc_and_connect_and_send_back() {
         assert_eq!(r["seq"], r["file_offset"]);
     }
     // The stream CRC is the CRC of the bytes.
-    assert_eq!(rep["crc32c"], format!("{:08x}", pktfs_layout::crc32c(&body)));
+    assert_eq!(
+        rep["crc32c"],
+        format!("{:08x}", pktfs_layout::crc32c(&body))
+    );
 
     // What the receive would refuse is refused before it listens, so no
     // sender is taken on: an existing name (create), a missing directory,

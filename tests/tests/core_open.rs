@@ -1,9 +1,9 @@
 //! Opening bad images: a clear error naming the problem, never a panic,
 //! never a write into an image pktfs does not understand.
 
+use pktfs_fs::{FormatOptions, FsError, OpenOptions, Volume};
 use pktfs_layout::superblock::{BACKUP_OFFSET, FORMAT_VERSION};
 use pktfs_layout::{GeometryParams, SuperblockRaw};
-use pktfs_fs::{FormatOptions, FsError, OpenOptions, Volume};
 
 fn image(dir: &std::path::Path) -> std::path::PathBuf {
     let p = dir.join("img");

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use pktfs_layout::GeometryParams;
 use pktfs_fs::media::Pm;
 use pktfs_fs::{RenameFlags, Volume};
+use pktfs_layout::GeometryParams;
 
 #[test]
 fn eight_threads() {

@@ -6,12 +6,12 @@
 //! damage mark, a trim) or a torn superblock would show as a lost name or
 //! a lost range here.
 
-use pktfs_layout::inode::SLOTS_OFF;
-use pktfs_layout::superblock::{raw_bytes, raw_from_bytes, seal, RoCompatFeatures};
-use pktfs_layout::{AttrSlot, Geometry, PmOffset, Record, RecordId};
 use pktfs_fs::media::Pm;
 use pktfs_fs::Volume;
 use pktfs_fsck::{exit, Options};
+use pktfs_layout::inode::SLOTS_OFF;
+use pktfs_layout::superblock::{raw_bytes, raw_from_bytes, seal, RoCompatFeatures};
+use pktfs_layout::{AttrSlot, Geometry, PmOffset, Record, RecordId};
 use pktfs_tests::model::ace::{path_ino, seeded};
 use pktfs_tests::model::crash::{for_each_point, subsets};
 use pktfs_tests::model::{dump, pattern, Tree};

@@ -3,11 +3,11 @@
 //! `-p` for the safe repairs) fixes it with exit 1, that a second `-n` is
 //! clean, that the image mounts, and what survives.
 
-use pktfs_layout::inode::SLOTS_OFF;
-use pktfs_layout::{AttrSlot, Geometry, PmOffset, Record, RecordId};
 use pktfs_fs::media::Pm;
 use pktfs_fs::Volume;
 use pktfs_fsck::{exit, Options, Report, Severity};
+use pktfs_layout::inode::SLOTS_OFF;
+use pktfs_layout::{AttrSlot, Geometry, PmOffset, Record, RecordId};
 use pktfs_tests::model::ace::seeded;
 use pktfs_tests::model::crash::{for_each_point, record};
 use pktfs_tests::model::{dump, pattern, Op};
@@ -252,8 +252,9 @@ fn marked(img: &Img, path: &str) -> Vec<(u64, u32)> {
 
 fn damage_flags_feature(img: &Img) -> bool {
     [0usize, 4096].iter().all(|&o| {
-        let sb = pktfs_layout::Superblock::from_bytes(&img.b[o..o + 256], o as u64, img.b.len() as u64)
-            .unwrap();
+        let sb =
+            pktfs_layout::Superblock::from_bytes(&img.b[o..o + 256], o as u64, img.b.len() as u64)
+                .unwrap();
         sb.ro_compat & pktfs_layout::superblock::RoCompatFeatures::DAMAGE_FLAGS.bits() != 0
     })
 }
@@ -766,7 +767,8 @@ fn both_superblocks_lost_on_a_default_image_restores_its_exact_geometry() {
     let lost = without_superblocks(&img, 0);
     let (r, fixed) = lost.repair(&Options::yes());
     assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
-    let sb = pktfs_layout::Superblock::from_bytes(&fixed.b[..256], 0, fixed.b.len() as u64).unwrap();
+    let sb =
+        pktfs_layout::Superblock::from_bytes(&fixed.b[..256], 0, fixed.b.len() as u64).unwrap();
     assert_eq!(sb.geometry, g, "mkfs's own layout");
     std::fs::write(&p, &fixed.b).unwrap();
     let v = Volume::open(&p, &OpenOptions::default()).unwrap();

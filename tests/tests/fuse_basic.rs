@@ -394,7 +394,12 @@ fn xattrs() {
         "{chain}"
     );
     expect_rerrno(
-        rfs::setxattr(&p, pktfs_fs::fuse::CHAIN_XATTR, b"x", rfs::XattrFlags::empty()),
+        rfs::setxattr(
+            &p,
+            pktfs_fs::fuse::CHAIN_XATTR,
+            b"x",
+            rfs::XattrFlags::empty(),
+        ),
         libc::EPERM,
     );
     assert!(!listx(&p).unwrap().windows(5).any(|w| w == b"pktfs"));
@@ -779,7 +784,7 @@ fn atime_policies() {
         ("noatime", false, false),
     ] {
         let mut opts = pktfs_fs::fuse::MountOptions::default();
-        opts.apply(opt).unwrap();
+        pktfs_cli::mount_options::apply(&mut opts, opt).unwrap();
         let m = Mounted::with_options(&format!("atime-{opt}"), 16 * MIB, opts);
         let p = m.p("f");
         fs::write(&p, b"some bytes").unwrap();

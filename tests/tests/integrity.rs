@@ -2,8 +2,8 @@
 //! its record's range, splits never launder it, and a fault stops the
 //! Volume without losing anything acknowledged.
 
-use pktfs_layout::GeometryParams;
 use pktfs_fs::{FormatOptions, FsError, OpenOptions, VerifyMode, Volume};
+use pktfs_layout::GeometryParams;
 
 fn fresh(dir: &std::path::Path) -> std::path::PathBuf {
     let p = dir.join("img");

@@ -52,7 +52,8 @@ fn network_changes_show_in_the_mount_at_once() {
         ..Default::default()
     };
     let svc =
-        pktfs_netpath::Services::start(vol.clone(), cfg, Some(invalidate_with(h.invalidator()))).unwrap();
+        pktfs_netpath::Services::start(vol.clone(), cfg, Some(invalidate_with(h.invalidator())))
+            .unwrap();
     let web = svc.http_addr().unwrap();
     let m = mnt.path();
 

@@ -166,7 +166,8 @@ fn raw_mode_is_refused_on_a_read_only_server() {
 
 /// A volume on the recording backend, freshly formatted.
 fn recording_volume(bytes: usize) -> Arc<Volume> {
-    let mut pm = Volume::format_in_memory(pktfs_layout::GeometryParams::for_size(bytes as u64)).unwrap();
+    let mut pm =
+        Volume::format_in_memory(pktfs_layout::GeometryParams::for_size(bytes as u64)).unwrap();
     Arc::new(Volume::open_pm(Pm::recording(pm.snapshot()), false).unwrap())
 }
 

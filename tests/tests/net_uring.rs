@@ -45,7 +45,11 @@ fn loops() -> IoMode {
     }
 }
 
-fn raw_server_with(bytes: u64, io: IoMode, tweak: impl FnOnce(&mut pktfs_netpath::Config)) -> Server {
+fn raw_server_with(
+    bytes: u64,
+    io: IoMode,
+    tweak: impl FnOnce(&mut pktfs_netpath::Config),
+) -> Server {
     let s = server(bytes, |c| {
         c.raw_listen = Some("127.0.0.1:0".parse().unwrap());
         c.raw_dir = "/raw".into();

@@ -6,9 +6,9 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use pktfs_layout::GeometryParams;
 use pktfs_fs::media::{MapOptions, MediaError, Pm};
 use pktfs_fs::{FormatOptions, FsError, OpenOptions, Volume};
+use pktfs_layout::GeometryParams;
 use pktfs_tests::tmpfs::Tmpfs;
 use rustix::fs::FallocateFlags;
 

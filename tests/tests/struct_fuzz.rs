@@ -18,10 +18,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use pktfs_layout::{Geometry, Superblock};
 use pktfs_fs::media::Pm;
 use pktfs_fs::{OpenOptions, Volume};
 use pktfs_fsck::{exit, Options};
+use pktfs_layout::{Geometry, Superblock};
 use pktfs_tests::model::ace::seeded;
 use pktfs_tests::model::dump;
 
@@ -153,7 +153,10 @@ fn mutate(r: &mut Rng, img: &mut [u8], g: &Geometry) -> String {
                 // Mostly real link words (an inode head, a record's next).
                 let addr = match r.below(4) {
                     0 => g.inode_pos(1 + r.below(used_inodes) as u32).0 + 8 * r.below(3),
-                    1 => g.record_pos(pktfs_layout::RecordId(1 + r.below(used_records))).0,
+                    1 => {
+                        g.record_pos(pktfs_layout::RecordId(1 + r.below(used_records)))
+                            .0
+                    }
                     2 => r.below(g.image_len_bytes) & !7,
                     _ => hostile(r, 8, 0, g),
                 };

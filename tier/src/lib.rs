@@ -7,7 +7,8 @@
 //! - [`snapshot`] and [`restore`]: the metadata snapshot, and an image
 //!   rebuilt from it; [`bucket`] finds and fetches it;
 //! - [`check`]: `fsck.pktfs --remote`;
-//! - [`garage`]: real Garage processes for tests and benchmarks.
+//! - `garage` (feature `test-support`): real Garage processes for tests
+//!   and benchmarks.
 //!
 //! docs/TIER.md has the design and the crash argument.
 
@@ -16,6 +17,7 @@ pub mod check;
 pub mod engine;
 #[cfg(test)]
 mod format_doc;
+#[cfg(feature = "test-support")]
 pub mod garage;
 pub mod restore;
 pub mod s3;

@@ -14,8 +14,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use pktfs_layout::FileType;
 use pktfs_fs::{RemoteExtent, SetAttr, TimeSet, Volume, XattrFlags};
+use pktfs_layout::FileType;
 
 use crate::snapshot::{self, InodeEntry, ParsedSnapshot, SnapshotError};
 

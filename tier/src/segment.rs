@@ -179,7 +179,11 @@ impl SegmentBuilder {
         };
         f.crc = pktfs_layout::crc32c(&f.as_bytes()[..28]).into();
         tail.extend_from_slice(f.as_bytes());
-        let whole = combine(self.payload_crc, pktfs_layout::crc32c(&tail), tail.len() as u64);
+        let whole = combine(
+            self.payload_crc,
+            pktfs_layout::crc32c(&tail),
+            tail.len() as u64,
+        );
         (tail, whole)
     }
 }

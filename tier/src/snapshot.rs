@@ -15,8 +15,8 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use pktfs_layout::FileType;
 use pktfs_fs::Volume;
+use pktfs_layout::FileType;
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 

@@ -12,8 +12,8 @@ mod prereq;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pktfs_layout::GeometryParams;
 use pktfs_fs::{SetAttr, TimeSet, Volume};
+use pktfs_layout::GeometryParams;
 use pktfs_tier::engine::{Tier, TierConfig};
 use pktfs_tier::garage::Garage;
 use pktfs_tier::segment::parse_object_key_rel;

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use pktfs_layout::GeometryParams;
 use pktfs_fs::{OpenOptions, Volume};
+use pktfs_layout::GeometryParams;
 use pktfs_tier::restore::{restore_image, RestoreOptions};
 use pktfs_tier::snapshot::capture;
 

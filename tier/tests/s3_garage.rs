@@ -33,7 +33,8 @@ fn put_get_head_multipart_list_delete() {
     let t = g.target("t1");
     let body = bytes(100_000, 1);
     let key = t.key("a");
-    s.put(&key, body.clone(), pktfs_layout::crc32c(&body)).unwrap();
+    s.put(&key, body.clone(), pktfs_layout::crc32c(&body))
+        .unwrap();
     assert_eq!(s.get(&key).unwrap(), body);
     for (off, len) in [(0u64, 1u64), (99_999, 1), (12_345, 54_321)] {
         assert_eq!(
@@ -58,7 +59,8 @@ fn put_get_head_multipart_list_delete() {
     let mp = t.key("mp");
     let mut up = s.begin_multipart(&mp).unwrap();
     for (k, p) in parts.iter().enumerate() {
-        up.part(k as i32 + 1, p.clone(), pktfs_layout::crc32c(p)).unwrap();
+        up.part(k as i32 + 1, p.clone(), pktfs_layout::crc32c(p))
+            .unwrap();
     }
     up.complete().unwrap();
     let all: Vec<u8> = parts.concat();

@@ -12,9 +12,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use pktfs_layout::{FileType, GeometryParams};
 use pktfs_fs::media::Pm;
 use pktfs_fs::{RemoteBytes, RemoteSource, SetAttr, TimeSet, Volume, XattrFlags};
+use pktfs_layout::{FileType, GeometryParams};
 use pktfs_tier::restore::restore_into;
 use pktfs_tier::snapshot::{capture, parse, referenced_objects};
 
@@ -81,7 +81,10 @@ fn tree(v: &Volume) -> Vec<(String, String)> {
             x.sort();
             let content = match a.kind {
                 FileType::Regular => {
-                    format!("{:08x}", pktfs_layout::crc32c(&v.read(e.ino, 0, a.size).unwrap()))
+                    format!(
+                        "{:08x}",
+                        pktfs_layout::crc32c(&v.read(e.ino, 0, a.size).unwrap())
+                    )
                 }
                 FileType::Symlink => String::from_utf8_lossy(&v.readlink(e.ino).unwrap()).into(),
                 _ => String::new(),

@@ -119,8 +119,8 @@ pub fn start_pktfs(dir: &Path, spec: &PktfsSpec, image_bytes: u64) -> Result<Pkt
     // zeroes pages on the other core, and the first copies into pages it
     // has not reached take a fault each).
     vol.pm().wait_populated();
-    let svc =
-        pktfs_netpath::Services::start(vol.clone(), cfg, None).map_err(|e| what("cannot serve", &e))?;
+    let svc = pktfs_netpath::Services::start(vol.clone(), cfg, None)
+        .map_err(|e| what("cannot serve", &e))?;
     Ok(PktfsServer {
         name: spec.name.clone(),
         addr: svc.http_addr().expect("http"),

@@ -539,7 +539,8 @@ fn main() {
                 let vi = (k + rep) % variants.len();
                 let busy = variants[vi].1;
                 let img = w.join("i.img");
-                let params = pktfs_layout::GeometryParams::for_size((files << 20) * 3 / 2 + (512 << 20));
+                let params =
+                    pktfs_layout::GeometryParams::for_size((files << 20) * 3 / 2 + (512 << 20));
                 let _ = std::fs::remove_file(&img);
                 Volume::format(
                     &img,

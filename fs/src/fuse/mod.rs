@@ -38,7 +38,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use fuser::{Config, INodeNo, MountOption, Notifier, Session, SessionACL, SessionUnmounter};
+pub use fuser::MountOption;
+use fuser::{Config, INodeNo, Notifier, Session, SessionACL, SessionUnmounter};
 
 use crate::error::{FsError, Result};
 use crate::media::PersistChoice;
@@ -137,101 +138,7 @@ impl Default for MountOptions {
     }
 }
 
-fn num<T: std::str::FromStr>(k: &str, v: &str) -> std::result::Result<T, String> {
-    v.parse()
-        .map_err(|_| format!("mount option {k}={v}: not a number"))
-}
-
-/// A byte count in the form every pktfs size takes (`max_write=1M`).
-fn bytes(k: &str, v: &str) -> std::result::Result<u32, String> {
-    crate::size::parse_size_u32(v).map_err(|e| format!("mount option {k}={v}: {e}"))
-}
-
-fn secs(k: &str, v: &str) -> std::result::Result<Duration, String> {
-    let s: f64 = num(k, v)?;
-    Duration::try_from_secs_f64(s)
-        .map_err(|_| format!("mount option {k}={v}: not a duration in seconds"))
-}
-
 impl MountOptions {
-    /// Apply a comma-separated option list (`-o` may be given several times;
-    /// later options win). Options that only mean something to mount(8) or
-    /// fstab (`defaults`, `noauto`, `user`, `_netdev`, `nofail`, `x-*`, ...)
-    /// are accepted and ignored; anything unknown is an error.
-    pub fn apply(&mut self, list: &str) -> std::result::Result<(), String> {
-        for o in list.split(',').map(str::trim).filter(|o| !o.is_empty()) {
-            let (k, v) = match o.split_once('=') {
-                Some((k, v)) => (k, Some(v)),
-                None => (o, None),
-            };
-            let flag = |f: MountOption, this: &mut MountOptions| this.flags.push(f);
-            match (k, v) {
-                ("ro", None) => self.read_only = true,
-                ("rw", None) => self.read_only = false,
-                ("allow_other", None) => self.allow_other = true,
-                ("allow_root", None) => self.allow_root = true,
-                ("auto_unmount", None) => self.auto_unmount = true,
-                ("default_permissions", None) => {} // always on
-                ("fsname", Some(v)) => self.fsname = Some(v.to_string()),
-                ("subtype", Some(v)) => self.subtype = v.to_string(),
-                ("dev", None) => flag(MountOption::Dev, self),
-                ("nodev", None) => flag(MountOption::NoDev, self),
-                ("suid", None) => flag(MountOption::Suid, self),
-                ("nosuid", None) => flag(MountOption::NoSuid, self),
-                ("exec", None) => flag(MountOption::Exec, self),
-                ("noexec", None) => flag(MountOption::NoExec, self),
-                ("atime" | "strictatime" | "norelatime", None) => {
-                    self.atime = AtimeMode::Strict;
-                    flag(MountOption::Atime, self)
-                }
-                ("relatime", None) => self.atime = AtimeMode::Relative,
-                ("noatime", None) => {
-                    self.atime = AtimeMode::Never;
-                    flag(MountOption::NoAtime, self)
-                }
-                ("sync", None) => flag(MountOption::Sync, self),
-                ("async", None) => flag(MountOption::Async, self),
-                ("dirsync", None) => flag(MountOption::DirSync, self),
-                ("threads", Some(v)) => self.threads = num::<usize>(k, v)?.clamp(1, 64),
-                ("max_write", Some(v)) => self.max_write = bytes(k, v)?.clamp(4096, 16 << 20),
-                ("max_readahead", Some(v)) => self.max_readahead = bytes(k, v)?.max(4096),
-                ("attr_timeout", Some(v)) => self.attr_ttl = secs(k, v)?,
-                ("entry_timeout", Some(v)) => self.entry_ttl = secs(k, v)?,
-                ("kernel_cache", None) => self.keep_cache = true,
-                ("no_kernel_cache", None) => self.keep_cache = false,
-                ("direct_io", None) => self.direct_io = true,
-                ("no_direct_io", None) => self.direct_io = false,
-                ("persist", Some(v)) => {
-                    self.persist = v
-                        .parse()
-                        .map_err(|e| format!("mount option persist={v}: {e}"))?
-                }
-                ("verify", Some(v)) => {
-                    self.verify = v
-                        .parse()
-                        .map_err(|e| format!("mount option verify={v}: {e}"))?
-                }
-                // For mount(8) and fstab, not for the file system.
-                (
-                    "defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "owner"
-                    | "group" | "_netdev" | "nofail" | "diratime" | "nodiratime" | "lazytime"
-                    | "nonempty" | "loud" | "silent",
-                    None,
-                ) => {}
-                (k, _) if k.starts_with("x-") || k == "comment" => {}
-                _ => return Err(format!("unknown mount option '{o}'")),
-            }
-        }
-        Ok(())
-    }
-
-    /// Parse a comma-separated option list over the defaults.
-    pub fn parse(list: &str) -> std::result::Result<MountOptions, String> {
-        let mut o = MountOptions::default();
-        o.apply(list)?;
-        Ok(o)
-    }
-
     /// The option list for fusermount3.
     fn fusermount_options(&self, fallback_fsname: &str) -> String {
         let mut v = vec![
@@ -373,7 +280,7 @@ fn is_mounted(mp: &Path) -> bool {
 }
 
 /// Undo mountinfo's octal escapes (`\040` for a space, ...).
-pub(crate) fn unescape_mountinfo(s: &str) -> String {
+pub fn unescape_mountinfo(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

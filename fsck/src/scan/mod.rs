@@ -21,6 +21,7 @@ mod superblock;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::io::IsTerminal;
 
+use pktfs_fs::media::ExclusivePm;
 use pktfs_layout::inode::{DATA_HEAD_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE, XATTR_HEAD_OFF};
 use pktfs_layout::record::FLAG_DAMAGED;
 use pktfs_layout::superblock::{BACKUP_OFFSET, PRIMARY_OFFSET, STATE_CLEAN, STATE_MOUNTED};
@@ -28,7 +29,6 @@ use pktfs_layout::{
     AttrSlot, Corrupt, FileType, Geometry, InodeHeader, PmOffset, Record, RecordKind, Superblock,
     ROOT_INO,
 };
-use pktfs_fs::media::ExclusivePm;
 
 use crate::report::{Counts, DamagedRange, Finding, Severity, SuperblockSummary};
 

@@ -67,7 +67,11 @@ impl SpaceGuard {
     }
 
     #[cold]
-    fn check(&mut self, vol: &pktfs_fs::Volume, cfg: &crate::config::Config) -> Result<(), BodyError> {
+    fn check(
+        &mut self,
+        vol: &pktfs_fs::Volume,
+        cfg: &crate::config::Config,
+    ) -> Result<(), BodyError> {
         let st = vol.statfs();
         let free = st.blocks_free.saturating_mul(st.block_size as u64);
         let bytes = free.saturating_sub(cfg.upload_reserve_bytes);

@@ -73,7 +73,8 @@ fn a_session_sends_a_file_by_its_chain_over_partial_sends() {
         panic!("io_uring is not usable here: {why}");
     }
     let len = 64 << 20;
-    let vol = Arc::new(Volume::in_memory(pktfs_layout::GeometryParams::for_size(len as u64)).unwrap());
+    let vol =
+        Arc::new(Volume::in_memory(pktfs_layout::GeometryParams::for_size(len as u64)).unwrap());
     let ino = vol.create(vol.root(), b"f", 0o644, 0, 0).unwrap().ino;
     let head: Vec<u8> = (0..6_000_000u32)
         .map(|i| (i * 7 + i / 4096) as u8)

@@ -7,24 +7,7 @@
 //! Installed as a link named mount.pktfs (cargo does not allow dots in
 //! binary names; see scripts/install.sh).
 
-#[path = "../chain_cmd.rs"]
-#[allow(dead_code)]
-mod chain_cmd;
-#[path = "../cli.rs"]
-mod cli;
-#[path = "../logging.rs"]
-mod logging;
-#[path = "../mount_cmd.rs"]
-mod mount_cmd;
-#[path = "../net_cmd.rs"]
-#[allow(dead_code)]
-mod net_cmd;
-#[path = "../quickstart.rs"]
-#[allow(dead_code)]
-mod quickstart;
-#[path = "../tier_cmd.rs"]
-#[allow(dead_code)]
-mod tier_cmd;
+use pktfs::{logging, mount_cmd};
 
 use std::path::PathBuf;
 
@@ -72,7 +55,7 @@ fn main() {
         // Keep only what pktfs knows.
         let mut kept = Vec::new();
         for o in options.iter().flat_map(|l| l.split(',')) {
-            if mount_cmd::is_log_option(o) || pktfs_fs::fuse::MountOptions::parse(o).is_ok() {
+            if mount_cmd::is_log_option(o) || pktfs_cli::mount_options::parse(o).is_ok() {
                 kept.push(o.to_string());
             }
         }
@@ -102,7 +85,7 @@ fn main() {
     if fake {
         // mount -f: check the arguments, mount nothing.
         margs.options.retain(|o| !o.is_empty());
-        if let Err(e) = pktfs_fs::fuse::MountOptions::parse(&margs.options.join(",")) {
+        if let Err(e) = pktfs_cli::mount_options::parse(&margs.options.join(",")) {
             eprintln!("mount.pktfs: {e}");
             std::process::exit(1);
         }

@@ -496,7 +496,9 @@ fn no_token_no_wildcard_listen() {
         raw_listen: Some("127.0.0.2:0".parse().unwrap()),
         ..pktfs_netpath::Config::default()
     };
-    pktfs_netpath::Services::start(vol, ok, None).unwrap().shutdown();
+    pktfs_netpath::Services::start(vol, ok, None)
+        .unwrap()
+        .shutdown();
 }
 
 on_every_transport!(

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pktfs_netpath::IoMode;
 use pktfs_fs::{RemoteBytes, RemoteSource, Volume};
+use pktfs_netpath::IoMode;
 
 use super::net_common::{data, http, server, wait_until, Conn, Server};
 use crate::require;

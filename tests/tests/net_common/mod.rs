@@ -7,8 +7,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pktfs_netpath::{Change, Config, Services};
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
+use pktfs_netpath::{Change, Config, Services};
 
 pub struct Server {
     pub dir: tempfile::TempDir,

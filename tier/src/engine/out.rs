@@ -404,8 +404,11 @@ fn upload_large(sh: &Shared, out: TierOut<'_>, urgent: bool) -> Result<(u64, u64
                 let last = k + 1 == n;
                 if last {
                     let (tail, _) = seg.finish();
-                    part_crc =
-                        crate::segment::combine(part_crc, pktfs_layout::crc32c(&tail), tail.len() as u64);
+                    part_crc = crate::segment::combine(
+                        part_crc,
+                        pktfs_layout::crc32c(&tail),
+                        tail.len() as u64,
+                    );
                     part.extend_from_slice(&tail);
                 }
                 if last || part.len() as u64 >= sh.cfg.part_bytes {

@@ -41,8 +41,8 @@ fn parse_mountinfo(info: &str) -> Vec<PktfsMount> {
         let (fstype, source) = (post.next().unwrap_or(""), post.next().unwrap_or(""));
         if fstype == "fuse.pktfs" {
             out.push(PktfsMount {
-                mountpoint: PathBuf::from(crate::fuse::unescape_mountinfo(mp)),
-                source: PathBuf::from(crate::fuse::unescape_mountinfo(source)),
+                mountpoint: PathBuf::from(pktfs_fs::fuse::unescape_mountinfo(mp)),
+                source: PathBuf::from(pktfs_fs::fuse::unescape_mountinfo(source)),
             });
         }
     }
@@ -213,8 +213,11 @@ mod tests {
                 source: "/dev/shm/p m.img".into()
             }]
         );
-        assert_eq!(crate::fuse::unescape_mountinfo(r"/mnt/a\040b"), "/mnt/a b");
-        assert_eq!(crate::fuse::unescape_mountinfo(r"/x\04"), r"/x\04");
+        assert_eq!(
+            pktfs_fs::fuse::unescape_mountinfo(r"/mnt/a\040b"),
+            "/mnt/a b"
+        );
+        assert_eq!(pktfs_fs::fuse::unescape_mountinfo(r"/x\04"), r"/x\04");
     }
 
     #[test]

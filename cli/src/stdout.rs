@@ -2,7 +2,7 @@
 //! pipe (`pktfs chain IMAGE FILE | head`) ends the command quietly with
 //! status 141 (128 + SIGPIPE, what a shell reports for `seq 1e9 | head`),
 //! instead of `println!`'s panic. Rust ignores SIGPIPE, and restoring its
-//! default action needs `unsafe` (forbidden outside `media`), so the write
+//! default action needs `unsafe` (forbidden in the tools), so the write
 //! error is what tells.
 //!
 //! Servers print their banner with [`line_or_ignore`]: a closed pipe must

@@ -1,0 +1,14 @@
+//! What the command-line tools (`pktfs`, `mount.pktfs`, `mkfs.pktfs`,
+//! `fsck.pktfs`) share and the libraries do not need: reading sizes the one
+//! way every tool reads them, printing to a pipe that may close, Ctrl-C,
+//! finding who holds an image, and mount(8)'s option strings.
+//!
+//! It sits above the libraries (it depends on pktfs-fs, nothing depends on
+//! it but the binaries and their tests), so a library never exits the
+//! process or installs a signal handler on its caller's behalf.
+
+pub mod holder;
+pub mod mount_options;
+pub mod signal;
+pub mod size;
+pub mod stdout;

@@ -1,0 +1,15 @@
+//! The commands of the `pktfs` and `mount.pktfs` binaries, one module per
+//! subcommand (plus `cli`, what they share, and `logging`). Both binaries
+//! are thin: they parse arguments and call in here.
+
+pub mod chain_cmd;
+pub mod cli;
+pub mod gendocs;
+pub mod logging;
+pub mod mount_cmd;
+pub mod net_cmd;
+pub mod offline_cmd;
+pub mod quickstart;
+pub mod scrub_cmd;
+pub mod stream_cmd;
+pub mod tier_cmd;
