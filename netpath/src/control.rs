@@ -52,7 +52,7 @@ mod request;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use pktfs_fs::{FileType, FsError, Volume};
+use pktfs_fs::{FileType, Volume};
 use serde_json::{json, Value};
 
 pub use client::{is_held, request, request_passing};
@@ -139,18 +139,12 @@ pub fn stat_json(vol: &Volume) -> Value {
     })
 }
 
-/// Resolve `/a/b` from the root.
-pub fn resolve(vol: &Volume, path: &str) -> Result<u64, FsError> {
-    let mut ino = vol.root();
-    for part in path.split('/').filter(|p| !p.is_empty()) {
-        ino = vol.lookup(ino, part.as_bytes())?.ino;
-    }
-    Ok(ino)
-}
-
 /// A file's chain as JSON rows (`pktfs chain --json`).
 pub fn chain_json(vol: &Volume, path: &str) -> Result<Value, String> {
-    let ino = resolve(vol, path).map_err(|e| format!("{path}: {e}"))?;
+    let ino = vol
+        .resolve_path(path)
+        .map_err(|e| format!("{path}: {e}"))?
+        .ino;
     let a = vol.getattr(ino).map_err(|e| format!("{path}: {e}"))?;
     if a.kind == FileType::Directory {
         return Err(format!("{path}: is a directory"));

@@ -177,7 +177,7 @@ pub fn check_target(vol: &Volume, path: &str, mode: RecvMode) -> Result<(), Recv
     if vol.is_read_only() {
         return Err(fs(FsError::ReadOnly));
     }
-    let dir = crate::control::resolve(vol, dir).map_err(fs)?;
+    let dir = vol.resolve_path(dir).map_err(fs)?.ino;
     match (mode, vol.lookup(dir, name.as_bytes())) {
         (RecvMode::CreateOnly, Ok(_)) => Err(fs(FsError::Exists)),
         (RecvMode::Append, Ok(a)) if a.kind != FileType::Regular => {
@@ -203,7 +203,7 @@ pub fn recv_to_file(
         source,
     };
     let (dir, name) = split_target(path)?;
-    let dir = crate::control::resolve(vol, dir).map_err(fs)?;
+    let dir = vol.resolve_path(dir).map_err(fs)?.ino;
     let (ino, tmp) = match opts.mode {
         RecvMode::CreateOnly => (
             vol.create(dir, name.as_bytes(), opts.perm, opts.uid, opts.gid)

@@ -44,7 +44,10 @@ pub fn send_file(
 /// Checked before connecting, so a peer is never sent an empty stream
 /// that looks like an empty file.
 pub fn check_source(vol: &Volume, path: &str) -> Result<u64, String> {
-    let ino = crate::control::resolve(vol, path).map_err(|e| format!("{path}: {e}"))?;
+    let ino = vol
+        .resolve_path(path)
+        .map_err(|e| format!("{path}: {e}"))?
+        .ino;
     let a = vol.getattr(ino).map_err(|e| format!("{path}: {e}"))?;
     if a.kind != pktfs_fs::FileType::Regular {
         return Err(format!("{path}: not a regular file"));

@@ -101,7 +101,9 @@ fn open(image: &Path, writable: bool) -> Result<Volume, String> {
 
 /// The inode at `path`, the error naming the path.
 fn resolve(v: &Volume, path: &str) -> Result<u64, String> {
-    control::resolve(v, path).map_err(|e| format!("{path}: {e}"))
+    v.resolve_path(path)
+        .map(|a| a.ino)
+        .map_err(|e| format!("{path}: {e}"))
 }
 
 /// Parent directory and last name of `path` (no name: the root).
@@ -261,7 +263,7 @@ pub fn put(a: PutArgs) -> Result<(), String> {
     // PATH may name an existing directory: the file goes in it.
     let path = match a.path.as_deref() {
         None => format!("/{base}"),
-        Some(p) => match control::resolve(&v, p).and_then(|i| v.getattr(i)) {
+        Some(p) => match v.resolve_path(p) {
             Ok(at) if at.kind == FileType::Directory => {
                 format!("{}/{base}", p.trim_end_matches('/'))
             }

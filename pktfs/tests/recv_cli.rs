@@ -70,7 +70,7 @@ fn read_file(img: &Path, path: &str) -> Vec<u8> {
         },
     )
     .unwrap();
-    let ino = pktfs_netpath::control::resolve(&v, path).unwrap();
+    let ino = v.resolve_path(path).unwrap().ino;
     v.read(ino, 0, u64::MAX).unwrap()
 }
 
@@ -377,7 +377,7 @@ fn a_user_who_may_not_use_the_holder_is_refused() {
     assert!(err.contains("may not control this image"), "{err}");
     stop(server);
     // Nothing was stored.
-    assert!(pktfs_netpath::control::resolve(
+    assert!(pktfs_fs::Volume::resolve_path(
         &pktfs_fs::Volume::open(
             &img,
             &pktfs_fs::OpenOptions {

@@ -310,6 +310,41 @@ impl Volume {
         }
     }
 
+    /// What a path names, walked from the root one name at a time
+    /// (symlinks are not followed; `.` and `..` are names like any other
+    /// and find nothing). With `who`, every directory walked needs search
+    /// permission for that identity ([`FsError::Access`] otherwise), as the
+    /// kernel's path walk checks it; a name under something that is not a
+    /// directory is [`FsError::NotDir`]. The one path walk of pktfs: the
+    /// tools, the servers and the control socket all resolve through it.
+    pub fn resolve_parts<'p>(
+        &self,
+        parts: impl IntoIterator<Item = &'p [u8]>,
+        who: Option<&Cred>,
+    ) -> Result<crate::volume::Attr> {
+        let mut a = self.getattr(self.root())?;
+        for name in parts {
+            if a.kind != pktfs_layout::FileType::Directory {
+                return Err(FsError::NotDir);
+            }
+            a = match who {
+                Some(c) => self.lookup_as(a.ino, name, c)?,
+                None => self.lookup(a.ino, name)?,
+            };
+        }
+        Ok(a)
+    }
+
+    /// [`Self::resolve_parts`] of a `/`-separated path (`/a/b`, `a/b/`;
+    /// empty parts are skipped, `/` is the root), as the image's owner
+    /// would (no permission checks).
+    pub fn resolve_path(&self, path: &str) -> Result<crate::volume::Attr> {
+        self.resolve_parts(
+            path.split('/').filter(|p| !p.is_empty()).map(str::as_bytes),
+            None,
+        )
+    }
+
     /// [`Self::lookup`] as `who` (search permission on `parent`, as
     /// [`Self::lookup_kind_as`]).
     pub fn lookup_as(&self, parent: u64, name: &[u8], who: &Cred) -> Result<crate::volume::Attr> {

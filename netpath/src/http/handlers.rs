@@ -33,14 +33,14 @@ impl<'a> Conn<'a> {
     /// not followed), with search permission on each directory walked
     /// (`perm`; else [`FsError::Access`]).
     pub(super) fn resolve(&self, segs: usize) -> Result<pktfs_fs::Attr, FsError> {
-        let mut a = self.vol.getattr(self.vol.root())?;
-        for s in self.path.segments().take(segs) {
-            if a.kind != FileType::Directory {
-                return Err(FsError::NotFound);
-            }
-            a = self.lookup_as(a.ino, s)?;
+        match self
+            .vol
+            .resolve_parts(self.path.segments().take(segs), self.who())
+        {
+            // A name under a file: nothing there (404), as before a walk.
+            Err(FsError::NotDir) => Err(FsError::NotFound),
+            r => r,
         }
-        Ok(a)
     }
 
     /// [`Self::resolve`] of the whole path, with a pin on what it leads to

@@ -32,14 +32,6 @@ impl<'a> Conn<'a> {
         (!c.is_root()).then_some(c)
     }
 
-    /// [`pktfs_fs::Volume::lookup`] as the identity (search on `dir`).
-    pub(super) fn lookup_as(&self, dir: u64, name: &[u8]) -> Result<pktfs_fs::Attr, FsError> {
-        match self.who() {
-            Some(c) => self.vol.lookup_as(dir, name, c),
-            None => self.vol.lookup(dir, name),
-        }
-    }
-
     /// [`pktfs_fs::Volume::lookup_kind`] as the identity.
     pub(super) fn lookup_kind_as(&self, dir: u64, name: &[u8]) -> Result<(u64, FileType), FsError> {
         match self.who() {

@@ -88,11 +88,7 @@ impl Tree {
 // The Volume side.
 
 pub(super) fn vresolve(v: &Volume, path: &str) -> Result<u64, Errno> {
-    let mut cur = v.root();
-    for c in split(path) {
-        cur = v.lookup(cur, c).map_err(|e| e.errno())?.ino;
-    }
-    Ok(cur)
+    v.resolve_path(path).map(|a| a.ino).map_err(|e| e.errno())
 }
 
 fn vparent(v: &Volume, path: &str) -> Result<(u64, Vec<u8>), Errno> {
