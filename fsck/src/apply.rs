@@ -19,7 +19,7 @@ use pktfs_layout::{
     AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, RecordKind, ROOT_INO,
 };
 
-use crate::report::Change;
+use crate::findings::Change;
 use crate::scan::{Fix, Salvage, ScanOut, FIRST_COOKIE};
 
 fn phase(f: &Fix) -> u8 {

@@ -23,6 +23,7 @@
 //! validated geometry).
 
 mod apply;
+mod findings;
 mod report;
 mod scan;
 

@@ -19,6 +19,7 @@ pub mod engine;
 mod format_doc;
 #[cfg(feature = "test-support")]
 pub mod garage;
+pub mod priority;
 pub mod restore;
 pub mod s3;
 pub mod segment;

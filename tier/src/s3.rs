@@ -189,8 +189,8 @@ impl ObjectStore {
             .worker_threads(2)
             .thread_name("pktfs-s3")
             // The store's traffic is background work next to the clients
-            // a server serves (see engine::out::background_priority).
-            .on_thread_start(crate::engine::background_priority)
+            // a server serves (see priority::background_priority).
+            .on_thread_start(crate::priority::background_priority)
             .enable_all()
             .build()
             .map_err(|e| StoreError::Setup(format!("cannot start its runtime: {e}")))?;

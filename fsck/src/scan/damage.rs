@@ -12,7 +12,7 @@
 use pktfs_layout::superblock::RoCompatFeatures;
 
 use super::*;
-use crate::report::DamageState;
+use crate::findings::DamageState;
 
 /// A damaged record found by the walk or the deferred CRC check.
 #[derive(Clone, Debug)]

@@ -30,7 +30,7 @@ use pktfs_layout::{
     ROOT_INO,
 };
 
-use crate::report::{Counts, DamagedRange, Finding, Severity, SuperblockSummary};
+use crate::findings::{Counts, DamagedRange, Finding, Severity, SuperblockSummary};
 
 /// Cookies 1 and 2 are "." and ".." in readdir; real entries start here.
 pub(crate) const FIRST_COOKIE: u64 = 3;

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use pktfs_fs::Volume;
 
 pub use gc::GcReport;
-pub use out::{background_priority, PassReport};
+pub use out::PassReport;
 pub use read::TierReader;
 pub use stats::{TierStats, TierStatsSnapshot};
 
@@ -321,7 +321,7 @@ fn poisoned() -> TierError {
 }
 
 fn worker(sh: Arc<Shared>) {
-    out::background_priority();
+    crate::priority::background_priority();
     let mut last_snapshot = Instant::now();
     loop {
         {

@@ -141,17 +141,6 @@ impl Yield {
     }
 }
 
-/// Tier-out is background work: its threads yield the CPU to the ones
-/// serving clients (nice 10; Linux applies it per thread). On a small
-/// machine ingest and tier-out compete for the same cores, and ingest is
-/// what a client waits for.
-pub fn background_priority() {
-    let me = rustix::thread::gettid();
-    if let Err(e) = rustix::process::setpriority_process(Some(me), 10) {
-        tracing::debug!("tier: cannot lower this thread's priority: {e}");
-    }
-}
-
 /// Which candidates the policy picks now, and whether PM use forces it
 /// (above the high watermark, or `all`): then nothing yields to clients.
 fn choose(sh: &Shared, mut c: Vec<TierCandidate>, all: bool) -> (Vec<TierCandidate>, bool) {
@@ -252,7 +241,7 @@ pub(crate) fn pass(sh: &Shared, all: bool) -> Result<PassReport, TierError> {
     std::thread::scope(|s| {
         for _ in 0..sh.cfg.concurrency.max(1) {
             s.spawn(|| loop {
-                background_priority();
+                crate::priority::background_priority();
                 let job = match queue.lock() {
                     Ok(mut q) => q.pop_front(),
                     Err(_) => None,
