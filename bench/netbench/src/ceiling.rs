@@ -1,7 +1,7 @@
 //! What the machine allows at many connections, whatever the server.
 //!
 //! The benchmark's client (wrk) runs on the machine it measures, and the
-//! loopback's TCP work (on the 2-vCPU guest of 2026-12-02 a quarter of
+//! loopback's TCP work (on a 2-vCPU guest, a quarter of
 //! all CPU time at 256 connections, as softirqs charged to whichever of
 //! the two processes they interrupt) is done for both sides on the same
 //! CPUs. So a server's own CPU time does not say how close a run came to

@@ -2,7 +2,7 @@
 //!
 //! Every server runs once per repetition (or round), and the order changes
 //! so that no server always comes first or always comes right after the
-//! same other one: on the 2-vCPU VM of 2026-11-27 a 256 MiB upload to a
+//! same other one: on a 2-vCPU VM a 256 MiB upload to a
 //! pktfs server often ran slower right after network-only's than the same
 //! server's otherwise (0.69x-0.89x in three of four stand-alone sets).
 

@@ -235,9 +235,9 @@ pub fn print_summary(
 /// A note when network-only's one-connection CPU per request was above
 /// the polling floor's: its wake-ups then cost more than a polling
 /// server's whole round trip, and a polling pktfs server's CPU ratio to it
-/// reads better than the server's work (runs AJ and AL on the Zen 4 host
-/// read "met" at 0.84x and 1.14x while the loops stood at 1.21x and 1.36x
-/// of the floor). None when the floor is at or above network-only, or
+/// reads better than the server's work (on a Zen 4 host, ratios of 0.84x
+/// and 1.14x read "met" while the loops stood at 1.21x and 1.36x of the
+/// floor). None when the floor is at or above network-only, or
 /// either did not run.
 fn dear_wakeups_note(r: &Results, pktfs: &[&str]) -> Option<String> {
     let poll = crate::baseline::POLLING;
@@ -263,7 +263,7 @@ fn dear_wakeups_note(r: &Results, pktfs: &[&str]) -> Option<String> {
 /// at or near a whole CPU against a pktfs server. Its req/s ratios then
 /// say how fast wrk can go on this machine as much as how fast the server
 /// can; printed so that a reader does not take them for the server's
-/// ceiling (on the 2-vCPU AMD EPYC of 2026-11-28, wrk ran at 100% against
+/// ceiling (on a 2-vCPU AMD EPYC, wrk ran at 100% against
 /// every loop server at 256 connections and at 49% against nginx).
 fn print_client_bound(r: &Results, pktfs: &[&str]) {
     for n in client_bound_notes(r, pktfs) {

@@ -45,7 +45,7 @@
 //! each (a record, a CRC call and a write-back per piece), 0.18-0.23 s and
 //! 160-190 ms of the loop's CPU, against 0.13-0.16 s and 80-100 ms with
 //! the mark, level with the threaded transport's blocking 256 KiB
-//! receives (2026-11-28, Intel Xeon VM; docs/NETPATH.md). A client that
+//! receives (on an Intel Xeon VM; docs/NETPATH.md). A client that
 //! slows down is not held to the mark: after a quarter of `io_timeout`
 //! without bytes the session's timer lowers it to 1, so what did arrive
 //! is taken (and the body's deadline moves) long before the body times
