@@ -12,7 +12,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
-use pktfs_netpath::recv::{recv_to_file, CommitPolicy, RecvMode, RecvOptions};
+use pktfs_netpath::receive::to_file::{recv_to_file, CommitPolicy, RecvMode, RecvOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();

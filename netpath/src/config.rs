@@ -203,7 +203,7 @@ pub struct Config {
     /// this much CPU time per quiet spell; a loop with nothing to do
     /// sleeps, and one whose polls keep finding nothing (requests further
     /// apart than this) pauses polling with a growing backoff
-    /// (`loops/event_loop/poll.rs`). The threads transport does not poll.
+    /// (`loops/event_loop/busy_poll.rs`). The threads transport does not poll.
     pub busy_poll: Duration,
     /// More facts for /metrics (the tier engine's counters).
     pub extra: Option<Extra>,

@@ -24,29 +24,29 @@
 //! (io_uring, or epoll where io_uring is not usable) or a thread per
 //! connection, optionally reporting every change
 //! to a callback (the FUSE mount invalidates the kernel's caches with it).
-//! [`send::send_file`] streams a file to a plain TCP peer.
+//! [`transmit::to_peer::send_file`] streams a file to a plain TCP peer.
 //!
 //! # Layering
 //! `server` (listeners, threads, shutdown) is on top; `http` and `raw`
 //! serve one connection each with the context in `shared` (volume,
-//! configuration, metrics) and never call back up. netpath reaches the
+//! configuration, metrics) and never call back up. They serve on a thread
+//! of their own (`http::conn`, `raw`) or as a session of an event loop
+//! (`loops`, `http::on_loop`); both receive through `receive` and send
+//! through `transmit`. netpath reaches the
 //! image only through the Volume's typed handles (`RxBuf`, `RxPiece`,
 //! `TxHold`, `TmpFile`).
 
 pub mod config;
 pub mod control;
-mod fetch;
 pub mod http;
 pub mod loops;
 mod metrics;
 pub mod path;
 pub mod raw;
-pub mod recv;
-pub mod rxstream;
-pub mod send;
+pub mod receive;
 pub mod server;
 mod shared;
-pub mod tx;
+pub mod transmit;
 mod util;
 
 pub use config::{Change, Config, Extra, ExtraStat, IoMode, OnChange, Token, Unprotected};

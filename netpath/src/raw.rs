@@ -55,7 +55,7 @@
 //! holding the directory open would see it).
 //!
 //! Two ways to serve it, same semantics: a thread per connection
-//! (`serve_connection`, receiving with [`crate::recv::recv_into`]), or a
+//! (`serve_connection`, receiving with [`crate::receive::to_file::recv_into`]), or a
 //! session on the io_uring event loops (`RawProtocol`), where the bytes
 //! land in the loop's ring of free packet buffers and everything a
 //! connection received in one loop turn is appended by one commit (the
@@ -71,8 +71,8 @@ use std::time::{Duration, Instant};
 use pktfs_fs::{Access, Cred, Denial, FileType, FsError, RxHeld, RxPiece, TmpFile, Volume};
 
 use crate::config::{Change, Token};
-use crate::loops::coalesce::Coalescer;
-use crate::recv::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
+use crate::receive::coalesce::Coalescer;
+use crate::receive::to_file::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
 use crate::shared::{ensure_dir, Shared};
 use crate::util::{now_ns, raw_name};
 

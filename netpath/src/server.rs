@@ -138,7 +138,7 @@ impl Services {
             false => None,
         };
         let loop_shared = Arc::new(crate::loops::LoopShared::default());
-        let fetch = crate::fetch::FetchPool::new(
+        let fetch = crate::transmit::fetch::FetchPool::new(
             cfg.tier_fetch_threads,
             cfg.tier_fetch_queue,
             cfg.tier_fetch_bytes,

@@ -37,7 +37,7 @@ pub(crate) struct Shared {
     /// (`http::spare`, at most `MAX_SPARES`).
     pub spares: AtomicUsize,
     /// Tiered GETs' fetches: the threads and the budget of fetched bytes.
-    pub fetch: crate::fetch::FetchPool,
+    pub fetch: crate::transmit::fetch::FetchPool,
 }
 
 impl std::fmt::Debug for Shared {

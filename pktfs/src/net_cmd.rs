@@ -576,14 +576,14 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         Err(e) => return Err(e.to_string()),
     };
     let local =
-        |sock: Option<&std::net::TcpStream>| -> Result<pktfs_netpath::send::SendReport, String> {
+        |sock: Option<&std::net::TcpStream>| -> Result<pktfs_netpath::transmit::to_peer::SendReport, String> {
             let vol = Arc::new(crate::chain_cmd::open_ro(&a.image)?);
             let _tier = a.tier.start(&vol)?;
-            let ino = pktfs_netpath::send::check_source(&vol, &a.path)?;
+            let ino = pktfs_netpath::transmit::to_peer::check_source(&vol, &a.path)?;
             match sock {
                 // Held (every record's CRC checked) before connecting.
-                None => pktfs_netpath::send::send_file(&vol, ino, &a.addr, timeout),
-                Some(s) => pktfs_netpath::send::send_on(&vol, ino, s, timeout),
+                None => pktfs_netpath::transmit::to_peer::send_file(&vol, ino, &a.addr, timeout),
+                Some(s) => pktfs_netpath::transmit::to_peer::send_on(&vol, ino, s, timeout),
             }
         };
     // A raw listener with a token wants its preface before the stream.
@@ -594,7 +594,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         .transpose()?
         .map(|t| pktfs_netpath::raw::preface(&t));
     let connect = || -> Result<std::net::TcpStream, String> {
-        let sock = pktfs_netpath::send::connect(&a.addr, timeout)?;
+        let sock = pktfs_netpath::transmit::to_peer::connect(&a.addr, timeout)?;
         if let Some(p) = &preface {
             std::io::Write::write_all(&mut &sock, p)
                 .map_err(|e| format!("sending the token preface to {}: {e}", a.addr))?;
@@ -607,7 +607,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
         let sock = connect()?;
         let req = serde_json::json!({"op": "send", "path": a.path});
         match pktfs_netpath::control::request_passing(&a.image, &req, Some(&sock), &mut |_| {}) {
-            Ok(v) => pktfs_netpath::send::SendReport {
+            Ok(v) => pktfs_netpath::transmit::to_peer::SendReport {
                 bytes: v["bytes"].as_u64().unwrap_or(0),
                 segments: v["segments"].as_u64().unwrap_or(0),
                 syscalls: v["syscalls"].as_u64().unwrap_or(0),
@@ -616,7 +616,7 @@ pub fn send(a: SendArgs) -> Result<(), String> {
             // The holder went away since the check.
             Err(pktfs_netpath::control::ControlError::NotServed(_)) => local(Some(&sock))?,
             Err(e) => {
-                pktfs_netpath::send::reset(&sock);
+                pktfs_netpath::transmit::to_peer::reset(&sock);
                 return Err(e.to_string());
             }
         }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use pktfs_fs::{OpenOptions, Volume};
 use pktfs_netpath::control::{self, ControlError};
-use pktfs_netpath::recv::{check_target, recv_to_file, CommitPolicy, RecvMode, RecvOptions};
+use pktfs_netpath::receive::to_file::{check_target, recv_to_file, CommitPolicy, RecvMode, RecvOptions};
 use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]
@@ -111,7 +111,7 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
         s
     } else {
         let c = a.connect.as_deref().unwrap_or_default();
-        let s = pktfs_netpath::send::connect(c, Duration::from_secs(30))?;
+        let s = pktfs_netpath::transmit::to_peer::connect(c, Duration::from_secs(30))?;
         t0 = Instant::now();
         s
     };

@@ -32,7 +32,7 @@ fn send_streams_a_file_by_its_chain_with_holes_as_zeros() {
         s.read_to_end(&mut v).unwrap();
         v
     });
-    let r = pktfs_netpath::send::send_file(&vol, f.ino, &addr, Duration::from_secs(10)).unwrap();
+    let r = pktfs_netpath::transmit::to_peer::send_file(&vol, f.ino, &addr, Duration::from_secs(10)).unwrap();
     let got = rx.join().unwrap();
     assert_eq!(got.len(), want.len());
     assert!(got == want);

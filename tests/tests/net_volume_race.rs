@@ -190,7 +190,7 @@ fn a_reservation_shared_with_a_persister_is_released_once() {
     let barrier = std::sync::Barrier::new(2);
     for round in 0..200u32 {
         client.write_all(&[round as u8; 3000]).unwrap();
-        let mut rx = pktfs_netpath::rxstream::RxStream::new(&v, &server, 64 << 10);
+        let mut rx = pktfs_netpath::receive::stream::RxStream::new(&v, &server, 64 << 10);
         let mut got = 0;
         while got < 3000 {
             got += rx.fill(3000, Duration::from_secs(10)).unwrap();

@@ -315,7 +315,7 @@ fn serve(vol: &Volume, s: UnixStream, p: Peer, extra: Option<&crate::config::Ext
         }
         Some("recv_check") => match req["path"].as_str() {
             Some(path) => recv_mode(&req).and_then(|m| {
-                crate::recv::check_target(vol, path, m)
+                crate::receive::to_file::check_target(vol, path, m)
                     .map(|()| json!({}))
                     .map_err(|e| e.to_string())
             }),
@@ -327,7 +327,7 @@ fn serve(vol: &Volume, s: UnixStream, p: Peer, extra: Option<&crate::config::Ext
             (_, None) => Err("recv needs a \"path\"".into()),
         },
         Some("send_check") => match req["path"].as_str() {
-            Some(path) => crate::send::check_source(vol, path).map(|_| json!({})),
+            Some(path) => crate::transmit::to_peer::check_source(vol, path).map(|_| json!({})),
             None => Err("send_check needs a \"path\"".into()),
         },
         Some("send") => match (passed, req["path"].as_str()) {
@@ -345,11 +345,11 @@ fn serve(vol: &Volume, s: UnixStream, p: Peer, extra: Option<&crate::config::Ext
 }
 
 /// A request's receive mode (`create` when it names none).
-fn recv_mode(req: &Value) -> Result<crate::recv::RecvMode, String> {
+fn recv_mode(req: &Value) -> Result<crate::receive::to_file::RecvMode, String> {
     match req["mode"].as_str().unwrap_or("create") {
-        "create" => Ok(crate::recv::RecvMode::CreateOnly),
-        "append" => Ok(crate::recv::RecvMode::Append),
-        "replace" => Ok(crate::recv::RecvMode::ReplaceAtEnd),
+        "create" => Ok(crate::receive::to_file::RecvMode::CreateOnly),
+        "append" => Ok(crate::receive::to_file::RecvMode::Append),
+        "replace" => Ok(crate::receive::to_file::RecvMode::ReplaceAtEnd),
         m => Err(format!(
             "unknown receive mode {m:?} (create, append, replace)"
         )),
@@ -373,35 +373,35 @@ fn recv_op(
             own
         }
     };
-    let opts = crate::recv::RecvOptions {
+    let opts = crate::receive::to_file::RecvOptions {
         mode: recv_mode(req)?,
         commit: match (req["commit"].as_str(), req["commit_bytes"].as_u64()) {
-            (Some("chunk"), _) => crate::recv::CommitPolicy::EveryChunk,
-            (Some("end"), _) => crate::recv::CommitPolicy::AtEnd,
-            (_, Some(n)) => crate::recv::CommitPolicy::EveryBytes(n.max(1)),
-            _ => crate::recv::CommitPolicy::default(),
+            (Some("chunk"), _) => crate::receive::to_file::CommitPolicy::EveryChunk,
+            (Some("end"), _) => crate::receive::to_file::CommitPolicy::AtEnd,
+            (_, Some(n)) => crate::receive::to_file::CommitPolicy::EveryBytes(n.max(1)),
+            _ => crate::receive::to_file::CommitPolicy::default(),
         },
         uid: asked("uid", peer.0),
         gid: asked("gid", peer.1),
         ..Default::default()
     };
     let _ = sock.set_nonblocking(false);
-    crate::recv::recv_to_file(vol, sock, path, &opts)
+    crate::receive::to_file::recv_to_file(vol, sock, path, &opts)
         .map(|r| r.to_json())
         .map_err(|e| e.to_string())
 }
 
 /// The holder sends one of its files on a passed socket.
 fn send_op(vol: &Volume, sock: &TcpStream, path: &str) -> Result<Value, String> {
-    let ino = match crate::send::check_source(vol, path) {
+    let ino = match crate::transmit::to_peer::check_source(vol, path) {
         Ok(i) => i,
         Err(e) => {
-            crate::send::reset(sock);
+            crate::transmit::to_peer::reset(sock);
             return Err(e);
         }
     };
     let _ = sock.set_nonblocking(false);
-    let r = crate::send::send_on(vol, ino, sock, Duration::from_secs(30))?;
+    let r = crate::transmit::to_peer::send_on(vol, ino, sock, Duration::from_secs(30))?;
     Ok(
         json!({"bytes": r.bytes, "segments": r.segments, "syscalls": r.syscalls,
               "elapsed_s": r.elapsed.as_secs_f64()}),

@@ -16,7 +16,7 @@ use super::spare::Spare;
 use crate::loops::TurnClock;
 use crate::metrics::RequestLabels;
 use crate::path::ReqPath;
-use crate::rxstream::{RxStream, IDLE_RESERVATION};
+use crate::receive::stream::{RxStream, IDLE_RESERVATION};
 use crate::shared::Shared;
 
 /// Bodies up to this size are read and dropped after an early refusal, so
@@ -58,7 +58,7 @@ pub(super) struct ReqState {
 }
 
 /// Where answers go when the connection is an event loop's session
-/// ([`super::session`]): queued as messages the loop sends, and what the
+/// ([`super::on_loop`]): queued as messages the loop sends, and what the
 /// session must do with the request's body noted instead of done here.
 #[derive(Debug, Default)]
 pub(super) struct Outbox<'a> {
@@ -532,7 +532,7 @@ impl<'a> Conn<'a> {
             return false;
         }
         let Some(hold) = hold else { return true };
-        match crate::tx::send_held_paced(
+        match crate::transmit::chain::send_held_paced(
             sock,
             &hold,
             self.sh.cfg.io_timeout,
@@ -546,7 +546,7 @@ impl<'a> Conn<'a> {
                 // The head promised a length we cannot honour: cut the
                 // connection so the client sees the transfer failed.
                 match &e {
-                    crate::tx::TxError::Fs(_) => tracing::warn!(
+                    crate::transmit::chain::TxError::Fs(_) => tracing::warn!(
                         peer = %self.peer,
                         path = %self.path.display(),
                         "sending the file failed: {e}; connection cut"

@@ -12,8 +12,8 @@ use super::chunked::{chunk_size_line, trailer_section};
 use super::conn::Conn;
 use super::head::{Framing, Head};
 use super::response::status_of;
-use crate::loops::coalesce::Coalescer;
-use crate::rxstream::{RxJob, IDLE_RESERVATION};
+use crate::receive::coalesce::Coalescer;
+use crate::receive::stream::{RxJob, IDLE_RESERVATION};
 
 /// Coalesce body bytes into pieces of at least this size (unless the body
 /// or the reservation ends first), so a trickle of small segments does not

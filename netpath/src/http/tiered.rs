@@ -4,7 +4,7 @@
 //! next fetched meanwhile), never the whole range.
 //!
 //! On an event loop the fetches run on the server's fetch threads
-//! (`crate::fetch`), never on the loop: the answer waits in the
+//! (`crate::transmit::fetch`), never on the loop: the answer waits in the
 //! connection's [`Outbox`] ([`Tiered`]) and its windows are queued as
 //! messages once their bytes are in (the loop is woken, the session calls
 //! [`Conn::pump_tiered`]). Requests pipelined behind it wait (parsing is
@@ -36,7 +36,7 @@ use pktfs_fs::{FsError, TxHold, TxKeep, TxMsg, TxPlan, TxWindow};
 
 use super::conn::{msg_dram, Conn};
 use super::response::status_of;
-use crate::fetch::{Charge, FetchError, Job, Slot};
+use crate::transmit::fetch::{Charge, FetchError, Job, Slot};
 
 /// Windows of one connection in DRAM at once: one being sent, the next
 /// fetched meanwhile.

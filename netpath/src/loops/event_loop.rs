@@ -36,16 +36,16 @@ use std::cmp::Reverse;
 
 use pktfs_fs::{RingEvent, RxData, RxRing, RxRingConfig, Volume};
 
-use super::conn::Table;
-use super::session::{CloseReason, Protocol, TurnClock};
+use super::conn_table::Table;
+use super::protocol::{CloseReason, Protocol, TurnClock};
 use crate::util::now_ns;
 
+mod busy_poll;
 mod conn_life;
-mod poll;
 mod send;
 mod woken;
 
-use poll::{Plan, PollGovernor};
+use busy_poll::{Plan, PollGovernor};
 use send::SendPath;
 
 /// Longest wait in one turn: how soon a stop request is seen.

@@ -1,5 +1,5 @@
 //! Waking a loop from another thread: a connection's tiered window was
-//! fetched (`crate::fetch`), or a place in the fetch queue freed.
+//! fetched (`crate::transmit::fetch`), or a place in the fetch queue freed.
 //!
 //! A loop waits for completions of its ring, so a wake-up must be one: the
 //! loop keeps a draining receive ([`pktfs_fs::RxRing::recv_discard`]) armed on

@@ -285,7 +285,7 @@ fn a_raw_stream_in_one_byte_segments_coalesces_on_the_loops() {
 
 #[test]
 fn a_raw_stream_in_one_byte_segments_coalesces_on_threads() {
-    // The thread per connection receives with pktfs_netpath::recv::recv_into.
+    // The thread per connection receives with pktfs_netpath::receive::to_file::recv_into.
     raw_trickle(IoMode::Threads);
 }
 
@@ -566,7 +566,7 @@ fn alone(body: impl FnOnce()) {
 ///   the coalescing reservation's first page; measured 52 KiB for such a
 ///   connection (its two threads, the chunk line, the channel).
 /// - the reservation a connection receives into (64 KiB of the image
-///   while idle, `rxstream::IDLE_RESERVATION`; a chunked body's coalescing
+///   while idle, `receive::stream::IDLE_RESERVATION`; a chunked body's coalescing
 ///   one, 32 KiB): image space, counted by the volume's free buffers.
 ///   Not by VmRSS: the image's pages are shared file pages, and a fault on
 ///   one maps its already-cached neighbours too (the kernel's fault-around,

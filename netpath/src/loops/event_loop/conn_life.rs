@@ -14,8 +14,8 @@ use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::super::conn::Conn;
-use super::super::session::{CloseReason, Flow};
+use super::super::conn_table::Conn;
+use super::super::protocol::{CloseReason, Flow};
 use super::Loop;
 
 impl<'v> Loop<'v> {

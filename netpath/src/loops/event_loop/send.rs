@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use pktfs_fs::{RxRing, RxRingConfig, SendStart, TxMsg, TxPos};
 
-use super::super::conn::{SendWatch, Sending};
-use super::super::session::CloseReason;
+use super::super::conn_table::{SendWatch, Sending};
+use super::super::protocol::CloseReason;
 use super::{Loop, LINGER};
 
 /// How a turn's answers leave: through the ring, or at once with a
@@ -131,7 +131,7 @@ impl<'v> Loop<'v> {
     }
 
     /// `tag`'s silence limit passed at `now`. A peer the server waits on
-    /// that took at least its [`SendRule`](super::super::session::SendRule)'s
+    /// that took at least its [`SendRule`](super::super::protocol::SendRule)'s
     /// pace since the window began gets a new window (true); otherwise
     /// (no watch, or too slow) the caller closes it.
     ///

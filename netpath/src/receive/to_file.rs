@@ -2,15 +2,15 @@
 //! file, with the servers' guarantees.
 //!
 //! ```no_run
-//! # fn demo(vol: &pktfs_fs::Volume, sock: std::net::TcpStream) -> Result<(), pktfs_netpath::recv::RecvError> {
-//! use pktfs_netpath::recv::{recv_to_file, RecvOptions};
+//! # fn demo(vol: &pktfs_fs::Volume, sock: std::net::TcpStream) -> Result<(), pktfs_netpath::receive::to_file::RecvError> {
+//! use pktfs_netpath::receive::to_file::{recv_to_file, RecvOptions};
 //! let report = recv_to_file(vol, &sock, "/logs/today.bin", &RecvOptions::default())?;
 //! println!("{} bytes in {} records, CRC32C {:08x}", report.bytes, report.records, report.crc32c);
 //! # Ok(()) }
 //! ```
 //!
 //! - Bytes move from the kernel into packet buffers of the image once
-//!   ([`crate::rxstream::RxStream`]); each record carries the CRC32C of its
+//!   ([`crate::receive::stream::RxStream`]); each record carries the CRC32C of its
 //!   bytes (computed while they are hot), the kernel receive time and its
 //!   position in the stream.
 //! - Data is durable at the commit points [`CommitPolicy`] chooses; each
@@ -18,7 +18,7 @@
 //!   prefix of the stream (for [`RecvMode::ReplaceAtEnd`]: the old file, or
 //!   the whole new one).
 //! - Receives under 2 KiB (a trickling sender) are copied together into
-//!   one record instead (`crate::loops::coalesce`), stored within 100 ms
+//!   one record instead (`crate::receive::coalesce`), stored within 100 ms
 //!   of their first byte; so a stream of 1-byte segments takes about a
 //!   record per 32 KiB, not one per byte.
 //! - The report's CRC32C of the whole stream is combined from the records'
@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use pktfs_fs::{FileType, FsError, RxPiece, Volume};
 
-use crate::loops::coalesce::Coalescer;
-use crate::rxstream::{RxStream, IDLE_RESERVATION};
+use crate::receive::coalesce::Coalescer;
+use crate::receive::stream::{RxStream, IDLE_RESERVATION};
 
 /// The longest small received bytes wait in the coalescing reservation
 /// before they are stored (the loops' raw sessions use the same).
@@ -268,7 +268,7 @@ pub fn recv_into(
     let mut idle_until = Instant::now() + opts.idle_timeout;
     let mut clean = false;
     // Small receives (a sender of 1-byte segments) are copied together, as
-    // on the loops (crate::loops::coalesce): a record per receive would let
+    // on the loops (crate::receive::coalesce): a record per receive would let
     // a trickling sender exhaust the record table while space is free.
     // Large receives stay where they landed (one copy). Copied bytes are
     // made a piece when the reservation fills, before a large receive,

@@ -88,10 +88,10 @@ use super::framing::{BodyError, SpaceGuard};
 use super::head::{parse_head, Framing, Head};
 use super::spare::Spare;
 use crate::config::Config;
-use crate::loops::coalesce::Coalescer;
 use crate::loops::limits::DramCharge;
 use crate::loops::{CloseReason, Flow, Protocol, SendRule, Session, TurnClock};
-use crate::rxstream::RxStream;
+use crate::receive::coalesce::Coalescer;
+use crate::receive::stream::RxStream;
 use crate::shared::Shared;
 
 mod body;

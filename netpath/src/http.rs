@@ -57,14 +57,14 @@ mod conn;
 mod framing;
 mod handlers;
 pub(crate) mod head;
+mod on_loop;
 mod pace;
 mod perm;
 pub(crate) mod response;
-mod session;
 mod spare;
 mod tiered;
 pub use spare::{MAX_SPARES, SPARE_MIN_FREE_INODES};
 mod upload;
 
 pub(crate) use conn::serve_connection;
-pub(crate) use session::HttpProtocol;
+pub(crate) use on_loop::HttpProtocol;

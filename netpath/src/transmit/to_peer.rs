@@ -1,5 +1,5 @@
 //! Send a file to a plain TCP peer by its chain, one iovec per record,
-//! the same way GET does (see [`crate::tx`]). Part of the embedding API
+//! the same way GET does (see [`crate::transmit::chain`]). Part of the embedding API
 //! (docs/EMBEDDING.md); `pktfs send` and the control socket use it too.
 
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use pktfs_fs::Volume;
 
-use crate::tx::send_held;
+use crate::transmit::chain::send_held;
 
 /// What a send did.
 #[derive(Debug, Clone, Copy)]

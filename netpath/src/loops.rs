@@ -12,12 +12,11 @@
 //! [`choose`] decides at start how to serve (Auto probes io_uring and falls
 //! back to the loops on epoll with the reason).
 
-pub(crate) mod coalesce;
-mod conn;
+mod conn_table;
 mod event_loop;
 pub mod limits;
 mod listen;
-pub mod session;
+pub mod protocol;
 pub mod wake;
 
 use std::net::SocketAddr;
@@ -29,7 +28,7 @@ use pktfs_fs::{RxRingConfig, Volume};
 
 use event_loop::Service;
 pub use event_loop::{LoopReport, LoopShared};
-pub use session::{CloseReason, Flow, Protocol, SendRule, Session, TurnClock};
+pub use protocol::{CloseReason, Flow, Protocol, SendRule, Session, TurnClock};
 
 use crate::config::IoMode;
 

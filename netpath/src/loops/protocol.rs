@@ -85,7 +85,7 @@ pub trait Session<'v> {
     /// them (SO_RCVLOWAT; 1: every byte at once), asked after every call
     /// into the session. A session taking a large body in asks for more,
     /// so each receive brings a large piece instead of whatever arrived
-    /// since the last turn (netpath/src/http/session.rs says how much and
+    /// since the last turn (netpath/src/http/on_loop.rs says how much and
     /// how a slow client still makes progress).
     fn rcvlowat(&self) -> u32 {
         1
@@ -137,7 +137,7 @@ pub trait Session<'v> {
         Flow::Close
     }
     /// The connection's waker, given once when it is admitted: another
-    /// thread (a tier fetch, `crate::fetch`) calls it to have
+    /// thread (a tier fetch, `crate::transmit::fetch`) calls it to have
     /// [`Session::on_wake`] called on the loop.
     fn on_waker(&mut self, _w: super::wake::Waker) {}
     /// Something this session waits for on another thread is ready (or a

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use pktfs_fs::{TxMsg, TxPos};
 
-use super::session::{CloseReason, SendRule, Session};
+use super::protocol::{CloseReason, SendRule, Session};
 
 /// A send in progress: the message and how far it got.
 pub(super) struct Sending<'v> {

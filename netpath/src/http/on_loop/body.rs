@@ -127,7 +127,7 @@ impl<'v> HttpSession<'v> {
                 // The last bytes of a Content-Length body with nothing
                 // copied before them stay where they landed (a small PUT
                 // that arrives whole copies nothing); other small pieces
-                // are copied together (`crate::loops::coalesce`).
+                // are copied together (`crate::receive::coalesce`).
                 let whole = matches!(b.frame, Frame::Length(_)) && k == left;
                 let pieces = &mut self.c.pieces;
                 let before = pieces.len();
