@@ -7,8 +7,11 @@
 //! it but the binaries and their tests), so a library never exits the
 //! process or installs a signal handler on its caller's behalf.
 
+mod error;
 pub mod holder;
 pub mod mount_options;
 pub mod signal;
 pub mod size;
 pub mod stdout;
+
+pub use error::{finish, status, CliError};

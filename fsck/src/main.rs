@@ -11,6 +11,7 @@ use clap::{CommandFactory, Parser};
 
 #[path = "../../pktfs/src/gendocs.rs"]
 mod gendocs;
+use pktfs_cli::CliError;
 use pktfs_fs::media::{MapOptions, MediaError, Pm};
 use pktfs_fsck::{exit, Mode, Options, Report};
 
@@ -98,13 +99,17 @@ fn cancel_on_signals() {
     }
 }
 
-fn main() {
+fn main() -> std::process::ExitCode {
+    pktfs_cli::finish("fsck.pktfs", run(), |_| {})
+}
+
+/// fsck's work; its status is e2fsck's bits ([`exit`]).
+fn run() -> Result<(), CliError> {
     if let Some(dir) = gendocs::requested() {
-        if let Err(e) = gendocs::generate(Args::command(), &dir) {
-            eprintln!("fsck.pktfs: {e}");
-            std::process::exit(exit::OPERATIONAL);
-        }
-        return;
+        return gendocs::generate(Args::command(), &dir).map_err(|message| CliError::FailedWith {
+            status: exit::OPERATIONAL as u8,
+            message,
+        });
     }
     let a = args();
     cancel_on_signals();
@@ -163,7 +168,7 @@ fn main() {
         // on stderr, is all there is to say.
         if let Some(e) = &report.operational_error {
             eprintln!("fsck.pktfs: {e}");
-            std::process::exit(report.exit_code);
+            return pktfs_cli::status(report.exit_code);
         }
     }
     // A closed pipe (`| head`) is not a reason to panic: ignore write errors.
@@ -188,7 +193,7 @@ fn main() {
             eprintln!("fsck.pktfs: the image has errors; the tier is not checked");
         }
     }
-    std::process::exit(code);
+    pktfs_cli::status(code)
 }
 
 /// `--remote`: the tier's objects against the image's remote records.

@@ -8,8 +8,8 @@ use clap::{CommandFactory, Parser};
 
 #[path = "../../pktfs/src/gendocs.rs"]
 mod gendocs;
-use pktfs_fs::media::space::human_bytes as human;
 use pktfs_cli::size::{parse_size, parse_size_u32, SIZE_FORMS};
+use pktfs_fs::media::space::human_bytes as human;
 use pktfs_fs::{FormatOptions, Volume};
 use pktfs_layout::{Geometry, GeometryParams};
 
@@ -195,22 +195,11 @@ fn run(a: Args) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    if let Some(dir) = gendocs::requested() {
-        return match gendocs::generate(Args::command(), &dir) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("mkfs.pktfs: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("mkfs.pktfs: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let r = match gendocs::requested() {
+        Some(dir) => gendocs::generate(Args::command(), &dir),
+        None => run(Args::parse()),
+    };
+    pktfs_cli::finish("mkfs.pktfs", r.map_err(pktfs_cli::CliError::Failed), |_| {})
 }
 
 #[cfg(test)]

@@ -8,7 +8,10 @@ use pktfs::{
     chain_cmd, gendocs, logging, mount_cmd, net_cmd, offline_cmd, scrub_cmd, stream_cmd, tier_cmd,
 };
 
+use std::process::ExitCode;
+
 use clap::{CommandFactory, Parser, Subcommand};
+use pktfs_cli::CliError;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -89,7 +92,7 @@ enum Cmd {
     },
 }
 
-fn main() {
+fn main() -> ExitCode {
     let mut cli = Cli::parse();
     let mut spec = logging::LogSpec {
         level: cli.log_level.take(),
@@ -98,31 +101,40 @@ fn main() {
     let daemon = match &mut cli.cmd {
         Cmd::Mount(a) => {
             if let Err(e) = mount_cmd::take_log_options(a, &mut spec) {
-                eprintln!("pktfs: {e}");
-                std::process::exit(2);
+                return finish(Err(CliError::Usage(e)));
             }
             a.daemon_child
         }
         _ => false,
     };
     if let Err(e) = logging::init(&spec, daemon) {
-        eprintln!("pktfs: {e}");
-        std::process::exit(1);
+        return finish(Err(CliError::Failed(e)));
     }
-    let r = match cli.cmd {
-        Cmd::Mount(a) => mount_cmd::run(a),
-        Cmd::Serve(a) => net_cmd::serve(a),
-        Cmd::Send(a) => net_cmd::send(a),
-        Cmd::Chain(a) => chain_cmd::chain(a),
-        Cmd::Stat(a) => chain_cmd::stat(a),
-        Cmd::Up(a) => net_cmd::up(a),
-        Cmd::Tier(a) => tier_cmd::run(a),
-        Cmd::Restore(a) => tier_cmd::restore(a),
-        Cmd::Scrub(a) => std::process::exit(scrub_cmd::run(a)),
-        Cmd::Recv(a) => match stream_cmd::recv(a) {
-            Ok(code) => std::process::exit(code),
-            Err(e) => Err(e),
-        },
+    finish(run(cli.cmd))
+}
+
+/// The one place `pktfs` ends: the error printed once (and logged when
+/// stderr goes nowhere: a daemon's is gone), its status returned.
+fn finish(r: Result<(), CliError>) -> ExitCode {
+    pktfs_cli::finish("pktfs", r, |e| {
+        if logging::away_from_stderr() {
+            tracing::error!("{e}");
+        }
+    })
+}
+
+fn run(cmd: Cmd) -> Result<(), CliError> {
+    match cmd {
+        Cmd::Mount(a) => mount_cmd::run(a)?,
+        Cmd::Serve(a) => net_cmd::serve(a)?,
+        Cmd::Send(a) => net_cmd::send(a)?,
+        Cmd::Chain(a) => chain_cmd::chain(a)?,
+        Cmd::Stat(a) => chain_cmd::stat(a)?,
+        Cmd::Up(a) => net_cmd::up(a)?,
+        Cmd::Tier(a) => tier_cmd::run(a)?,
+        Cmd::Restore(a) => tier_cmd::restore(a)?,
+        Cmd::Scrub(a) => return pktfs_cli::status(scrub_cmd::run(a)),
+        Cmd::Recv(a) => return pktfs_cli::status(stream_cmd::recv(a)?),
         Cmd::Machine { json } => {
             let m = pktfs_fs::media::machine::Machine::measure();
             if json {
@@ -130,22 +142,13 @@ fn main() {
             } else {
                 println!("machine: {m}");
             }
-            Ok(())
         }
-        Cmd::Ls(a) => offline_cmd::ls(a),
-        Cmd::Cat(a) => offline_cmd::cat(a),
-        Cmd::Get(a) => offline_cmd::get(a),
-        Cmd::Put(a) => offline_cmd::put(a),
-        Cmd::Rm(a) => offline_cmd::rm(a),
-        Cmd::GenDocs { dir } => gendocs::generate(Cli::command(), &dir),
-    };
-    if let Err(e) = r {
-        if logging::away_from_stderr() {
-            // The log tells what ended the command (a daemon's stderr is
-            // gone).
-            tracing::error!("{e}");
-        }
-        eprintln!("pktfs: {e}");
-        std::process::exit(1);
+        Cmd::Ls(a) => offline_cmd::ls(a)?,
+        Cmd::Cat(a) => offline_cmd::cat(a)?,
+        Cmd::Get(a) => offline_cmd::get(a)?,
+        Cmd::Put(a) => offline_cmd::put(a)?,
+        Cmd::Rm(a) => offline_cmd::rm(a)?,
+        Cmd::GenDocs { dir } => gendocs::generate(Cli::command(), &dir)?,
     }
+    Ok(())
 }

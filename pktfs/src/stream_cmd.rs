@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use pktfs_fs::{OpenOptions, Volume};
 use pktfs_netpath::control::{self, ControlError};
-use pktfs_netpath::receive::to_file::{check_target, recv_to_file, CommitPolicy, RecvMode, RecvOptions};
+use pktfs_netpath::receive::to_file::{
+    check_target, recv_to_file, CommitPolicy, RecvMode, RecvOptions,
+};
 use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]

@@ -10,30 +10,47 @@
 use pktfs::{logging, mount_cmd};
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
-fn usage() -> ! {
+use pktfs_cli::CliError;
+
+/// mount(8)'s status for an incorrect invocation.
+const USAGE: u8 = 1;
+/// mount(8)'s status for a mount failure.
+const MOUNT_FAILURE: u8 = 32;
+
+fn usage() -> CliError {
     eprintln!("usage: mount.pktfs IMAGE DIR [-sfnv] [-o OPTIONS]");
-    std::process::exit(1);
+    CliError::Status(USAGE)
 }
 
-fn main() {
+fn main() -> ExitCode {
+    pktfs_cli::finish("mount.pktfs", run(), |e| {
+        if logging::away_from_stderr() {
+            tracing::error!("{e}");
+        }
+    })
+}
+
+fn run() -> Result<(), CliError> {
     let mut pos: Vec<String> = Vec::new();
     let mut options: Vec<String> = Vec::new();
     let (mut fake, mut sloppy, mut daemon_child, mut foreground) = (false, false, false, false);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "-o" => options.push(args.next().unwrap_or_else(|| usage())),
+            "-o" => options.push(args.next().ok_or_else(usage)?),
             "-t" => {
                 let _ = args.next(); // the type: pktfs
             }
             "-N" => {
-                eprintln!("mount.pktfs: -N (mount namespaces) is not supported");
-                std::process::exit(1);
+                return Err(CliError::Failed(
+                    "-N (mount namespaces) is not supported".into(),
+                ))
             }
             "--daemon-child" => daemon_child = true,
             "--foreground" => foreground = true,
-            "-h" | "--help" => usage(),
+            "-h" | "--help" => return Err(usage()),
             s if s.starts_with("-o") && s.len() > 2 => options.push(s[2..].to_string()),
             s if s.starts_with('-') && s.len() > 1 && !s.starts_with("--") => {
                 for c in s[1..].chars() {
@@ -41,7 +58,7 @@ fn main() {
                         'f' => fake = true,
                         's' => sloppy = true,
                         'n' | 'v' => {}
-                        _ => usage(),
+                        _ => return Err(usage()),
                     }
                 }
             }
@@ -49,7 +66,7 @@ fn main() {
         }
     }
     if pos.len() != 2 {
-        usage();
+        return Err(usage());
     }
     if sloppy {
         // Keep only what pktfs knows.
@@ -74,28 +91,16 @@ fn main() {
         tier: Default::default(),
     };
     let mut spec = logging::LogSpec::default();
-    if let Err(e) = mount_cmd::take_log_options(&mut margs, &mut spec) {
-        eprintln!("mount.pktfs: {e}");
-        std::process::exit(1);
-    }
-    if let Err(e) = logging::init(&spec, daemon_child) {
-        eprintln!("mount.pktfs: {e}");
-        std::process::exit(1);
-    }
+    mount_cmd::take_log_options(&mut margs, &mut spec)?;
+    logging::init(&spec, daemon_child)?;
     if fake {
         // mount -f: check the arguments, mount nothing.
         margs.options.retain(|o| !o.is_empty());
-        if let Err(e) = pktfs_cli::mount_options::parse(&margs.options.join(",")) {
-            eprintln!("mount.pktfs: {e}");
-            std::process::exit(1);
-        }
-        return;
+        pktfs_cli::mount_options::parse(&margs.options.join(","))?;
+        return Ok(());
     }
-    if let Err(e) = mount_cmd::run(margs) {
-        if logging::away_from_stderr() {
-            tracing::error!("{e}");
-        }
-        eprintln!("mount.pktfs: {e}");
-        std::process::exit(32); // mount(8): mount failure
-    }
+    mount_cmd::run(margs).map_err(|message| CliError::FailedWith {
+        status: MOUNT_FAILURE,
+        message,
+    })
 }
