@@ -1,5 +1,7 @@
-//! The mapping and the persistence primitives. All `unsafe` in pktfs lives in
-//! this module (the crate denies `unsafe_code` everywhere else).
+//! The mapping and the persistence primitives. All of pktfs-fs's `unsafe`
+//! lives in this module (the crate denies `unsafe_code` everywhere else),
+//! but for `LentRx::mark_filled`, an `unsafe fn` whose promise is its
+//! caller's; the network engines' own is in pktfs-ring.
 //!
 //! Persistence is per thread, as `sfence` is: a `flush` is durable after
 //! the same thread's next `fence`, which issues the thread's queued
@@ -29,7 +31,9 @@
 //! [`ExclusivePm`] (reads through `&`, writes through `&mut`; `split_at`
 //! for disjoint windows on several threads). Receiving into and sending
 //! from the image goes through `RxBuf` and `TxHold` (fs/src/volume/rx.rs and
-//! txhold.rs).
+//! txhold.rs); an I/O engine (pktfs-ring) that lends image memory to the
+//! kernel gets its address from a `LentRx` and says what the kernel filled
+//! through `LentRx::mark_filled`, the one `unsafe fn` fs exports.
 //! What stays safe on `&Pm` changes no byte: length and mode, flush,
 //! fence, persist, msync, sendfile, the recording log.
 //!
@@ -42,20 +46,17 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod arch;
-pub mod epoll;
 mod error;
 mod exclusive;
 pub mod machine;
 mod mode;
 pub mod net;
-pub mod netio;
 mod open;
 pub mod recording;
 mod sigbus;
 pub mod space;
 pub mod sys;
 mod tracker;
-pub mod uring;
 mod writeback;
 pub use writeback::FlushThread;
 
@@ -332,6 +333,30 @@ impl Pm {
     #[track_caller]
     fn check_writable(&self) {
         assert!(!self.read_only, "write to a read-only mapping");
+    }
+
+    /// The address of `[off, off+len)` (writable; in bounds), for memory
+    /// lent to the kernel (`LentRx::spare_ptr`). Only an address: what may
+    /// be done through it is the lender's contract.
+    pub(crate) fn ptr_at(&self, off: u64, len: usize) -> std::ptr::NonNull<u8> {
+        self.check_writable();
+        let o = self.check(off, len);
+        // SAFETY: in bounds of the region (checked), which is not null.
+        std::ptr::NonNull::new(unsafe { self.base.add(o) }).expect("a mapping is not at 0")
+    }
+
+    /// The kernel wrote `[off, off+len)` (a receive into lent memory):
+    /// account the bytes as stored, like `recv_into` does, so the flush
+    /// tracker and the recording backend see them.
+    pub(crate) fn note_received(&self, off: u64, len: u64) {
+        self.check(off, len as usize);
+        self.tracker.dirty(off, len);
+        if let Some(r) = &self.recorder {
+            let bytes = self.slice(off, len as usize).to_vec();
+            r.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .store(off, &bytes);
+        }
     }
 
     /// Borrow `len` bytes at `off`. The Volume's locks guarantee nobody

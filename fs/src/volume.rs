@@ -50,7 +50,6 @@ mod remote_tests;
 mod rx;
 #[cfg(test)]
 mod rx_tests;
-pub mod rxring;
 mod scrub;
 #[cfg(test)]
 mod sgid_tests;
@@ -75,7 +74,6 @@ use pktfs_layout::{
     AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, Superblock, ROOT_INO,
 };
 
-pub use crate::media::netio::Backend as RingBackend;
 pub use acl::{Acl, AclEntry, AclKind, ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
 pub use alloc::Slice;
 pub use digest::{Bound, ContentDigest, Precondition};
@@ -84,8 +82,7 @@ pub use ns::{NewMode, RenameFlags};
 pub use perm::{permitted, Access, AclView, Cred, Denial, S_ISVTX};
 pub use recover::OpenReport;
 pub use remote::{ObjectLive, RemoteBytes, RemoteRecordInfo, RemoteRef, RemoteSlice, RemoteSource};
-pub use rx::{RxBuf, RxHeld, RxPiece};
-pub use rxring::{RingEvent, RxData, RxRing, RxRingConfig, RxRingStats, SendStart, TxMsg, TxPos};
+pub use rx::{LentRx, RxBuf, RxHeld, RxPiece};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use tierout::{RemoteExtent, SwitchReport, TierCandidate, TierExtent, TierOut};
 pub use tmpfile::{Linked, TmpFile};

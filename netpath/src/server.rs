@@ -172,7 +172,7 @@ impl Services {
         let mut on_loops = backend.is_some();
         if let Some(backend) = backend {
             let c = &s.shared.cfg;
-            let ring = pktfs_fs::RxRingConfig {
+            let ring = pktfs_ring::RxRingConfig {
                 entries: c.ring_entries,
                 entry_bytes: c.ring_entry_bytes,
                 backend,

@@ -64,8 +64,8 @@ fn raw_server_with(
         .io_mode()
         .and_then(IoChoice::backend);
     let want = match io {
-        IoMode::Uring => Some(pktfs_fs::RingBackend::Uring),
-        IoMode::Epoll => Some(pktfs_fs::RingBackend::Epoll),
+        IoMode::Uring => Some(pktfs_ring::RingBackend::Uring),
+        IoMode::Epoll => Some(pktfs_ring::RingBackend::Epoll),
         _ => None,
     };
     assert_eq!(backend, want, "io mode as forced");

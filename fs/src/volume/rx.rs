@@ -110,12 +110,10 @@ impl<'v> RxBuf<'v> {
         self.filled += data.len() as u32;
     }
 
-    /// `n` more bytes were written past `filled` by someone holding the
-    /// right to (a completion of the kernel's receive into a lent
-    /// reservation, `super::rxring`).
-    pub(super) fn mark_filled(&mut self, n: u32) {
-        assert!(n <= self.spare(), "filled past the reservation");
-        self.filled += n;
+    /// Lend the reservation to the kernel (an io_uring provided buffer, an
+    /// epoll loop's receive): see [`LentRx`].
+    pub fn lend(self) -> LentRx<'v> {
+        LentRx(self)
     }
 
     /// Take a reference on received bytes `[skip, skip+len)` to make a
@@ -139,6 +137,72 @@ impl<'v> RxBuf<'v> {
     /// stream position `seq`, become a piece: see [`RxHeld::piece`].
     pub fn piece(&self, skip: u32, len: u32, timestamp_ns: u64, seq: u64) -> RxPiece<'v> {
         self.hold(skip, len).piece(timestamp_ns, seq)
+    }
+}
+
+/// A reservation lent to the kernel to receive into, for as long as a
+/// request of an I/O engine (pktfs-ring) may select it.
+///
+/// While lent, the kernel may write the unfilled bytes `[filled, cap)` at
+/// any moment, so this type has no safe way to read or write them (no
+/// `received` past `filled`, no `append`, no `recv`): only what
+/// [`Self::mark_filled`] accounted for can be held and read. The lender
+/// keeps two promises, written where it hands [`Self::spare_ptr`] to the
+/// kernel: the value is not dropped (its space would go back to the
+/// allocator) while the kernel may still write, and nothing but the kernel
+/// writes the lent bytes.
+#[derive(Debug)]
+pub struct LentRx<'v>(RxBuf<'v>);
+
+impl<'v> LentRx<'v> {
+    /// Image offset of the first byte.
+    pub fn image_off(&self) -> u64 {
+        self.0.image_off
+    }
+    /// Capacity in bytes.
+    pub fn cap(&self) -> u32 {
+        self.0.cap
+    }
+    /// Bytes accounted as received so far.
+    pub fn filled(&self) -> u32 {
+        self.0.filled
+    }
+    /// Bytes the kernel may still write.
+    pub fn spare(&self) -> u32 {
+        self.0.spare()
+    }
+    /// Where the kernel writes next: `spare()` bytes from here are lent.
+    /// A raw pointer: writing through it is the caller's `unsafe`, under
+    /// the promises above.
+    pub fn spare_ptr(&mut self) -> std::ptr::NonNull<u8> {
+        self.0.vol.pm.ptr_at(
+            self.0.image_off + self.0.filled as u64,
+            self.0.spare() as usize,
+        )
+    }
+
+    /// Account `n` bytes after `filled()` as received: from then on they
+    /// are read (held, CRC'd, linked into files) and never written again.
+    ///
+    /// # Safety
+    /// The `n` bytes from [`Self::spare_ptr`] (as it was before this call)
+    /// have been written, and whoever wrote them (the kernel, in a receive
+    /// this reservation was lent to, that has completed for them) writes
+    /// them no more. Reading bytes the kernel is still writing would be a
+    /// data race.
+    // The one unsafe fn outside `media`: the promise is the lender's.
+    #[allow(unsafe_code)]
+    pub unsafe fn mark_filled(&mut self, n: u32) {
+        assert!(n <= self.0.spare(), "filled past the reservation");
+        let at = self.0.image_off + self.0.filled as u64;
+        self.0.vol.pm.note_received(at, n as u64);
+        self.0.filled += n;
+    }
+
+    /// Take a reference on received bytes `[skip, skip+len)` (within
+    /// `filled()`): [`RxBuf::hold`].
+    pub fn hold(&self, skip: u32, len: u32) -> RxHeld<'v> {
+        self.0.hold(skip, len)
     }
 }
 

@@ -84,7 +84,7 @@ impl std::fmt::Debug for TxKeep {
 
 impl<'v> TxHold<'v> {
     /// The volume whose space the hold references.
-    pub(super) fn volume(&self) -> &'v Volume {
+    pub fn volume(&self) -> &'v Volume {
         self.vol
     }
 
@@ -110,6 +110,18 @@ impl<'v> TxHold<'v> {
     /// Bytes fetched from the tier that the hold keeps in DRAM.
     pub fn fetched_bytes(&self) -> u64 {
         self.fetched.iter().map(|f| f.len() as u64).sum()
+    }
+
+    /// The bytes of segment `k` from its `skip`th on: image bytes (held:
+    /// no one writes them while the hold lives) or fetched ones; `None` for
+    /// a hole or past the end. What an I/O engine hands the kernel to send.
+    pub fn seg_bytes(&self, k: usize, skip: u64) -> Option<&[u8]> {
+        let b = match *self.segs.get(k)? {
+            TxSeg::Image { image_off, len } => self.vol.pm.slice(image_off, len as usize),
+            TxSeg::Fetched { buf, skip, len } => self.fetched(buf, skip, len),
+            TxSeg::Zero { .. } => return None,
+        };
+        b.get(usize::try_from(skip).ok()?..)
     }
 
     /// The bytes of a [`TxSeg::Fetched`] segment.

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::net::TcpStream;
 use std::time::Instant;
 
-use pktfs_fs::{TxMsg, TxPos};
+use pktfs_ring::{TxMsg, TxPos};
 
 use super::protocol::{CloseReason, SendRule, Session};
 

@@ -7,7 +7,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use pktfs_fs::{RxHeld, TxMsg, Volume};
+use pktfs_fs::{RxHeld, Volume};
+use pktfs_ring::TxMsg;
 
 /// What a session wants next.
 #[derive(Debug)]

@@ -5,7 +5,7 @@
 use std::io;
 use std::sync::atomic::Ordering;
 
-use pktfs_fs::RxData;
+use pktfs_ring::RxData;
 
 use super::super::wake::TAG;
 use super::Loop;

@@ -4,7 +4,7 @@
 //! space, every receive completion says which one it filled and how much,
 //! and the filled bytes come back as [`RxHeld`] ranges that become pieces
 //! (CRC32C while hot, flush) linked by the usual commits
-//! ([`Volume::rx_commit`], [`super::TmpFile`]).
+//! ([`Volume::rx_commit`], [`pktfs_fs::TmpFile`]).
 //!
 //! # Why this is sound from safe code
 //! The reservations lent to the kernel are owned by the [`RxRing`] and
@@ -27,19 +27,17 @@
 //! Without it each receive consumes a whole entry; its unfilled tail goes
 //! back to the allocator at once (at most part of one buffer is left
 //! over), and the ring must be replenished after every receive.
+#![allow(unsafe_code)]
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
-use crate::media::netio::{Backend, NetIo};
-use crate::media::uring::{self, Cqe, RingSeg};
+use pktfs_fs::{FsError, LentRx, Result, RxHeld, TxHold, TxSeg, Volume};
 
-use super::rx::{RxBuf, RxHeld};
-use super::txhold::{TxHold, TxSeg};
-use super::Volume;
-use crate::error::{FsError, Result};
+use crate::netio::{Backend, NetIo};
+use crate::uring::{self, Cqe, RingSeg};
 
 /// Shape of a ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +60,7 @@ pub struct RxRingConfig {
     /// ([`RxRing::set_inline_sends`]), where there is nothing to batch.
     pub inline_sends: bool,
     /// io_uring, or the epoll fallback that carries out the same requests
-    /// (`media::epoll`).
+    /// (`crate::epoll`).
     pub backend: Backend,
 }
 
@@ -227,7 +225,7 @@ pub struct RxRing<'v> {
     cfg: RxRingConfig,
     /// Entry `bid`'s reservation while the kernel holds it; `filled` is
     /// the kernel's write position in it.
-    slots: Vec<Option<RxBuf<'v>>>,
+    slots: Vec<Option<LentRx<'v>>>,
     /// Entries to replenish.
     empty: Vec<u16>,
     /// Keyed by the loop's own tags (never a client's bytes), so a fast
@@ -239,24 +237,22 @@ pub struct RxRing<'v> {
     enobufs: u64,
 }
 
-impl Volume {
-    /// An io_uring for the network path whose provided-buffer ring is
-    /// filled with `cfg.entries` reservations of free buffer space.
-    pub fn rx_ring(&self, cfg: RxRingConfig) -> Result<RxRing<'_>> {
-        self.check_writable()?;
-        let ring = NetIo::new(
-            cfg.backend,
-            &self.pm,
-            cfg.sq_entries,
-            cfg.entries,
-            cfg.incremental,
-        )
-        .map_err(|source| FsError::Io {
-            path: cfg.backend.to_string().into(),
-            source,
-        })?;
+impl<'v> RxRing<'v> {
+    /// An io_uring (or epoll) for the network path whose provided-buffer
+    /// ring is filled with `cfg.entries` reservations of `vol`'s free
+    /// buffer space.
+    pub fn new(vol: &'v Volume, cfg: RxRingConfig) -> Result<RxRing<'v>> {
+        if vol.is_read_only() {
+            return Err(FsError::ReadOnly);
+        }
+        let ring = NetIo::new(cfg.backend, cfg.sq_entries, cfg.entries, cfg.incremental).map_err(
+            |source| FsError::Io {
+                path: cfg.backend.to_string().into(),
+                source,
+            },
+        )?;
         let mut r = RxRing {
-            vol: self,
+            vol,
             ring,
             cfg,
             slots: (0..cfg.entries).map(|_| None).collect(),
@@ -269,9 +265,7 @@ impl Volume {
         r.replenish();
         Ok(r)
     }
-}
 
-impl<'v> RxRing<'v> {
     pub fn volume(&self) -> &'v Volume {
         self.vol
     }
@@ -326,10 +320,15 @@ impl<'v> RxRing<'v> {
             match self.vol.rx_reserve(self.cfg.entry_bytes) {
                 Ok(b) => {
                     self.empty.pop();
-                    // The reservation is the ring's until its entry is
-                    // consumed or the ring quiesced (`NetRing::provide`).
-                    self.ring.provide(bid, b.image_off(), b.cap());
-                    self.slots[bid as usize] = Some(b);
+                    let mut lent = b.lend();
+                    let len = lent.spare();
+                    // SAFETY: the reservation is the ring's (`slots`) until
+                    // a completion says the kernel moved past its entry, or
+                    // the ring quiesced (`Drop` leaks it otherwise); nothing
+                    // else writes it, and only what completions reported
+                    // filled is read (`LentRx` allows nothing else).
+                    unsafe { self.ring.provide(bid, lent.spare_ptr(), len) };
+                    self.slots[bid as usize] = Some(lent);
                 }
                 Err(_) => break,
             }
@@ -415,19 +414,10 @@ impl<'v> RxRing<'v> {
         for (k, s) in held.iter().enumerate().skip(at.seg) {
             let skip = if k == at.seg { at.skip } else { 0 };
             match *s {
-                TxSeg::Image { image_off, len } => {
-                    let skip = skip.min(len as u64);
-                    if skip < len as u64 {
-                        segs.push(RingSeg::Image {
-                            off: image_off + skip,
-                            len: (len as u64 - skip) as usize,
-                        });
-                    }
-                }
-                TxSeg::Fetched { buf, skip: s0, len } => {
-                    let skip = skip.min(len as u64) as usize;
-                    if let Some(h) = msg.hold.as_ref() {
-                        let b = &h.fetched(buf, s0, len)[skip..];
+                TxSeg::Image { .. } | TxSeg::Fetched { .. } => {
+                    // Held image bytes (unwritten while the hold lives) or
+                    // fetched ones the hold owns.
+                    if let Some(b) = msg.hold.as_ref().and_then(|h| h.seg_bytes(k, skip)) {
                         if !b.is_empty() {
                             segs.push(RingSeg::Mem {
                                 ptr: b.as_ptr(),
@@ -588,10 +578,10 @@ impl<'v> RxRing<'v> {
             Err(io::Error::from(io::ErrorKind::UnexpectedEof))
         } else {
             let at = slot.filled();
-            self.vol
-                .pm
-                .note_received(slot.image_off() + at as u64, n as u64);
-            slot.mark_filled(n);
+            // SAFETY: the kernel's completion reports `n` bytes written at
+            // the entry's write position (checked to fit above); it writes
+            // the entry only further on (incremental) or no more.
+            unsafe { slot.mark_filled(n) };
             Ok(slot.hold(at, n))
         };
         if done {
@@ -640,8 +630,8 @@ impl Drop for RxRing<'_> {
     }
 }
 
-/// Is io_uring usable for [`RxRing`]: see [`crate::media::uring::probe`].
-pub fn probe() -> std::result::Result<crate::media::uring::Features, String> {
+/// Is io_uring usable for [`RxRing`]: see [`crate::uring::probe`].
+pub fn probe() -> std::result::Result<crate::uring::Features, String> {
     uring::probe()
 }
 

@@ -8,9 +8,10 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use super::epoll::EpollRing;
-use super::uring::{Cqe, Features, NetRing, RingSeg};
-use super::Pm;
+use std::ptr::NonNull;
+
+use crate::epoll::EpollRing;
+use crate::uring::{Cqe, Features, NetRing, RingSeg};
 
 /// Which backend a ring runs on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,18 +50,17 @@ macro_rules! each {
 }
 
 impl NetIo {
-    /// A ring of `backend` over `pm` (`sq_entries` and `incremental` only
-    /// mean something to io_uring).
+    /// A ring of `backend` (`sq_entries` and `incremental` only mean
+    /// something to io_uring).
     pub(crate) fn new(
         backend: Backend,
-        pm: &Pm,
         sq_entries: u32,
         buf_entries: u16,
         incremental: bool,
     ) -> io::Result<NetIo> {
         Ok(match backend {
-            Backend::Uring => NetIo::Uring(NetRing::new(pm, sq_entries, buf_entries, incremental)?),
-            Backend::Epoll => NetIo::Epoll(EpollRing::new(pm, buf_entries)?),
+            Backend::Uring => NetIo::Uring(NetRing::new(sq_entries, buf_entries, incremental)?),
+            Backend::Epoll => NetIo::Epoll(EpollRing::new(buf_entries)?),
         })
     }
     pub fn backend(&self) -> Backend {
@@ -78,9 +78,12 @@ impl NetIo {
     pub fn take_fresh_sends(&mut self) -> usize {
         each!(self, r => r.take_fresh_sends())
     }
-    /// Contract: `NetRing::provide`'s.
-    pub(crate) fn provide(&mut self, bid: u16, image_off: u64, len: u32) {
-        each!(self, r => r.provide(bid, image_off, len))
+    /// # Safety
+    /// `NetRing::provide`'s contract.
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn provide(&mut self, bid: u16, ptr: NonNull<u8>, len: u32) {
+        // SAFETY: the caller's promise is the backend's contract.
+        each!(self, r => unsafe { r.provide(bid, ptr, len) })
     }
     pub fn accept_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
         each!(self, r => r.accept_multi(fd, user_data))

@@ -7,9 +7,22 @@ use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use super::super::tests::{fresh, reopen};
+use pktfs_fs::media::Pm;
+use pktfs_fs::RxPiece;
+use pktfs_layout::GeometryParams;
+
 use super::*;
-use crate::volume::RxPiece;
+
+fn fresh(size: u64) -> Volume {
+    Volume::in_memory(GeometryParams::for_size(size)).unwrap()
+}
+
+/// Reopen from the current bytes (what a clean restart sees).
+fn reopen(mut v: Volume) -> Volume {
+    let img = v.snapshot();
+    drop(v);
+    Volume::open_pm(Pm::from_bytes(img), false).unwrap()
+}
 
 fn small(entries: u16, entry_bytes: u32) -> RxRingConfig {
     RxRingConfig {
@@ -109,7 +122,7 @@ fn filled_ranges_become_pieces_and_files_on() {
     let free0 = v.statfs().blocks_free;
     let (d1, d2) = (pattern(1, 50_000), pattern(2, 30_001));
     {
-        let mut ring = v.rx_ring(small(8, 16 << 10)).unwrap();
+        let mut ring = RxRing::new(&v, small(8, 16 << 10)).unwrap();
         assert_eq!(ring.stats().published, 8);
         assert!(ring.stats().lent_bytes >= 8 * (16 << 10));
         // Interleave the two senders so entries are shared by both.
@@ -167,7 +180,7 @@ fn an_empty_ring_reports_enobufs_and_rearming_completes_on() {
     {
         // One entry of one buffer: the second receive of every turn finds
         // the ring empty.
-        let mut ring = v.rx_ring(small(1, 2048)).unwrap();
+        let mut ring = RxRing::new(&v, small(1, 2048)).unwrap();
         (&a).write_all(&data).unwrap();
         let want = HashMap::from([(7, data.len())]);
         let (mut got, rearmed) = receive(&mut ring, &[(7, &b)], &want);
@@ -191,7 +204,7 @@ fn a_draining_receive_throws_bytes_away_and_needs_no_buffer_on() {
     let (c, d) = UnixStream::pair().unwrap();
     let free0 = v.statfs().blocks_free;
     {
-        let mut ring = v.rx_ring(small(1, 2048)).unwrap();
+        let mut ring = RxRing::new(&v, small(1, 2048)).unwrap();
         let lent = ring.stats().lent_bytes;
         // A second draining receive of one tag is refused.
         ring.recv_discard(b.as_fd(), 5).unwrap();
@@ -269,7 +282,7 @@ fn dropping_a_ring_with_receives_armed_returns_all_space_on() {
     let free0 = v.statfs().blocks_free;
     let socks: Vec<_> = (0..16).map(|_| UnixStream::pair().unwrap()).collect();
     {
-        let mut ring = v.rx_ring(small(16, 64 << 10)).unwrap();
+        let mut ring = RxRing::new(&v, small(16, 64 << 10)).unwrap();
         assert!(v.statfs().blocks_free < free0);
         // The check sees lent space (so its 0 below means something).
         assert_eq!(v.stray_buffer_refs(), 16 * 32);
@@ -301,7 +314,7 @@ fn polling_finds_what_arrives_and_gives_up_after_its_budget() {
 fn polling_finds_what_arrives_and_gives_up_after_its_budget_on() {
     let v = fresh(16 << 20);
     let (a, b) = UnixStream::pair().unwrap();
-    let mut ring = v.rx_ring(small(4, 16 << 10)).unwrap();
+    let mut ring = RxRing::new(&v, small(4, 16 << 10)).unwrap();
     ring.recv_multi(b.as_fd(), 7).unwrap();
     // Nothing sent: the poll looks for its whole budget, then says so.
     let t = Instant::now();
@@ -360,12 +373,14 @@ fn sends_through_ring(inline_sends: bool) {
         (&a).read_to_end(&mut got).unwrap();
         got
     });
-    let mut ring = v
-        .rx_ring(RxRingConfig {
+    let mut ring = RxRing::new(
+        &v,
+        RxRingConfig {
             inline_sends,
             ..small(1, 2048)
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     let hold = v.tx_hold(f, 0, u64::MAX).unwrap();
     // A DRAM head goes first, in the same sendmsg.
     let head = b"HEAD\r\n".to_vec();

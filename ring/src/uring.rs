@@ -3,9 +3,9 @@
 //! buffers (PASTE's shape on kernel TCP: the kernel picks a free buffer for
 //! every receive and the completion says which one it filled).
 //!
-//! All the unsafe of lending image memory to the kernel lives here. The
-//! safe face is `volume::rxring::RxRing`, which owns the reservations this
-//! ring lends and keeps the contract of `NetRing::provide` and
+//! All the unsafe of lending memory to the kernel through a ring lives
+//! here. The safe face is [`crate::RxRing`], which owns the reservations
+//! this ring lends and keeps the contract of `NetRing::provide` and
 //! `NetRing::send_segments`.
 //!
 //! # When the kernel stops writing
@@ -21,6 +21,7 @@
 //! `io_uring_enter` error other than EINTR), the owner must leak the lent
 //! memory rather than reuse it (leaking reserved buffer space is safe: the
 //! next open of the image rebuilds the allocator from what files reach).
+#![allow(unsafe_code)]
 
 use rustc_hash::FxHashMap;
 use std::io;
@@ -29,7 +30,7 @@ use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::Pm;
+use std::ptr::NonNull;
 
 mod mem;
 pub(crate) mod poll;
@@ -101,8 +102,6 @@ pub struct NetRing {
     spare_keeps: Vec<SendKeep>,
     /// Made at the first draining receive.
     sink: Option<Sink>,
-    base: *mut u8,
-    len: usize,
     /// Quiescence could not be confirmed: never free what was lent.
     wedged: bool,
 }
@@ -146,32 +145,26 @@ fn build(sq_entries: u32, defer: bool) -> io::Result<IoUring> {
 /// One iovec of a ring send after the head.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum RingSeg {
-    /// Bytes of the image.
-    Image { off: u64, len: usize },
     /// Zeros (a hole), at most 64 KiB.
     Zero(usize),
-    /// DRAM bytes the caller keeps alive and unmoved until the completion.
+    /// Bytes the caller keeps alive, unmoved and unwritten until the
+    /// completion: held image bytes ([`pktfs_fs::TxHold::seg_bytes`]) or
+    /// DRAM (fetched tiered bytes).
     Mem { ptr: *const u8, len: usize },
 }
 
 impl NetRing {
     /// A ring with `sq_entries` submission slots and a buffer ring of
-    /// `buf_entries` (a power of two, at most 32768) over `pm`'s memory.
+    /// `buf_entries` (a power of two, at most 32768).
     /// Incremental consumption is used when `incremental` and the kernel
     /// has it.
-    pub(crate) fn new(
-        pm: &Pm,
-        sq_entries: u32,
-        buf_entries: u16,
-        incremental: bool,
-    ) -> io::Result<NetRing> {
+    pub(crate) fn new(sq_entries: u32, buf_entries: u16, incremental: bool) -> io::Result<NetRing> {
         if buf_entries == 0 || !buf_entries.is_power_of_two() || buf_entries > 32768 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "buffer ring entries must be a power of two up to 32768",
             ));
         }
-        pm.check_writable();
         let (ring, defer_taskrun) = match build(sq_entries, true) {
             Ok(r) => (r, true),
             Err(_) => (build(sq_entries, false)?, false),
@@ -210,8 +203,6 @@ impl NetRing {
             fresh_sends: 0,
             spare_keeps: Vec::new(),
             sink: None,
-            base: pm.base,
-            len: pm.len,
             wedged: false,
         })
     }
@@ -235,29 +226,24 @@ impl NetRing {
         std::mem::take(&mut self.fresh_sends)
     }
 
-    /// Hand `[image_off, image_off+len)` to the kernel as buffer `bid`.
+    /// Hand the `len` bytes at `ptr` to the kernel as buffer `bid`.
     /// Visible to the kernel at the next [`Self::submit_and_wait`].
     ///
-    /// Contract (crate-internal, like `Pm::recv_into`): the bytes are the
-    /// caller's (reserved free buffer space) and, until a completion
-    /// reports the entry consumed or [`Self::quiesce`] returned `true`,
-    /// nothing else writes them, nothing reads bytes no completion has
-    /// reported filled, and they are not freed. Each `bid` is in the ring
-    /// at most once.
-    pub(crate) fn provide(&mut self, bid: u16, image_off: u64, len: u32) {
+    /// # Safety
+    /// The bytes are writable and the caller's (a lent reservation,
+    /// [`pktfs_fs::LentRx`]) and, until a completion reports the entry
+    /// consumed or [`Self::quiesce`] returned `true`, nothing else writes
+    /// them, nothing reads bytes no completion has reported filled, and
+    /// they are not freed. Each `bid` is in the ring at most once.
+    pub(crate) unsafe fn provide(&mut self, bid: u16, ptr: NonNull<u8>, len: u32) {
         let Some(br) = &self.br else { return };
-        let end = image_off.checked_add(len as u64);
-        assert!(
-            end.is_some_and(|e| e <= self.len as u64) && bid < br.entries,
-            "provided buffer outside the image"
-        );
+        assert!(bid < br.entries, "provided buffer id outside the ring");
         let mask = br.entries - 1;
         // SAFETY: index masked into the ring's `entries` entries; only this
         // thread writes entries between head and our tail, and the kernel
         // reads them only after the release store of the tail below.
         let e = unsafe { &mut *br.ptr.add((self.tail & mask) as usize) };
-        // SAFETY: in bounds of the mapping (checked above).
-        e.set_addr(unsafe { self.base.add(image_off as usize) } as u64);
+        e.set_addr(ptr.as_ptr() as u64);
         e.set_len(len);
         e.set_bid(bid);
         self.tail = self.tail.wrapping_add(1);
@@ -344,21 +330,19 @@ impl NetRing {
         head: Option<&[u8]>,
         segs: impl IntoIterator<Item = RingSeg>,
     ) -> io::Result<usize> {
-        send_now(self.base, self.len, fd, head, segs)
+        send_now(fd, head, segs)
     }
 
     /// Send on `fd` (sendmsg with one iovec per segment; a plain send when
-    /// there is one buffer): `Some((image_off, len))`
-    /// for bytes of the image, `None` with a length for zeros (a hole, at
-    /// most 64 KiB per segment). `user_data` must be unique among sends in
-    /// flight.
+    /// there is one buffer): kept bytes, or zeros (a hole, at most 64 KiB
+    /// per segment). `user_data` must be unique among sends in flight.
     ///
     /// `head`: DRAM bytes sent first (an HTTP response head), as the first
     /// iovec. `RingSeg::Mem` segments are DRAM bytes too (tiered data
     /// fetched back), under the same contract as `head`.
     ///
-    /// Contract (crate-internal): the image bytes stay allocated and
-    /// unwritten, and the `head` and `Mem` bytes stay allocated and unmoved, until
+    /// Contract (crate-internal): the `head` and `Mem` bytes stay
+    /// allocated, unmoved and unwritten until
     /// the completion for `user_data` is reaped or [`Self::quiesce`]
     /// returned `true` (`TxHold` keeps the image bytes referenced; the
     /// caller keeps the head's heap allocation, `RxRing`'s `sends` map).
@@ -377,7 +361,7 @@ impl NetRing {
         }
         let mut keep = self.spare_keeps.pop().unwrap_or_else(SendKeep::new);
         keep.iovs.clear();
-        keep.iovs.extend(iovecs(self.base, self.len, head, segs));
+        keep.iovs.extend(iovecs(head, segs));
         let one = match keep.iovs[..] {
             [one] => u32::try_from(one.iov_len)
                 .ok()
@@ -558,13 +542,9 @@ impl NetRing {
     }
 }
 
-/// The iovecs of a send over the mapping at `base` (`len` bytes):
-/// `head` first, then one per segment, each checked to lie inside the
-/// image (a segment outside it panics: the callers build them from held
-/// records, so that is a bug, never input).
+/// The iovecs of a send: `head` first, then one per segment (a hole's
+/// from the zero page).
 pub(crate) fn iovecs<'s>(
-    base: *mut u8,
-    len: usize,
     head: Option<&'s [u8]>,
     segs: impl IntoIterator<Item = RingSeg> + 's,
 ) -> impl Iterator<Item = libc::iovec> + 's {
@@ -575,19 +555,6 @@ pub(crate) fn iovecs<'s>(
     });
     head.into_iter()
         .chain(segs.into_iter().map(move |s| match s {
-            RingSeg::Image { off: o, len: n } => {
-                let end = o.checked_add(n as u64);
-                assert!(
-                    end.is_some_and(|e| e <= len as u64),
-                    "send segment outside the image"
-                );
-                libc::iovec {
-                    // SAFETY: in bounds of the mapping (checked); the kernel
-                    // only reads.
-                    iov_base: unsafe { base.add(o as usize) as *mut libc::c_void },
-                    iov_len: n,
-                }
-            }
             RingSeg::Zero(n) => {
                 assert!(n <= ZEROS.len(), "hole segment too long");
                 libc::iovec {
@@ -605,24 +572,22 @@ pub(crate) fn iovecs<'s>(
 }
 
 /// One non-blocking sendmsg of `head` and `segs` (see
-/// [`NetRing::send_now`]); `base`/`len`: the mapping.
+/// [`NetRing::send_now`]).
 pub(crate) fn send_now(
-    base: *mut u8,
-    len: usize,
     fd: RawFd,
     head: Option<&[u8]>,
     segs: impl IntoIterator<Item = RingSeg>,
 ) -> io::Result<usize> {
     // On the stack for the usual few iovecs (the call is synchronous).
-    let iovs: smallvec::SmallVec<[libc::iovec; 8]> = iovecs(base, len, head, segs).collect();
+    let iovs: smallvec::SmallVec<[libc::iovec; 8]> = iovecs(head, segs).collect();
     sendmsg_now(fd, &iovs)
 }
 
 /// One non-blocking sendmsg of `iovs`.
 ///
 /// Contract (crate-internal): every iovec names memory readable for the
-/// duration of the call (built by [`iovecs`] from in-bounds image bytes,
-/// the zero page, or bytes the caller keeps alive).
+/// duration of the call (built by [`iovecs`] from the zero page or bytes
+/// the caller keeps alive).
 pub(crate) fn sendmsg_now(fd: RawFd, iovs: &[libc::iovec]) -> io::Result<usize> {
     // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -683,8 +648,9 @@ pub fn probe() -> Result<Features, String> {
 }
 
 fn probe_here() -> Result<Features, String> {
-    let pm = Pm::from_bytes(vec![0u8; 8192]);
-    let mut ring = NetRing::new(&pm, 8, 1, true).map_err(|e| format!("io_uring setup: {e}"))?;
+    // The probe's own buffer, lent to the kernel below.
+    let mut mem = vec![0u8; 4096].into_boxed_slice();
+    let mut ring = NetRing::new(8, 1, true).map_err(|e| format!("io_uring setup: {e}"))?;
     let mut p = io_uring::Probe::new();
     ring.ring
         .submitter()
@@ -704,8 +670,10 @@ fn probe_here() -> Result<Features, String> {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     (&a).write_all(b"probe").map_err(|e| e.to_string())?;
-    ring.provide(0, 0, 4096);
-    // From here on `pm` is lent: every path goes through the quiesce below.
+    // SAFETY: `mem` is ours and writable; nothing reads or frees it until
+    // the quiesce below confirms the kernel is done (else it is leaked).
+    unsafe { ring.provide(0, NonNull::from(&mut mem[..]).cast(), 4096) };
+    // From here on `mem` is lent: every path goes through the quiesce below.
     let mut out = Vec::new();
     let run = (|| {
         ring.recv_multi(b.as_raw_fd(), 1)
@@ -730,26 +698,10 @@ fn probe_here() -> Result<Features, String> {
     });
     let mut sink = Vec::new();
     if !ring.quiesce(&mut sink) {
-        // The kernel may still write `pm`: it must never be freed.
-        std::mem::forget(pm);
+        // The kernel may still write `mem`: it must never be freed.
+        std::mem::forget(mem);
         return Err("io_uring requests would not end".into());
     }
     drop(ring);
     res
-}
-
-impl Pm {
-    /// The kernel wrote `[off, off+len)` (a receive into a provided
-    /// buffer): account the bytes as stored, like `recv_into` does, so the
-    /// flush tracker and the recording backend see them.
-    pub(crate) fn note_received(&self, off: u64, len: u64) {
-        self.check(off, len as usize);
-        self.tracker.dirty(off, len);
-        if let Some(r) = &self.recorder {
-            let bytes = self.slice(off, len as usize).to_vec();
-            r.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .store(off, &bytes);
-        }
-    }
 }

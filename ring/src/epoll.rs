@@ -21,6 +21,7 @@
 //! module calls, on this thread: once a call returned, nothing writes lent
 //! memory, so [`EpollRing::quiesce`] only has to post the cancellations.
 //! The contract of [`EpollRing::provide`] is `NetRing::provide`'s.
+#![allow(unsafe_code)]
 
 use std::collections::VecDeque;
 use std::io;
@@ -29,9 +30,9 @@ use std::time::Duration;
 
 use rustc_hash::FxHashMap;
 
-use super::uring::poll::{self, Polled};
-use super::uring::{iovecs, send_now, sendmsg_now, Cqe, Features, RingSeg};
-use super::Pm;
+use crate::uring::poll::{self, Polled};
+use crate::uring::{iovecs, send_now, sendmsg_now, Cqe, Features, RingSeg};
+use std::ptr::NonNull;
 
 /// Completion flags as io_uring posts them (include/uapi/linux/io_uring.h).
 const CQE_F_BUFFER: u32 = 1 << 0;
@@ -57,7 +58,8 @@ const SINK_BYTES: usize = 64 << 10;
 #[derive(Debug)]
 struct Provided {
     bid: u16,
-    off: u64,
+    /// The lent bytes (`provide`'s contract).
+    ptr: NonNull<u8>,
     len: u32,
     used: u32,
 }
@@ -106,8 +108,6 @@ impl FdState {
 /// `NetRing`: a loop's requests are its thread's.
 pub struct EpollRing {
     ep: OwnedFd,
-    base: *mut u8,
-    len: usize,
     /// Provided entries in the order the kernel would take them.
     bufs: VecDeque<Provided>,
     buf_entries: u16,
@@ -143,16 +143,14 @@ fn errno() -> i32 {
 
 impl EpollRing {
     /// An epoll instance standing in for a ring of `buf_entries` provided
-    /// entries (a power of two, at most 32768, as for `NetRing`) over
-    /// `pm`'s memory.
-    pub(crate) fn new(pm: &Pm, buf_entries: u16) -> io::Result<EpollRing> {
+    /// entries (a power of two, at most 32768, as for `NetRing`).
+    pub(crate) fn new(buf_entries: u16) -> io::Result<EpollRing> {
         if buf_entries == 0 || !buf_entries.is_power_of_two() || buf_entries > 32768 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "buffer ring entries must be a power of two up to 32768",
             ));
         }
-        pm.check_writable();
         // SAFETY: plain syscall; the fd it returns is ours alone.
         let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if fd < 0 {
@@ -161,8 +159,6 @@ impl EpollRing {
         Ok(EpollRing {
             // SAFETY: a new fd nothing else owns.
             ep: unsafe { OwnedFd::from_raw_fd(fd) },
-            base: pm.base,
-            len: pm.len,
             bufs: VecDeque::new(),
             buf_entries,
             fds: FxHashMap::default(),
@@ -194,17 +190,18 @@ impl EpollRing {
         std::mem::take(&mut self.fresh_sends)
     }
 
-    /// Lend `[image_off, image_off+len)` as entry `bid`: the contract of
-    /// `NetRing::provide`.
-    pub(crate) fn provide(&mut self, bid: u16, image_off: u64, len: u32) {
-        let end = image_off.checked_add(len as u64);
+    /// Lend the `len` bytes at `ptr` as entry `bid`.
+    ///
+    /// # Safety
+    /// The contract of `NetRing::provide`.
+    pub(crate) unsafe fn provide(&mut self, bid: u16, ptr: NonNull<u8>, len: u32) {
         assert!(
-            end.is_some_and(|e| e <= self.len as u64) && bid < self.buf_entries && len > 0,
-            "provided buffer outside the image"
+            bid < self.buf_entries && len > 0,
+            "provided buffer id outside the ring, or empty"
         );
         self.bufs.push_back(Provided {
             bid,
-            off: image_off,
+            ptr,
             len,
             used: 0,
         });
@@ -375,7 +372,7 @@ impl EpollRing {
         head: Option<&[u8]>,
         segs: impl IntoIterator<Item = RingSeg>,
     ) -> io::Result<usize> {
-        send_now(self.base, self.len, fd, head, segs)
+        send_now(fd, head, segs)
     }
 
     /// Send on `fd`, as a ring does: queued now, tried at the next
@@ -406,7 +403,7 @@ impl EpollRing {
                 "a send with this user_data, or on this socket, is in flight",
             ));
         }
-        let iovs: Vec<libc::iovec> = iovecs(self.base, self.len, head, segs).collect();
+        let iovs: Vec<libc::iovec> = iovecs(head, segs).collect();
         self.fresh_sends += 1;
         self.inflight += 1;
         self.by_ud.insert(user_data, fd);
@@ -577,15 +574,14 @@ impl EpollRing {
                 return;
             };
             let (bid, room) = (b.bid, b.len - b.used);
-            let at = b.off + b.used as u64;
-            // SAFETY: `[at, at + room)` lies inside the mapping (checked in
-            // `provide`) and is provided space nothing else writes or reads
-            // until a completion reports it filled (`provide`'s contract);
-            // the kernel writes it only during this call.
+            // SAFETY: `[used, len)` of the entry is provided space nothing
+            // else writes or reads until a completion reports it filled
+            // (`provide`'s contract); the kernel writes it only during this
+            // call.
             let n = unsafe {
                 libc::recv(
                     fd,
-                    self.base.add(at as usize) as *mut libc::c_void,
+                    b.ptr.as_ptr().add(b.used as usize) as *mut libc::c_void,
                     room as usize,
                     libc::MSG_DONTWAIT,
                 )

@@ -1,0 +1,34 @@
+//! pktfs's network I/O engines, for netpath's event loops.
+//!
+//! - [`uring`]: an io_uring per loop thread with a provided-buffer ring
+//!   whose entries are runs of the image's free packet buffers (the kernel
+//!   picks one for every receive; the completion says which it filled);
+//! - [`epoll`]: the same requests carried out with epoll readiness and
+//!   non-blocking syscalls, where io_uring is not usable;
+//! - [`netio`]: one type over both;
+//! - [`rxring`]: [`RxRing`], the safe face: it owns the reservations it
+//!   lends ([`pktfs_fs::LentRx`]), turns completions into held ranges of
+//!   received bytes, and keeps the bytes of every send alive until the
+//!   kernel is done with them.
+//!
+//! # Where the unsafe is, and why it is sound
+//! pktfs-fs lends image memory through [`pktfs_fs::LentRx`]: a reservation
+//! whose unfilled bytes no safe code can touch while it is lent, and whose
+//! one `unsafe fn`, `mark_filled`, says which bytes the kernel has
+//! finished writing. This crate's unsafe is the other half: handing those
+//! bytes (and the bytes of sends) to the kernel. `uring` and `epoll` take
+//! raw pointers under a contract stated on each `unsafe fn`; `rxring` is
+//! the only caller and keeps it (a reservation is dropped only after the
+//! kernel is done with its entry, or after every request was cancelled and
+//! reaped; otherwise it is leaked). Plain syscalls go through libc only
+//! where rustix has no wrapper for what the ring needs.
+
+pub mod epoll;
+pub mod netio;
+pub mod rxring;
+pub mod uring;
+
+pub use netio::Backend as RingBackend;
+pub use rxring::{
+    probe, RingEvent, RxData, RxRing, RxRingConfig, RxRingStats, SendStart, TxMsg, TxPos,
+};
