@@ -20,8 +20,11 @@
 //! raw pointers under a contract stated on each `unsafe fn`; `rxring` is
 //! the only caller and keeps it (a reservation is dropped only after the
 //! kernel is done with its entry, or after every request was cancelled and
-//! reaped; otherwise it is leaked). Plain syscalls go through libc only
-//! where rustix has no wrapper for what the ring needs.
+//! reaped; otherwise it is leaked). The engines name sockets by raw fd
+//! (the loop's table owns them, and an io_uring request takes a raw fd), so
+//! their few plain syscalls (epoll_ctl, epoll_wait, fcntl) are libc calls
+//! with SAFETY notes: rustix would need `BorrowedFd::borrow_raw`, the same
+//! promise in another place.
 
 pub mod epoll;
 pub mod netio;
