@@ -337,8 +337,22 @@ impl<'a> Conn<'a> {
         self.tally.bytes_in += n;
     }
 
+    /// `n` bytes of answers sent (threads: the socket took them).
     pub(super) fn add_out(&mut self, n: u64) {
         self.conn_out += n;
+        self.tally.bytes_out += n;
+    }
+
+    /// `n` bytes of answers queued for an event loop to send: the
+    /// request's size in the access log; counted as sent ([`Self::add_sent`])
+    /// only once the kernel took them, so a client that never reads does
+    /// not inflate `bytes_out`.
+    pub(super) fn add_queued(&mut self, n: u64) {
+        self.conn_out += n;
+    }
+
+    /// An event loop's send completed: `n` bytes went to the kernel.
+    pub(super) fn add_sent(&mut self, n: u64) {
         self.tally.bytes_out += n;
     }
 
@@ -526,7 +540,7 @@ impl<'a> Conn<'a> {
                 }
                 _ => ob.msgs.push_back(TxMsg { head, hold }),
             }
-            self.add_out(n);
+            self.add_queued(n);
             return true;
         };
         if !self.send_socket(sock, more || hold.is_some()) {

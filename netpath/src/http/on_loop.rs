@@ -674,13 +674,16 @@ impl<'v> Session<'v> for HttpSession<'v> {
         // The answer is out: a file the upload replaced is freed now, off
         // the client's wait.
         self.c.replaced = None;
-        if let Err(e) = result {
-            tracing::info!(
-                "HTTP connection from {}: sending an answer: {e}",
-                self.c.peer
-            );
-            self.abort_upload();
-            return Flow::Close;
+        match result {
+            Ok(n) => self.c.add_sent(n),
+            Err(e) => {
+                tracing::info!(
+                    "HTTP connection from {}: sending an answer: {e}",
+                    self.c.peer
+                );
+                self.abort_upload();
+                return Flow::Close;
+            }
         }
         if let Some(ob) = self.c.outbox.as_mut() {
             // Only small buffers are kept: a large answer's would stay

@@ -176,7 +176,7 @@ impl<'a> Conn<'a> {
                 head,
                 hold: Some(hold),
             });
-            self.add_out(len);
+            self.add_queued(len);
             n += 1;
         }
         Ok(n)
