@@ -22,7 +22,7 @@
 //! DRAM-only, so every mount checks every record again on first use, and
 //! `pktfs scrub` ignores them and reads everything. [`VerifyMode::Always`]
 //! checks on every read; [`VerifyMode::Off`] trusts the media (the measured
-//! cost of each is in the README).
+//! cost of each is in docs/BENCHMARKS.md).
 //!
 //! A split never launders damage into a fresh checksum: the record being
 //! split is verified first, and remnants of a damaged record carry
