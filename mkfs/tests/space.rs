@@ -8,8 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-#[path = "../../tests/src/tmpfs.rs"]
-mod tmpfs;
+use crate::tmpfs;
 
 fn mkfs(img: &Path, args: &[&str]) -> (Output, Duration) {
     let t = Instant::now();

@@ -4,14 +4,13 @@
 //! default, errors that name a thing once, quiet ends on a closed pipe,
 //! and no image left behind by an `up` that cannot listen.
 
-mod cli_common;
-
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
 
-use cli_common::*;
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
+
+use crate::cli_common::*;
 
 fn run(args: &[&str]) -> std::process::Output {
     Command::new(PKTFS).args(args).output().unwrap()

@@ -20,14 +20,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-mod cli_common;
-#[path = "../../tests/tests/prereq/mod.rs"]
-mod prereq;
-use cli_common::{announced, Proc};
-
 use pktfs_fs::media::{MapOptions, Pm};
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 use pktfs_layout::GeometryParams;
+
+use crate::cli_common;
+use crate::cli_common::{announced, Proc};
+use crate::prereq;
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 

@@ -30,20 +30,18 @@
 //! and `PKTFS_FSX_OPS` sets the operations per fsx (default 30,000).
 //! Lives in the pktfs package so cargo builds the binaries it runs.
 
-#[path = "../../tests/tests/fuse_common/mod.rs"]
-mod fuse_common;
-#[path = "../../tests/tests/prereq/mod.rs"]
-mod prereq;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fuse_common::{crc, image_path, is_mountpoint};
 use pktfs_fs::media::{MapOptions, Pm};
 use pktfs_fs::{FormatOptions, Volume};
 use pktfs_layout::GeometryParams;
 use pktfs_tier::garage::Garage;
+
+use crate::fuse_common;
+use crate::fuse_common::{crc, image_path, is_mountpoint};
+use crate::prereq;
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 

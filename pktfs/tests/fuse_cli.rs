@@ -5,17 +5,14 @@
 //!
 //! Lives in the pktfs package so cargo builds the binaries it runs.
 
-#[path = "../../tests/tests/fuse_common/mod.rs"]
-mod fuse_common;
-#[path = "../../tests/tests/prereq/mod.rs"]
-mod prereq;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fuse_common::*;
 use pktfs_fs::{OpenOptions, Volume};
+
+use crate::fuse_common::*;
+use crate::prereq;
 
 const MIB: u64 = 1 << 20;
 

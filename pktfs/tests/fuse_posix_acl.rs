@@ -8,18 +8,15 @@
 //!
 //! Lives in the pktfs package so cargo builds the binary it runs.
 
-#[path = "../../tests/tests/fuse_common/mod.rs"]
-mod fuse_common;
-#[path = "../../tests/tests/prereq/mod.rs"]
-mod prereq;
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use fuse_common::{format, image_path, is_mountpoint};
 use pktfs_fs::{OpenOptions, Volume};
+
+use crate::fuse_common::{format, image_path, is_mountpoint};
+use crate::prereq;
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 const MIB: u64 = 1 << 20;

@@ -5,19 +5,13 @@
 //! the same keep-alive connection, every answer is 2xx and every byte is
 //! right, in the answers and in the image afterwards.
 
-#[path = "cli_common/mod.rs"]
-mod cli_common;
-#[path = "many_common/mod.rs"]
-mod many_common;
-#[path = "../../tests/tests/prereq/mod.rs"]
-mod prereq;
-
-use cli_common::{free_port, mkfs, stop};
-use many_common::{fd_room, open_all, serve_on_loops, uring_usable};
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
+
+use crate::cli_common::{free_port, mkfs, stop};
+use crate::many_common;
+use crate::many_common::{fd_room, open_all, serve_on_loops, uring_usable};
 
 const CONNS: usize = 10_000;
 

@@ -5,15 +5,12 @@
 //! marks the record, and `pktfs scrub` (online, through the server's
 //! control socket, and offline) names the file and range with exit 4.
 
-#[path = "cli_common/mod.rs"]
-mod cli_common;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
-use cli_common::{chain_json, mkfs, pktfs, serve, stop};
+use crate::cli_common::{chain_json, mkfs, pktfs, serve, stop};
 
 /// One HTTP/1.1 request with `Connection: close`; returns status and body.
 fn http(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {

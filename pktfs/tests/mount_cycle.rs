@@ -5,16 +5,12 @@
 //!
 //! Lives in the pktfs package so cargo builds the binaries it runs.
 
-#[path = "../../tests/tests/fuse_common/mod.rs"]
-mod fuse_common;
-#[path = "../../tests/tests/prereq/mod.rs"]
-mod prereq;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fuse_common::*;
+use crate::fuse_common::*;
+use crate::prereq;
 
 const PKTFS: &str = env!("CARGO_BIN_EXE_pktfs");
 

@@ -1,15 +1,11 @@
 //! `pktfs serve --log-file`: one access-log line per request, and failed
 //! requests logged with their cause.
 
-mod cli_common;
-#[path = "../../tests/tests/net_common/mod.rs"]
-mod net_common;
-
 use std::process::Stdio;
 use std::time::Duration;
 
-use cli_common::*;
-use net_common::*;
+use crate::cli_common::*;
+use crate::net_common::*;
 
 #[test]
 fn access_log_and_request_failures_land_in_the_log_file() {

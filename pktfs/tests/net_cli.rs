@@ -1,18 +1,16 @@
 //! `pktfs serve`, `pktfs send` and `pktfs up --no-mount` as a person runs
 //! them. Lives in the pktfs package so cargo builds the binary it runs.
 
-mod cli_common;
-#[path = "../../tests/tests/net_common/mod.rs"]
-mod net_common;
-
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
 use std::process::Command;
 use std::time::Duration;
 
-use cli_common::*;
-use net_common::*;
 use pktfs_fs::{OpenOptions, Volume};
+
+use crate::cli_common::*;
+use crate::net_common;
+use crate::net_common::*;
 
 #[test]
 fn serve_store_send_and_stop_cleanly() {

@@ -4,15 +4,13 @@
 //! loops' epoll backend, says so and why, and stores and serves files;
 //! `--io uring` refuses to start with a message that says what is missing.
 
-#[path = "cli_common/mod.rs"]
-mod cli_common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use cli_common::{free_port, mkfs, stop, wait_listening, Proc, PKTFS};
+use crate::cli_common;
+use crate::cli_common::{free_port, mkfs, stop, wait_listening, Proc, PKTFS};
 
 /// Run `f` on a thread of its own whose `io_uring_setup` calls fail with
 /// EPERM (a seccomp filter, as a container's profile installs); what it

@@ -1,11 +1,9 @@
 //! `pktfs ls|cat|get|put|rm IMAGE PATH` on an image nothing holds, and
 //! their refusal, with a hint, of an image a server holds.
 
-mod cli_common;
-
 use std::process::{Command, Output};
 
-use cli_common::*;
+use crate::cli_common::*;
 
 fn run(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(PKTFS).args(args).output().unwrap()

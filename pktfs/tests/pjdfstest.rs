@@ -3,14 +3,13 @@
 //! pass, then the tree must survive an unmount and remount unchanged.
 //! `.ci/run` installs pjdfstest; in CI its absence is a failure, not a skip.
 
-#[path = "../../tests/tests/prereq/mod.rs"]
-mod prereq;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pktfs_fs::{FormatOptions, Volume};
 use pktfs_layout::GeometryParams;
+
+use crate::prereq;
 
 fn pjdfstest() -> Option<PathBuf> {
     prereq::cargo_bin("pjdfstest")

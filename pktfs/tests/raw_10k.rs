@@ -5,19 +5,13 @@
 //! side; this process raises its soft limit to the hard one, the server
 //! does the same and prints what it allows).
 
-#[path = "cli_common/mod.rs"]
-mod cli_common;
-#[path = "many_common/mod.rs"]
-mod many_common;
-#[path = "../../tests/tests/prereq/mod.rs"]
-mod prereq;
-
-use cli_common::{free_port, mkfs, stop};
-use many_common::{fd_room, open_all, serve_on_loops, uring_usable};
-
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
+
+use crate::cli_common::{free_port, mkfs, stop};
+use crate::many_common;
+use crate::many_common::{fd_room, open_all, serve_on_loops, uring_usable};
 
 const CONNS: usize = 10_000;
 

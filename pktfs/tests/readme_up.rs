@@ -3,13 +3,6 @@
 //! /dev/shm, a mount, a server on 127.0.0.1:8080) and used with curl as the
 //! banner says; the test line must be what `.ci/run` runs.
 
-#[path = "../../tests/tests/fuse_common/mod.rs"]
-mod fuse_common;
-#[path = "../../tests/tests/net_common/mod.rs"]
-mod net_common;
-#[path = "../../tests/tests/prereq/mod.rs"]
-mod prereq;
-
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -18,10 +11,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use fuse_common::is_mountpoint;
-use net_common::wait_until;
 use pktfs_fs::{OpenOptions, Volume};
 use rustix::process::{kill_process_group, Pid, Signal};
+
+use crate::fuse_common::is_mountpoint;
+use crate::net_common::wait_until;
+use crate::prereq;
 
 /// The workspace root (README.md, .ci/run, and where the command runs).
 fn root() -> PathBuf {

@@ -3,18 +3,14 @@
 //! it), a SIGKILL mid-stream (an exact prefix survives), and a user who
 //! may not use the holder (refused).
 
-#[path = "cli_common/mod.rs"]
-mod cli_common;
-#[path = "../../tests/tests/prereq/mod.rs"]
-mod prereq;
-
-use cli_common::{chain_json, free_port, mkfs, pktfs, serve, stop, Proc, PKTFS};
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::cli_common::{chain_json, free_port, mkfs, pktfs, serve, stop, Proc, PKTFS};
+use crate::prereq;
 
 fn data(len: usize, seed: u32) -> Vec<u8> {
     (0..len as u32)

@@ -8,17 +8,14 @@
 //!
 //! Garage missing: under CI a failure, elsewhere a loud SKIPPED line.
 
-#[path = "../../tests/tests/prereq/mod.rs"]
-#[macro_use]
-mod prereq;
-mod cli_common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use cli_common::{chain_json, free_port, mkfs, wait_listening, PKTFS};
 use pktfs_tier::garage::Garage;
+
+use crate::cli_common::{chain_json, free_port, mkfs, wait_listening, PKTFS};
+use crate::prereq;
 
 fn garage() -> prereq::Check {
     prereq::holds(Garage::binary().is_some(), || {

@@ -2,12 +2,11 @@
 //! size the file system cannot hold is refused at once with the same
 //! message, and no file is left behind.
 
-#[path = "../../tests/src/tmpfs.rs"]
-mod tmpfs;
-
 use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use crate::tmpfs;
 
 #[test]
 fn up_refuses_an_image_the_file_system_cannot_hold() {

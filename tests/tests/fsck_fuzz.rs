@@ -12,6 +12,10 @@
 //!
 //! `PKTFS_FUZZ_CASES` sets the number of cases (`PKTFS_CRASH_FULL=1`: many);
 //! `PKTFS_SEED` replays a run.
+//!
+//! It runs alone in a child process ([`crate::harness::alone`]): its
+//! watchdog's abort ends the whole process, and the test binary runs its
+//! other tests beside it.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
@@ -266,50 +270,52 @@ fn case(img_idx: usize, flips: &[(u8, u32, u8)], t0: Instant) -> Result<String, 
 
 #[test]
 fn fsck_survives_random_damage_and_repairs_it() {
-    let seed: u64 = std::env::var("PKTFS_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
+    crate::harness::alone(|| {
+        let seed: u64 = std::env::var("PKTFS_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            });
+        let cases: u32 = std::env::var("PKTFS_FUZZ_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(if full_mode() { 20_000 } else { 4000 });
+        println!("fsck_fuzz: seed {seed} (PKTFS_SEED={seed} replays it), {cases} cases");
+        watchdog(Duration::from_secs(60));
+        let _ = images();
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&seed.to_le_bytes());
+        let cfg = Config {
+            cases,
+            failure_persistence: None,
+            max_shrink_iters: 2000,
+            ..Config::default()
+        };
+        let mut runner =
+            TestRunner::new_with_rng(cfg, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+        let t0 = Instant::now();
+        let outcomes = std::cell::RefCell::new(std::collections::BTreeMap::<String, u64>::new());
+        let strat = (
+            0usize..3,
+            proptest::collection::vec((any::<u8>(), any::<u32>(), 1u8..=255), 1..8),
+        );
+        let r = runner.run(&strat, |(i, flips)| {
+            let o = case(i, &flips, t0).map_err(TestCaseError::fail)?;
+            *outcomes.borrow_mut().entry(o).or_default() += 1;
+            Ok(())
         });
-    let cases: u32 = std::env::var("PKTFS_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(if full_mode() { 20_000 } else { 4000 });
-    println!("fsck_fuzz: seed {seed} (PKTFS_SEED={seed} replays it), {cases} cases");
-    watchdog(Duration::from_secs(60));
-    let _ = images();
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let cfg = Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 2000,
-        ..Config::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(cfg, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
-    let t0 = Instant::now();
-    let outcomes = std::cell::RefCell::new(std::collections::BTreeMap::<String, u64>::new());
-    let strat = (
-        0usize..3,
-        proptest::collection::vec((any::<u8>(), any::<u32>(), 1u8..=255), 1..8),
-    );
-    let r = runner.run(&strat, |(i, flips)| {
-        let o = case(i, &flips, t0).map_err(TestCaseError::fail)?;
-        *outcomes.borrow_mut().entry(o).or_default() += 1;
-        Ok(())
+        PROGRESS.store(0, Relaxed);
+        println!(
+            "fsck_fuzz: {cases} damaged images in {:.1} s; exit codes (-n/-y): {:?}",
+            t0.elapsed().as_secs_f64(),
+            outcomes.borrow()
+        );
+        if let Err(e) = r {
+            panic!("fsck_fuzz failed (seed {seed}; PKTFS_SEED={seed} replays it):\n{e}");
+        }
     });
-    PROGRESS.store(0, Relaxed);
-    println!(
-        "fsck_fuzz: {cases} damaged images in {:.1} s; exit codes (-n/-y): {:?}",
-        t0.elapsed().as_secs_f64(),
-        outcomes.borrow()
-    );
-    if let Err(e) = r {
-        panic!("fsck_fuzz failed (seed {seed}; PKTFS_SEED={seed} replays it):\n{e}");
-    }
 }

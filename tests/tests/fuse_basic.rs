@@ -1,16 +1,15 @@
 //! The FUSE mount driven with ordinary file calls: every operation of the
 //! issue, and the errno POSIX names for each misuse.
 
-mod fuse_common;
-mod prereq;
-
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 
-use fuse_common::*;
 use rustix::fs::{self as rfs, FallocateFlags, RenameFlags, Timespec, Timestamps, CWD};
+
+use crate::fuse_common::*;
+use crate::prereq;
 
 const MIB: u64 = 1 << 20;
 

@@ -2,14 +2,12 @@
 //! (only its range), a copy of it stays damaged, and a failed persist
 //! stops the mount from serving anything more.
 
-mod fuse_common;
-mod prereq;
-
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 
-use fuse_common::*;
+use crate::fuse_common::*;
+use crate::prereq;
 
 const MIB: u64 = 1 << 20;
 

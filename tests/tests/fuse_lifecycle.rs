@@ -2,13 +2,11 @@
 //! unmount/remount that must give the same tree. (Descriptors and memory
 //! over many operations: fuse_resources.rs, alone in its process.)
 
-mod fuse_common;
-mod prereq;
-
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 
-use fuse_common::*;
+use crate::fuse_common::*;
+use crate::prereq;
 
 const MIB: u64 = 1 << 20;
 

@@ -335,11 +335,7 @@ fn sigbus_on_the_mapping_is_named_before_the_process_dies() {
     v.write(f.ino, 0, &pattern(1 << 20, 3)).unwrap();
     v.close().unwrap();
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "sigbus_on_the_mapping_is_named_before_the_process_dies",
-            "--nocapture",
-        ])
+        .args(["--exact", &crate::harness::test_name(), "--nocapture"])
         .env(CHILD, &p)
         .output()
         .unwrap();

@@ -5,8 +5,6 @@
 //! keep-alive connections (no thread each) do not keep a new client out.
 //! Nothing of the abandoned uploads becomes visible or stays allocated.
 
-mod net_common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,8 +12,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use net_common::{data, server, Conn, Server};
 use pktfs_netpath::IoMode;
+
+use crate::net_common;
+use crate::net_common::{data, server, Conn, Server};
 
 const MIB: u64 = 1 << 20;
 /// The well-behaved client's file names.

@@ -9,14 +9,13 @@
 //! last, each replacing exactly the one before (two accepted writes that
 //! name the same predecessor would be a lost update).
 
-mod net_common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Barrier};
 
-use net_common::{server, Conn};
 use pktfs_netpath::IoMode;
+
+use crate::net_common::{server, Conn};
 
 /// Writers racing on one file, and the updates each must get accepted.
 const WRITERS: usize = 4;

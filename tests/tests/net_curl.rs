@@ -1,11 +1,9 @@
 //! curl as the client (needs curl: `prereq` says what happens without it).
 
-mod net_common;
-mod prereq;
-
 use std::process::{Command, Stdio};
 
-use net_common::*;
+use crate::net_common::*;
+use crate::prereq;
 
 const MIB: u64 = 1 << 20;
 

@@ -24,18 +24,15 @@
 //! has; a file stored before is still byte for byte what it was, with the
 //! same ETag; the image's invariants hold.
 
-mod http_model;
-mod http_wire;
-mod net_common;
-
 use std::collections::BTreeMap;
 
-use http_model::{expect, req, Req, NAMES};
-use http_wire::{exchange, parse_answers, CLOSE_WITHIN};
-use net_common::{data, http, server, Server};
 use pktfs_netpath::IoMode;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+
+use crate::http_model::{expect, req, Req, NAMES};
+use crate::http_wire::{exchange, parse_answers, CLOSE_WITHIN};
+use crate::net_common::{data, http, server, Server};
 
 const MIB: u64 = 1 << 20;
 fn start(io: IoMode) -> Server {

@@ -1,12 +1,10 @@
 //! HTTP/1.1 server over real sockets on 127.0.0.1.
 
-mod net_common;
-
 use std::io::{Read, Write};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use net_common::*;
+use crate::net_common::*;
 
 const MIB: u64 = 1 << 20;
 

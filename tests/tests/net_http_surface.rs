@@ -2,12 +2,11 @@
 //! from the chain, conditional requests, Content-Type, the JSON listing and
 //! error bodies.
 
-mod net_common;
-
 use std::sync::{Arc, Barrier};
 
-use net_common::*;
 use pktfs_fs::{OpenOptions, Volume};
+
+use crate::net_common::*;
 
 /// The tag the server must give content `b`: its CRC32C (computed here
 /// independently, one pass) and its length.

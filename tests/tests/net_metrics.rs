@@ -1,11 +1,9 @@
 //! `/metrics` over real sockets: the Prometheus text format parses, and
 //! the counters move with the requests served.
 
-mod net_common;
-
 use std::collections::HashMap;
 
-use net_common::*;
+use crate::net_common::*;
 
 /// Parse the text exposition: `name{labels} value` lines (and `# ...`
 /// comments, ending with `# EOF`). Panics on a line that does not parse.

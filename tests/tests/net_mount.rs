@@ -2,17 +2,16 @@
 //! in the mount at once (the kernel's caches are told), and files written
 //! through the mount can be fetched. Needs FUSE (`prereq::fuse`).
 
-mod net_common;
-mod prereq;
-
 use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use net_common::*;
 use pktfs_fs::fuse::{Invalidator, MountOptions};
+
+use crate::net_common::*;
+use crate::prereq;
 
 /// How long a change may take to show in the mount: generous for a loaded
 /// machine, yet far below the 60 s the kernel would otherwise cache.

@@ -2,17 +2,16 @@
 //! backend): a raw file is always an exact prefix of what was sent, an HTTP
 //! upload is all or nothing.
 
-mod net_common;
-mod prereq;
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use net_common::*;
 use pktfs_fs::media::Pm;
 use pktfs_fs::Volume;
+
+use crate::net_common::*;
+use crate::prereq;
 
 const MIB: u64 = 1 << 20;
 

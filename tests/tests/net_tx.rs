@@ -2,14 +2,13 @@
 //! sendmsg (kernel copies before returning) and not sendfile (pages stay
 //! referenced until the peer reads them).
 
-mod net_common;
-
 use std::io::Read;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use net_common::*;
 use pktfs_fs::media::{MapOptions, Pm};
+
+use crate::net_common::*;
 
 #[test]
 fn send_streams_a_file_by_its_chain_with_holes_as_zeros() {
@@ -32,7 +31,9 @@ fn send_streams_a_file_by_its_chain_with_holes_as_zeros() {
         s.read_to_end(&mut v).unwrap();
         v
     });
-    let r = pktfs_netpath::transmit::to_peer::send_file(&vol, f.ino, &addr, Duration::from_secs(10)).unwrap();
+    let r =
+        pktfs_netpath::transmit::to_peer::send_file(&vol, f.ino, &addr, Duration::from_secs(10))
+            .unwrap();
     let got = rx.join().unwrap();
     assert_eq!(got.len(), want.len());
     assert!(got == want);

@@ -8,17 +8,16 @@
 //! busy polling counted, off when configured so, and paused for a paced
 //! client.
 
-mod net_common;
-mod prereq;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use net_common::*;
 use pktfs_netpath::loops::IoChoice;
 use pktfs_netpath::IoMode;
+
+use crate::net_common::*;
+use crate::prereq;
 
 const MIB: u64 = 1 << 20;
 

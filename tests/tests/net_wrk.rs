@@ -2,12 +2,10 @@
 //! without it): many keep-alive connections at once, every answer counted
 //! in the metrics.
 
-mod net_common;
-mod prereq;
-
 use std::process::Command;
 
-use net_common::*;
+use crate::net_common::*;
+use crate::prereq;
 
 #[test]
 fn wrk_load_is_answered_and_counted() {

@@ -13,6 +13,10 @@
 //! `PKTFS_STRUCT_FUZZ_CASES` sets the number of cases (default 3000 here;
 //! the full run uses 100000); `PKTFS_SEED` replays a run and
 //! `PKTFS_CASE` one case of it.
+//!
+//! It runs alone in a child process ([`crate::harness::alone`]): its quiet
+//! panic hook and its watchdog's abort are the whole process's, and the
+//! test binary runs its other tests beside it.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -302,73 +306,77 @@ fn case(
 
 #[test]
 fn hostile_fields_with_valid_checksums_never_panic_hang_or_write_rejected_images() {
-    let seed: u64 = std::env::var("PKTFS_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(now_ms);
-    let cases: u64 = std::env::var("PKTFS_STRUCT_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3000);
-    let only: Option<u64> = std::env::var("PKTFS_CASE")
-        .ok()
-        .and_then(|s| s.parse().ok());
-    let trace = std::env::var_os("PKTFS_FUZZ_TRACE").is_some();
-    println!("struct_fuzz: seed {seed} (PKTFS_SEED={seed} replays it), {cases} cases");
-    let base = seeded().0.clone();
-    let g = Superblock::from_bytes(&base[..256], 0, base.len() as u64)
-        .expect("the seeded image is valid")
-        .geometry;
-    watchdog(seed, Duration::from_secs(60));
-    // Panics are caught and reported per case; keep the default hook quiet
-    // so thousands of expected-to-be-caught messages do not drown the log.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("img");
-    let t0 = Instant::now();
-    let mut tally = std::collections::BTreeMap::<String, u64>::new();
-    let mut failures = Vec::new();
-    for k in 0..cases {
-        if only.is_some_and(|o| o != k) {
-            continue;
+    crate::harness::alone(|| {
+        let seed: u64 = std::env::var("PKTFS_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(now_ms);
+        let cases: u64 = std::env::var("PKTFS_STRUCT_FUZZ_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3000);
+        let only: Option<u64> = std::env::var("PKTFS_CASE")
+            .ok()
+            .and_then(|s| s.parse().ok());
+        let trace = std::env::var_os("PKTFS_FUZZ_TRACE").is_some();
+        println!("struct_fuzz: seed {seed} (PKTFS_SEED={seed} replays it), {cases} cases");
+        let base = seeded().0.clone();
+        let g = Superblock::from_bytes(&base[..256], 0, base.len() as u64)
+            .expect("the seeded image is valid")
+            .geometry;
+        watchdog(seed, Duration::from_secs(60));
+        // Panics are caught and reported per case; keep the default hook quiet
+        // so thousands of expected-to-be-caught messages do not drown the log.
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("img");
+        let t0 = Instant::now();
+        let mut tally = std::collections::BTreeMap::<String, u64>::new();
+        let mut failures = Vec::new();
+        for k in 0..cases {
+            if only.is_some_and(|o| o != k) {
+                continue;
+            }
+            CURRENT.store(k, Relaxed);
+            PROGRESS.store(now_ms(), Relaxed);
+            if trace {
+                // An abort (a failed huge allocation) ends the process without
+                // a report: this names the case it happened in.
+                eprintln!("struct_fuzz: case {k}");
+            }
+            match case(&base, &g, seed, k, &path) {
+                Ok(o) => *tally.entry(o).or_default() += 1,
+                Err(e) => {
+                    failures.push(format!("case {k} (PKTFS_SEED={seed} PKTFS_CASE={k}): {e}"))
+                }
+            }
+            if failures.len() >= 5 {
+                break;
+            }
         }
-        CURRENT.store(k, Relaxed);
-        PROGRESS.store(now_ms(), Relaxed);
-        if trace {
-            // An abort (a failed huge allocation) ends the process without
-            // a report: this names the case it happened in.
-            eprintln!("struct_fuzz: case {k}");
+        PROGRESS.store(0, Relaxed);
+        std::panic::set_hook(hook);
+        println!(
+            "struct_fuzz: {cases} cases in {:.1} s: {tally:?}",
+            t0.elapsed().as_secs_f64()
+        );
+        assert!(
+            failures.is_empty(),
+            "struct_fuzz failures:\n{}",
+            failures.join("\n")
+        );
+        if only.is_none() {
+            // The mutations must reach past the checksums: some images open.
+            let count = |p: &str| {
+                tally
+                    .iter()
+                    .filter(|(k, _)| k.starts_with(p))
+                    .map(|(_, n)| n)
+                    .sum::<u64>()
+            };
+            assert!(count("opened,") > 0, "{tally:?}");
+            assert!(count("refused") > 0, "{tally:?}");
         }
-        match case(&base, &g, seed, k, &path) {
-            Ok(o) => *tally.entry(o).or_default() += 1,
-            Err(e) => failures.push(format!("case {k} (PKTFS_SEED={seed} PKTFS_CASE={k}): {e}")),
-        }
-        if failures.len() >= 5 {
-            break;
-        }
-    }
-    PROGRESS.store(0, Relaxed);
-    std::panic::set_hook(hook);
-    println!(
-        "struct_fuzz: {cases} cases in {:.1} s: {tally:?}",
-        t0.elapsed().as_secs_f64()
-    );
-    assert!(
-        failures.is_empty(),
-        "struct_fuzz failures:\n{}",
-        failures.join("\n")
-    );
-    if only.is_none() {
-        // The mutations must reach past the checksums: some images open.
-        let count = |p: &str| {
-            tally
-                .iter()
-                .filter(|(k, _)| k.starts_with(p))
-                .map(|(_, n)| n)
-                .sum::<u64>()
-        };
-        assert!(count("opened,") > 0, "{tally:?}");
-        assert!(count("refused") > 0, "{tally:?}");
-    }
+    });
 }

@@ -5,10 +5,6 @@
 //!
 //! Garage missing: under CI a failure, elsewhere a loud SKIPPED line.
 
-#[path = "../../tests/tests/prereq/mod.rs"]
-#[macro_use]
-mod prereq;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +13,8 @@ use pktfs_layout::GeometryParams;
 use pktfs_tier::engine::{Tier, TierConfig};
 use pktfs_tier::garage::Garage;
 use pktfs_tier::segment::parse_object_key_rel;
+
+use crate::prereq;
 
 fn garage() -> prereq::Check {
     prereq::holds(Garage::binary().is_some(), || {

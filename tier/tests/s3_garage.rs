@@ -6,12 +6,10 @@
 //!
 //! Garage missing: under CI a failure, elsewhere a loud SKIPPED line.
 
-#[path = "../../tests/tests/prereq/mod.rs"]
-#[macro_use]
-mod prereq;
-
 use pktfs_tier::garage::Garage;
 use pktfs_tier::s3::{ObjectStore, StoreError, StoreOptions};
+
+use crate::prereq;
 
 fn garage() -> prereq::Check {
     prereq::holds(Garage::binary().is_some(), || {

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use pktfs_netpath::control::{MAX_CONNECTIONS, MAX_REQUEST, REQUEST_DEADLINE};
 
 use crate::cli_common::{mkfs, serve, stop, try_startup_lines, Proc, PKTFS};
-use crate::{prereq, require};
+use crate::prereq;
 
 /// The helper's role, the abstract name it acts on, and how many
 /// connections a flood makes.
@@ -230,7 +230,8 @@ impl Hostile {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "control::hostile_helper",
+                // Its full name: hostile::control::hostile_helper.
+                &crate::harness::name_in(module_path!(), "hostile_helper"),
                 "--ignored",
                 "--nocapture",
             ])

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::cli_common::{free_port, mkfs, try_startup_lines, Proc, PKTFS};
-use crate::{prereq, require};
+use crate::prereq;
 
 /// $USER for `up` here.
 const USER: &str = "hostile-image-test";

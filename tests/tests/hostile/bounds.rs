@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use pktfs_netpath::IoMode;
 
-use super::net_common::{chunk_frame, req_bytes, server, Conn, Server};
+use crate::harness::alone;
+use crate::net_common::{chunk_frame, req_bytes, server, Conn, Server};
 
 const MIB: u64 = 1 << 20;
 const MODES: [IoMode; 3] = [IoMode::Uring, IoMode::Epoll, IoMode::Threads];
@@ -27,7 +28,8 @@ fn start(io: IoMode, bytes: u64, tweak: impl FnOnce(&mut pktfs_netpath::Config))
 }
 
 /// Anonymous resident memory of this process (the server is in process;
-/// the image's pages are shared memory and not counted).
+/// the image's pages are shared memory and not counted). The whole
+/// process's: a test that measures it runs [`alone`].
 fn rss_anon_kib() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();
     s.lines()
@@ -53,7 +55,7 @@ fn put_chunked(c: &mut Conn, path: &str, body: &[u8], chunk: usize) {
 
 fn one_byte_chunks(io: IoMode) {
     let s = start(io, 64 * MIB, |_| {});
-    let body = super::net_common::data(20_000, 7);
+    let body = crate::net_common::data(20_000, 7);
     let before = s.vol.statfs().records_free;
     let mut c = Conn::new(s.http);
     put_chunked(&mut c, "/trickle", &body, 1);
@@ -158,17 +160,17 @@ fn pipelining_flood(io: IoMode) {
 
 #[test]
 fn a_pipelining_flood_is_paused_then_closed_on_the_loops() {
-    pipelining_flood(IoMode::Uring);
+    alone(|| pipelining_flood(IoMode::Uring));
 }
 
 #[test]
 fn a_pipelining_flood_is_paused_then_closed_on_epoll() {
-    pipelining_flood(IoMode::Epoll);
+    alone(|| pipelining_flood(IoMode::Epoll));
 }
 
 #[test]
 fn a_pipelining_flood_is_paused_then_closed_on_threads() {
-    pipelining_flood(IoMode::Threads);
+    alone(|| pipelining_flood(IoMode::Threads));
 }
 
 /// Stopping the services while clients flood pipelined requests and never
@@ -248,7 +250,7 @@ fn raw_trickle(io: IoMode) {
         c.raw_listen = Some("127.0.0.1:0".parse().unwrap());
     });
     let raw = s.raw.expect("a raw listener");
-    let body = super::net_common::data(20_000, 11);
+    let body = crate::net_common::data(20_000, 11);
     let before = s.vol.statfs().records_free;
     let mut t = TcpStream::connect(raw).unwrap();
     t.set_nodelay(true).unwrap();
@@ -412,9 +414,11 @@ fn partial_heads_stay_within_the_dram_budget() {
     // The threads transport reads a head into its connection's own buffer
     // (64 KiB at most, one thread per connection under its cap): the
     // budget is the loops'.
-    for io in [IoMode::Uring, IoMode::Epoll] {
-        partial_heads(io);
-    }
+    alone(|| {
+        for io in [IoMode::Uring, IoMode::Epoll] {
+            partial_heads(io);
+        }
+    });
 }
 
 /// Read a GET of `/big` (`len` bytes) on threads at about `rate` bytes/s
@@ -476,8 +480,8 @@ fn a_slow_reader_of_a_large_get_is_closed_on_threads() {
         c.min_send_rate = rate;
     });
     let len = 4 << 20;
-    let body = super::net_common::data(len, 5);
-    let r = super::net_common::http(s.http, "PUT", "/big", &[], &body);
+    let body = crate::net_common::data(len, 5);
+    let r = crate::net_common::http(s.http, "PUT", "/big", &[], &body);
     assert!(r.status < 300, "PUT: {}", r.status);
 
     // A thirty-second of the pace (8 KiB/s). Without the rule a send
@@ -516,39 +520,6 @@ fn status_kib(name: &str) -> u64 {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or_else(|| panic!("{name} in /proc/self/status"))
-}
-
-const CHILD: &str = "PKTFS_BOUNDS_CHILD";
-
-/// Run `body` alone in a child process (this binary, this one test, named
-/// by libtest after its thread): the other tests of the binary run in
-/// parallel and would move this process's resident memory.
-fn alone(body: impl FnOnce()) {
-    let name = std::thread::current()
-        .name()
-        .expect("libtest names each test's thread")
-        .to_string();
-    if std::env::var(CHILD).as_deref() == Ok(name.as_str()) {
-        body();
-        return;
-    }
-    // /proc/self/exe: a concurrent build may have replaced the file.
-    let out = std::process::Command::new("/proc/self/exe")
-        .args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, &name)
-        .output()
-        .expect("run the test in a child process");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("--- {name} in a child process ---\n{text}");
-    assert!(out.status.success(), "{name} failed in its child:\n{text}");
-    assert!(
-        text.contains("1 passed"),
-        "{name}: the child ran no test:\n{text}"
-    );
 }
 
 /// Resident memory a held thread-served connection may cost (KiB), from
@@ -602,7 +573,7 @@ fn held_connections_on_threads_stay_within_their_memory() {
         // Warm the server (allocator, a first connection thread) before
         // the baseline.
         assert_eq!(
-            super::net_common::http(s.http, "GET", "/", &[], b"").status,
+            crate::net_common::http(s.http, "GET", "/", &[], b"").status,
             200
         );
         s.settle();
@@ -631,7 +602,7 @@ fn held_connections_on_threads_stay_within_their_memory() {
             socks.push(t);
         }
         let svc = s.svc.as_ref().expect("running");
-        super::net_common::wait_until("every connection held", Duration::from_secs(10), || {
+        crate::net_common::wait_until("every connection held", Duration::from_secs(10), || {
             svc.active() == cap
         });
         std::thread::sleep(Duration::from_millis(300));

@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 use pktfs_fs::{RemoteBytes, RemoteSource, Volume};
 use pktfs_netpath::IoMode;
 
-use super::net_common::{data, http, server, wait_until, Conn, Server};
-use crate::require;
+use crate::net_common::{data, http, server, wait_until, Conn, Server};
 
 const KIB: u64 = 1 << 10;
 /// The windows these tests use: small, so a file of a few MiB is many.
@@ -60,7 +59,7 @@ impl RemoteSource for FakeStore {
     }
 }
 
-fn uring_usable() -> super::prereq::Check {
+fn uring_usable() -> crate::prereq::Check {
     pktfs_netpath::loops::choose(IoMode::Uring, 1)
         .map(|_| ())
         .map_err(|e| format!("io_uring is not usable in this process: {e}"))

@@ -1,7 +1,6 @@
 //! The client side of `net_fuzz`: write bytes cut anywhere, half-close,
 //! read everything until the server closes, and parse it strictly as
 //! HTTP/1.1 responses.
-#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};

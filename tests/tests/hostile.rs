@@ -2,12 +2,9 @@
 //! expose"): each module tries one family of attacks and asserts the attack
 //! gets nothing, stores nothing, and the server's memory, threads, records
 //! and connections stay within their stated bounds (docs/SECURITY.md).
-//! One test binary, a module per family.
+//! A submodule per family.
 
-#[path = "../net_common/mod.rs"]
-mod net_common;
-#[path = "../prereq/mod.rs"]
-mod prereq;
+use crate::prereq;
 
 /// io_uring can be used by this process (a prerequisite of the loops' runs).
 fn uring() -> prereq::Check {
@@ -23,7 +20,7 @@ macro_rules! on_every_transport {
             $(
                 #[test]
                 fn $f() {
-                    crate::require!(crate::uring());
+                    crate::require!(crate::hostile::uring());
                     super::$f(pktfs_netpath::IoMode::Uring);
                 }
             )+

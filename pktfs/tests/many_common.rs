@@ -2,7 +2,6 @@
 //! child share: the fd limit raised and checked, io_uring usable here, the
 //! server started on the loops (and what it says it allows), and the
 //! connections opened before any of them sends.
-#![allow(dead_code)]
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;

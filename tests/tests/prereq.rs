@@ -10,7 +10,6 @@
 //!
 //! Written once and included by each test crate (pktfs/tests through
 //! `#[path]`); it needs only std and rustix, which both crates have.
-#![allow(dead_code)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

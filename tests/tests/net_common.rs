@@ -1,6 +1,5 @@
 //! Shared helpers for the netpath integration tests: a server on a fresh
 //! /dev/shm image, and a tiny HTTP/1.1 client over real sockets.
-#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -3,7 +3,6 @@
 //! ranges, preconditions and bodies; HEAD; DELETE; the JSON listing), their
 //! bytes, a proptest strategy for them, and what RFC 9110 says each should
 //! be answered given what the names hold.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 

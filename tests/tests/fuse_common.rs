@@ -2,7 +2,6 @@
 //! /dev/shm mounted through FUSE in a temporary directory, served by this
 //! process (the library's background session), unmounted on drop. Tests
 //! using it first `require!(prereq::fuse())`.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

@@ -1,7 +1,6 @@
 //! Running the `pktfs` binary as a person does: start a long-running
 //! command and read its first line, stop it with Ctrl-C, find free ports.
 //! Shared by the CLI tests of this package.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;

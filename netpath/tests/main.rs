@@ -1,0 +1,15 @@
+//! pktfs-netpath's integration tests, one test binary (`--test main`):
+//! each file here is a module.
+
+#[path = "../../tests/tests/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+
+mod example_ingest;
+
+#[test]
+fn every_file_here_is_a_module_of_this_binary() {
+    harness::every_file_is_a_module(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
+    );
+}

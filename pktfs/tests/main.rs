@@ -1,0 +1,63 @@
+//! The pktfs package's integration tests (its binaries as a person runs
+//! them), one test binary (`--test main`): each file here is a module, each
+//! test named by its module (`net_cli::...`, `hostile::control::...`);
+//! `cargo test -p pktfs --test main -- net_cli::` runs one file's tests.
+//! One link instead of one per file.
+//!
+//! Every test of every file runs in this one process, on libtest's threads
+//! beside each other: a test that measures the process or changes what the
+//! whole process shares runs alone in a child process
+//! ([`harness::alone`]), and no test sets the process's environment, umask
+//! or working directory (a child's, through `Command`, is fine). The
+//! thousands-of-connections tests take [`many_common::MANY_AT_ONCE`].
+
+// First: its `require!` is used by the modules after it.
+#[path = "../../tests/tests/prereq.rs"]
+#[macro_use]
+#[allow(dead_code)]
+mod prereq;
+
+// Helpers shared by the test modules (not every module uses every helper);
+// some are pktfs-tests' own.
+#[allow(dead_code)]
+mod cli_common;
+#[path = "../../tests/tests/fuse_common.rs"]
+#[allow(dead_code)]
+mod fuse_common;
+#[path = "../../tests/tests/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+#[allow(dead_code)]
+mod many_common;
+#[path = "../../tests/tests/net_common.rs"]
+#[allow(dead_code)]
+mod net_common;
+#[path = "../../tests/src/tmpfs.rs"]
+mod tmpfs;
+
+mod cli_conventions;
+mod crash_kill;
+mod fsx;
+mod fuse_cli;
+mod fuse_posix_acl;
+mod hostile;
+mod http_10k;
+mod integrity_cli;
+mod mount_cycle;
+mod net_access_log;
+mod net_cli;
+mod net_no_uring;
+mod offline_cli;
+mod pjdfstest;
+mod raw_10k;
+mod readme_up;
+mod recv_cli;
+mod tier_cli;
+mod up_space;
+
+#[test]
+fn every_file_here_is_a_module_of_this_binary() {
+    harness::every_file_is_a_module(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
+    );
+}

@@ -1,0 +1,113 @@
+//! pktfs-tests' integration tests, one test binary (`--test main`): each
+//! file here is a module, each test named by its module (`net_raw::...`,
+//! `hostile::floods::...`); `cargo test -p pktfs-tests --test main --
+//! net_raw::` runs one file's tests. One link instead of one per file.
+//!
+//! Every test of every file runs in this one process, on libtest's threads
+//! beside each other: a test that measures the process (its threads,
+//! resident memory, open descriptors) or changes what the whole process
+//! shares (a panic hook, an abort) runs alone in a child process
+//! ([`harness::alone`]), and no test sets the process's environment,
+//! umask or working directory (a child's, through `Command`, is fine).
+
+// First: its `require!` is used by the modules after it.
+#[macro_use]
+#[allow(dead_code)]
+mod prereq;
+
+// Helpers shared by the test modules (not every module uses every helper).
+#[allow(dead_code)]
+mod fuse_common;
+#[allow(dead_code)]
+mod harness;
+#[allow(dead_code)]
+mod http_model;
+#[allow(dead_code)]
+mod http_wire;
+#[allow(dead_code)]
+mod net_common;
+
+mod core_open;
+mod core_threads;
+mod crash_acl;
+mod crash_ops;
+mod crash_seq;
+mod crash_tier;
+mod dir_times;
+mod fsck_crash;
+mod fsck_detect;
+mod fsck_fuzz;
+mod fuse_basic;
+mod fuse_integrity;
+mod fuse_lifecycle;
+mod fuse_resources;
+mod hostile;
+mod integrity;
+mod model_prop;
+mod net_abuse;
+mod net_cas;
+mod net_curl;
+mod net_fuzz;
+mod net_http;
+mod net_http_surface;
+mod net_metrics;
+mod net_mount;
+mod net_raw;
+mod net_tx;
+mod net_uring;
+mod net_volume_race;
+mod net_wrk;
+mod regression_volume;
+mod sparse_open;
+mod struct_fuzz;
+
+/// The workspace root.
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[test]
+fn every_file_here_is_a_module_of_this_binary() {
+    harness::every_file_is_a_module(&root().join("tests/tests"));
+}
+
+/// `.ci/run` selects modules of the test binaries by filter (`--test main
+/// -- net_raw:: ...`): a filter that names no module would select no test,
+/// and pass. Each must name a module of its package's binary.
+#[test]
+fn ci_filters_name_modules_that_exist() {
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    let mut checked = 0;
+    let runs = ci.lines().filter(|l| !l.trim_start().starts_with('#'));
+    for line in runs.filter(|l| l.contains("cargo test ")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(p) = words.iter().position(|w| *w == "-p") else {
+            continue;
+        };
+        let main = match words[p + 1] {
+            "pktfs-tests" => root().join("tests/tests/main.rs"),
+            "pktfs" => root().join("pktfs/tests/main.rs"),
+            other => panic!(".ci/run tests package {other}, unknown here: {line}"),
+        };
+        let tests: Vec<&str> = words
+            .windows(2)
+            .filter(|w| w[0] == "--test")
+            .map(|w| w[1])
+            .collect();
+        assert_eq!(tests, ["main"], "the one test binary is `main`: {line}");
+        let declared = std::fs::read_to_string(&main).unwrap();
+        let filters = words.iter().skip_while(|w| **w != "--").skip(1);
+        for f in filters {
+            let m = f
+                .strip_suffix("::")
+                .unwrap_or_else(|| panic!("{f}: a filter names a module (`NAME::`): {line}"));
+            assert!(
+                declared.lines().any(|l| l.trim() == format!("mod {m};")),
+                "{f} in .ci/run names no module of {}: {line}",
+                main.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, ".ci/run selects no module by filter");
+}
