@@ -243,7 +243,7 @@ impl Services {
             // Timestamps on from the start (accepted sockets inherit it), so
             // even the first segments of a connection carry the kernel's
             // receive time.
-            let _ = pktfs_fs::media::net::enable_rx_timestamps(std::os::fd::AsRawFd::as_raw_fd(&l));
+            let _ = pktfs_fs::media::net::enable_rx_timestamps(&l);
             let sh = s.shared.clone();
             let t = std::thread::Builder::new()
                 .name(format!("pktfs-accept-{kind:?}").to_lowercase())

@@ -57,9 +57,8 @@ fn sendfile_pages_stay_in_flight_after_the_call_but_sendmsg_copies() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (server, _) = l.accept().unwrap();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&server);
     // sendfile, then change the bytes before the peer reads.
-    assert_eq!(pm.pm().sendfile_to(fd, 0, 65536).unwrap(), 65536);
+    assert_eq!(pm.pm().sendfile_to(&server, 0, 65536).unwrap(), 65536);
     std::thread::sleep(Duration::from_millis(50));
     pm.write(0, &[b'B'; 65536]);
     let mut got = vec![0u8; 65536];

@@ -330,11 +330,7 @@ fn baseline_conn(b: &Baseline, mut s: TcpStream, id: u64) {
             }
             let mut off = 0u64;
             while off < size {
-                match pm.sendfile_to(
-                    std::os::fd::AsRawFd::as_raw_fd(&s),
-                    off,
-                    (size - off).min(1 << 30) as usize,
-                ) {
+                match pm.sendfile_to(&s, off, (size - off).min(1 << 30) as usize) {
                     Ok(0) | Err(_) => return,
                     Ok(n) => off += n as u64,
                 }

@@ -4,21 +4,22 @@
 //! records out by `sendfile` from the image file or `sendmsg` with one
 //! iovec per record (record = segment). The bytes are never staged.
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 
 use super::Pm;
 
 /// Ask the kernel to timestamp received data (SO_TIMESTAMPNS).
-pub fn enable_rx_timestamps(fd: RawFd) -> std::io::Result<()> {
-    set_int(fd, libc::SO_TIMESTAMPNS, 1)
+pub fn enable_rx_timestamps(fd: impl AsFd) -> std::io::Result<()> {
+    use nix::sys::socket::{setsockopt, sockopt::ReceiveTimestampns};
+    setsockopt(&fd, ReceiveTimestampns, &true).map_err(std::io::Error::from)
 }
 
 /// Wake readers of `fd` only once `bytes` are queued (SO_RCVLOWAT), or at
-/// end of stream.
-pub fn set_rcvlowat(fd: std::os::fd::BorrowedFd<'_>, bytes: u32) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
+/// end of stream. (Neither nix nor rustix wraps SO_RCVLOWAT: a plain
+/// setsockopt.)
+pub fn set_rcvlowat(fd: impl AsFd, bytes: u32) -> std::io::Result<()> {
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    set_int(fd.as_raw_fd(), libc::SO_RCVLOWAT, v)
+    set_int(fd.as_fd().as_raw_fd(), libc::SO_RCVLOWAT, v)
 }
 
 /// setsockopt(SOL_SOCKET, `opt`, `value`). A closed or foreign fd is an
@@ -154,8 +155,7 @@ impl Pm {
     /// sendfile(2) `len` bytes of the image file at `off` to socket `fd`
     /// (real backend only: the kernel reads the file's pages itself; on
     /// tmpfs/DAX there is no copy through user space).
-    pub fn sendfile_to(&self, fd: RawFd, off: u64, len: usize) -> std::io::Result<usize> {
-        use std::os::fd::AsRawFd;
+    pub fn sendfile_to(&self, fd: impl AsFd, off: u64, len: usize) -> std::io::Result<usize> {
         let Some(file) = self.file() else {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::Unsupported,
@@ -164,11 +164,6 @@ impl Pm {
         };
         self.check(off, len);
         let mut o = off as libc::off_t;
-        // SAFETY: `o` is a valid off_t the kernel updates; both fds are open.
-        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut o, len) };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(n as usize)
+        nix::sys::sendfile::sendfile(fd, file, Some(&mut o), len).map_err(std::io::Error::from)
     }
 }

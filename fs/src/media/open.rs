@@ -3,7 +3,6 @@
 //! mode its storage calls for, and the mapping.
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -41,12 +40,8 @@ fn auto_mode(path: &Path, file: &File) -> PersistMode {
     {
         return PersistMode::Clwb; // /dev/daxN.M
     }
-    // SAFETY: statfs is plain-old-data; fstatfs fills it for a valid fd.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: the fd is open for the duration of the call and `st` is valid.
-    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
-    if rc == 0 {
-        let t = st.f_type as i64;
+    if let Ok(st) = nix::sys::statfs::fstatfs(file) {
+        let t = st.filesystem_type().0 as i64;
         if t == TMPFS_MAGIC || t == RAMFS_MAGIC {
             return PersistMode::Clwb;
         }

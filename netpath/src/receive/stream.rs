@@ -22,7 +22,6 @@
 
 use std::io::Read;
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use pktfs_fs::{RxBuf, RxHeld, RxPiece, Volume};
@@ -68,7 +67,7 @@ pub struct RxStream<'a> {
 impl<'a> RxStream<'a> {
     /// `chunk`: largest reservation. Turns on SO_TIMESTAMPNS.
     pub fn new(vol: &'a Volume, sock: &'a TcpStream, chunk: u32) -> RxStream<'a> {
-        let _ = pktfs_fs::media::net::enable_rx_timestamps(sock.as_raw_fd());
+        let _ = pktfs_fs::media::net::enable_rx_timestamps(sock);
         RxStream::with(vol, Some(sock), chunk)
     }
 
