@@ -87,7 +87,7 @@ impl Metrics {
         );
         r.register_with_unit(
             "net_sent",
-            "Bytes sent on HTTP connections (heads and bodies)",
+            "Bytes of HTTP answers the kernel took (heads and bodies)",
             Unit::Bytes,
             m.bytes_out.clone(),
         );
