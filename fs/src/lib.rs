@@ -39,8 +39,8 @@ pub use volume::Precondition;
 pub use volume::{
     Access, Acl, AclKind, Attr, Bound, ChainEntry, ContentDigest, Cred, Denial, DirEntry,
     FallocMode, FormatOptions, LentRx, Linked, NewMode, OpenOptions, OpenReport, RenameFlags,
-    RxBuf, RxHeld, RxPiece, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg, SetAttr,
-    StatFs, TimeSet, TmpFile, TxFetched, TxHold, TxKeep, TxPlan, TxRange, TxSeg, TxWindow,
+    RxBuf, RxHeld, RxPiece, RxTime, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg,
+    SetAttr, StatFs, TimeSet, TmpFile, TxFetched, TxHold, TxKeep, TxPlan, TxRange, TxSeg, TxWindow,
     VerifyMode, Volume, XattrFlags,
 };
 pub use volume::{

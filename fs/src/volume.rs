@@ -82,7 +82,7 @@ pub use ns::{NewMode, RenameFlags};
 pub use perm::{permitted, Access, AclView, Cred, Denial, S_ISVTX};
 pub use recover::OpenReport;
 pub use remote::{ObjectLive, RemoteBytes, RemoteRecordInfo, RemoteRef, RemoteSlice, RemoteSource};
-pub use rx::{LentRx, RxBuf, RxHeld, RxPiece};
+pub use rx::{LentRx, RxBuf, RxHeld, RxPiece, RxTime};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use tierout::{RemoteExtent, SwitchReport, TierCandidate, TierExtent, TierOut};
 pub use tmpfile::{Linked, TmpFile};

@@ -32,7 +32,9 @@ pub struct RecordRaw {
     /// Data: write/stream sequence (netpath: byte position in the
     /// connection's stream). Dirent: the readdir cookie, unique in its directory.
     pub seq: U64,
-    /// Nanoseconds since the Unix epoch: kernel receive time or write time.
+    /// Nanoseconds since the Unix epoch: the kernel's receive time
+    /// (`FLAG_RX | FLAG_KERNEL_TIME`), the receiver's clock (`FLAG_RX`
+    /// alone) or the write time.
     pub timestamp_ns: U64,
     /// Dirent: target inode (low 32 bits) and dtype (bits 32..40).
     /// Xattr: name length. Data: 0.
@@ -63,6 +65,14 @@ pub const FLAG_DIR_TIME: u8 = 1 << 1;
 /// keeps the flag, so the damage is never laundered into a fresh checksum.
 /// Guarded by the ro_compat feature `DAMAGE_FLAGS`.
 pub const FLAG_DAMAGED: u8 = 1 << 2;
+/// Data, with `FLAG_RX`: `timestamp_ns` is the kernel's receive time
+/// (SO_TIMESTAMPNS) of the newest segment of the receive that brought the
+/// bytes. Without it a received record's time is the receiver's clock when
+/// it took the bytes: the kernel gave none (a socket whose timestamps were
+/// off, bytes carried over through DRAM), and the record says so rather
+/// than pass a clock reading off as an arrival time. Informational: a
+/// reader that ignores it reads the same bytes, so it needs no feature bit.
+pub const FLAG_KERNEL_TIME: u8 = 1 << 3;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

@@ -748,7 +748,7 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
             let r = self.co.copy_in(
                 self.vol,
                 data.bytes(),
-                at.rx_ns,
+                pktfs_fs::RxTime::Clock(at.rx_ns),
                 self.seq,
                 &mut self.pending,
             );
@@ -770,7 +770,8 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
         // A large piece: what was coalesced goes first (stream order).
         self.flush_small();
         // CRC and flush now, while the bytes are hot.
-        self.pending.push(data.piece(at.rx_ns, self.seq));
+        self.pending
+            .push(data.piece(pktfs_fs::RxTime::Clock(at.rx_ns), self.seq));
         self.seq += n;
         crate::loops::Flow::Continue
     }

@@ -85,7 +85,9 @@ fn receive<'v>(
                 RxData::Bytes(h) => {
                     let s = seq.entry(tag).or_default();
                     let n = h.len() as u64;
-                    got.entry(tag).or_default().push(h.piece(1_000 + *s, *s));
+                    got.entry(tag)
+                        .or_default()
+                        .push(h.piece(pktfs_fs::RxTime::Clock(1_000 + *s), *s));
                     *s += n;
                 }
                 RxData::Eof => panic!("unexpected EOF"),

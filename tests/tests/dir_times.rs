@@ -17,7 +17,7 @@ fn upload<'v>(v: &'v Volume, data: &[u8]) -> (u64, Vec<pktfs_fs::RxPiece<'v>>) {
     let t = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
     let mut buf = v.rx_reserve(data.len() as u32).unwrap();
     buf.append(data);
-    let p = buf.piece(0, data.len() as u32, 5, 0);
+    let p = buf.piece(0, data.len() as u32, pktfs_fs::RxTime::Clock(5), 0);
     drop(buf);
     (t, vec![p])
 }

@@ -109,7 +109,7 @@ fn uploads_race_unlinks_and_renames() {
                         let f = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
                         let mut buf = v.rx_reserve(data.len() as u32).unwrap();
                         buf.append(&data);
-                        let pc = buf.piece(0, data.len() as u32, 1, 0);
+                        let pc = buf.piece(0, data.len() as u32, pktfs_fs::RxTime::Clock(1), 0);
                         drop(buf);
                         match v.rx_link_deferred(f, vec![pc], d, name.as_bytes(), true) {
                             Ok(l) => {

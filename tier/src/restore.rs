@@ -170,6 +170,10 @@ pub fn restore_into(vol: &Volume, snap: &ParsedSnapshot) -> Result<RestoreReport
                         pktfs_layout::record::FLAG_RX
                     } else {
                         0
+                    } | if e.kernel_time {
+                        pktfs_layout::record::FLAG_KERNEL_TIME
+                    } else {
+                        0
                     },
                 })
                 .collect();

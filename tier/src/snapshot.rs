@@ -63,7 +63,8 @@ pub struct ExtentRaw {
     pub timestamp_ns: U64,
     pub len: U32,
     pub crc: U32,
-    /// [`EXTENT_FROM_NETWORK`]; other bits are refused (a newer writer).
+    /// [`EXTENT_FROM_NETWORK`], [`EXTENT_KERNEL_TIME`]; other bits are
+    /// refused (a newer writer).
     pub flags: u8,
     pub reserved: [u8; 7],
 }
@@ -74,6 +75,9 @@ const _: () = assert!(std::mem::offset_of!(ExtentRaw, flags) == EXTENT_V1_BYTES)
 /// Extent flag: the record's bytes came from the network path (the
 /// record's `FLAG_RX`).
 pub const EXTENT_FROM_NETWORK: u8 = 1;
+/// Extent flag: its time is the kernel's receive time (the record's
+/// `FLAG_KERNEL_TIME`).
+pub const EXTENT_KERNEL_TIME: u8 = 2;
 
 /// The fixed part of an inode entry.
 #[repr(C)]
@@ -138,6 +142,8 @@ pub struct Extent {
     pub timestamp_ns: u64,
     /// The record's bytes came from the network path.
     pub from_network: bool,
+    /// Its `timestamp_ns` is the kernel's receive time.
+    pub kernel_time: bool,
 }
 
 /// An inode as the snapshot has it.
@@ -254,7 +260,7 @@ pub fn capture(vol: &Volume, seq: u64) -> Result<Snapshot, SnapshotError> {
                                     EXTENT_FROM_NETWORK
                                 } else {
                                     0
-                                },
+                                } | if c.kernel_time { EXTENT_KERNEL_TIME } else { 0 },
                                 reserved: [0; 7],
                             });
                         }
@@ -478,7 +484,9 @@ pub fn parse(b: &[u8]) -> Result<ParsedSnapshot, SnapshotError> {
                     whole[..extent_bytes].copy_from_slice(c.take(extent_bytes)?);
                     let e =
                         ExtentRaw::read_from_bytes(&whole[..]).map_err(|_| corrupt("extent"))?;
-                    if e.flags & !EXTENT_FROM_NETWORK != 0 || e.reserved != [0; 7] {
+                    if e.flags & !(EXTENT_FROM_NETWORK | EXTENT_KERNEL_TIME) != 0
+                        || e.reserved != [0; 7]
+                    {
                         return Err(corrupt(format!(
                             "entry {k}: extent flags {:#x} or reserved bytes this version does not know",
                             e.flags
@@ -509,6 +517,7 @@ pub fn parse(b: &[u8]) -> Result<ParsedSnapshot, SnapshotError> {
                         seq: e.seq.get(),
                         timestamp_ns: e.timestamp_ns.get(),
                         from_network: e.flags & EXTENT_FROM_NETWORK != 0,
+                        kernel_time: e.flags & EXTENT_KERNEL_TIME != 0,
                     });
                 }
                 if !c.0.is_empty() {

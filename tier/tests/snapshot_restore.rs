@@ -110,7 +110,7 @@ fn tree(v: &Volume) -> Vec<(String, String)> {
 /// What a restore must keep of each record: file offset, length, CRC,
 /// sequence number, timestamp, where its bytes are, and whether they came
 /// from the network path.
-type RecordKey = (u64, u32, u32, u64, u64, Option<(u64, u64)>, bool);
+type RecordKey = (u64, u32, u32, u64, u64, Option<(u64, u64)>, bool, bool);
 
 fn key(c: &pktfs_fs::ChainEntry) -> RecordKey {
     (
@@ -121,16 +121,24 @@ fn key(c: &pktfs_fs::ChainEntry) -> RecordKey {
         c.timestamp_ns,
         c.remote,
         c.from_network,
+        c.kernel_time,
     )
 }
 
 /// A file `name` in the root written through the receive path, as
-/// netpath does (its records carry FLAG_RX and the receive timestamp).
+/// netpath does (its records carry FLAG_RX, FLAG_KERNEL_TIME and the
+/// kernel's receive time), so a round trip must keep both flags.
 fn received(v: &Volume, name: &[u8], body: &[u8]) -> u64 {
     let t = v.create_tmpfile(0o644, 0, 0).unwrap().ino;
     let mut buf = v.rx_reserve(body.len() as u32).unwrap();
     buf.append(body);
-    let p = v.rx_piece(&buf, 0, body.len() as u32, 1_234_567, 0);
+    let p = v.rx_piece(
+        &buf,
+        0,
+        body.len() as u32,
+        pktfs_fs::RxTime::Kernel(1_234_567),
+        0,
+    );
     v.rx_release(buf);
     v.rx_commit(t, vec![p]).unwrap();
     v.link_tmpfile(t, v.root(), name, false).unwrap();

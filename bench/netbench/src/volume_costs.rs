@@ -64,7 +64,7 @@ fn cold_costs(v: &Volume, d: u64, mode: &str, results: &mut crate::report::Resul
         let t0 = Instant::now();
         let tmp = v.create_tmpfile(0o644, 0, 0).expect("tmpfile").ino;
         let t1 = Instant::now();
-        let pc = v.rx_piece(&buf, body_at, 1024, 1, 1);
+        let pc = v.rx_piece(&buf, body_at, 1024, pktfs_fs::RxTime::Clock(1), 1);
         let linked = v
             .rx_link_deferred(tmp, vec![pc], d, name.as_bytes(), true)
             .expect("rx_link");
@@ -107,7 +107,7 @@ pub fn volume_costs(dir: &Path, results: &mut crate::report::Results) {
                 let t0 = Instant::now();
                 let tmp = v.create_tmpfile(0o644, 0, 0).expect("tmpfile").ino;
                 let t1 = Instant::now();
-                let pc = v.rx_piece(&buf, body_at, 1024, 1, 1);
+                let pc = v.rx_piece(&buf, body_at, 1024, pktfs_fs::RxTime::Clock(1), 1);
                 let t2 = Instant::now();
                 let t3 = if one_commit {
                     // As the server does: the replaced file is freed when

@@ -610,6 +610,7 @@ impl Volume {
                 timestamp_ns: r.r.timestamp_ns,
                 seq: r.r.seq,
                 from_network: r.r.flags & pktfs_layout::record::FLAG_RX != 0,
+                kernel_time: r.r.flags & pktfs_layout::record::FLAG_KERNEL_TIME != 0,
                 damaged: self.verify_rec(&i, r).is_err(),
             })
             .collect())

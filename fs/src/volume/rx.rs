@@ -17,6 +17,71 @@ use crate::error::{FsError, Result};
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 
+/// When received bytes arrived, and who says so: what a received record's
+/// `timestamp_ns` and `FLAG_KERNEL_TIME` hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxTime {
+    /// The kernel's receive time (SO_TIMESTAMPNS): for one receive of a TCP
+    /// stream, that of the newest segment it took. ns since the epoch.
+    Kernel(u64),
+    /// The receiver's clock when it took the bytes: the kernel gave no
+    /// time. The record is stored without `FLAG_KERNEL_TIME`, so it never
+    /// passes for an arrival time.
+    Clock(u64),
+}
+
+/// No time known (a clock reading of 0): what an empty accumulator holds
+/// before its first bytes.
+impl Default for RxTime {
+    fn default() -> Self {
+        RxTime::Clock(0)
+    }
+}
+
+impl RxTime {
+    /// `kernel` when the kernel gave a time, else the clock now.
+    pub fn kernel_or_now(kernel: Option<u64>) -> RxTime {
+        match kernel {
+            Some(ns) => RxTime::Kernel(ns),
+            None => RxTime::Clock(now_ns() as u64),
+        }
+    }
+    /// ns since the epoch, whoever gave it.
+    pub fn ns(self) -> u64 {
+        match self {
+            RxTime::Kernel(ns) | RxTime::Clock(ns) => ns,
+        }
+    }
+    /// Whether the kernel gave it.
+    pub fn is_kernel(self) -> bool {
+        matches!(self, RxTime::Kernel(_))
+    }
+    /// The same kind of time, at `ns` (a time clamped or carried over
+    /// keeps who gave it).
+    pub fn with_ns(self, ns: u64) -> RxTime {
+        match self {
+            RxTime::Kernel(_) => RxTime::Kernel(ns),
+            RxTime::Clock(_) => RxTime::Clock(ns),
+        }
+    }
+    /// The flags of a record received at this time.
+    pub fn flags(self) -> u8 {
+        use pktfs_layout::record::{FLAG_KERNEL_TIME, FLAG_RX};
+        match self {
+            RxTime::Kernel(_) => FLAG_RX | FLAG_KERNEL_TIME,
+            RxTime::Clock(_) => FLAG_RX,
+        }
+    }
+    /// Read back from a record's time and flags.
+    pub fn from_record(timestamp_ns: u64, flags: u8) -> RxTime {
+        if flags & pktfs_layout::record::FLAG_KERNEL_TIME != 0 {
+            RxTime::Kernel(timestamp_ns)
+        } else {
+            RxTime::Clock(timestamp_ns)
+        }
+    }
+}
+
 /// Reserved, unreachable buffer space to receive into: the only handle
 /// through which its bytes are written. Owns one reference on its buffers,
 /// given back when it is dropped (pieces made from it hold their own).
@@ -133,10 +198,10 @@ impl<'v> RxBuf<'v> {
         }
     }
 
-    /// Received bytes `[skip, skip+len)`, received at `timestamp_ns` with
-    /// stream position `seq`, become a piece: see [`RxHeld::piece`].
-    pub fn piece(&self, skip: u32, len: u32, timestamp_ns: u64, seq: u64) -> RxPiece<'v> {
-        self.hold(skip, len).piece(timestamp_ns, seq)
+    /// Received bytes `[skip, skip+len)`, received `at` with stream
+    /// position `seq`, become a piece: see [`RxHeld::piece`].
+    pub fn piece(&self, skip: u32, len: u32, at: RxTime, seq: u64) -> RxPiece<'v> {
+        self.hold(skip, len).piece(at, seq)
     }
 }
 
@@ -259,7 +324,7 @@ impl<'v> RxHeld<'v> {
 
     /// Make the piece: CRC32C computed and cache lines flushed now; the
     /// reference moves to the piece.
-    pub fn piece(self, timestamp_ns: u64, seq: u64) -> RxPiece<'v> {
+    pub fn piece(self, at: RxTime, seq: u64) -> RxPiece<'v> {
         let vol = self.space.vol;
         let s = self.slice;
         let off = vol.geo.buffer_pos(s.buffer, s.buf_off).0;
@@ -281,8 +346,8 @@ impl<'v> RxHeld<'v> {
                 crc,
                 file_off: 0,
                 seq,
-                timestamp_ns,
-                flags: pktfs_layout::record::FLAG_RX,
+                timestamp_ns: at.ns(),
+                flags: at.flags(),
             },
         }
     }
@@ -322,9 +387,13 @@ impl RxPiece<'_> {
     pub fn crc(&self) -> u32 {
         self.piece.crc
     }
-    /// Kernel receive time of the bytes, ns since the epoch.
+    /// Receive time of the bytes, ns since the epoch (see [`Self::at`]).
     pub fn timestamp_ns(&self) -> u64 {
         self.piece.timestamp_ns
+    }
+    /// When the bytes arrived, and whether the kernel said so.
+    pub fn at(&self) -> RxTime {
+        RxTime::from_record(self.piece.timestamp_ns, self.piece.flags)
     }
 
     /// The piece and its reference, now the caller's (`vol`'s) to account.
@@ -380,7 +449,7 @@ impl Volume {
     }
 
     /// Bytes `[skip, skip+len)` of the reservation, received from the
-    /// network at `timestamp_ns` with stream position `seq`, become a piece:
+    /// network `at` with stream position `seq`, become a piece:
     /// its cache lines are flushed and its CRC computed now. The piece holds
     /// its own reference on its buffers. Same as [`RxBuf::piece`].
     pub fn rx_piece<'v>(
@@ -388,11 +457,11 @@ impl Volume {
         buf: &RxBuf<'v>,
         skip: u32,
         len: u32,
-        timestamp_ns: u64,
+        at: RxTime,
         seq: u64,
     ) -> RxPiece<'v> {
         assert!(std::ptr::eq(buf.vol, self), "another volume's reservation");
-        buf.piece(skip, len, timestamp_ns, seq)
+        buf.piece(skip, len, at, seq)
     }
 
     /// Give back a reservation; space not held by pieces becomes free.

@@ -32,7 +32,7 @@ fn receive_into_buffers_and_publish_tmpfile_atomically() {
         // the record's offset.
         let skip = if got == 0 { hdr } else { 0 };
         if n as u32 > skip {
-            pieces.push(v.rx_piece(&buf, skip, n as u32 - skip, 42, seq));
+            pieces.push(v.rx_piece(&buf, skip, n as u32 - skip, RxTime::Kernel(42), seq));
             seq += (n as u32 - skip) as u64;
         }
         got += n as u32;
@@ -47,14 +47,16 @@ fn receive_into_buffers_and_publish_tmpfile_atomically() {
     assert_eq!(v.read(t.ino, 0, 1 << 20).unwrap(), body);
     assert!(v.getattr(old.ino).is_err(), "replaced file freed");
     let ch = v.chain(t.ino).unwrap();
-    assert!(ch.iter().all(|c| c.from_network && c.timestamp_ns == 42));
+    assert!(ch
+        .iter()
+        .all(|c| c.from_network && c.kernel_time && c.timestamp_ns == 42));
     ok(&v);
     // An upload abandoned half way leaves nothing behind.
     let free = v.statfs();
     let t2 = v.create_tmpfile(0o644, 0, 0).unwrap();
     let mut buf = v.rx_reserve(8192).unwrap();
     buf.append(&[1u8; 100]);
-    let p = v.rx_piece(&buf, 0, 100, 1, 0);
+    let p = v.rx_piece(&buf, 0, 100, RxTime::Clock(1), 0);
     v.rx_release(buf);
     v.rx_commit(t2.ino, vec![p]).unwrap();
     v.unpin(t2.ino, 1);
@@ -115,12 +117,12 @@ fn receive_references_are_released_once_whoever_drops_last() {
         let mut buf = v.rx_reserve(64 << 10).unwrap();
         buf.append(&vec![round as u8; 40_000]);
         let held = buf.hold(0, 20_000);
-        let piece = buf.piece(20_000, 20_000, 1, 20_000);
+        let piece = buf.piece(20_000, 20_000, RxTime::Clock(1), 20_000);
         std::thread::scope(|sc| {
             sc.spawn(|| {
                 barrier.wait();
                 // A persister making its piece and dropping it.
-                drop(held.piece(1, 0));
+                drop(held.piece(RxTime::Clock(1), 0));
             });
             sc.spawn(|| {
                 barrier.wait();
@@ -145,7 +147,7 @@ pub(crate) fn rx_pieces<'v>(
     for (k, chunk) in data.chunks(piece_len).enumerate() {
         let mut buf = v.rx_reserve(chunk.len() as u32).unwrap();
         buf.append(chunk);
-        out.push(v.rx_piece(&buf, 0, chunk.len() as u32, 7, k as u64));
+        out.push(v.rx_piece(&buf, 0, chunk.len() as u32, RxTime::Clock(7), k as u64));
         v.rx_release(buf);
     }
     out
@@ -510,7 +512,7 @@ fn a_piece_made_on_another_thread_is_durable_when_committed() {
         s.spawn(|| {
             let mut buf = v.rx_reserve(4096).unwrap();
             buf.append(&body);
-            let p = v.rx_piece(&buf, 0, body.len() as u32, 7, 0);
+            let p = v.rx_piece(&buf, 0, body.len() as u32, RxTime::Clock(7), 0);
             v.rx_release(buf);
             vec![p]
         })

@@ -83,6 +83,9 @@ pub struct ChainEntry {
     pub timestamp_ns: u64,
     pub seq: u64,
     pub from_network: bool,
+    /// `timestamp_ns` is the kernel's receive time (`FLAG_KERNEL_TIME`);
+    /// a received record without it was stamped by the receiver's clock.
+    pub kernel_time: bool,
     /// Marked damaged, or its bytes do not match `payload_crc`: reads of
     /// its range fail with EIO.
     pub damaged: bool,
@@ -99,7 +102,8 @@ impl ChainEntry {
             "record": self.record, "file_offset": self.file_off, "length": self.len,
             "buffer": self.buffer, "buffer_offset": self.buf_off, "image_offset": self.image_off,
             "crc32c": format!("{:08x}", self.payload_crc), "timestamp_ns": self.timestamp_ns,
-            "seq": self.seq, "from_network": self.from_network, "damaged": self.damaged,
+            "seq": self.seq, "from_network": self.from_network,
+            "kernel_time": self.kernel_time, "damaged": self.damaged,
             "remote": self.remote.map(|(obj, off)| serde_json::json!({"object": obj, "offset": off})),
         })
     }

@@ -440,7 +440,7 @@ impl<'v> HttpSession<'v> {
                 return None; // dropped: nothing more is handled
             }
             rest = match self.body.is_some() {
-                true => self.body_bytes(d, ts),
+                true => self.body_bytes(d, pktfs_fs::RxTime::Clock(ts)),
                 false => self.head_bytes(d),
             };
             if rest.is_some() && self.paused() {
@@ -807,7 +807,7 @@ impl<'v> Session<'v> for HttpSession<'v> {
             if self.body.is_some() {
                 // A body to skip (its request is answered): its framing is
                 // walked here as from a packet buffer.
-                let rest = self.body_bytes(Dram(&bytes[at..]), 0);
+                let rest = self.body_bytes(Dram(&bytes[at..]), pktfs_fs::RxTime::Clock(0));
                 at = bytes.len() - rest.map_or(0, |r| r.0.len());
                 continue;
             }

@@ -11,7 +11,7 @@
 //! body in 1-byte chunks takes about as many records as it has 2 KiB.
 //! A copy of under 2 KiB costs less than the record it saves.
 
-use pktfs_fs::{RxBuf, RxPiece, Volume};
+use pktfs_fs::{RxBuf, RxPiece, RxTime, Volume};
 
 /// Pieces shorter than this are copied together.
 pub(crate) const COALESCE_BELOW: u32 = 2 << 10;
@@ -26,7 +26,7 @@ pub(crate) struct Coalescer<'v> {
     /// First byte of the reservation not yet made a piece.
     from: u32,
     /// Receive time and stream position of that byte.
-    ts: u64,
+    ts: RxTime,
     seq: u64,
 }
 
@@ -56,7 +56,7 @@ impl<'v> Coalescer<'v> {
         &mut self,
         vol: &'v Volume,
         bytes: &[u8],
-        ts: u64,
+        ts: RxTime,
         seq: u64,
         out: &mut Vec<RxPiece<'v>>,
     ) -> pktfs_fs::Result<u32> {
@@ -116,7 +116,8 @@ mod tests {
         let mut out = Vec::new();
         for i in 0..20_000u64 {
             assert!(c.wants(1));
-            c.copy_in(&v, &[i as u8], i, i, &mut out).unwrap();
+            c.copy_in(&v, &[i as u8], RxTime::Kernel(i), i, &mut out)
+                .unwrap();
         }
         c.flush(&mut out);
         let bytes: u64 = out.iter().map(|p| p.len() as u64).sum();
@@ -126,7 +127,11 @@ mod tests {
             "{} pieces",
             out.len()
         );
-        assert_eq!(out[0].timestamp_ns(), 0, "the first byte's receive time");
+        assert_eq!(
+            out[0].at(),
+            RxTime::Kernel(0),
+            "the first byte's receive time"
+        );
         v.rx_abort(out);
     }
 
@@ -136,10 +141,12 @@ mod tests {
         let mut c = Coalescer::default();
         let mut out = Vec::new();
         assert!(!c.wants(COALESCE_BELOW));
-        c.copy_in(&v, b"abc", 1, 0, &mut out).unwrap();
+        c.copy_in(&v, b"abc", RxTime::Clock(1), 0, &mut out)
+            .unwrap();
         // After a short run of small ones, a large piece that fits joins.
         assert!(c.wants(COALESCE_BELOW));
-        c.copy_in(&v, &[7u8; 2048], 2, 3, &mut out).unwrap();
+        c.copy_in(&v, &[7u8; 2048], RxTime::Clock(2), 3, &mut out)
+            .unwrap();
         assert!(!c.wants(COALESCE_BELOW), "a run of 2 KiB is a record");
         assert_eq!(c.flush(&mut out), 1);
         assert_eq!(out.len(), 1);

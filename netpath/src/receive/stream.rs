@@ -24,7 +24,7 @@ use std::io::Read;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use pktfs_fs::{RxBuf, RxHeld, RxPiece, Volume};
+use pktfs_fs::{RxBuf, RxHeld, RxPiece, RxTime, Volume};
 
 use crate::util::now_ns;
 
@@ -53,13 +53,13 @@ pub struct RxStream<'a> {
     base_seq: u64,
     /// (first byte, kernel receive time) of each recv into the current
     /// storage, ascending.
-    stamps: Vec<(u32, u64)>,
+    stamps: Vec<(u32, RxTime)>,
     /// The latest stamp handed out: stamps never go below it. The kernel
     /// stamps each packet as it is delivered, before TCP puts reordered
     /// segments back in order (a recv ending where a late segment ends can
     /// carry a later stamp than the next one), and the wall clock can step
     /// back; a stream's records still ascend in time.
-    last_ts: u64,
+    last_ts: RxTime,
     chunk: u32,
     timeout: Option<Duration>,
 }
@@ -88,7 +88,7 @@ impl<'a> RxStream<'a> {
             end: 0,
             base_seq: 0,
             stamps: Vec::new(),
-            last_ts: 0,
+            last_ts: RxTime::Clock(0),
             chunk: chunk.max(IDLE_RESERVATION),
             timeout: None,
         }
@@ -96,7 +96,7 @@ impl<'a> RxStream<'a> {
 
     /// Receive time of the next unconsumed byte (what a piece of it is
     /// stamped with).
-    pub fn stamp_next(&self) -> u64 {
+    pub fn stamp_next(&self) -> RxTime {
         self.stamp_at(self.pos)
     }
 
@@ -190,16 +190,18 @@ impl<'a> RxStream<'a> {
 
     /// Note the receive time of the bytes about to land at `end` (the
     /// kernel's stamp, or now), never earlier than the last one.
+    /// A stamp earlier than the last one is replaced by the last one, who
+    /// gave it included (never a kernel claim on a clock reading).
     fn stamp(&mut self, kernel_ns: Option<u64>) {
-        let ts = kernel_ns.unwrap_or_else(now_ns).max(self.last_ts);
+        let ts = later(RxTime::kernel_or_now(kernel_ns), self.last_ts);
         self.last_ts = ts;
         self.stamps.push((self.end, ts));
     }
 
-    fn stamp_at(&self, off: u32) -> u64 {
+    fn stamp_at(&self, off: u32) -> RxTime {
         let i = self.stamps.partition_point(|&(s, _)| s <= off);
         if i == 0 {
-            now_ns().max(self.last_ts)
+            later(RxTime::Clock(now_ns()), self.last_ts)
         } else {
             self.stamps[i - 1].1
         }
@@ -248,7 +250,7 @@ impl<'a> RxStream<'a> {
         self.reset(new_base, carry, carry_ts);
     }
 
-    fn reset(&mut self, base: u64, carry: u32, ts: u64) {
+    fn reset(&mut self, base: u64, carry: u32, ts: RxTime) {
         self.base_seq = base;
         self.pos = 0;
         self.end = carry;
@@ -300,7 +302,7 @@ impl<'a> RxStream<'a> {
         let held = self.res.as_ref()?.hold(self.pos, n);
         let job = RxJob {
             held,
-            timestamp_ns: self.stamp_at(self.pos),
+            at: self.stamp_at(self.pos),
             seq: self.seq(),
         };
         self.pos += n;
@@ -315,14 +317,14 @@ impl<'a> RxStream<'a> {
             return;
         }
         if self.in_dram {
-            self.reset(self.base_seq + self.end as u64, 0, 0);
+            self.reset(self.base_seq + self.end as u64, 0, RxTime::Clock(0));
         } else if self
             .res
             .as_ref()
             .is_some_and(|b| b.cap() > IDLE_RESERVATION)
         {
             self.res = None;
-            self.reset(self.base_seq + self.end as u64, 0, 0);
+            self.reset(self.base_seq + self.end as u64, 0, RxTime::Clock(0));
         }
     }
 }
@@ -333,14 +335,23 @@ impl<'a> RxStream<'a> {
 #[derive(Debug)]
 pub struct RxJob<'v> {
     pub held: RxHeld<'v>,
-    pub timestamp_ns: u64,
+    pub at: RxTime,
     pub seq: u64,
 }
 
 impl<'v> RxJob<'v> {
     /// Make the piece (CRC, flush); the job's reference moves to it.
     pub fn piece(self) -> RxPiece<'v> {
-        self.held.piece(self.timestamp_ns, self.seq)
+        self.held.piece(self.at, self.seq)
+    }
+}
+
+/// The later of two receive times; on a tie, `a`.
+fn later(a: RxTime, b: RxTime) -> RxTime {
+    if a.ns() >= b.ns() {
+        a
+    } else {
+        b
     }
 }
 
@@ -358,12 +369,19 @@ mod tests {
         rx.end += 10;
         rx.stamp(Some(1_000));
         rx.end += 10;
-        assert_eq!(rx.stamp_at(0), 2_000);
-        assert_eq!(rx.stamp_at(15), 2_000, "clamped to the stamp before it");
+        assert_eq!(rx.stamp_at(0), RxTime::Kernel(2_000));
+        assert_eq!(
+            rx.stamp_at(15),
+            RxTime::Kernel(2_000),
+            "clamped to the stamp before it"
+        );
         rx.stamp(None);
         rx.end += 10;
         let now = rx.stamp_at(25);
-        assert!(now > 2_000, "no stamp: the wall clock, {now}");
+        assert!(
+            matches!(now, RxTime::Clock(ns) if ns > 2_000),
+            "no stamp: the wall clock, and said so: {now:?}"
+        );
         rx.stamp(Some(3_000));
         assert_eq!(rx.stamp_at(30), now, "the clock read stays the floor");
     }

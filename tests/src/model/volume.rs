@@ -353,7 +353,7 @@ fn upload<'v>(
             buf.append(HEADER); // stands in for the received request head
         }
         buf.append(&pattern(seed, off, n as usize));
-        let piece = buf.piece(skip as u32, n as u32, 42, off);
+        let piece = buf.piece(skip as u32, n as u32, pktfs_fs::RxTime::Kernel(42), off);
         drop(buf);
         pending.push(piece);
         off += n;

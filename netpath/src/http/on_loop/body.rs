@@ -3,7 +3,7 @@
 //! pieces of its unnamed file where they landed, the link and answer at
 //! the end, and what a failed or abandoned body undoes.
 
-use pktfs_fs::{RxHeld, RxPiece};
+use pktfs_fs::{RxHeld, RxPiece, RxTime};
 
 use super::super::chunked::{chunk_size_line, trailer_section};
 use super::super::framing::BodyError;
@@ -25,7 +25,7 @@ impl<'v> HttpSession<'v> {
     }
 
     /// Landed bytes of a body (data and framing); returns what follows it.
-    pub(super) fn body_bytes<D: Landed<'v>>(&mut self, mut d: D, ts: u64) -> Option<D> {
+    pub(super) fn body_bytes<D: Landed<'v>>(&mut self, mut d: D, ts: RxTime) -> Option<D> {
         let max = self.sh.cfg.max_header_bytes;
         let now = self.c.now();
         let io = self.sh.cfg.io_timeout;
@@ -115,7 +115,7 @@ impl<'v> HttpSession<'v> {
     pub(super) fn body_data<D: Landed<'v>>(
         &mut self,
         part: D,
-        ts: u64,
+        ts: RxTime,
         left: u64,
         rest: Option<D>,
     ) -> Option<D> {
@@ -236,7 +236,7 @@ pub(super) trait Landed<'v>: Sized {
     fn split_to(&mut self, n: u32) -> Self;
     /// The bytes as a piece of an upload's file: CRC taken, lines flushed.
     /// `None` for bytes that are not in the image.
-    fn into_piece(self, ts: u64, seq: u64) -> Option<RxPiece<'v>>;
+    fn into_piece(self, ts: RxTime, seq: u64) -> Option<RxPiece<'v>>;
 }
 
 impl<'v> Landed<'v> for RxHeld<'v> {
@@ -249,7 +249,7 @@ impl<'v> Landed<'v> for RxHeld<'v> {
     fn split_to(&mut self, n: u32) -> Self {
         RxHeld::split_to(self, n)
     }
-    fn into_piece(self, ts: u64, seq: u64) -> Option<RxPiece<'v>> {
+    fn into_piece(self, ts: RxTime, seq: u64) -> Option<RxPiece<'v>> {
         Some(self.piece(ts, seq))
     }
 }
@@ -270,7 +270,7 @@ impl<'v> Landed<'v> for Dram<'_> {
         self.0 = back;
         Dram(front)
     }
-    fn into_piece(self, _ts: u64, _seq: u64) -> Option<RxPiece<'v>> {
+    fn into_piece(self, _ts: RxTime, _seq: u64) -> Option<RxPiece<'v>> {
         None
     }
 }
