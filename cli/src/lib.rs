@@ -1,13 +1,15 @@
 //! What the command-line tools (`pktfs`, `mount.pktfs`, `mkfs.pktfs`,
 //! `fsck.pktfs`) share and the libraries do not need: reading sizes the one
 //! way every tool reads them, printing to a pipe that may close, Ctrl-C,
-//! finding who holds an image, and mount(8)'s option strings.
+//! finding who holds an image, mount(8)'s option strings, and the man
+//! pages and completions made from each tool's clap definition.
 //!
 //! It sits above the libraries (it depends on pktfs-fs, nothing depends on
 //! it but the binaries and their tests), so a library never exits the
 //! process or installs a signal handler on its caller's behalf.
 
 mod error;
+pub mod gendocs;
 pub mod holder;
 pub mod mount_options;
 pub mod signal;

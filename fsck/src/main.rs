@@ -9,8 +9,7 @@ use std::path::PathBuf;
 
 use clap::{CommandFactory, Parser};
 
-#[path = "../../pktfs/src/gendocs.rs"]
-mod gendocs;
+use pktfs_cli::gendocs;
 use pktfs_cli::CliError;
 use pktfs_fs::media::{MapOptions, MediaError, Pm};
 use pktfs_fsck::{exit, Mode, Options, Report};

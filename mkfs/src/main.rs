@@ -6,8 +6,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-#[path = "../../pktfs/src/gendocs.rs"]
-mod gendocs;
+use pktfs_cli::gendocs;
 use pktfs_cli::size::{parse_size, parse_size_u32, SIZE_FORMS};
 use pktfs_fs::media::space::human_bytes as human;
 use pktfs_fs::{FormatOptions, Volume};

@@ -4,7 +4,7 @@
 
 pub mod chain_cmd;
 pub mod cli;
-pub mod gendocs;
+pub use pktfs_cli::gendocs;
 pub mod logging;
 pub mod mount_cmd;
 pub mod net_cmd;

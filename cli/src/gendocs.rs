@@ -6,7 +6,7 @@
 //! - `DIR/man8/NAME.8`, and `NAME-SUB.8` for each subcommand;
 //! - `DIR/bash/NAME`, `DIR/zsh/_NAME`, `DIR/fish/NAME.fish`.
 //!
-//! Shared by the three binaries through `#[path]` (each is its own crate).
+//! In the library the three binaries share (each is its own crate).
 
 use std::path::Path;
 
