@@ -35,6 +35,7 @@ mod net_common;
 #[path = "../../tests/src/tmpfs.rs"]
 mod tmpfs;
 
+mod chain_pcap;
 mod cli_conventions;
 mod crash_kill;
 mod fsx;
