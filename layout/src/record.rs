@@ -2,9 +2,12 @@
 //!
 //! Like an sk_buff / mbuf / netmap slot, a record names a slice
 //! `<buffer, buf_off, len>` of the packet-buffer region and carries what a
-//! storage stack needs about it: the payload's CRC32C, a timestamp (kernel
-//! receive time for network data, write time otherwise), a sequence number,
-//! the file offset the slice belongs at, and the link to the next record.
+//! storage stack needs about it: the payload's CRC32C, a timestamp (for
+//! received data the kernel's receive time when [`FLAG_KERNEL_TIME`] says
+//! so, else the receiver's clock; the write time otherwise), a sequence
+//! number, the file offset the slice belongs at, and the link to the next
+//! record. A received record holds the bytes of one receive (small
+//! receives copied together), not one TCP segment.
 //!
 //! `next` is the only field ever changed in place (by an 8-byte publish), so
 //! the record CRC covers bytes 8..60 and not the link.

@@ -58,7 +58,8 @@ bitflags::bitflags! {
     /// Compatible features: informational; unknown ones are ignored.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct CompatFeatures: u32 {
-        /// Records carry kernel receive timestamps for netpath data.
+        /// Received records carry receive timestamps, the kernel's where
+        /// `FLAG_KERNEL_TIME` says so.
         const RX_TIMESTAMPS = 1 << 0;
     }
 }

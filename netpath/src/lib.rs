@@ -9,14 +9,31 @@
 //! land in the buffer are skipped by the record's offset, as StackMap and
 //! PASTE skip TCP/IP headers; the body bytes become pieces (CRC32C computed
 //! and cache lines flushed right after the `recv`, while they are hot; the
-//! kernel's SO_TIMESTAMPNS receive time; the stream byte position as the
-//! sequence number) and are linked into the file by one commit per batch,
-//! *before* the client is told "stored".
+//! stream byte position as the sequence number) and are linked into the
+//! file by one commit per batch, *before* the client is told "stored".
+//!
+//! A received record holds the bytes of one receive (one `recv`/`recvmsg`
+//! or io_uring completion): at most the room that receive was given, the
+//! connection's reservation or the ring's buffer entry, never more than
+//! 256 KiB (the longest slice a record names). Receives under 2 KiB are copied
+//! together into one record ([`receive`]'s `coalesce`), and the
+//! thread-per-connection HTTP transport takes a body in pieces of at least
+//! 16 KiB, which may span receives. A record is not a TCP segment. Its time
+//! is the kernel's receive time (SO_TIMESTAMPNS, set on every listener
+//! before it listens) of the receive that brought its first byte, for TCP
+//! the newest segment that receive took, and the record carries
+//! `FLAG_KERNEL_TIME`; where the kernel gave no stamp it is the receiver's
+//! clock and the flag is clear ([`pktfs_fs::RxTime`]). docs/NETPATH.md,
+//! "What a received record is".
 //!
 //! # Transmit
 //! A file goes out by walking its chain: one iovec per record handed to
-//! `sendmsg`, read straight from the mapping (see [`tx`] for why `sendmsg`
-//! and not `sendfile`, and how buffer space in flight is kept from reuse).
+//! `sendmsg`, read straight from the mapping (see [`transmit::chain`] for
+//! why `sendmsg` and not `sendfile`, and how buffer space in flight is kept
+//! from reuse). TCP cuts the stream into segments of its own: the wire
+//! does not show record boundaries. [`transmit::to_peer`] (`pktfs send`)
+//! checks every record's CRC32C before the first byte goes out, whatever
+//! the verify mode.
 //!
 //! # Servers
 //! [`Services::start`] runs an HTTP/1.1 server ([`http`]) and a raw stream

@@ -77,7 +77,8 @@ pub struct DurabilityArgs {
     pub persist: Option<String>,
     /// When reads check payload checksums: once (each record once per
     /// open), always, off [default: once]. For mount, the same as
-    /// -o verify=WHEN.
+    /// -o verify=WHEN. `pktfs send` checks every record it sends
+    /// whatever this says.
     #[arg(long, value_name = "WHEN", value_parser = verify_value)]
     pub verify: Option<String>,
 }

@@ -9,6 +9,7 @@ pub mod logging;
 pub mod mount_cmd;
 pub mod net_cmd;
 pub mod offline_cmd;
+pub mod pcapng;
 pub mod quickstart;
 pub mod scrub_cmd;
 pub mod stream_cmd;

@@ -41,9 +41,17 @@ enum Cmd {
     Mount(mount_cmd::MountArgs),
     /// Serve an image over HTTP (and raw TCP) without FUSE.
     Serve(net_cmd::ServeArgs),
-    /// Stream a file out over TCP, one record per segment.
+    /// Stream a file out over TCP, every record's CRC32C checked first.
+    ///
+    /// The file is held and every record's checksum is checked against its
+    /// bytes before the first byte is sent, whatever the image's verify
+    /// mode; a damaged record is named and nothing is sent. The records go
+    /// to sendmsg(2) as one iovec each, straight from the image; TCP cuts
+    /// the stream into segments of its own, so the peer sees the file's
+    /// bytes, not its record boundaries.
     Send(net_cmd::SendArgs),
-    /// Show a file as its chain of packet-metadata records.
+    /// Show a file as its chain of packet-metadata records, or write them
+    /// as a pcapng capture (--pcap) for Wireshark or tshark.
     Chain(chain_cmd::ChainArgs),
     /// Show an image's superblock, geometry and usage.
     Stat(chain_cmd::StatArgs),

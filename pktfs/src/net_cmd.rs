@@ -581,7 +581,8 @@ pub fn send(a: SendArgs) -> Result<(), String> {
             let _tier = a.tier.start(&vol)?;
             let ino = pktfs_netpath::transmit::to_peer::check_source(&vol, &a.path)?;
             match sock {
-                // Held (every record's CRC checked) before connecting.
+                // Held, every record's CRC checked whatever the verify
+                // mode, before connecting.
                 None => pktfs_netpath::transmit::to_peer::send_file(&vol, ino, &a.addr, timeout),
                 Some(s) => pktfs_netpath::transmit::to_peer::send_on(&vol, ino, s, timeout),
             }
@@ -629,7 +630,8 @@ pub fn send(a: SendArgs) -> Result<(), String> {
     };
     let secs = r.elapsed.as_secs_f64().max(1e-9);
     eprintln!(
-        "pktfs: sent {} bytes of {} to {} as {} segments in {} sendmsg calls, {:.3} s, {:.1} MB/s",
+        "pktfs: sent {} bytes of {} to {} (every record's CRC32C checked first) as {} iovecs \
+         (one per record, or part of one) in {} sendmsg calls, {:.3} s, {:.1} MB/s",
         r.bytes,
         a.path,
         a.addr,

@@ -35,6 +35,7 @@ mod net_common;
 #[path = "../../tests/src/tmpfs.rs"]
 mod tmpfs;
 
+mod chain_pcap;
 mod cli_conventions;
 mod crash_kill;
 mod fsx;
@@ -52,6 +53,7 @@ mod pjdfstest;
 mod raw_10k;
 mod readme_up;
 mod recv_cli;
+mod send_verify;
 mod tier_cli;
 mod up_space;
 

@@ -112,7 +112,7 @@ fn serve_store_send_and_stop_cleanly() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(rx.join().unwrap() == body);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("segments"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("iovecs"));
     // To a raw listener with a token: the preface goes first.
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let to = l.local_addr().unwrap();

@@ -1,6 +1,6 @@
 //! The transmit path's view of the Volume: a file's records held (pinned)
-//! as segments the socket sends straight from the image, one record per
-//! segment, until the send is done.
+//! as segments the socket sends straight from the image, one iovec per
+//! record (a [`TxSeg`], not a TCP segment), until the send is done.
 //!
 //! # Tiered ranges go in windows
 //! A remote record's bytes must be fetched from the store before they can
@@ -211,7 +211,9 @@ impl Volume {
     /// records checked and their slices referenced, remote ones named
     /// (their objects pinned: see [`Volume::pin_objects`]), nothing
     /// fetched.
-    fn tx_build(&self, ino: u64, off: u64, len: u64) -> Result<Built> {
+    /// `every_crc`: check every local record now, whatever the verify
+    /// mode (what [`Volume::tx_hold_checked`] promises).
+    fn tx_build(&self, ino: u64, off: u64, len: u64, every_crc: bool) -> Result<Built> {
         let arc = self.inode(ino)?;
         let i = super::rlock(&arc)?;
         if i.attr.kind != FileType::Regular {
@@ -252,7 +254,11 @@ impl Volume {
                 }
                 Cover::Data(sl, r) => {
                     // Nothing goes to a socket before its CRC matched.
-                    self.verify_rec(&i, &r)?;
+                    if every_crc {
+                        self.verify_rec_as(&i, &r, super::VerifyMode::Always)?;
+                    } else {
+                        self.verify_rec(&i, &r)?;
+                    }
                     segs.push(TxSeg::Image {
                         image_off: self.geo.buffer_pos(sl.buffer, sl.buf_off).0,
                         len: sl.len,
@@ -281,7 +287,20 @@ impl Volume {
     /// is released). A server sends tiered ranges in windows instead
     /// ([`Volume::tx_range`]).
     pub fn tx_hold(&self, ino: u64, off: u64, len: u64) -> Result<TxHold<'_>> {
-        let b = self.tx_build(ino, off, len)?;
+        self.tx_hold_as(ino, off, len, false)
+    }
+
+    /// [`Volume::tx_hold`], with every local record's CRC checked against
+    /// its bytes now, whatever the verify mode (`once` skips a record
+    /// checked earlier in this mount, `off` all of them): for a sender
+    /// that promises every byte it sends matched its CRC on the way out
+    /// (`pktfs send`). Remote records are checked on every fetch anyway.
+    pub fn tx_hold_checked(&self, ino: u64, off: u64, len: u64) -> Result<TxHold<'_>> {
+        self.tx_hold_as(ino, off, len, true)
+    }
+
+    fn tx_hold_as(&self, ino: u64, off: u64, len: u64, every_crc: bool) -> Result<TxHold<'_>> {
+        let b = self.tx_build(ino, off, len, every_crc)?;
         let mut h = TxHold {
             vol: self,
             segs: b.segs,
@@ -305,7 +324,7 @@ impl Volume {
     /// remote records planned, to be fetched and sent a window at a time
     /// (module docs).
     pub fn tx_range(&self, ino: u64, off: u64, len: u64) -> Result<TxRange<'_>> {
-        let b = self.tx_build(ino, off, len)?;
+        let b = self.tx_build(ino, off, len, false)?;
         if b.remote.is_empty() {
             return Ok(TxRange::Local(TxHold {
                 vol: self,

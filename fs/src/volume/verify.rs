@@ -160,7 +160,7 @@ impl Volume {
         self.verify_rec_as(i, r, self.verify.mode())
     }
 
-    fn verify_rec_as(&self, i: &Inode, r: &Rec, mode: VerifyMode) -> Result<()> {
+    pub(crate) fn verify_rec_as(&self, i: &Inode, r: &Rec, mode: VerifyMode) -> Result<()> {
         if r.r.flags & FLAG_DAMAGED != 0 {
             return Err(damaged(i, r, "marked damaged by fsck".into()));
         }

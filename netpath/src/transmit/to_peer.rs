@@ -1,6 +1,16 @@
 //! Send a file to a plain TCP peer by its chain, one iovec per record,
-//! the same way GET does (see [`crate::transmit::chain`]). Part of the embedding API
-//! (docs/EMBEDDING.md); `pktfs send` and the control socket use it too.
+//! the same way GET does (see [`crate::transmit::chain`]); TCP cuts the
+//! stream into segments of its own, so a peer sees the file's bytes, not
+//! its records. Part of the embedding API (docs/EMBEDDING.md); `pktfs
+//! send` and the control socket use it too.
+//!
+//! Unlike a GET, a send checks every local record's CRC32C against its
+//! bytes when it holds the file, whatever the volume's verify mode
+//! ([`pktfs_fs::Volume::tx_hold_checked`]): with `verify=once` a GET skips
+//! a record checked earlier in the mount, but a send is how bytes leave
+//! for another system, so it is one pass over them before the socket gets
+//! any. Tiered records are checked on every fetch. A record that fails is
+//! named ([`hold_checked`]) and nothing is sent.
 
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
@@ -21,16 +31,16 @@ pub struct SendReport {
 
 /// Connect to `addr` and send all of file `ino`, then close the sending
 /// side. `timeout`: connect timeout and longest wait for room to send. The
-/// file is held (and every record's CRC checked) before connecting, so a
-/// damaged file fails without a connection; a send that fails once
-/// connected resets the connection (see [`reset`]).
+/// file is held, and every record's CRC checked against its bytes, before
+/// connecting, so a damaged file fails without a connection; a send that
+/// fails once connected resets the connection (see [`reset`]).
 pub fn send_file(
     vol: &Volume,
     ino: u64,
     addr: &str,
     timeout: Duration,
 ) -> Result<SendReport, String> {
-    let hold = vol.tx_hold(ino, 0, u64::MAX).map_err(|e| e.to_string())?;
+    let hold = hold_checked(vol, ino)?;
     let s = connect(addr, timeout)?;
     let r = send_hold(&s, &hold, timeout);
     if r.is_err() {
@@ -86,14 +96,39 @@ pub fn send_on(
     sock: &TcpStream,
     timeout: Duration,
 ) -> Result<SendReport, String> {
-    let r = match vol.tx_hold(ino, 0, u64::MAX) {
+    let r = match hold_checked(vol, ino) {
         Ok(hold) => send_hold(sock, &hold, timeout),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     };
     if r.is_err() {
         reset(sock);
     }
     r
+}
+
+/// Hold all of file `ino` with every record's CRC checked now
+/// ([`pktfs_fs::Volume::tx_hold_checked`]). A damaged record is named in
+/// the error (its number, byte range, stored CRC), so a person can find it
+/// with `pktfs chain`.
+pub fn hold_checked(vol: &Volume, ino: u64) -> Result<pktfs_fs::TxHold<'_>, String> {
+    vol.tx_hold_checked(ino, 0, u64::MAX).map_err(|e| match e {
+        pktfs_fs::FsError::Damaged { start, end, .. } => {
+            let rec = vol.chain(ino).ok().and_then(|c| {
+                c.into_iter()
+                    .find(|r| r.file_off == start && r.file_off + r.len as u64 == end)
+            });
+            match rec {
+                Some(r) => format!(
+                    "record {} (file bytes [{start}, {end}), stored CRC32C {:08x}) is damaged: \
+                     its bytes do not match its checksum; nothing was sent. \
+                     `pktfs chain` lists the file's records, `pktfs scrub` checks the image",
+                    r.record, r.payload_crc
+                ),
+                None => format!("{e}; nothing was sent"),
+            }
+        }
+        e => e.to_string(),
+    })
 }
 
 fn send_hold(
