@@ -41,6 +41,8 @@ fn auto_mode(path: &Path, file: &File) -> PersistMode {
         return PersistMode::Clwb; // /dev/daxN.M
     }
     if let Ok(st) = nix::sys::statfs::fstatfs(file) {
+        // The magic's type differs between libc targets (i64 here).
+        #[allow(clippy::unnecessary_cast)]
         let t = st.filesystem_type().0 as i64;
         if t == TMPFS_MAGIC || t == RAMFS_MAGIC {
             return PersistMode::Clwb;

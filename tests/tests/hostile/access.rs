@@ -67,7 +67,8 @@ fn every_method_needs_the_token(io: IoMode) {
     let json = [("Accept", "application/json")];
     let wrong = [("Authorization", "Bearer hostile-test-token-0124")];
     let lower = [("Authorization", "bearer hostile-test-token-012")];
-    let cases: &[(&str, &str, &[(&str, &str)])] = &[
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: &[Case] = &[
         ("GET", "/dir/secret.txt", &[]),
         ("GET", "/dir/secret.txt", &wrong),
         ("GET", "/dir/secret.txt", &lower),

@@ -454,6 +454,7 @@ fn flood_outcomes(socks: &mut [TcpStream]) -> (usize, usize, usize) {
 ///   per held connection, so 32 KiB;
 /// - fixed: the loops' or accept thread's own growth and allocator arenas
 ///   (glibc keeps up to 8 per core for new threads), 16 MiB.
+///
 /// VmRSS also counts the pages of the image (a /dev/shm file mapped
 /// shared) that the process touched since, wherever the server (or a
 /// background task of the Volume) reads or writes them: at most the whole
