@@ -52,6 +52,7 @@ mod pjdfstest;
 mod raw_10k;
 mod readme_up;
 mod recv_cli;
+mod rxtime_cli;
 mod tier_cli;
 mod up_space;
 
