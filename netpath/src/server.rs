@@ -32,6 +32,7 @@ use pktfs_fs::Volume;
 
 use crate::config::{Change, Config, OnChange};
 use crate::metrics::Metrics;
+use crate::receive::stamped;
 use crate::shared::Shared;
 
 const STACK: usize = 512 << 10;
@@ -226,9 +227,12 @@ impl Services {
             true => (None, None),
             false => {
                 let c = &s.shared.cfg;
+                // Receive timestamps on before `listen` (accepted sockets
+                // inherit them), so even bytes that arrive before `accept`
+                // carry the kernel's receive time.
                 (
-                    c.http_listen.map(TcpListener::bind).transpose()?,
-                    c.raw_listen.map(TcpListener::bind).transpose()?,
+                    c.http_listen.map(stamped::listen).transpose()?,
+                    c.raw_listen.map(stamped::listen).transpose()?,
                 )
             }
         };
@@ -240,10 +244,6 @@ impl Services {
                 Kind::Raw => s.raw_addr = Some(addr),
             }
             l.set_nonblocking(true)?;
-            // Timestamps on from the start (accepted sockets inherit it), so
-            // even the first segments of a connection carry the kernel's
-            // receive time.
-            let _ = pktfs_fs::media::net::enable_rx_timestamps(&l);
             let sh = s.shared.clone();
             let t = std::thread::Builder::new()
                 .name(format!("pktfs-accept-{kind:?}").to_lowercase())

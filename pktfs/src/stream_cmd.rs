@@ -4,13 +4,20 @@
 //! receive time. A mounted or served image is written by the process that
 //! holds it: the connected socket is passed to it over the control socket,
 //! so the data path stays one copy.
+//!
+//! The listening (or connecting) socket has receive timestamps on before
+//! `listen` (or the handshake), so bytes the sender sends before `accept`
+//! returns, or before the holder takes the socket over, are stamped by
+//! the kernel as they arrive; a record whose bytes the kernel gave no time
+//! says so (the report counts them).
 
-use std::net::{TcpListener, ToSocketAddrs};
+use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use pktfs_fs::{OpenOptions, Volume};
 use pktfs_netpath::control::{self, ControlError};
+use pktfs_netpath::receive::stamped;
 use pktfs_netpath::receive::to_file::{
     check_target, recv_to_file, CommitPolicy, RecvMode, RecvOptions,
 };
@@ -96,13 +103,12 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
     }
     let t0;
     let sock = if let Some(l) = &a.listen {
-        let listener = TcpListener::bind(
-            l.to_socket_addrs()
-                .map_err(|e| format!("--listen {l}: {e}"))?
-                .collect::<Vec<_>>()
-                .as_slice(),
-        )
-        .map_err(|e| format!("--listen {l}: {e}"))?;
+        let addrs: Vec<_> = l
+            .to_socket_addrs()
+            .map_err(|e| format!("--listen {l}: {e}"))?
+            .collect();
+        let listener =
+            stamped::listen_any(addrs.as_slice()).map_err(|e| format!("--listen {l}: {e}"))?;
         let at = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("pktfs recv: waiting for one connection on {at}");
         let (s, peer) = listener
@@ -113,7 +119,7 @@ pub fn recv(a: RecvArgs) -> Result<i32, String> {
         s
     } else {
         let c = a.connect.as_deref().unwrap_or_default();
-        let s = pktfs_netpath::transmit::to_peer::connect(c, Duration::from_secs(30))?;
+        let s = stamped::connect(c, Duration::from_secs(30))?;
         t0 = Instant::now();
         s
     };
@@ -185,6 +191,17 @@ fn report(a: &RecvArgs, rep: &Value, secs: f64) {
             crate::chain_cmd::fmt_ns(n("last_rx_ns")),
             n("file_size")
         );
+    }
+    // A holder from before the count says nothing: no claim either way.
+    if let Some(k) = rep["kernel_time_records"].as_u64() {
+        if k < n("records") {
+            println!(
+                "  {} of {} records carry this host's clock, not a kernel receive time \
+                 (the kernel gave none for their bytes; `pktfs chain` shows which)",
+                n("records") - k,
+                n("records")
+            );
+        }
     }
 }
 

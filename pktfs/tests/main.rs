@@ -53,6 +53,7 @@ mod pjdfstest;
 mod raw_10k;
 mod readme_up;
 mod recv_cli;
+mod rxtime_cli;
 mod send_verify;
 mod tier_cli;
 mod up_space;

@@ -2,7 +2,9 @@
 //! Volume's `RxBuf` and `TxHold` are the public face of it):
 //! receive into packet buffers with the kernel's receive timestamp, and send
 //! records out by `sendfile` from the image file or `sendmsg` with one
-//! iovec per record (record = segment). The bytes are never staged.
+//! iovec per record (TCP cuts and joins the bytes into segments as it
+//! likes: a record is not a packet on the wire). The bytes are never
+//! staged.
 
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
@@ -10,8 +12,51 @@ use super::Pm;
 
 /// Ask the kernel to timestamp received data (SO_TIMESTAMPNS).
 pub fn enable_rx_timestamps(fd: impl AsFd) -> std::io::Result<()> {
+    set_rx_timestamps(fd, true)
+}
+
+/// Turn SO_TIMESTAMPNS on or off: off, receives come without the kernel's
+/// time (how a test shows what a record says then).
+pub fn set_rx_timestamps(fd: impl AsFd, on: bool) -> std::io::Result<()> {
     use nix::sys::socket::{setsockopt, sockopt::ReceiveTimestampns};
-    setsockopt(&fd, ReceiveTimestampns, &true).map_err(std::io::Error::from)
+    setsockopt(&fd, ReceiveTimestampns, &on).map_err(std::io::Error::from)
+}
+
+/// Whether `fd` has SO_TIMESTAMPNS on (as the kernel reports it: a socket
+/// accepted from a listener that had it on has it too).
+pub fn rx_timestamps_enabled(fd: impl AsFd) -> std::io::Result<bool> {
+    use nix::sys::socket::{getsockopt, sockopt::ReceiveTimestampns};
+    getsockopt(&fd, ReceiveTimestampns).map_err(std::io::Error::from)
+}
+
+/// recvmsg(2) from `fd` into `buf` (memory of the caller's, not the
+/// mapping), with the kernel receive time in ns since the epoch when the
+/// socket has SO_TIMESTAMPNS on and the kernel supplied one: what a
+/// receiver that must hold bytes in DRAM (no buffer space free) uses, so
+/// those bytes keep their arrival time like bytes received into the image
+/// ([`Pm::recv_timestamped`]).
+pub fn recv_timestamped_into(
+    fd: impl AsFd,
+    buf: &mut [u8],
+    flags: i32,
+) -> std::io::Result<(usize, Option<u64>)> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    let mut iov = [std::io::IoSliceMut::new(buf)];
+    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
+    let msg = recvmsg::<()>(
+        fd.as_fd().as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::from_bits_truncate(flags),
+    )
+    .map_err(std::io::Error::from)?;
+    let mut ts = None;
+    for c in msg.cmsgs().map_err(std::io::Error::from)? {
+        if let ControlMessageOwned::ScmTimestampns(t) = c {
+            ts = Some(t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64);
+        }
+    }
+    Ok((msg.bytes, ts))
 }
 
 /// Wake readers of `fd` only once `bytes` are queued (SO_RCVLOWAT), or at

@@ -386,6 +386,11 @@ fn recv_op(
         ..Default::default()
     };
     let _ = sock.set_nonblocking(false);
+    // `pktfs recv` turned receive timestamps on before the stream began
+    // (crate::receive::stamped), so bytes queued before this process took
+    // the socket carry their arrival time; for another client's socket the
+    // receive turns them on now, and records of bytes the kernel gave no
+    // time say so.
     crate::receive::to_file::recv_to_file(vol, sock, path, &opts)
         .map(|r| r.to_json())
         .map_err(|e| e.to_string())

@@ -10,6 +10,10 @@
 //! (which keeps the one-copy path), or when the stream or body ends: a
 //! body in 1-byte chunks takes about as many records as it has 2 KiB.
 //! A copy of under 2 KiB costs less than the record it saves.
+//!
+//! Such a record carries the receive time of its first byte as that
+//! receive had it (the kernel's, flagged `FLAG_KERNEL_TIME`, or the clock,
+//! not flagged): copying bytes does not make their time a clock reading.
 
 use pktfs_fs::{RxBuf, RxPiece, RxTime, Volume};
 

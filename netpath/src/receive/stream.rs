@@ -19,8 +19,17 @@
 //! falls back to a 64 KiB DRAM buffer so GET, HEAD and DELETE still work on
 //! a full volume; body bytes that arrive then are copied into fresh buffer
 //! space when taken, or refused with "no space".
+//!
+//! Every receive, into the image or into DRAM, is a recvmsg(2) with the
+//! kernel's receive time (SO_TIMESTAMPNS, turned on by [`RxStream::new`]
+//! and best turned on before `accept`: [`crate::receive::stamped`]). A
+//! piece is stamped with the time of the receive that brought its first
+//! byte: [`RxTime::Kernel`] when the kernel gave one, else
+//! [`RxTime::Clock`] (the clock when the bytes were taken, and the record
+//! says so: no `FLAG_KERNEL_TIME`). A piece may span several receives
+//! (a body's bytes are taken in pieces of at least 16 KiB where they
+//! landed), so a record is the bytes of one or more receives, in order.
 
-use std::io::Read;
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -65,9 +74,14 @@ pub struct RxStream<'a> {
 }
 
 impl<'a> RxStream<'a> {
-    /// `chunk`: largest reservation. Turns on SO_TIMESTAMPNS.
+    /// `chunk`: largest reservation. Turns on SO_TIMESTAMPNS (already on
+    /// for a socket accepted from a listener that had it, or made by
+    /// [`crate::receive::stamped`]); bytes that arrived before it was on
+    /// may have no kernel time, and their records say so.
     pub fn new(vol: &'a Volume, sock: &'a TcpStream, chunk: u32) -> RxStream<'a> {
-        let _ = pktfs_fs::media::net::enable_rx_timestamps(sock);
+        if let Err(e) = pktfs_fs::media::net::enable_rx_timestamps(sock) {
+            tracing::debug!("receive timestamps refused ({e}): records carry the clock");
+        }
         RxStream::with(vol, Some(sock), chunk)
     }
 
@@ -161,8 +175,10 @@ impl<'a> RxStream<'a> {
         }
         loop {
             let r = if self.in_dram {
+                // With the cmsg too: bytes held in DRAM keep their arrival
+                // time (they become records when space frees up).
                 let end = self.end as usize;
-                (&*sock).read(&mut self.dram[end..]).map(|n| (n, None))
+                pktfs_fs::media::net::recv_timestamped_into(sock, &mut self.dram[end..], 0)
             } else {
                 let b = self.res.as_mut().expect("storage after move");
                 debug_assert_eq!(b.filled(), self.end);
@@ -384,5 +400,42 @@ mod tests {
         );
         rx.stamp(Some(3_000));
         assert_eq!(rx.stamp_at(30), now, "the clock read stays the floor");
+    }
+
+    /// With no buffer space free the stream holds bytes in DRAM; they
+    /// become records once space frees up, with their arrival time, not
+    /// the time they were copied.
+    #[test]
+    fn bytes_held_in_dram_keep_their_kernel_time() {
+        use std::io::Write;
+        let vol = Volume::in_memory(pktfs_layout::GeometryParams::for_size(8 << 20)).unwrap();
+        let mut hog = Vec::new();
+        while let Ok(b) = vol.rx_reserve(1 << 20) {
+            hog.push(b);
+        }
+        let l = crate::receive::stamped::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let sent_ns = now_ns();
+        c.write_all(&[7u8; 3000]).unwrap();
+        let sent_end_ns = now_ns();
+        std::thread::sleep(Duration::from_millis(300));
+        let mut rx = RxStream::new(&vol, &s, 1 << 20);
+        let n = rx.fill(3000, Duration::from_secs(5)).unwrap();
+        assert!(n > 0);
+        assert!(rx.in_dram, "no space: the bytes wait in DRAM");
+        drop(hog);
+        let taken_ns = now_ns();
+        let mut out = Vec::new();
+        rx.take_into(n as u32, &mut out).unwrap();
+        let at = out[0].at();
+        assert!(at.is_kernel(), "{at:?}");
+        assert!(
+            at.ns() + 1_000 >= sent_ns && at.ns() <= sent_end_ns + 25_000_000,
+            "the arrival ({sent_ns}..{sent_end_ns}), not {at:?}"
+        );
+        assert!(at.ns() + 250_000_000 <= taken_ns);
+        drop(rx);
+        vol.rx_abort(out);
     }
 }

@@ -11,8 +11,14 @@
 //!
 //! - Bytes move from the kernel into packet buffers of the image once
 //!   ([`crate::receive::stream::RxStream`]); each record carries the CRC32C of its
-//!   bytes (computed while they are hot), the kernel receive time and its
-//!   position in the stream.
+//!   bytes (computed while they are hot), the kernel's receive time of its
+//!   first byte (SO_TIMESTAMPNS; where the kernel gave none, the clock when
+//!   it was taken, and the record says so: no `FLAG_KERNEL_TIME`) and its
+//!   position in the stream. A record is the bytes of one receive (more
+//!   when small ones are copied together, below), not a TCP segment.
+//! - Timestamps are on before the first byte can arrive when the socket
+//!   comes from [`crate::receive::stamped`] (`pktfs recv` listens and
+//!   connects with it); on any other socket they are turned on here.
 //! - Data is durable at the commit points [`CommitPolicy`] chooses; each
 //!   commit appends in stream order, so after a crash the file is an exact
 //!   prefix of the stream (for [`RecvMode::ReplaceAtEnd`]: the old file, or
@@ -106,10 +112,13 @@ pub struct RecvReport {
     pub bytes: u64,
     /// Records they make.
     pub records: u64,
-    /// Kernel receive time of the first and last stored byte, ns since the
-    /// epoch (0 when nothing arrived).
+    /// Receive time of the first and of the last stored record, ns since
+    /// the epoch (0 when nothing arrived).
     pub first_rx_ns: u64,
     pub last_rx_ns: u64,
+    /// Records whose time is the kernel's (the rest carry the receiver's
+    /// clock: the kernel gave no time for their bytes).
+    pub kernel_time_records: u64,
     /// CRC32C of the stored stream bytes, combined from the record CRCs.
     pub crc32c: u32,
     /// The sender closed the stream (rather than an error, a timeout or a
@@ -124,6 +133,7 @@ impl RecvReport {
         serde_json::json!({
             "ino": self.ino, "bytes": self.bytes, "records": self.records,
             "first_rx_ns": self.first_rx_ns, "last_rx_ns": self.last_rx_ns,
+            "kernel_time_records": self.kernel_time_records,
             "crc32c": format!("{:08x}", self.crc32c), "ended_cleanly": self.ended_cleanly,
             "file_size": self.file_size,
         })
@@ -281,13 +291,13 @@ pub fn recv_into(
             return true;
         }
         let batch = std::mem::take(pieces);
-        let stats: Vec<(u32, u32, u64)> = batch
-            .iter()
-            .map(|p| (p.crc(), p.len(), p.timestamp_ns()))
-            .collect();
+        let stats: Vec<(u32, u32, pktfs_fs::RxTime)> =
+            batch.iter().map(|p| (p.crc(), p.len(), p.at())).collect();
         match vol.rx_commit(ino, batch) {
             Ok(size) => {
-                for (crc, len, ts) in stats {
+                for (crc, len, at) in stats {
+                    let ts = at.ns();
+                    rep.kernel_time_records += u64::from(at.is_kernel());
                     rep.crc32c = if rep.bytes == 0 {
                         crc
                     } else {
