@@ -172,7 +172,7 @@ fn recv_from_nc_and_connect_and_send_back() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(read_file(&img, "/b.bin"), body2);
 
-    // send it back out, one record per segment.
+    // send it back out, one iovec per record.
     assert_eq!(send_to_a_listener(&img, "/a.bin"), body);
 }
 

@@ -323,7 +323,7 @@ fn is_mountpoint(p: &Path) -> bool {
 
 /// Read a file, tiered, through the mount; overwrite part of a tiered
 /// record (its remnants stay in the tier) and read it back; send a tiered
-/// file with `pktfs send`, one record per segment.
+/// file with `pktfs send`, one iovec per record.
 #[test]
 fn mount_reads_and_writes_tiered_files_and_send_sends_them() {
     require!(garage(), prereq::fuse(), prereq::root());

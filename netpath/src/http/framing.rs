@@ -16,8 +16,8 @@ use crate::receive::coalesce::Coalescer;
 use crate::receive::stream::{RxJob, IDLE_RESERVATION};
 
 /// Coalesce body bytes into pieces of at least this size (unless the body
-/// or the reservation ends first), so a trickle of small segments does not
-/// become a record per segment.
+/// or the reservation ends first), so a trickle of small receives does not
+/// become a record per receive.
 const MIN_PIECE: u32 = 16 << 10;
 
 /// An upload's first check of the free space and records comes after this
