@@ -241,7 +241,6 @@ impl Loops {
         for (addr, proto) in &services {
             let listeners = listen::reuseport_listeners(*addr, loops)?;
             addrs.push(listeners[0].local_addr()?);
-            let _ = pktfs_fs::media::net::enable_rx_timestamps(&listeners[0]);
             for (k, lis) in listeners.into_iter().enumerate() {
                 per_loop[k].push((lis, proto.clone()));
             }

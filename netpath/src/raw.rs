@@ -730,7 +730,12 @@ impl<'v> RawSession<'v> {
 }
 
 impl<'v> crate::loops::Session<'v> for RawSession<'v> {
-    fn on_data(&mut self, data: RxHeld<'v>, at: crate::loops::TurnClock) -> crate::loops::Flow<'v> {
+    fn on_data(
+        &mut self,
+        data: RxHeld<'v>,
+        rx: pktfs_fs::RxTime,
+        at: crate::loops::TurnClock,
+    ) -> crate::loops::Flow<'v> {
         let data = match self.take_preface(data) {
             Ok(Some(d)) => d,
             Ok(None) => return crate::loops::Flow::Continue,
@@ -745,13 +750,9 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
         let n = data.len() as u64;
         if self.co.wants(data.len()) {
             // Copied in (the landed buffer goes back when `data` drops).
-            let r = self.co.copy_in(
-                self.vol,
-                data.bytes(),
-                pktfs_fs::RxTime::Clock(at.rx_ns),
-                self.seq,
-                &mut self.pending,
-            );
+            let r = self
+                .co
+                .copy_in(self.vol, data.bytes(), rx, self.seq, &mut self.pending);
             self.seq += n;
             if let Err(e) = r {
                 tracing::info!(
@@ -770,8 +771,7 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
         // A large piece: what was coalesced goes first (stream order).
         self.flush_small();
         // CRC and flush now, while the bytes are hot.
-        self.pending
-            .push(data.piece(pktfs_fs::RxTime::Clock(at.rx_ns), self.seq));
+        self.pending.push(data.piece(rx, self.seq));
         self.seq += n;
         crate::loops::Flow::Continue
     }
