@@ -11,7 +11,9 @@
 //!
 //! For a TCP read the kernel reports the arrival of the newest segment the
 //! read took (`tcp_recvmsg` keeps the stamp of each segment it copies from),
-//! not of the first byte.
+//! not of the first byte; and a segment queued behind another is merged
+//! into it, taking the later stamp, a bare FIN included (so bytes read
+//! only after the peer closed carry the FIN's arrival).
 
 /// Bytes of a `struct cmsghdr` as the kernel lays it out (`cmsg_len` is a
 /// `size_t`, then level and type), aligned: where a message's data starts.

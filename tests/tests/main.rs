@@ -53,6 +53,7 @@ mod net_http_surface;
 mod net_metrics;
 mod net_mount;
 mod net_raw;
+mod net_rxtime_loops;
 mod net_tx;
 mod net_uring;
 mod net_volume_race;
