@@ -2,9 +2,12 @@
 //!
 //! The file is named by the connection's arrival time and peer (e.g.
 //! `20250101T120000.123456789Z-127.0.0.1-54321`) in the configured
-//! directory, and every `recv()` is appended by one commit as soon as it
-//! lands: bytes go from the kernel into packet buffers, become one record
-//! (CRC32C, kernel receive time, stream position) and are linked at the
+//! directory, and what each receive completion took from the socket (at
+//! most one ring entry's room on the loops, one `recv` on threads) is
+//! appended as soon as it lands: bytes go from the kernel into packet
+//! buffers, become one record (CRC32C, stream position, and the kernel's
+//! receive time, FLAG_KERNEL_TIME; a record the kernel gave no time for
+//! has the receiver's clock and lacks the flag) and are linked at the
 //! end of the file (receives under 2 KiB are copied together into one
 //! record first, stored within 100 ms of their first byte: a trickling
 //! sender would otherwise take a record per byte). Each commit is atomic
