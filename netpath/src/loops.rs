@@ -1,5 +1,6 @@
 //! The event loops (one per two cores): multishot accept on a
-//! SO_REUSEPORT listener per loop, multishot receive into a provided-buffer
+//! SO_REUSEPORT listener per loop (SO_TIMESTAMPNS set before listen),
+//! multishot receive with the kernel's receive time into a provided-buffer
 //! ring whose buffers are free packet buffers of the image
 //! ([`pktfs_ring::RxRing`]), batched submissions, sends of one iovec per
 //! record, idle deadlines on a timer heap. Protocol-agnostic: a
@@ -241,7 +242,6 @@ impl Loops {
         for (addr, proto) in &services {
             let listeners = listen::reuseport_listeners(*addr, loops)?;
             addrs.push(listeners[0].local_addr()?);
-            let _ = pktfs_fs::media::net::enable_rx_timestamps(&listeners[0]);
             for (k, lis) in listeners.into_iter().enumerate() {
                 per_loop[k].push((lis, proto.clone()));
             }

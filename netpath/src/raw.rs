@@ -2,9 +2,12 @@
 //!
 //! The file is named by the connection's arrival time and peer (e.g.
 //! `20250101T120000.123456789Z-127.0.0.1-54321`) in the configured
-//! directory, and every `recv()` is appended by one commit as soon as it
-//! lands: bytes go from the kernel into packet buffers, become one record
-//! (CRC32C, kernel receive time, stream position) and are linked at the
+//! directory, and what each receive completion took from the socket (at
+//! most one ring entry's room on the loops, one `recv` on threads) is
+//! appended as soon as it lands: bytes go from the kernel into packet
+//! buffers, become one record (CRC32C, stream position, and the kernel's
+//! receive time, FLAG_KERNEL_TIME; a record the kernel gave no time for
+//! has the receiver's clock and lacks the flag) and are linked at the
 //! end of the file (receives under 2 KiB are copied together into one
 //! record first, stored within 100 ms of their first byte: a trickling
 //! sender would otherwise take a record per byte). Each commit is atomic
@@ -730,7 +733,12 @@ impl<'v> RawSession<'v> {
 }
 
 impl<'v> crate::loops::Session<'v> for RawSession<'v> {
-    fn on_data(&mut self, data: RxHeld<'v>, at: crate::loops::TurnClock) -> crate::loops::Flow<'v> {
+    fn on_data(
+        &mut self,
+        data: RxHeld<'v>,
+        rx: pktfs_fs::RxTime,
+        at: crate::loops::TurnClock,
+    ) -> crate::loops::Flow<'v> {
         let data = match self.take_preface(data) {
             Ok(Some(d)) => d,
             Ok(None) => return crate::loops::Flow::Continue,
@@ -745,13 +753,9 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
         let n = data.len() as u64;
         if self.co.wants(data.len()) {
             // Copied in (the landed buffer goes back when `data` drops).
-            let r = self.co.copy_in(
-                self.vol,
-                data.bytes(),
-                pktfs_fs::RxTime::Clock(at.rx_ns),
-                self.seq,
-                &mut self.pending,
-            );
+            let r = self
+                .co
+                .copy_in(self.vol, data.bytes(), rx, self.seq, &mut self.pending);
             self.seq += n;
             if let Err(e) = r {
                 tracing::info!(
@@ -770,8 +774,7 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
         // A large piece: what was coalesced goes first (stream order).
         self.flush_small();
         // CRC and flush now, while the bytes are hot.
-        self.pending
-            .push(data.piece(pktfs_fs::RxTime::Clock(at.rx_ns), self.seq));
+        self.pending.push(data.piece(rx, self.seq));
         self.seq += n;
         crate::loops::Flow::Continue
     }

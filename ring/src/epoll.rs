@@ -16,6 +16,12 @@
 //! bytes of the oldest provided entry, as the kernel does with
 //! incremental consumption (`IOU_PBUF_RING_INC`).
 //!
+//! Receives are `recvmsg` calls straight into the provided entry (the
+//! payload only) with a control buffer on the stack for the kernel's
+//! receive time (`SCM_TIMESTAMPNS`, `crate::rxstamp`), posted beside the
+//! completion ([`Cqe::kernel_ns`]); the buffer holds no prefix, unlike an
+//! io_uring multishot `recvmsg`'s.
+//!
 //! # When the kernel stops writing
 //! Here the kernel writes a provided buffer only inside a `recv` this
 //! module calls, on this thread: once a call returned, nothing writes lent
@@ -273,6 +279,7 @@ impl EpollRing {
             user_data,
             result,
             flags,
+            kernel_ns: None,
         });
     }
 
@@ -574,18 +581,25 @@ impl EpollRing {
                 return;
             };
             let (bid, room) = (b.bid, b.len - b.used);
-            // SAFETY: `[used, len)` of the entry is provided space nothing
-            // else writes or reads until a completion reports it filled
-            // (`provide`'s contract); the kernel writes it only during this
-            // call.
-            let n = unsafe {
-                libc::recv(
-                    fd,
-                    b.ptr.as_ptr().add(b.used as usize) as *mut libc::c_void,
-                    room as usize,
-                    libc::MSG_DONTWAIT,
-                )
+            let mut iov = libc::iovec {
+                // SAFETY: `[used, len)` of the entry is inside the lent
+                // bytes (`provide`'s contract).
+                iov_base: unsafe { b.ptr.as_ptr().add(b.used as usize) } as *mut libc::c_void,
+                iov_len: room as usize,
             };
+            // Room for one SCM_TIMESTAMPNS message, aligned for a cmsghdr.
+            let mut control = [0u64; crate::rxstamp::CONTROL_BYTES.div_ceil(8)];
+            // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+            msg.msg_controllen = size_of_val(&control) as _;
+            // SAFETY: the iovec names provided space nothing else writes or
+            // reads until a completion reports it filled (`provide`'s
+            // contract), written by the kernel only during this call; the
+            // control buffer is ours, alive for the call.
+            let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
             match n {
                 0 => {
                     self.end_recv(fd, ud, 0);
@@ -601,7 +615,14 @@ impl EpollRing {
                     } else {
                         self.bufs.pop_front();
                     }
-                    self.post(ud, n as i32, flags);
+                    let clen = (msg.msg_controllen as usize).min(size_of_val(&control));
+                    let kernel_ns = control_time(&control, clen);
+                    self.done.push_back(Cqe {
+                        user_data: ud,
+                        result: n as i32,
+                        flags,
+                        kernel_ns,
+                    });
                     if n < room {
                         // The socket is most likely empty: let epoll say.
                         return;
@@ -716,6 +737,17 @@ impl Polled for EpollRing {
         self.submit();
         self.pump(0)
     }
+}
+
+/// The receive time in the first `len` bytes of a `recvmsg`'s control
+/// buffer.
+fn control_time(control: &[u64], len: usize) -> Option<u64> {
+    // The words as the kernel wrote them, as bytes (no allocation).
+    let mut bytes = [0u8; crate::rxstamp::CONTROL_BYTES.div_ceil(8) * 8];
+    for (d, w) in bytes.chunks_exact_mut(8).zip(control) {
+        d.copy_from_slice(&w.to_ne_bytes());
+    }
+    crate::rxstamp::timestamp_ns(&bytes[..len.min(bytes.len())])
 }
 
 /// Arm `slot` with `ud` unless something is armed there already.

@@ -46,6 +46,7 @@ fn completion_flags_read_as_a_ring_posts_them() {
         user_data: 1,
         result: 5,
         flags: CQE_F_BUFFER | 3 << CQE_BUFFER_SHIFT | CQE_F_MORE | CQE_F_BUF_MORE,
+        kernel_ns: None,
     };
     assert_eq!(c.buffer(), Some(3));
     assert!(c.more() && c.buffer_more());

@@ -9,7 +9,10 @@
 //! - [`rxring`]: [`RxRing`], the safe face: it owns the reservations it
 //!   lends ([`pktfs_fs::LentRx`]), turns completions into held ranges of
 //!   received bytes, and keeps the bytes of every send alive until the
-//!   kernel is done with them.
+//!   kernel is done with them;
+//! - `rxstamp`: the kernel's receive time (SO_TIMESTAMPNS) read from a
+//!   receive's control bytes, which both engines hand on with every
+//!   receive.
 //!
 //! # Where the unsafe is, and why it is sound
 //! pktfs-fs lends image memory through [`pktfs_fs::LentRx`]: a reservation
@@ -29,6 +32,7 @@
 pub mod epoll;
 pub mod netio;
 pub mod rxring;
+mod rxstamp;
 pub mod uring;
 
 pub use netio::Backend as RingBackend;

@@ -91,6 +91,13 @@ impl NetIo {
     pub fn recv_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
         each!(self, r => r.recv_multi(fd, user_data))
     }
+    /// io_uring only (`NetRing::eat_tail`); epoll has no tails to eat.
+    pub fn eat_tail(&mut self, max: u32, user_data: u64) -> io::Result<()> {
+        match self {
+            NetIo::Uring(r) => r.eat_tail(max, user_data),
+            NetIo::Epoll(_) => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
     pub fn recv_discard(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
         each!(self, r => r.recv_discard(fd, user_data))
     }

@@ -27,6 +27,16 @@
 //! Without it each receive consumes a whole entry; its unfilled tail goes
 //! back to the allocator at once (at most part of one buffer is left
 //! over), and the ring must be replenished after every receive.
+//!
+//! # Receive times
+//! Every receive comes with the kernel's receive time when the socket has
+//! SO_TIMESTAMPNS ([`RingEvent::Received`]'s `kernel_ns`): on io_uring from
+//! the control bytes the kernel wrote into the buffer ahead of the payload
+//! (`crate::uring`, "Every receive carries the kernel's receive time";
+//! only the payload is held, the prefix stays unused in the reservation),
+//! on epoll from the control buffer of its `recvmsg`. Where an entry is
+//! left with a tail too short for another receive, the ring eats it
+//! (`NetRing::eat_tail`) at the end of [`RxRing::completions`].
 #![allow(unsafe_code)]
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -104,6 +114,10 @@ pub enum RxData<'v> {
     /// A draining receive ([`RxRing::recv_discard`]) threw this many bytes
     /// away (it is single-shot: arm another to go on).
     Discarded(usize),
+    /// No bytes, no end of stream and no error: the entry the receive
+    /// selected had no room for any (io_uring's short tail, `crate::uring`).
+    /// When it is the last completion (`more == false`), re-arm.
+    Ended,
 }
 
 /// A completion, decoded.
@@ -117,11 +131,15 @@ pub enum RingEvent<'v> {
         more: bool,
     },
     /// A receive of [`RxRing::recv_multi`] (`more`: it stays armed) or of
-    /// [`RxRing::recv_discard`] (never `more`).
+    /// [`RxRing::recv_discard`] (never `more`). `kernel_ns`: for
+    /// [`RxData::Bytes`], the kernel's receive time (SO_TIMESTAMPNS; for
+    /// TCP the arrival of the newest segment the receive took), ns since
+    /// the epoch; `None` when the kernel gave none.
     Received {
         tag: u64,
         data: RxData<'v>,
         more: bool,
+        kernel_ns: Option<u64>,
     },
     /// A send of [`RxRing::send`] ended; the message comes back.
     Sent {
@@ -193,6 +211,11 @@ pub struct RxRingStats {
     pub starved: u32,
     /// Receives that found the ring empty (ENOBUFS).
     pub enobufs: u64,
+    /// Short tails of entries eaten (io_uring, incremental consumption;
+    /// see `crate::uring`), and receives that met one first and were
+    /// ended for a re-arm ([`RxData::Ended`]).
+    pub tails_eaten: u64,
+    pub tail_rearms: u64,
 }
 
 const KIND_SHIFT: u32 = 56;
@@ -201,6 +224,7 @@ const RECV: u64 = 2;
 const SEND: u64 = 3;
 const CANCEL: u64 = 4;
 const DRAIN: u64 = 5;
+const EAT: u64 = 6;
 /// Largest tag: the top byte of user_data says what the request was.
 pub const MAX_TAG: u64 = (1 << KIND_SHIFT) - 1;
 /// iovecs per send (IOV_MAX).
@@ -214,6 +238,21 @@ fn ud(kind: u64, tag: u64) -> io::Result<u64> {
         ));
     }
     Ok(kind << KIND_SHIFT | tag)
+}
+
+/// What one completion filled of its entry ([`RxRing::consume`]).
+struct Filled<'v> {
+    bid: u16,
+    /// Where the bytes start in the reservation, and how many.
+    at: u32,
+    n: u32,
+    /// The entry's room before the completion.
+    room: u32,
+    /// The first byte (read only: the bytes are filled).
+    ptr: std::ptr::NonNull<u8>,
+    /// The entry's reservation, when the kernel is done with the entry:
+    /// dropped (its reference given back) once the caller held its bytes.
+    retired: Option<LentRx<'v>>,
 }
 
 /// An io_uring (or its epoll fallback) whose receives land in the
@@ -235,6 +274,16 @@ pub struct RxRing<'v> {
     drains: FxHashSet<u64>,
     cqes: Vec<Cqe>,
     enobufs: u64,
+    /// Bytes ahead of the payload in every receive's buffer (io_uring's
+    /// multishot `recvmsg` prefix; 0 on epoll).
+    prefix: u32,
+    /// The entry the kernel consumes incrementally now (the last one a
+    /// completion left with room).
+    partial: Option<u16>,
+    /// A tail-eating read is in flight.
+    eating: bool,
+    tails_eaten: u64,
+    tail_rearms: u64,
 }
 
 impl<'v> RxRing<'v> {
@@ -261,6 +310,14 @@ impl<'v> RxRing<'v> {
             drains: FxHashSet::default(),
             cqes: Vec::new(),
             enobufs: 0,
+            prefix: match cfg.backend {
+                Backend::Uring => uring::RECV_PREFIX_BYTES,
+                Backend::Epoll => 0,
+            },
+            partial: None,
+            eating: false,
+            tails_eaten: 0,
+            tail_rearms: 0,
         };
         r.replenish();
         Ok(r)
@@ -303,6 +360,8 @@ impl<'v> RxRing<'v> {
         let mut s = RxRingStats {
             starved: self.empty.len() as u32,
             enobufs: self.enobufs,
+            tails_eaten: self.tails_eaten,
+            tail_rearms: self.tail_rearms,
             ..Default::default()
         };
         for b in self.slots.iter().flatten() {
@@ -378,6 +437,9 @@ impl<'v> RxRing<'v> {
     /// per tag in flight; the message comes back with [`RingEvent::Sent`]
     /// (the kernel may take fewer bytes than offered: continue from
     /// there). On error the message is handed back.
+    // The error hands the message back (its hold is the caller's to keep
+    // or drop): large, and moved once per failed send only.
+    #[allow(clippy::result_large_err)]
     pub fn send(
         &mut self,
         sock: BorrowedFd<'_>,
@@ -503,7 +565,35 @@ impl<'v> RxRing<'v> {
             }
         }
         self.cqes = cqes;
+        self.eat_short_tail();
         self.replenish();
+    }
+
+    /// Queue a read that eats the rest of the entry being consumed when it
+    /// is too short for another receive (`crate::uring`, "the short
+    /// tail"). Queued here, after every completion of the batch: the
+    /// kernel's state is then ours (it runs receives only inside
+    /// `io_uring_enter`, and submits this read before running them).
+    fn eat_short_tail(&mut self) {
+        if self.prefix == 0 || self.eating || !self.incremental() {
+            return;
+        }
+        let Some(bid) = self.partial else { return };
+        let Some(slot) = self.slots.get(bid as usize).and_then(|s| s.as_ref()) else {
+            self.partial = None;
+            return;
+        };
+        if slot.spare() >= uring::TAIL_EAT_BELOW {
+            return;
+        }
+        let u = EAT << KIND_SHIFT;
+        match self.ring.eat_tail(uring::TAIL_EAT_BELOW, u) {
+            Ok(()) => self.eating = true,
+            Err(e) => tracing::error!(
+                "io_uring: cannot eat the short tail of buffer {bid} ({e}); receives may end \
+                 without bytes until it is retired"
+            ),
+        }
     }
 
     fn decode(&mut self, c: Cqe) -> Option<RingEvent<'v>> {
@@ -517,19 +607,36 @@ impl<'v> RxRing<'v> {
                 more,
             }),
             RECV => {
-                let data = self.landed(&c);
-                let data = match data {
-                    Some(Ok(h)) => RxData::Bytes(h),
-                    Some(Err(e)) => RxData::Error(e),
-                    None if c.result == 0 => RxData::Eof,
+                let (data, kernel_ns) = match self.landed(&c) {
+                    Some(Ok((h, ns))) => (RxData::Bytes(h), ns),
+                    Some(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => (RxData::Eof, None),
+                    Some(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.tail_rearms += 1;
+                        (RxData::Ended, None)
+                    }
+                    Some(Err(e)) => (RxData::Error(e), None),
+                    None if c.result == 0 => (RxData::Eof, None),
+                    None if c.result == -libc::EFAULT && self.prefix > 0 => {
+                        // The entry at the head had less room than the
+                        // prefix (the short tail; `crate::uring`): the
+                        // bytes wait in the socket for the re-arm, which
+                        // is submitted after the read that eats the tail.
+                        self.tail_rearms += 1;
+                        (RxData::Ended, None)
+                    }
                     None => {
                         if c.result == -libc::ENOBUFS {
                             self.enobufs += 1;
                         }
-                        RxData::Error(err())
+                        (RxData::Error(err()), None)
                     }
                 };
-                Some(RingEvent::Received { tag, data, more })
+                Some(RingEvent::Received {
+                    tag,
+                    data,
+                    more,
+                    kernel_ns,
+                })
             }
             SEND => {
                 let msg = self.sends.remove(&tag)?;
@@ -552,15 +659,29 @@ impl<'v> RxRing<'v> {
                     tag,
                     data,
                     more: false,
+                    kernel_ns: None,
                 })
+            }
+            EAT => {
+                self.eating = false;
+                if c.result > 0 {
+                    self.tails_eaten += 1;
+                    // Zeros the kernel read into the tail: accounted as
+                    // filled, never held.
+                    if let Some(Err(e)) = self.consume(&c) {
+                        tracing::error!("io_uring: eating a tail: {e}");
+                    }
+                }
+                None
             }
             _ => None,
         }
     }
 
-    /// The bytes a receive completion says landed in its buffer, as a hold;
-    /// retires the entry when the kernel is done with it.
-    fn landed(&mut self, c: &Cqe) -> Option<std::result::Result<RxHeld<'v>, io::Error>> {
+    /// Account the bytes a completion says the kernel wrote into its
+    /// entry, and take the entry off the ring when the kernel is done with
+    /// it (`Filled::retired`). `None`: no buffer was selected.
+    fn consume(&mut self, c: &Cqe) -> Option<std::result::Result<Filled<'v>, io::Error>> {
         let bid = c.buffer()?;
         let done = !(self.ring.features().incremental && c.buffer_more());
         let Some(slot) = self.slots.get_mut(bid as usize).and_then(|s| s.as_mut()) else {
@@ -568,32 +689,102 @@ impl<'v> RxRing<'v> {
             return Some(Err(io::Error::other("completion for an unknown buffer")));
         };
         let n = c.result.max(0) as u32;
-        let r = if n > slot.spare() {
-            tracing::error!(
-                "io_uring reported {n} bytes in buffer {bid}, which has {} left",
-                slot.spare()
-            );
+        let room = slot.spare();
+        let r = if n > room {
+            tracing::error!("io_uring reported {n} bytes in buffer {bid}, which has {room} left");
             Err(io::Error::other("completion past the end of its buffer"))
-        } else if n == 0 {
-            Err(io::Error::from(io::ErrorKind::UnexpectedEof))
         } else {
             let at = slot.filled();
+            let ptr = slot.spare_ptr();
             // SAFETY: the kernel's completion reports `n` bytes written at
             // the entry's write position (checked to fit above); it writes
             // the entry only further on (incremental) or no more.
             unsafe { slot.mark_filled(n) };
-            Ok(slot.hold(at, n))
+            Ok(Filled {
+                bid,
+                at,
+                n,
+                room,
+                ptr,
+                retired: None,
+            })
         };
-        if done {
-            // The kernel moved past this entry: the reservation's own
-            // reference goes (held ranges keep their buffers).
-            self.slots[bid as usize] = None;
+        let retired = if done {
+            // The kernel moved past this entry: off the ring. The
+            // reservation's own reference goes when the caller is done
+            // with it (held ranges keep their buffers).
             self.empty.push(bid);
+            if self.partial == Some(bid) {
+                self.partial = None;
+            }
+            self.slots[bid as usize].take()
+        } else {
+            self.partial = Some(bid);
+            None
+        };
+        Some(r.map(|mut f| {
+            f.retired = retired;
+            f
+        }))
+    }
+
+    /// The payload a receive completion says landed in its buffer, as a
+    /// hold, and its kernel receive time; retires the entry when the
+    /// kernel is done with it. `None`: no buffer was selected (an error,
+    /// or epoll's end of stream). An `UnexpectedEof` error is the end of
+    /// the stream, a `WouldBlock` one a receive that found no room for a
+    /// byte (`RxData::Ended`).
+    #[allow(clippy::type_complexity)]
+    fn landed(
+        &mut self,
+        c: &Cqe,
+    ) -> Option<std::result::Result<(RxHeld<'v>, Option<u64>), io::Error>> {
+        let f = match self.consume(c)? {
+            Ok(f) => f,
+            Err(e) => return Some(Err(e)),
+        };
+        let Some(lent) = f
+            .retired
+            .as_ref()
+            .or_else(|| self.slots[f.bid as usize].as_ref())
+        else {
+            return Some(Err(io::Error::other("completion for an unknown buffer")));
+        };
+        if self.prefix == 0 {
+            // epoll: the payload alone, its time beside the completion.
+            if f.n == 0 {
+                return Some(Err(io::ErrorKind::UnexpectedEof.into()));
+            }
+            return Some(Ok((lent.hold(f.at, f.n), c.kernel_ns)));
         }
-        match r {
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => None,
-            r => Some(r),
+        // SAFETY: `consume` accounted these `n` bytes as filled: the kernel
+        // wrote them (its completion says so) and writes them no more, and
+        // filled bytes are only ever read. Their reservation (`lent`) lives
+        // until this function returns, past the last use of `buf`.
+        let buf = unsafe { std::slice::from_raw_parts(f.ptr.as_ptr(), f.n as usize) };
+        let Some(r) = uring::NetRing::parse_received(buf) else {
+            tracing::error!(
+                "io_uring reported {} bytes of a recvmsg in buffer {}, fewer than its header",
+                f.n,
+                f.bid
+            );
+            return Some(Err(io::Error::other(
+                "a recvmsg completion shorter than its header",
+            )));
+        };
+        if r.payload_len == 0 {
+            return Some(Err(if f.room <= self.prefix {
+                // Not the end of the stream: the entry had no room for a
+                // byte of payload (the short tail, `crate::uring`).
+                io::ErrorKind::WouldBlock.into()
+            } else {
+                io::ErrorKind::UnexpectedEof.into()
+            }));
         }
+        Some(Ok((
+            lent.hold(f.at + self.prefix, r.payload_len),
+            r.kernel_ns,
+        )))
     }
 
     /// Cancel everything and reap until nothing is in flight: afterwards

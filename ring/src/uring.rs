@@ -21,11 +21,46 @@
 //! `io_uring_enter` error other than EINTR), the owner must leak the lent
 //! memory rather than reuse it (leaking reserved buffer space is safe: the
 //! next open of the image rebuilds the allocator from what files reach).
+//!
+//! # Every receive carries the kernel's receive time
+//! Receives are multishot `recvmsg` (`IORING_OP_RECVMSG` with
+//! `IORING_RECV_MULTISHOT`) into the same provided-buffer ring, with a
+//! message template whose `msg_namelen` is 0 and whose `msg_controllen`
+//! has room for one `SCM_TIMESTAMPNS` message. For every completion the
+//! kernel writes, at the buffer's write position, `struct
+//! io_uring_recvmsg_out` (16 bytes), the control bytes (32) and then the
+//! payload, and the completion's result counts all three
+//! ([`RECV_PREFIX_BYTES`] + payload). `crate::RxRing` reads the time from
+//! the control bytes (`crate::rxstamp`) and hands on only the payload; the
+//! prefix stays inside the reservation and never becomes a record. The
+//! payload is still written once, by the kernel, straight into the image.
+//!
+//! What it costs: 48 bytes of buffer space per completion (about 5% of a
+//! 1 KiB request's receive, nothing of note for a large body's), and the
+//! kernel's copy of those 48 bytes; no system call, allocation or copy of
+//! payload is added.
+//!
+//! ## Incremental consumption and the short tail
+//! Incremental consumption (`IOU_PBUF_RING_INC`) works with multishot
+//! `recvmsg` on 6.12+ (the probe checks it): each completion takes
+//! prefix + payload from the entry. But the kernel refuses to start a
+//! `recvmsg` in an entry with less room than the prefix (`-EFAULT`, which
+//! ends the request and leaves the entry at the head of the ring, so every
+//! later receive would fail the same way), and one with exactly the
+//! prefix's room reads 0 bytes, which looks like end of stream. So when an
+//! entry is left with a tail shorter than [`TAIL_EAT_BELOW`], the ring
+//! consumes it with a read from `/dev/zero` selecting from the same buffer
+//! group ([`NetRing::eat_tail`]): the read runs when it is submitted, before
+//! any receive of the next `io_uring_enter` (DEFER_TASKRUN), and the entry
+//! is retired. A receive that met the tail first (in the same batch of task
+//! work) ends without bytes and is re-armed (`RxData::Ended`). Without
+//! `/dev/zero`, or without incremental consumption in the kernel, every
+//! receive consumes a whole entry, as before.
 #![allow(unsafe_code)]
 
 use rustc_hash::FxHashMap;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
@@ -43,6 +78,17 @@ const PBUF_RING_INC: u16 = 2;
 const QUIESCE_LIMIT: Duration = Duration::from_secs(10);
 /// `IORING_CQE_F_BUF_MORE` (include/uapi/linux/io_uring.h): the entry has room left.
 const CQE_F_BUF_MORE: u32 = 1 << 4;
+/// `sizeof(struct io_uring_recvmsg_out)` (namelen, controllen, payloadlen,
+/// flags: four `__u32`).
+const RECVMSG_OUT_BYTES: u32 = 16;
+/// Bytes the kernel writes before the payload of every multishot
+/// `recvmsg` completion (module docs): the header, no name, the control
+/// room for one timestamp.
+pub const RECV_PREFIX_BYTES: u32 = RECVMSG_OUT_BYTES + crate::rxstamp::CONTROL_BYTES as u32;
+/// An entry left with less room than this is eaten ([`NetRing::eat_tail`]):
+/// below the prefix a receive fails, at it a receive reads nothing, and
+/// just above it each receive would make a record of a few bytes.
+pub const TAIL_EAT_BELOW: u32 = RECV_PREFIX_BYTES + 64;
 
 /// Holes in a transmitted file are sent from this (the kernel only reads
 /// it).
@@ -54,6 +100,10 @@ pub struct Cqe {
     pub user_data: u64,
     pub result: i32,
     pub flags: u32,
+    /// The receive's kernel time, ns since the epoch, where the backend
+    /// posts it beside the completion (epoll). An io_uring receive carries
+    /// it inside its buffer instead (module docs): `None` here.
+    pub kernel_ns: Option<u64>,
 }
 
 impl Cqe {
@@ -102,6 +152,12 @@ pub struct NetRing {
     spare_keeps: Vec<SendKeep>,
     /// Made at the first draining receive.
     sink: Option<Sink>,
+    /// The message template of every multishot `recvmsg`: no name, room
+    /// for one timestamp (the kernel reads the two lengths from it).
+    recv_msg: Box<libc::msghdr>,
+    /// `/dev/zero`, which short tails of entries are eaten from
+    /// (incremental consumption only).
+    zero: Option<OwnedFd>,
     /// Quiescence could not be confirmed: never free what was lent.
     wedged: bool,
 }
@@ -171,7 +227,10 @@ impl NetRing {
         };
         let br = BufRingMem::new(buf_entries)?;
         let mut inc = false;
-        if incremental {
+        // Incremental consumption needs a way to eat short tails (module
+        // docs); without /dev/zero every receive takes a whole entry.
+        let zero = if incremental { open_zero() } else { None };
+        if zero.is_some() {
             // SAFETY: `br` is page aligned, `buf_entries` entries long and
             // owned by the returned ring, which unregisters it (or leaks it)
             // before freeing it.
@@ -192,6 +251,9 @@ impl NetRing {
                     .register_buf_ring_with_flags(br.ptr as u64, buf_entries, BGID, 0)
             }?;
         }
+        // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
+        let mut recv_msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+        recv_msg.msg_controllen = crate::rxstamp::CONTROL_BYTES as _;
         Ok(NetRing {
             ring,
             br: Some(br),
@@ -203,6 +265,8 @@ impl NetRing {
             fresh_sends: 0,
             spare_keeps: Vec::new(),
             sink: None,
+            recv_msg,
+            zero: if inc { zero } else { None },
             wedged: false,
         })
     }
@@ -282,12 +346,46 @@ impl NetRing {
         self.push(e)
     }
 
-    /// Multishot receive on `fd` into the provided buffers.
+    /// Multishot `recvmsg` on `fd` into the provided buffers: each
+    /// completion's buffer holds [`RECV_PREFIX_BYTES`] of header and
+    /// control bytes (the receive time), then the payload (module docs).
     pub fn recv_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
-        let e = opcode::RecvMulti::new(types::Fd(fd), BGID)
+        let e = opcode::RecvMsgMulti::new(types::Fd(fd), &*self.recv_msg, BGID)
             .build()
             .user_data(user_data);
         self.push(e)
+    }
+
+    /// Consume up to `max` bytes of the entry at the head of the buffer
+    /// ring with a read from `/dev/zero` (module docs, "the short tail"):
+    /// its completion names the entry and the bytes taken, which are
+    /// zeros and never a record. `Unsupported` without incremental
+    /// consumption (there are no tails then).
+    pub fn eat_tail(&mut self, max: u32, user_data: u64) -> io::Result<()> {
+        let Some(zero) = self.zero.as_ref() else {
+            return Err(io::ErrorKind::Unsupported.into());
+        };
+        let e = opcode::Read::new(types::Fd(zero.as_raw_fd()), std::ptr::null_mut(), max)
+            .buf_group(BGID)
+            .build()
+            .flags(squeue::Flags::BUFFER_SELECT)
+            .user_data(user_data);
+        self.push(e)
+    }
+
+    /// The bytes a receive completion reports at its entry's write
+    /// position (`buf`, the completion's result long), split: the payload
+    /// and the kernel's receive time. `None` when they do not parse as a
+    /// multishot `recvmsg`'s (shorter than the prefix).
+    pub(crate) fn parse_received(buf: &[u8]) -> Option<Received> {
+        // SAFETY: msghdr is plain old data; zeroed is a valid empty header.
+        let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+        m.msg_controllen = crate::rxstamp::CONTROL_BYTES as _;
+        let out = types::RecvMsgOut::parse(buf, &m).ok()?;
+        Some(Received {
+            payload_len: out.payload_data().len() as u32,
+            kernel_ns: crate::rxstamp::timestamp_ns(out.control_data()),
+        })
     }
 
     /// A single-shot receive on `fd` whose bytes are thrown away (into the
@@ -475,6 +573,7 @@ impl NetRing {
                 user_data: c.user_data(),
                 result: c.result(),
                 flags: c.flags(),
+                kernel_ns: None,
             };
             if !c.more() {
                 self.inflight = self.inflight.saturating_sub(1);
@@ -540,6 +639,23 @@ impl NetRing {
         }
         true
     }
+}
+
+/// A multishot `recvmsg`'s completion read from its buffer
+/// ([`NetRing::parse_received`]): the payload follows the
+/// [`RECV_PREFIX_BYTES`] of prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Received {
+    pub(crate) payload_len: u32,
+    /// `None`: the kernel gave no time (no SO_TIMESTAMPNS on the socket,
+    /// or the control message was cut short, `MSG_CTRUNC`).
+    pub(crate) kernel_ns: Option<u64>,
+}
+
+/// `/dev/zero`, read-only (short tails are eaten from it); `None` where it
+/// cannot be opened (a sandbox without it).
+fn open_zero() -> Option<OwnedFd> {
+    std::fs::File::open("/dev/zero").ok().map(OwnedFd::from)
 }
 
 /// The iovecs of a send: `head` first, then one per segment (a hole's
@@ -658,9 +774,10 @@ fn probe_here() -> Result<Features, String> {
         .map_err(|e| format!("io_uring probe: {e}"))?;
     for (op, name) in [
         (opcode::AcceptMulti::CODE, "accept"),
-        (opcode::RecvMulti::CODE, "recv"),
+        (opcode::RecvMsgMulti::CODE, "recvmsg"),
         (opcode::SendMsg::CODE, "sendmsg"),
         (opcode::AsyncCancel2::CODE, "async cancel"),
+        (opcode::Read::CODE, "read"),
     ] {
         if !p.is_supported(op) {
             return Err(format!("io_uring lacks {name}"));
@@ -668,34 +785,66 @@ fn probe_here() -> Result<Features, String> {
     }
     let (a, b) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
     use std::io::Write;
-    use std::os::fd::AsRawFd;
     (&a).write_all(b"probe").map_err(|e| e.to_string())?;
     // SAFETY: `mem` is ours and writable; nothing reads or frees it until
     // the quiesce below confirms the kernel is done (else it is leaked).
     unsafe { ring.provide(0, NonNull::from(&mut mem[..]).cast(), 4096) };
     // From here on `mem` is lent: every path goes through the quiesce below.
     let mut out = Vec::new();
-    let run = (|| {
-        ring.recv_multi(b.as_raw_fd(), 1)
-            .map_err(|e| e.to_string())?;
+    let wait_one = |ring: &mut NetRing, out: &mut Vec<Cqe>| {
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
         while out.is_empty() && std::time::Instant::now() < deadline {
             ring.submit_and_wait(Some(Duration::from_millis(100)))
                 .map_err(|e| format!("io_uring submit: {e}"))?;
-            ring.reap(&mut out);
+            ring.reap(out);
         }
         Ok::<(), String>(())
+    };
+    let run = (|| {
+        ring.recv_multi(b.as_raw_fd(), 1)
+            .map_err(|e| e.to_string())?;
+        wait_one(&mut ring, &mut out)?;
+        let Some(&c) = out.first() else {
+            return Err("multishot recvmsg into a buffer ring never completed".to_string());
+        };
+        if c.result < 0 {
+            return Err(format!(
+                "multishot recvmsg into a buffer ring failed: {}",
+                io::Error::from_raw_os_error(-c.result)
+            ));
+        }
+        if c.result as u32 != RECV_PREFIX_BYTES + 5 || c.buffer() != Some(0) {
+            return Err("multishot recvmsg into a buffer ring misbehaved".to_string());
+        }
+        if !ring.incremental {
+            return Ok(());
+        }
+        // Incremental: the entry keeps its room, and a short tail can be
+        // eaten (module docs): eat the rest of it here.
+        if !c.buffer_more() {
+            return Err("incremental consumption did not keep the entry".to_string());
+        }
+        out.clear();
+        ring.eat_tail(4096, 2)
+            .map_err(|e| format!("eating a tail: {e}"))?;
+        wait_one(&mut ring, &mut out)?;
+        match out.iter().find(|c| c.user_data == 2) {
+            Some(c)
+                if c.result as u32 == 4096 - RECV_PREFIX_BYTES - 5
+                    && c.buffer() == Some(0)
+                    && !c.buffer_more() =>
+            {
+                Ok(())
+            }
+            Some(c) => Err(format!(
+                "eating an entry's tail misbehaved (result {}, flags {:#x})",
+                c.result, c.flags
+            )),
+            None => Err("eating an entry's tail never completed".to_string()),
+        }
     })();
     let f = ring.features();
-    let res = run.and_then(|()| match out.first() {
-        Some(c) if c.result == 5 && c.buffer() == Some(0) => Ok(f),
-        Some(c) if c.result < 0 => Err(format!(
-            "multishot receive into a buffer ring failed: {}",
-            io::Error::from_raw_os_error(-c.result)
-        )),
-        Some(_) => Err("multishot receive into a buffer ring misbehaved".to_string()),
-        None => Err("multishot receive into a buffer ring never completed".to_string()),
-    });
+    let res = run.map(|()| f);
     let mut sink = Vec::new();
     if !ring.quiesce(&mut sink) {
         // The kernel may still write `mem`: it must never be freed.

@@ -54,6 +54,7 @@ mod net_metrics;
 mod net_mount;
 mod net_raw;
 mod net_rxtime;
+mod net_rxtime_loops;
 mod net_tx;
 mod net_uring;
 mod net_volume_race;

@@ -501,9 +501,9 @@ impl<'a> Conn<'a> {
     // ----- responses -----
 
     fn date(&mut self) {
-        // The Date header has whole seconds: the turn's receive time (the
-        // wall clock at the turn's start) serves as well as a read.
-        let ns = self.turn.map_or_else(crate::util::now_ns, |t| t.rx_ns);
+        // The Date header has whole seconds: the wall clock at the turn's
+        // start serves as well as a read.
+        let ns = self.turn.map_or_else(crate::util::now_ns, |t| t.wall_ns);
         let now = (ns / 1_000_000_000) as i64;
         if self.date.0 != now {
             self.date = (now, http_date(now));

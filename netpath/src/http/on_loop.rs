@@ -81,7 +81,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pktfs_fs::{RxHeld, TmpFile, Volume};
+use pktfs_fs::{RxHeld, RxTime, TmpFile, Volume};
 
 use super::conn::{msg_dram, Conn, Outbox};
 use super::framing::{BodyError, SpaceGuard};
@@ -242,7 +242,7 @@ struct HttpSession<'v> {
     /// No more requests: close once the answers are out.
     finishing: bool,
     /// Landed bytes waiting while parsing is paused.
-    backlog: VecDeque<(RxHeld<'v>, u64)>,
+    backlog: VecDeque<(RxHeld<'v>, RxTime)>,
     backlog_bytes: u64,
     /// Over `max_connections`: answer 503 and close.
     refused: bool,
@@ -360,7 +360,7 @@ impl<'v> HttpSession<'v> {
     }
 
     /// Landed bytes wait for room (parsing paused).
-    fn defer(&mut self, d: RxHeld<'v>, ts: u64) {
+    fn defer(&mut self, d: RxHeld<'v>, ts: RxTime) {
         self.backlog_bytes += d.len() as u64;
         self.backlog.push_back((d, ts));
         if self.paused_since.is_none() {
@@ -410,7 +410,7 @@ impl<'v> HttpSession<'v> {
 
     /// Handle landed bytes; bytes behind others that wait, or arriving
     /// while paused, wait at the back of the backlog.
-    fn feed(&mut self, data: RxHeld<'v>, ts: u64) -> Flow<'v> {
+    fn feed(&mut self, data: RxHeld<'v>, ts: RxTime) -> Flow<'v> {
         if !self.backlog.is_empty() || self.paused() {
             self.defer(data, ts);
             if self.backlog_bytes > MAX_BACKLOG_BYTES {
@@ -433,14 +433,14 @@ impl<'v> HttpSession<'v> {
     /// Parse and act on landed bytes in order until they are used up or
     /// parsing pauses; returns what is left then (for the caller to keep
     /// in its place in the backlog).
-    fn take_in(&mut self, data: RxHeld<'v>, ts: u64) -> Option<RxHeld<'v>> {
+    fn take_in(&mut self, data: RxHeld<'v>, ts: RxTime) -> Option<RxHeld<'v>> {
         let mut rest = Some(data);
         while let Some(d) = rest.take() {
             if self.finishing {
                 return None; // dropped: nothing more is handled
             }
             rest = match self.body.is_some() {
-                true => self.body_bytes(d, pktfs_fs::RxTime::Clock(ts)),
+                true => self.body_bytes(d, ts),
                 false => self.head_bytes(d),
             };
             if rest.is_some() && self.paused() {
@@ -602,13 +602,14 @@ impl<'v> Session<'v> for HttpSession<'v> {
         self.flow()
     }
 
-    fn on_data(&mut self, data: RxHeld<'v>, at: TurnClock) -> Flow<'v> {
+    fn on_data(&mut self, data: RxHeld<'v>, rx: RxTime, at: TurnClock) -> Flow<'v> {
         self.c.add_in(data.len() as u64);
         // The turn's clock for what these bytes start (a request's start,
         // its body's deadline, its answer's Date); not kept past the call,
-        // where it would go stale.
+        // where it would go stale. The bytes' records take `rx`, their
+        // receive completion's time.
         self.c.turn = Some(at);
-        let f = self.feed(data, at.rx_ns);
+        let f = self.feed(data, rx);
         self.account();
         self.c.turn = None;
         match f {

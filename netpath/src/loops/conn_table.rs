@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::net::TcpStream;
 use std::time::Instant;
 
+use pktfs_fs::RxTime;
 use pktfs_ring::{TxMsg, TxPos};
 
 use super::protocol::{CloseReason, SendRule, Session};
@@ -55,9 +56,23 @@ pub(super) struct Conn<'v> {
     pub(super) lowat: u32,
     /// The peer is slower than the server's sends (None: it keeps up).
     pub(super) watch: Option<SendWatch>,
+    /// The receive time given to the session's last bytes.
+    pub(super) last_rx: RxTime,
 }
 
 impl Conn<'_> {
+    /// The receive time of a receive's bytes: the kernel's (`kernel_ns`)
+    /// or, where it gave none, `clock_ns` (the turn's clock), never
+    /// earlier than the connection's previous bytes.
+    pub(super) fn stamp(&mut self, kernel_ns: Option<u64>, clock_ns: u64) -> RxTime {
+        let t = match kernel_ns {
+            Some(ns) => RxTime::Kernel(ns),
+            None => RxTime::Clock(clock_ns),
+        };
+        self.last_rx = not_before(self.last_rx, t);
+        self.last_rx
+    }
+
     /// The silence limit counted from `now`: the session's, and never past
     /// the end of a [`SendWatch`] window (bytes arriving, or the kernel
     /// taking a few bytes, must not move the judgement of a slow reader).
@@ -67,6 +82,21 @@ impl Conn<'_> {
             Some(w) => t.min(w.until()),
             None => t,
         }
+    }
+}
+
+/// `t`, moved up to `prev` when it is earlier (a stream's times ascend
+/// with its bytes, even when the wall clock steps back or a clock reading
+/// came before). Moved up, it is a kernel time only if both were: a clock
+/// reading never becomes a kernel claim, nor is a kernel time moved to a
+/// clock reading's value under the kernel's name.
+pub(super) fn not_before(prev: RxTime, t: RxTime) -> RxTime {
+    if t.ns() >= prev.ns() {
+        return t;
+    }
+    match (prev, t) {
+        (RxTime::Kernel(p), RxTime::Kernel(_)) => RxTime::Kernel(p),
+        (p, _) => RxTime::Clock(p.ns()),
     }
 }
 
@@ -154,4 +184,23 @@ impl<'v> Table<'v> {
 fn c_gen(g: u32) -> u64 {
     // Tags must stay below the ring's 56-bit limit.
     (g & 0x00ff_ffff) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_time_never_goes_back_and_never_becomes_a_kernel_claim() {
+        use RxTime::{Clock, Kernel};
+        // In order: as given.
+        assert_eq!(not_before(Kernel(10), Kernel(20)), Kernel(20));
+        assert_eq!(not_before(Kernel(10), Clock(20)), Clock(20));
+        assert_eq!(not_before(Clock(10), Kernel(20)), Kernel(20));
+        // Behind: moved up; a kernel time only if both were the kernel's.
+        assert_eq!(not_before(Kernel(20), Kernel(10)), Kernel(20));
+        assert_eq!(not_before(Kernel(20), Clock(10)), Clock(20));
+        assert_eq!(not_before(Clock(20), Kernel(10)), Clock(20));
+        assert_eq!(not_before(Clock(20), Clock(10)), Clock(20));
+    }
 }

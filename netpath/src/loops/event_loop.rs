@@ -7,10 +7,12 @@
 //!    `io_uring_enter`), at most until the next deadline. After a turn
 //!    that did work, the loop first polls for up to `busy_poll` without
 //!    sleeping (see [`LoopParams::busy_poll`]).
-//! 2. Read the clock once (the receive time of every byte of the turn).
+//! 2. Read the clock once (deadlines, an answer's Date; the receive time
+//!    only of bytes the kernel gave none for).
 //! 3. Handle the completions: accepts open sessions and arm a multishot
-//!    receive; receives hand the landed bytes to their session (which
-//!    makes pieces at once: CRC while hot); sends continue or finish.
+//!    receive; receives hand the landed bytes to their session with the
+//!    kernel's receive time of that completion (which makes pieces at
+//!    once: CRC while hot); sends continue or finish.
 //! 4. End of turn: each session that got bytes commits them (one commit
 //!    per connection per turn); receives that ended are re-armed, those
 //!    that found the ring empty once it has entries again; expired idle
@@ -235,7 +237,7 @@ impl<'v> Loop<'v> {
         // completion likely soon enough to be worth polling for (an idle
         // loop sleeps at once).
         let mut worked = false;
-        let mut last_rx_ns = 0;
+        let mut wall_ns = 0;
         let mut governor = PollGovernor::new(self.params.busy_poll);
         while !self.shared.stop.load(Ordering::Relaxed) {
             let fresh_sends = self.ring.take_fresh_sends() > 0;
@@ -289,22 +291,19 @@ impl<'v> Loop<'v> {
             }
             // How many receives the turn has decides how its answers
             // leave (`SendPath`). The wall clock only for a turn that
-            // received bytes (a turn of send completions needs none).
-            // Receive times never go back within a loop (each connection
-            // stays on one loop, so its records' stamps ascend with the
-            // stream even when the wall clock steps back).
+            // received bytes (a turn of send completions needs none); it
+            // never goes back within a loop. Bytes are stamped with their
+            // completion's kernel time, the clock only where the kernel
+            // gave none (`Conn::stamp`).
             let receives = events
                 .iter()
                 .filter(|e| matches!(e, RingEvent::Received { .. }))
                 .count();
             self.sends.turn(&mut self.ring, receives);
             if receives > 0 {
-                last_rx_ns = now_ns().max(last_rx_ns);
+                wall_ns = now_ns().max(wall_ns);
             }
-            let at = TurnClock {
-                rx_ns: last_rx_ns,
-                now,
-            };
+            let at = TurnClock { wall_ns, now };
             for ev in events.drain(..) {
                 self.handle(ev, at);
             }
@@ -352,7 +351,12 @@ impl<'v> Loop<'v> {
                 }
             }
             RingEvent::Received { tag, data, .. } if tag == super::wake::TAG => self.woken(data),
-            RingEvent::Received { tag, data, more } => {
+            RingEvent::Received {
+                tag,
+                data,
+                more,
+                kernel_ns,
+            } => {
                 let Some(c) = self.table.get(tag) else { return };
                 if !more {
                     c.recv_armed = false;
@@ -377,13 +381,25 @@ impl<'v> Loop<'v> {
                             c.touched = true;
                             self.touched.push(tag);
                         }
-                        let f = c.session.on_data(h, at);
+                        let rx = c.stamp(kernel_ns, at.wall_ns);
+                        let f = c.session.on_data(h, rx, at);
                         if !more {
                             c.rearm = true;
                             self.rearm.push(tag);
                         }
                         self.apply(tag, f);
                         self.refresh_idle(tag);
+                    }
+                    RxData::Ended => {
+                        // No bytes (io_uring: the receive met an entry's
+                        // short tail, which the ring eats before the
+                        // re-arm is submitted).
+                        if c.closing.is_some() {
+                            self.maybe_reap(tag);
+                        } else if !more {
+                            c.rearm = true;
+                            self.rearm.push(tag);
+                        }
                     }
                     RxData::Eof => self.peer_closed(tag, now),
                     RxData::Discarded(_) => {

@@ -1,7 +1,8 @@
 //! One listening socket per loop, all bound to the same address with
 //! SO_REUSEPORT: the kernel spreads new connections over the loops by a
 //! hash of the 4-tuple, with no thundering herd and no accept lock, and a
-//! loop accepts only its own.
+//! loop accepts only its own. Each listener has SO_TIMESTAMPNS, which its
+//! connections inherit.
 
 use std::net::{SocketAddr, TcpListener};
 
@@ -24,6 +25,17 @@ fn one(addr: SocketAddr) -> std::io::Result<TcpListener> {
     )?;
     sockopt::set_socket_reuseaddr(&fd, true)?;
     sockopt::set_socket_reuseport(&fd, true)?;
+    // Before listen: a connection is cloned from its listener when its
+    // handshake completes, options included, so every accepted socket
+    // has SO_TIMESTAMPNS from its first byte, bytes that arrive before
+    // the loop accepts it included (each segment is stamped on arrival).
+    // A listener without it would store clock readings (marked as such).
+    if let Err(e) = pktfs_fs::media::net::enable_rx_timestamps(&fd) {
+        tracing::warn!(
+            "{addr}: SO_TIMESTAMPNS: {e}; received records will carry the loop's clock, \
+             not the kernel's receive time"
+        );
+    }
     rustix::net::bind(&fd, &addr)?;
     rustix::net::listen(&fd, BACKLOG)?;
     Ok(TcpListener::from(fd))

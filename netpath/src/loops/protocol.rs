@@ -7,7 +7,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use pktfs_fs::{RxHeld, Volume};
+use pktfs_fs::{RxHeld, RxTime, Volume};
 use pktfs_ring::TxMsg;
 
 /// What a session wants next.
@@ -51,11 +51,15 @@ pub enum CloseReason {
 /// 2.0-2.6% of a loop's samples. A 1 KiB PUT at one connection read the
 /// clock 11.6 times before this and 7.7 after (docs/NETPATH.md, "A
 /// turn's clock"); the saving was below the benchmark's noise.
+///
+/// Never a record's time: received bytes carry their own
+/// ([`Session::on_data`]'s `rx`, the kernel's receive time).
 #[derive(Clone, Copy, Debug)]
 pub struct TurnClock {
-    /// The receive time, ns since the epoch (the records' timestamps;
-    /// never behind the loop's previous turn).
-    pub rx_ns: u64,
+    /// The wall clock at the turn's start, ns since the epoch (an answer's
+    /// Date; the stand-in receive time when the kernel gave none). Never
+    /// behind the loop's previous turn.
+    pub wall_ns: u64,
     /// The monotonic clock at the turn's start (deadlines, durations).
     pub now: Instant,
 }
@@ -78,10 +82,15 @@ pub trait Session<'v> {
     fn on_open(&mut self) -> Flow<'v> {
         Flow::Continue
     }
-    /// Bytes of the stream landed in the image during the turn `at`
-    /// (`at.rx_ns`: their receive time). Make them a piece now, while
-    /// they are hot; commit at [`Session::end_turn`].
-    fn on_data(&mut self, data: RxHeld<'v>, at: TurnClock) -> Flow<'v>;
+    /// The bytes of one receive completion landed in the image during the
+    /// turn `at`. `rx` is their receive time: the kernel's
+    /// (`RxTime::Kernel`, SO_TIMESTAMPNS; for TCP the arrival of the
+    /// newest segment the receive took), or the turn's clock where the
+    /// kernel gave none (`RxTime::Clock`); never earlier than the
+    /// connection's previous receive. Make them a piece now, while they
+    /// are hot (a record takes `rx` as it is); commit at
+    /// [`Session::end_turn`].
+    fn on_data(&mut self, data: RxHeld<'v>, rx: RxTime, at: TurnClock) -> Flow<'v>;
     /// How many bytes the socket should hold before the loop hears of
     /// them (SO_RCVLOWAT; 1: every byte at once), asked after every call
     /// into the session. A session taking a large body in asks for more,

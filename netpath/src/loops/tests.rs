@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pktfs_fs::{RxHeld, Volume};
+use pktfs_fs::{RxHeld, RxTime, Volume};
 use pktfs_ring::RxRingConfig;
 
 use super::{CloseReason, Flow, Loops, Protocol, Session, TurnClock};
@@ -41,7 +41,7 @@ impl Protocol for SendFile {
 }
 
 impl<'v> Session<'v> for SendSession<'v> {
-    fn on_data(&mut self, _data: RxHeld<'v>, _at: TurnClock) -> Flow<'v> {
+    fn on_data(&mut self, _data: RxHeld<'v>, _rx: RxTime, _at: TurnClock) -> Flow<'v> {
         if std::mem::replace(&mut self.asked, true) {
             return Flow::Continue;
         }

@@ -56,6 +56,7 @@ impl<'v> Loop<'v> {
             timer_at: None,
             lowat: 1,
             watch: None,
+            last_rx: pktfs_fs::RxTime::Clock(0),
         };
         let tag = self.table.insert(c);
         let waker = self.wake.waker(tag);
