@@ -11,10 +11,8 @@
 //! connection accepted before the hold and one made during it; raw mode),
 //! `pktfs recv` (`--listen`, the bytes arriving before `accept`;
 //! `--connect`), and a served image's holder taking the socket `pktfs recv`
-//! passes it over the control socket. The servers run on threads here; the
-//! io_uring and epoll loop cases are ignored (`LOOPS PENDING`) until the
-//! loops stamp with the kernel's time (issue 61's loops work): remove the
-//! `ignore` when it lands.
+//! passes it over the control socket. The servers run on each transport:
+//! threads, and the io_uring and epoll loops.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -228,14 +226,12 @@ fn put_on_threads_is_stamped_on_arrival() {
 }
 
 #[test]
-#[ignore = "LOOPS PENDING: the loops stamp with the kernel time only once the loops work lands"]
 fn put_on_io_uring_is_stamped_on_arrival() {
     require!(uring_usable());
     put_times_are_arrival_times("uring");
 }
 
 #[test]
-#[ignore = "LOOPS PENDING: the loops stamp with the kernel time only once the loops work lands"]
 fn put_on_epoll_is_stamped_on_arrival() {
     put_times_are_arrival_times("epoll");
 }
@@ -281,14 +277,12 @@ fn raw_on_threads_is_stamped_on_arrival() {
 }
 
 #[test]
-#[ignore = "LOOPS PENDING: the loops stamp with the kernel time only once the loops work lands"]
 fn raw_on_io_uring_is_stamped_on_arrival() {
     require!(uring_usable());
     raw_times_are_arrival_times("uring");
 }
 
 #[test]
-#[ignore = "LOOPS PENDING: the loops stamp with the kernel time only once the loops work lands"]
 fn raw_on_epoll_is_stamped_on_arrival() {
     raw_times_are_arrival_times("epoll");
 }

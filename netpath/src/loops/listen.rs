@@ -58,5 +58,9 @@ pub fn reuseport_listeners(addr: SocketAddr, n: usize) -> std::io::Result<Vec<Tc
     for _ in 1..n.max(1) {
         v.push(one(bound)?);
     }
+    // The listeners asked the kernel to stamp arriving packets; it starts
+    // a moment later (`crate::receive::stamped`): wait for it before the
+    // loops take connections, so early bytes carry their arrival time.
+    crate::receive::stamped::kernel_stamps();
     Ok(v)
 }
