@@ -349,14 +349,14 @@ fn a_version_1_snapshot_still_restores() {
     // Field for field but the provenance version 1 did not keep.
     let unflagged = |c: &pktfs_fs::ChainEntry| {
         let mut k = key(c);
-        k.6 = false;
+        (k.6, k.7) = (false, false);
         k
     };
     let a = v.chain(rx).unwrap();
     let b = v2
         .chain(v2.lookup(v2.root(), b"received").unwrap().ino)
         .unwrap();
-    assert!(b.iter().all(|c| !c.from_network));
+    assert!(b.iter().all(|c| !c.from_network && !c.kernel_time));
     assert_eq!(
         a.iter().map(unflagged).collect::<Vec<_>>(),
         b.iter().map(unflagged).collect::<Vec<_>>()
@@ -375,7 +375,7 @@ fn unknown_extent_flags_are_refused() {
     let mut next = 1;
     tier_all(&v, &mem, &mut next);
     let snap = capture(&v, 1).unwrap();
-    for (at, value) in [(48usize, 0x02u8), (49, 0x01), (55, 0x80)] {
+    for (at, value) in [(48usize, 0x04u8), (49, 0x01), (55, 0x80)] {
         let bad = rewrite_extents(&snap.bytes, true, |e| {
             let mut e = e.to_vec();
             e[at] |= value;
