@@ -40,6 +40,11 @@ const STORED: &str = "PKTFS-RXTIME-STORED";
 const HELD: Duration = Duration::from_millis(300);
 /// A record's time must be this much before the server was continued.
 const BEFORE_PROCESSING: Duration = Duration::from_millis(250);
+/// How long after the sender's last write returned a record's time may be
+/// (on loopback the kernel stamps a segment while the write sends it; a
+/// busy 2-CPU runner can delay the softirq that does it a little), as in
+/// the other transports' arrival-time tests; far below [`HELD`].
+const SLACK: Duration = Duration::from_millis(25);
 /// Bytes sent: several records, and within the socket buffer of a
 /// stopped server (the send must not wait for it).
 const BYTES: usize = 20_000;
@@ -332,7 +337,7 @@ fn held_server_keeps_arrival_times(io: &str, proto: Proto, when: When) {
         let t = r.timestamp_ns;
         // The arrival: a loopback send is delivered within the write.
         assert!(
-            t + 1_000_000 >= sent_from && t <= sent_to + 5_000_000,
+            t + 1_000_000 >= sent_from && t <= sent_to + SLACK.as_nanos() as u64,
             "{case}: record at {} stamped {t}, sent during [{sent_from}, {sent_to}] \
              (off by {} us)",
             r.file_off,
