@@ -24,7 +24,7 @@ mod multipart;
 use base64::Engine;
 
 pub use combine::{crc32_combine, crc32c_combine, crc64nvme_combine};
-pub use error::ChecksumError;
+pub use error::{md5_mismatch, mismatch, ChecksumError};
 pub use hasher::{BodyHasher, Digests, Wanted};
 pub use multipart::{
     combine_full, composite, content_md5, etag, etag_md5, multipart_etag, MAX_PARTS,

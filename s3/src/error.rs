@@ -79,7 +79,9 @@ codes! {
     InvalidArgument = 400, "Invalid argument.";
     InvalidBucketName = 400, "The specified bucket is not valid.";
     InvalidBucketState = 409, "The request is not valid for the current state of the bucket.";
-    InvalidChunkSizeError = 403, "Only the last chunk is allowed to have a size less than 8192 bytes.";
+    /// Not in AWS's published table; S3 sends it for an aws-chunked body
+    /// with a short chunk before the last. 400 as MinIO answers it.
+    InvalidChunkSizeError = 400, "Only the last chunk is allowed to have a size less than 8192 bytes.";
     InvalidDigest = 400, "The Content-MD5 or checksum value that you specified is not valid.";
     InvalidEncryptionAlgorithmError = 400, "The encryption request that you specified is not valid.";
     InvalidLocationConstraint = 400, "The specified location constraint is not valid.";
@@ -96,6 +98,9 @@ codes! {
     KeyTooLongError = 400, "Your key is too long.";
     MalformedACLError = 400, "The ACL that you provided was not well formed or did not validate against our published schema.";
     MalformedPOSTRequest = 400, "The body of your POST request is not well-formed multipart/form-data.";
+    /// Not in AWS's published table; an aws-chunked body's trailer that
+    /// cannot be read. 400 as MinIO answers it.
+    MalformedTrailerError = 400, "The request contained trailing data that was not well-formed or did not conform to our published schema.";
     MalformedXML = 400, "The XML that you provided was not well formed or did not validate against our published schema.";
     MaxMessageLengthExceeded = 400, "Your request was too large.";
     MetadataTooLarge = 400, "Your metadata headers exceed the maximum allowed metadata size.";

@@ -7,10 +7,11 @@
 //! 255 bytes), besides S3's own limit of 1,024 bytes.
 //!
 //! `+` in a query string is a space: [`parse_query`] decodes it so, as
-//! MinIO (Go's `url.ParseQuery`), Ceph RGW (`url_decode` in a query) and
-//! Amazon S3 itself do; a literal plus arrives as `%2B`, which is how every
-//! SDK, the AWS CLI and rclone send it (they encode with AWS's UriEncode,
-//! [`uri_encode`]). In a path, `+` stays a plus ([`percent_decode`]).
+//! MinIO (Go's `url.ParseQuery`) and Ceph RGW (`url_decode` of a query)
+//! do. Real clients do not depend on the difference: the SDKs, the AWS CLI
+//! and rclone encode with AWS's UriEncode ([`uri_encode`]), which sends a
+//! space as `%20` and a plus as `%2B`, and SigV4 signs that encoding. In a
+//! path, `+` stays a plus ([`percent_decode`]).
 
 mod error;
 

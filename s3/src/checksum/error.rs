@@ -1,7 +1,8 @@
 //! What can be wrong with a checksum a client sends or a multipart
 //! combination asks for.
 
-use crate::error::Code;
+use super::Algorithm;
+use crate::error::{Code, S3Error};
 
 /// A checksum value or combination refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,4 +66,25 @@ impl ChecksumError {
             _ => Code::InvalidRequest,
         }
     }
+}
+
+/// The answer to a body whose `alg` checksum is not the one the client
+/// sent: BadDigest, with S3's wording.
+pub fn mismatch(alg: Algorithm) -> S3Error {
+    S3Error::new(
+        Code::BadDigest,
+        format!(
+            "The {} you specified did not match the calculated checksum.",
+            alg.name()
+        ),
+    )
+}
+
+/// The answer to a body whose MD5 is not its `Content-MD5`: BadDigest,
+/// with S3's wording.
+pub fn md5_mismatch() -> S3Error {
+    S3Error::new(
+        Code::BadDigest,
+        "The Content-MD5 you specified did not match what we received.",
+    )
 }

@@ -367,3 +367,12 @@ proptest! {
         let _ = etag_md5(&s);
     }
 }
+
+#[test]
+fn mismatch_answers() {
+    let e = mismatch(Algorithm::Crc32c);
+    assert_eq!(e.code, crate::error::Code::BadDigest);
+    assert_eq!(e.status(), 400);
+    assert!(e.message.contains("CRC32C"), "{e}");
+    assert_eq!(md5_mismatch().code, crate::error::Code::BadDigest);
+}

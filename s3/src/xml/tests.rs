@@ -645,6 +645,9 @@ fn parse_delete_examples() {
     let d = parse_delete(odd.as_bytes()).unwrap();
     assert_eq!(d.keys, [" a&b\t\r", "<c>"]);
     assert!(!d.quiet);
+    // A UTF-8 byte order mark, as some .NET clients send, is not content.
+    let bom = "\u{feff}<Delete><Object><Key>k</Key></Object></Delete>";
+    assert_eq!(parse_delete(bom.as_bytes()).unwrap().keys, ["k"]);
 }
 
 #[test]
