@@ -37,6 +37,8 @@ mod verify;
 #[cfg(test)]
 mod tests_aws;
 #[cfg(test)]
+mod tests_botocore;
+#[cfg(test)]
 mod tests_prop;
 
 pub use canonical::canonical_request;
