@@ -478,6 +478,12 @@ fn malformed_claims_have_their_codes() {
         "InvalidArgument"
     );
     let mut twice = good.clone();
+    twice.push(("Authorization".into(), auth.clone()));
+    assert_eq!(
+        claim_of(&twice, "", NOW).unwrap_err().code(),
+        "AuthorizationHeaderMalformed"
+    );
+    let mut twice = good.clone();
     twice.push(("x-amz-content-sha256".into(), "UNSIGNED-PAYLOAD".into()));
     assert_eq!(
         claim_of(&twice, "", NOW).unwrap_err().code(),
