@@ -195,6 +195,14 @@ fn header_time(req: &Request<'_>) -> Result<AmzTime, AuthError> {
 
 fn header_claim(req: &Request<'_>, auth: &[u8], now_unix_s: i64) -> Result<Claim, AuthError> {
     let malformed = AuthError::HeaderMalformed;
+    let fields = req
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+    if fields.count() > 1 {
+        // Which one a proxy on the way would have read is anyone's guess.
+        return Err(malformed("it is sent more than once".into()));
+    }
     let auth = std::str::from_utf8(auth)
         .map_err(|_| malformed("it is not UTF-8".into()))?
         .trim();

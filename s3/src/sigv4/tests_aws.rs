@@ -455,58 +455,80 @@ fn signer_chunked_body_round_trips_and_matches_the_documented_layout() {
 /// A test decoder of an aws-chunked body, verifying as it goes: the data
 /// and the trailer fields. Panics on anything malformed (tests only).
 pub(crate) fn decode_chunked(
+    body: &[u8],
+    cv: Option<ChunkVerifier>,
+) -> (Vec<u8>, Vec<(String, String)>) {
+    try_decode_chunked(body, cv).unwrap()
+}
+
+type Decoded = (Vec<u8>, Vec<(String, String)>);
+
+/// [`decode_chunked`], saying what is wrong instead of panicking.
+pub(crate) fn try_decode_chunked(
     mut body: &[u8],
     mut cv: Option<ChunkVerifier>,
-) -> (Vec<u8>, Vec<(String, String)>) {
-    fn line<'a>(body: &mut &'a [u8]) -> &'a [u8] {
-        let at = body.windows(2).position(|w| w == b"\r\n").expect("CRLF");
+) -> Result<Decoded, String> {
+    fn line<'a>(body: &mut &'a [u8]) -> Result<&'a [u8], String> {
+        let at = body
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("no CRLF")?;
         let l = &body[..at];
         *body = &body[at + 2..];
-        l
+        Ok(l)
     }
+    let e = |e: AuthError| e.to_string();
     let mut data = Vec::new();
     loop {
-        let h = parse_chunk_header(line(&mut body)).unwrap();
-        let size = usize::try_from(h.size_bytes).unwrap();
-        let chunk = &body[..size];
+        let h = parse_chunk_header(line(&mut body)?).map_err(e)?;
+        let size = usize::try_from(h.size_bytes).map_err(|x| x.to_string())?;
+        let chunk = body.get(..size).ok_or("a chunk longer than the body")?;
         if let Some(cv) = cv.as_mut() {
-            cv.chunk(&sha256(chunk), h.signature.expect("a chunk signature"))
-                .unwrap();
+            let sig = h.signature.ok_or("no chunk signature")?;
+            cv.chunk(&sha256(chunk), sig).map_err(e)?;
         }
         data.extend_from_slice(chunk);
         body = &body[size..];
         if size == 0 {
             break;
         }
-        assert_eq!(line(&mut body), b"");
+        if !line(&mut body)?.is_empty() {
+            return Err("no CRLF after a chunk's data".into());
+        }
     }
     let mut trailers = Vec::new();
     let mut trailer_sig = None;
     loop {
-        let l = line(&mut body);
+        let l = line(&mut body)?;
         if l.is_empty() {
             break;
         }
-        let l = std::str::from_utf8(l).unwrap();
-        let (n, v) = l.split_once(':').unwrap();
+        let l = std::str::from_utf8(l).map_err(|x| x.to_string())?;
+        let (n, v) = l.split_once(':').ok_or("a trailer line without `:`")?;
         if n == "x-amz-trailer-signature" {
             trailer_sig = Some(v.to_string());
         } else {
             trailers.push((n.to_string(), v.to_string()));
         }
     }
-    assert!(body.is_empty());
-    if let Some(cv) = cv.as_mut() {
-        if let Some(sig) = trailer_sig {
-            let t: Vec<(&str, &str)> = trailers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_str()))
-                .collect();
-            cv.trailer(&t, sig.as_bytes()).unwrap();
-        }
-        cv.finish().unwrap();
+    if !body.is_empty() {
+        return Err("bytes after the end".into());
     }
-    (data, trailers)
+    if let Some(cv) = cv.as_mut() {
+        match trailer_sig {
+            Some(sig) => {
+                let t: Vec<(&str, &str)> = trailers
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
+                cv.trailer(&t, sig.as_bytes()).map_err(e)?;
+            }
+            None if !trailers.is_empty() => return Err("unsigned trailers".into()),
+            None => {}
+        }
+        cv.finish().map_err(e)?;
+    }
+    Ok((data, trailers))
 }
 
 /// The chunk chain itself against the documentation, from the
