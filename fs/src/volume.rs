@@ -85,7 +85,7 @@ pub use remote::{ObjectLive, RemoteBytes, RemoteRecordInfo, RemoteRef, RemoteSli
 pub use rx::{LentRx, RxBuf, RxHeld, RxPiece, RxTime};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
 pub use tierout::{RemoteExtent, SwitchReport, TierCandidate, TierExtent, TierOut};
-pub use tmpfile::{Linked, TmpFile};
+pub use tmpfile::{Linked, OwnedTmpFile, TmpFile};
 pub use txhold::{TxFetched, TxHold, TxKeep, TxPlan, TxRange, TxSeg, TxWindow};
 pub use types::{Attr, ChainEntry, DirEntry, FormatOptions, OpenOptions, SetAttr, StatFs, TimeSet};
 pub use verify::VerifyMode;

@@ -55,6 +55,7 @@ mod net_mount;
 mod net_raw;
 mod net_rxtime;
 mod net_rxtime_loops;
+mod net_s3;
 mod net_tx;
 mod net_uring;
 mod net_volume_race;
