@@ -30,6 +30,7 @@ mod net_common;
 mod core_open;
 mod core_threads;
 mod crash_acl;
+mod crash_keys;
 mod crash_ops;
 mod crash_seq;
 mod crash_tier;
