@@ -55,6 +55,7 @@ mod raw_10k;
 mod readme_up;
 mod recv_cli;
 mod rxtime_cli;
+mod s3_clients;
 mod send_verify;
 mod tier_cli;
 mod up_space;
