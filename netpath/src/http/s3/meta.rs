@@ -97,6 +97,14 @@ impl ObjectMeta {
         Ok(m)
     }
 
+    /// The stored checksum is a CRC32C (a multipart object's COMPOSITE
+    /// one, which S3 answers as stored).
+    pub fn has_crc32c(&self) -> bool {
+        self.checksum
+            .as_ref()
+            .is_some_and(|(n, _)| n == Algorithm::Crc32c.header_name())
+    }
+
     pub fn set_checksum(&mut self, v: &Value) {
         self.checksum = Some((v.algorithm().header_name().to_string(), v.to_base64()));
     }
@@ -135,10 +143,9 @@ impl ObjectMeta {
             out.push_str("\r\n");
         }
         if let (true, Some((n, v))) = (checksum_mode, &self.checksum) {
-            // CRC32C is answered from the records (`object_headers`).
-            if n != Algorithm::Crc32c.header_name() {
-                out.push_str(&format!("{n}: {v}\r\n"));
-            }
+            out.push_str(&format!("{n}: {v}\r\n"));
+            let ty = self.checksum_type.as_deref().unwrap_or("FULL_OBJECT");
+            out.push_str(&format!("x-amz-checksum-type: {ty}\r\n"));
         }
     }
 }

@@ -317,14 +317,19 @@ impl<'a> Conn<'a> {
                 extra.push_str(&format!("x-amz-mp-parts-count: {p}\r\n"));
             }
         }
-        if self.s3_checksum_mode && whole {
+        let stored_crc32c = meta.as_ref().is_some_and(|m| m.has_crc32c());
+        if self.s3_checksum_mode && whole && !stored_crc32c {
             // From the records' CRCs, combined: whatever wrote the file.
             let v = Value::Crc32c(d.crc32c);
             extra.push_str(&format!(
-                "{}: {}\r\nx-amz-checksum-type: FULL_OBJECT\r\n",
+                "{}: {}\r\n",
                 Algorithm::Crc32c.header_name(),
                 v.to_base64()
             ));
+            // A stored checksum said its type already.
+            if meta.as_ref().is_none_or(|m| m.checksum.is_none()) {
+                extra.push_str("x-amz-checksum-type: FULL_OBJECT\r\n");
+            }
         }
         tag
     }
