@@ -232,22 +232,19 @@ fn refused_requests_store_nothing() {
     let sha = PayloadMode::Sha256(pktfs_s3::sigv4::sha256(&body));
     let free = s.free_at_rest();
     // Anonymous.
-    let r = s.send(
-        &signed(None, "PUT", "/bk1/x", "", &[], &body, sha.clone()),
-        false,
-    );
+    let r = s.send(&signed(None, "PUT", "/bk1/x", "", &[], &body, sha), false);
     assert_eq!((r.status, code(&r).as_str()), (403, "AccessDenied"));
     // Unknown key.
     let ghost = Signer::new("PKAAAAAAAAAAAAAAAAAA", "secret", REGION);
     let r = s.send(
-        &signed(Some(&ghost), "PUT", "/bk1/x", "", &[], &body, sha.clone()),
+        &signed(Some(&ghost), "PUT", "/bk1/x", "", &[], &body, sha),
         false,
     );
     assert_eq!(code(&r), "InvalidAccessKeyId");
     // Right id, wrong secret.
     let wrong = Signer::new(&s.rw.access_key_id, "not the secret", REGION);
     let r = s.send(
-        &signed(Some(&wrong), "PUT", "/bk1/x", "", &[], &body, sha.clone()),
+        &signed(Some(&wrong), "PUT", "/bk1/x", "", &[], &body, sha),
         false,
     );
     assert_eq!(
@@ -255,7 +252,7 @@ fn refused_requests_store_nothing() {
         (403, "SignatureDoesNotMatch")
     );
     // A body that is not the one signed.
-    let mut b = signed(Some(&s.rw), "PUT", "/bk1/x", "", &[], &body, sha.clone());
+    let mut b = signed(Some(&s.rw), "PUT", "/bk1/x", "", &[], &body, sha);
     let n = b.len();
     b[n - 1] ^= 1;
     let r = s.send(&b, false);

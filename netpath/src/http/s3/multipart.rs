@@ -296,7 +296,7 @@ impl<'a> Conn<'a> {
             file: tmp.into_owned(&self.sh.vol),
             size: fin.size,
             md5,
-            checksum: fin.checksum.clone(),
+            checksum: fin.checksum,
             at_ns: now_ns(),
         };
         let replaced = {
@@ -465,7 +465,7 @@ impl<'a> Conn<'a> {
         meta.size = d.size;
         meta.crc32c = d.crc32c;
         meta.parts = Some(chosen.len() as u32);
-        let sums: Option<Vec<Value>> = chosen.iter().map(|p| p.checksum.clone()).collect();
+        let sums: Option<Vec<Value>> = chosen.iter().map(|p| p.checksum).collect();
         if let (Some(_), Some(sums)) = (u.algorithm, sums) {
             if u.full_object {
                 let with_len: Vec<(Value, u64)> = sums
