@@ -161,7 +161,6 @@ impl Services {
             raw_open: Default::default(),
             spares: Default::default(),
             fetch,
-            s3: Default::default(),
         });
         let mut s = Services {
             shared,
@@ -186,14 +185,17 @@ impl Services {
             if let Some(a) = c.http_listen {
                 let p = crate::http::HttpProtocol {
                     sh: s.shared.clone(),
-                    s3: false,
+                    s3: None,
                 };
                 services.push((a, Arc::new(p)));
             }
             if let Some(a) = c.s3_listen {
+                // The S3 endpoint's state (the keys read from the image,
+                // the multipart uploads in progress), shared by its
+                // connections.
                 let p = crate::http::HttpProtocol {
                     sh: s.shared.clone(),
-                    s3: true,
+                    s3: Some(Default::default()),
                 };
                 services.push((a, Arc::new(p)));
             }

@@ -38,9 +38,6 @@ pub(crate) struct Shared {
     pub spares: AtomicUsize,
     /// Tiered GETs' fetches: the threads and the budget of fetched bytes.
     pub fetch: crate::transmit::fetch::FetchPool,
-    /// The S3 endpoint's state: the keys read from the image, the
-    /// multipart uploads in progress.
-    pub s3: crate::http::s3::S3State,
 }
 
 impl std::fmt::Debug for Shared {

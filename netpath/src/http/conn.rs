@@ -150,6 +150,8 @@ pub(super) struct Conn<'a> {
     /// The S3 GET being answered asked for its checksum
     /// (`x-amz-checksum-mode: ENABLED`).
     pub s3_checksum_mode: bool,
+    /// The S3 listener's state, on its connections.
+    pub s3_state: Option<std::sync::Arc<super::s3::S3State>>,
 }
 
 enum HeadResult {
@@ -201,6 +203,7 @@ impl<'a> Conn<'a> {
             pace: Default::default(),
             s3: false,
             s3_checksum_mode: false,
+            s3_state: None,
             send_failed: false,
             tally: Tally::default(),
             conn_in: 0,

@@ -115,13 +115,13 @@ const SLACK: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(crate) struct HttpProtocol {
     pub sh: Arc<Shared>,
-    /// This listener speaks S3 ([`super::s3`]).
-    pub s3: bool,
+    /// This listener speaks S3 ([`super::s3`]), with this state.
+    pub s3: Option<Arc<super::s3::S3State>>,
 }
 
 impl Protocol for HttpProtocol {
     fn name(&self) -> &'static str {
-        if self.s3 {
+        if self.s3.is_some() {
             "s3"
         } else {
             "http"
@@ -154,7 +154,8 @@ impl Protocol for HttpProtocol {
         }
         let mut c = Conn::new(&self.sh, None, peer, RxStream::detached(vol));
         c.outbox = Some(Outbox::default());
-        c.s3 = self.s3;
+        c.s3 = self.s3.is_some();
+        c.s3_state = self.s3.clone();
         Some(Box::new(HttpSession {
             sh: &self.sh,
             c,

@@ -380,6 +380,13 @@ impl S3Req {
 }
 
 impl<'a> Conn<'a> {
+    /// The S3 listener's state (this is an S3 connection).
+    fn s3st(&self) -> &S3State {
+        self.s3_state
+            .as_deref()
+            .expect("an S3 connection has the S3 state")
+    }
+
     /// Serve one request on the S3 listener; false = close the
     /// connection.
     pub(super) fn s3_handle(&mut self, h: &Head) -> bool {
@@ -491,8 +498,7 @@ impl<'a> Conn<'a> {
             )
         })?;
         let key = self
-            .sh
-            .s3
+            .s3st()
             .key(self.vol, &claim.access_key_id)?
             .ok_or_else(|| {
                 S3Error::new(
@@ -518,7 +524,7 @@ impl<'a> Conn<'a> {
                 ));
             }
         }
-        let sk = self.sh.s3.signing_key(&key, claim.date(), claim.region());
+        let sk = self.s3st().signing_key(&key, claim.date(), claim.region());
         let verified = claim.verify(&req, &sk).map_err(auth)?;
         let query = pktfs_s3::names::parse_query(sh.query())
             .map_err(|e| S3Error::new(Code::InvalidArgument, e.to_string()))?;
@@ -545,7 +551,7 @@ impl<'a> Conn<'a> {
             }
             _ => tracing::info!(%peer, method = m, %path, status, code, "S3 request refused: {e}"),
         }
-        let rid = self.sh.s3.request_id();
+        let rid = self.s3st().request_id();
         let body = pktfs_s3::xml::error(code, &e.message, &path, &rid);
         let mut extra = format!("x-amz-request-id: {rid}\r\nContent-Type: application/xml\r\n");
         if status == 503 {
@@ -575,14 +581,14 @@ impl<'a> Conn<'a> {
     /// Answer 200 with an XML body (none for HEAD).
     pub(super) fn s3_xml(&mut self, h: &Head, code: u16, extra: &str, xml: &str) -> bool {
         let keep = h.keep_alive;
-        let rid = self.sh.s3.request_id();
+        let rid = self.s3st().request_id();
         let extra = format!("x-amz-request-id: {rid}\r\nContent-Type: application/xml\r\n{extra}");
         self.with_body(code, keep, &extra, xml.as_bytes(), h.method != Method::Head) && keep
     }
 
     /// Answer with no body.
     pub(super) fn s3_empty(&mut self, h: &Head, code: u16, extra: &str) -> bool {
-        let rid = self.sh.s3.request_id();
+        let rid = self.s3st().request_id();
         let extra = format!("x-amz-request-id: {rid}\r\n{extra}");
         self.head_only(code, h.keep_alive, &extra) && h.keep_alive
     }

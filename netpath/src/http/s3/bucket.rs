@@ -156,7 +156,7 @@ impl Conn<'_> {
         let r2 = remove_dirs(self.vol, ino).and_then(|()| self.vol.rmdir(root, name.as_bytes()));
         match r2 {
             Ok(()) => {
-                self.sh.s3.uploads.abort_bucket(name);
+                self.s3st().uploads.abort_bucket(name);
                 self.sh.notify(crate::config::Change::Removed {
                     parent: root,
                     name: name.as_bytes(),

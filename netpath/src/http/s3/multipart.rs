@@ -125,7 +125,7 @@ impl<'a> Conn<'a> {
     /// The upload the request names exists, for its bucket and key.
     pub(super) fn s3_upload_exists(&self, r: &S3Req) -> Result<(), S3Error> {
         let id = self.upload_id(r);
-        let g = self.sh.s3.uploads.lock();
+        let g = self.s3st().uploads.lock();
         match g.get(id) {
             Some(u) if u.bucket == r.target.bucket && u.key == r.target.key => Ok(()),
             _ => Err(no_upload(id)),
@@ -185,7 +185,7 @@ impl<'a> Conn<'a> {
         let id = new_id()?;
         let now = now_ns();
         let expired: Vec<Upload> = {
-            let mut g = self.sh.s3.uploads.lock();
+            let mut g = self.s3st().uploads.lock();
             let old: Vec<String> = g
                 .iter()
                 .filter(|(_, u)| now - u.touched_ns > IDLE_NS)
@@ -300,7 +300,7 @@ impl<'a> Conn<'a> {
             at_ns: now_ns(),
         };
         let replaced = {
-            let mut g = self.sh.s3.uploads.lock();
+            let mut g = self.s3st().uploads.lock();
             match g.get_mut(id) {
                 Some(u) => {
                     u.touched_ns = now_ns();
@@ -343,7 +343,7 @@ impl<'a> Conn<'a> {
         // Taken out of the table: a concurrent part or completion of the
         // same upload finds none. Put back if this one fails.
         let upload = {
-            let mut g = self.sh.s3.uploads.lock();
+            let mut g = self.s3st().uploads.lock();
             match g.remove(&id) {
                 Some(u) if u.bucket == r.target.bucket && u.key == r.target.key => Some(u),
                 Some(u) => {
@@ -382,7 +382,7 @@ impl<'a> Conn<'a> {
                 go_on
             }
             Err(e) => {
-                let mut g = self.sh.s3.uploads.lock();
+                let mut g = self.s3st().uploads.lock();
                 g.insert(id, upload);
                 drop(g);
                 self.s3_error(&e, keep);
@@ -498,7 +498,7 @@ impl<'a> Conn<'a> {
         }
         let id = self.upload_id(r);
         let gone = {
-            let mut g = self.sh.s3.uploads.lock();
+            let mut g = self.s3st().uploads.lock();
             match g.get(id) {
                 Some(u) if u.bucket == r.target.bucket && u.key == r.target.key => g.remove(id),
                 _ => None,
@@ -531,7 +531,7 @@ impl<'a> Conn<'a> {
             .unwrap_or(1000)
             .min(1000);
         let listed = {
-            let g = self.sh.s3.uploads.lock();
+            let g = self.s3st().uploads.lock();
             match g.get(id) {
                 Some(u) if u.bucket == r.target.bucket && u.key == r.target.key => {
                     let mut parts = Vec::new();
@@ -593,7 +593,7 @@ impl<'a> Conn<'a> {
             .unwrap_or(1000)
             .min(1000);
         let mut all: Vec<(String, String, i64)> = {
-            let g = self.sh.s3.uploads.lock();
+            let g = self.s3st().uploads.lock();
             g.iter()
                 .filter(|(_, u)| u.bucket == r.target.bucket && u.key.starts_with(prefix))
                 .map(|(id, u)| (u.key.clone(), id.clone(), u.initiated_ns))
