@@ -18,8 +18,8 @@ use super::{fs_error, S3Req};
 /// The most a single PutObject stores, as S3 allows.
 pub(super) const MAX_PUT_BYTES: u64 = 5 << 30;
 /// The most an XML request body (Complete, DeleteObjects, CreateBucket)
-/// may take: 10,000 parts' entries fit.
-pub(super) const MAX_XML_BYTES: u64 = 2 << 20;
+/// may take, as the parser allows: 10,000 parts' entries fit.
+pub(super) const MAX_XML_BYTES: u64 = pktfs_s3::xml::MAX_BODY_BYTES as u64;
 
 fn err(code: Code, msg: impl Into<String>) -> S3Error {
     S3Error::new(code, msg)
