@@ -102,8 +102,10 @@ impl Volume {
     }
 
     /// Bumps whenever this process changes the S3 access key store, so a
-    /// server that caches it re-reads it when this moves. (Another process
-    /// cannot change it meanwhile: the image is open in one at a time.)
+    /// server that caches it re-reads it when this moves; 0 when the
+    /// Volume opens, whatever is stored. (No other process can change it
+    /// meanwhile: an image is open read-write in one process at a time,
+    /// and `pktfs keys` asks that process.)
     pub fn s3_keys_version(&self) -> u64 {
         self.s3_keys_version.load(Ordering::SeqCst)
     }

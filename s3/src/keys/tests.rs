@@ -363,6 +363,15 @@ fn arb_grant() -> impl Strategy<Value = Grant> {
 }
 
 proptest! {
+    /// Any text: a grant that prints back as itself, or a BadGrant error.
+    #[test]
+    fn grant_parse_is_exact_or_an_error(s in "\\PC{0,80}") {
+        match s.parse::<Grant>() {
+            Ok(g) => prop_assert_eq!(g.to_string(), s),
+            Err(e) => prop_assert!(matches!(e, KeysError::BadGrant { .. }), "{}", e),
+        }
+    }
+
     #[test]
     fn decode_never_panics_on_any_bytes(b in proptest::collection::vec(any::<u8>(), 0..2048)) {
         let _ = KeyStore::decode(&b);
