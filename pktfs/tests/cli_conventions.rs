@@ -47,6 +47,7 @@ fn every_argument_is_documented_with_its_default() {
         ])
         .map(|s| vec![*s])
         .chain(["out", "recall", "collect"].map(|s| vec!["tier", s]))
+        .chain(["add", "list", "rm"].map(|s| vec!["keys", s]))
         .collect();
     for cmd in &all {
         let sub = cmd.join(" ");
