@@ -19,6 +19,7 @@
 #   bench/s3.sh [--secs 10] [--conns 16,256] [--size-mib 1024] [--part-mib 16]
 #               [--parallel 4] [--checksum crc32|crc32c|none] [--payload signed|unsigned]
 #               [--threads 1] [--only small|multipart] [--image-gib 8]
+#               [--servers pktfs,garage]
 #
 # Writes bench/results/s3-<UTC stamp>.json (every run's s3bench output,
 # the machine, the ratios and whether each target was met) and prints a
@@ -28,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 secs=10 conns=16,256 size_mib=1024 part_mib=16 parallel=4 checksum=crc32 payload=signed
-threads=1 only="" image_gib=8
+threads=1 only="" image_gib=8 servers=pktfs,garage
 while [[ $# -gt 0 ]]; do
     case $1 in
         --secs) secs=$2 ;;
@@ -41,6 +42,7 @@ while [[ $# -gt 0 ]]; do
         --threads) threads=$2 ;;
         --only) only=$2 ;;
         --image-gib) image_gib=$2 ;;
+        --servers) servers=$2 ;;
         -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) echo "bench/s3.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
     esac
@@ -186,7 +188,7 @@ bench() { # server args...
 
 if [[ $only != multipart ]]; then
     for c in ${conns//,/ }; do
-        for server in pktfs garage; do
+        for server in ${servers//,/ }; do
             echo "small PUTs, $c connections, ${secs} s: $server"
             "start_$server"
             bench "$server" put-small --conns "$c" --secs "$secs" --size-bytes 4096 --threads "$threads"
@@ -195,7 +197,7 @@ if [[ $only != multipart ]]; then
     done
 fi
 if [[ $only != small ]]; then
-    for server in pktfs garage; do
+    for server in ${servers//,/ }; do
         echo "multipart, $size_mib MiB in $part_mib MiB parts, $parallel at a time: $server"
         "start_$server"
         bench "$server" multipart --size-mib "$size_mib" --part-mib "$part_mib" --parallel "$parallel"

@@ -203,11 +203,15 @@ fn run(cli: Cli) -> Result<serde_json::Value, String> {
             let req_s = r.ok as f64 / r.elapsed_s.max(1e-9);
             eprintln!(
                 "put-small: {conns} conns, {size_bytes} B: {req_s:.0} req/s, {} ok, {} errors, \
-                 p50 {:?} us, p99 {:?} us, server CPU {} us/request",
+                 p50 {} us, p99 {} us, server CPU {} us/request",
                 r.ok,
                 r.errors,
-                r.latency.quantile_us(0.5),
-                r.latency.quantile_us(0.99),
+                r.latency
+                    .quantile_us(0.5)
+                    .map_or("-".into(), |v| v.to_string()),
+                r.latency
+                    .quantile_us(0.99)
+                    .map_or("-".into(), |v| v.to_string()),
                 server_cpu.map_or("?".into(), |s| format!("{:.1}", s / answered * 1e6)),
             );
             if let Some(e) = &r.first_error {
