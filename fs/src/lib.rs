@@ -38,10 +38,10 @@ pub use pktfs_layout::FileType;
 pub use volume::Precondition;
 pub use volume::{
     Access, Acl, AclKind, Attr, Bound, ChainEntry, ContentDigest, Cred, Denial, DirEntry,
-    FallocMode, FormatOptions, LentRx, Linked, NewMode, OpenOptions, OpenReport, RenameFlags,
-    RxBuf, RxHeld, RxPiece, RxTime, ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport, Seg,
-    SetAttr, StatFs, TimeSet, TmpFile, TxFetched, TxHold, TxKeep, TxPlan, TxRange, TxSeg, TxWindow,
-    VerifyMode, Volume, XattrFlags,
+    FallocMode, FormatOptions, LentRx, Linked, NewMode, OpenOptions, OpenReport, OwnedTmpFile,
+    RenameFlags, RxBuf, RxHeld, RxPiece, RxTime, ScrubDamage, ScrubOptions, ScrubProgress,
+    ScrubReport, Seg, SetAttr, StatFs, TimeSet, TmpFile, TxFetched, TxHold, TxKeep, TxPlan,
+    TxRange, TxSeg, TxWindow, VerifyMode, Volume, XattrFlags,
 };
 pub use volume::{
     ObjectLive, RemoteBytes, RemoteExtent, RemoteRecordInfo, RemoteRef, RemoteSlice, RemoteSource,

@@ -53,6 +53,9 @@ mod rx_tests;
 mod scrub;
 #[cfg(test)]
 mod sgid_tests;
+mod system_blob;
+#[cfg(test)]
+mod system_blob_tests;
 #[cfg(test)]
 mod tests;
 mod tierout;
@@ -84,8 +87,9 @@ pub use recover::OpenReport;
 pub use remote::{ObjectLive, RemoteBytes, RemoteRecordInfo, RemoteRef, RemoteSlice, RemoteSource};
 pub use rx::{LentRx, RxBuf, RxHeld, RxPiece, RxTime};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
+pub use system_blob::{S3_KEYS_XATTR, SYSTEM_XATTR_PREFIX};
 pub use tierout::{RemoteExtent, SwitchReport, TierCandidate, TierExtent, TierOut};
-pub use tmpfile::{Linked, TmpFile};
+pub use tmpfile::{Linked, OwnedTmpFile, TmpFile};
 pub use txhold::{TxFetched, TxHold, TxKeep, TxPlan, TxRange, TxSeg, TxWindow};
 pub use types::{Attr, ChainEntry, DirEntry, FormatOptions, OpenOptions, SetAttr, StatFs, TimeSet};
 pub use verify::VerifyMode;
@@ -313,6 +317,8 @@ pub struct Volume {
     damaged_inodes: FxHashMap<u32, String>,
     /// Read-through source and per-object liveness of remote records.
     pub(crate) remote: remote::RemoteState,
+    /// Bumped by every change of the S3 access key store (`system_blob`).
+    s3_keys_version: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Volume {

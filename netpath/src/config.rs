@@ -118,6 +118,14 @@ pub struct Config {
     pub http_listen: Option<SocketAddr>,
     /// Raw stream listener (None: no raw mode).
     pub raw_listen: Option<SocketAddr>,
+    /// S3 listener (None: no S3 endpoint): the S3 API over the same
+    /// loops, every request signed (SigV4) with a key stored in the image
+    /// (`pktfs keys`), so it needs no token to be exposed
+    /// ([`crate::http::s3`]).
+    pub s3_listen: Option<SocketAddr>,
+    /// The region the S3 endpoint names (GetBucketLocation). Requests are
+    /// verified with the region their own signature scope names.
+    pub s3_region: String,
     /// Directory inside the volume that raw connections land in (created
     /// if missing).
     pub raw_dir: String,
@@ -388,6 +396,8 @@ impl Default for Config {
         Config {
             http_listen: None,
             raw_listen: None,
+            s3_listen: None,
+            s3_region: "us-east-1".into(),
             raw_dir: "/raw".into(),
             token: None,
             public_read: false,

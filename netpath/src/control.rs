@@ -39,13 +39,15 @@
 //! The protocol is JSON lines: one request (`{"op":"stat"}`,
 //! `{"op":"chain","path":"/a"}`, `{"op":"scrub","rate_bytes_per_sec":N}`,
 //! `{"op":"recv_check","path":"/a","mode":"create"}`,
-//! `{"op":"send_check","path":"/a"}`),
+//! `{"op":"send_check","path":"/a"}`, and the S3 access keys' `keys_*`
+//! ops: [`keys`]),
 //! then zero or more `{"progress":{...}}` lines and one final line with
 //! `"ok": true` and the result, or `"ok": false` and an `"error"` (and
 //! `"busy": true` when the holder turned the connection away for the cap).
 
 mod client;
 mod holder;
+pub mod keys;
 mod peer;
 mod request;
 

@@ -64,6 +64,7 @@ pub(crate) mod response;
 mod spare;
 mod tiered;
 pub use spare::{MAX_SPARES, SPARE_MIN_FREE_INODES};
+pub(crate) mod s3;
 mod upload;
 
 pub(crate) use conn::serve_connection;

@@ -66,6 +66,7 @@ pub struct Services {
     threads: Vec<JoinHandle<()>>,
     http_addr: Option<SocketAddr>,
     raw_addr: Option<SocketAddr>,
+    s3_addr: Option<SocketAddr>,
     /// How connections are served (None: no listener).
     io: Option<crate::loops::IoChoice>,
     /// The io_uring loops (HTTP and raw), when connections run on them.
@@ -122,7 +123,7 @@ impl Services {
         // HTTP and raw mode on the event loops (io_uring when it can run
         // here, else epoll; chosen once, at start, Auto printing why it fell
         // back). Both protocols share each loop and its ring.
-        let any = cfg.raw_listen.is_some() || cfg.http_listen.is_some();
+        let any = cfg.raw_listen.is_some() || cfg.http_listen.is_some() || cfg.s3_listen.is_some();
         let io = match any {
             // The loops lend the kernel free packet buffers, which a
             // read-only image cannot give: it is served by threads,
@@ -166,6 +167,7 @@ impl Services {
             threads: Vec::new(),
             http_addr: None,
             raw_addr: None,
+            s3_addr: None,
             io,
             loops: None,
         };
@@ -183,6 +185,17 @@ impl Services {
             if let Some(a) = c.http_listen {
                 let p = crate::http::HttpProtocol {
                     sh: s.shared.clone(),
+                    s3: None,
+                };
+                services.push((a, Arc::new(p)));
+            }
+            if let Some(a) = c.s3_listen {
+                // The S3 endpoint's state (the keys read from the image,
+                // the multipart uploads in progress), shared by its
+                // connections.
+                let p = crate::http::HttpProtocol {
+                    sh: s.shared.clone(),
+                    s3: Some(Default::default()),
                 };
                 services.push((a, Arc::new(p)));
             }
@@ -206,6 +219,10 @@ impl Services {
                         s.http_addr = Some(l.addr(k));
                         k += 1;
                     }
+                    if c.s3_listen.is_some() {
+                        s.s3_addr = Some(l.addr(k));
+                        k += 1;
+                    }
                     if c.raw_listen.is_some() {
                         s.raw_addr = Some(l.addr(k));
                     }
@@ -225,6 +242,14 @@ impl Services {
         }
         let (http, raw) = match on_loops {
             true => (None, None),
+            // The S3 endpoint's bodies are walked (aws-chunked framing,
+            // their digests) by the loops' sessions only.
+            false if s.shared.cfg.s3_listen.is_some() => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "the S3 endpoint runs on the event loops (io_uring or epoll): not with --io threads or a read-only image",
+                ));
+            }
             false => {
                 let c = &s.shared.cfg;
                 // Receive timestamps on before `listen` (accepted sockets
@@ -261,6 +286,10 @@ impl Services {
         self.raw_addr
     }
 
+    pub fn s3_addr(&self) -> Option<SocketAddr> {
+        self.s3_addr
+    }
+
     /// How connections are served (None: no listener).
     pub fn io_mode(&self) -> Option<&crate::loops::IoChoice> {
         self.io.as_ref()
@@ -274,6 +303,9 @@ impl Services {
         let mut who = Vec::new();
         if self.http_addr.is_some() {
             who.push("http");
+        }
+        if self.s3_addr.is_some() {
+            who.push("s3");
         }
         if self.raw_addr.is_some() {
             who.push("raw");

@@ -5,7 +5,8 @@
 //! dispatches, and maps errors to a message and an exit code.
 
 use pktfs::{
-    chain_cmd, gendocs, logging, mount_cmd, net_cmd, offline_cmd, scrub_cmd, stream_cmd, tier_cmd,
+    chain_cmd, gendocs, keys_cmd, logging, mount_cmd, net_cmd, offline_cmd, scrub_cmd, stream_cmd,
+    tier_cmd,
 };
 
 use std::process::ExitCode;
@@ -73,6 +74,9 @@ enum Cmd {
     /// tiered before the newest snapshot, byte-identical.
     #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
     Restore(tier_cmd::RestoreArgs),
+    /// Manage the S3 access keys an image keeps: add, list, rm.
+    #[command(after_help = keys_cmd::KEYS_HELP)]
+    Keys(keys_cmd::KeysArgs),
     /// Show the CPU features and checksum/copy speeds that set pktfs's pace
     /// (every benchmark prints this).
     Machine {
@@ -141,6 +145,7 @@ fn run(cmd: Cmd) -> Result<(), CliError> {
         Cmd::Up(a) => net_cmd::up(a)?,
         Cmd::Tier(a) => tier_cmd::run(a)?,
         Cmd::Restore(a) => tier_cmd::restore(a)?,
+        Cmd::Keys(a) => keys_cmd::run(a)?,
         Cmd::Scrub(a) => return pktfs_cli::status(scrub_cmd::run(a)),
         Cmd::Recv(a) => return pktfs_cli::status(stream_cmd::recv(a)?),
         Cmd::Machine { json } => {

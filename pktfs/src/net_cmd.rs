@@ -26,6 +26,18 @@ pub struct NetArgs {
     /// one file in --raw-dir, appended as they arrive (`nc HOST PORT < file`).
     #[arg(long, value_name = "ADDR", value_parser = crate::cli::resolve_addr)]
     pub raw_listen: Option<SocketAddr>,
+    /// Serve the S3 API on ADDR (HOST:PORT; path-style, http): buckets are
+    /// the image's top-level directories, keys their paths (aws-cli,
+    /// rclone, boto3 and the SDKs work with --endpoint-url http://ADDR).
+    /// Every request is signed (SigV4) with a key made by `pktfs keys
+    /// add`, which also names the buckets it may read or write. Runs on
+    /// the event loops (not with --io threads).
+    #[arg(long = "s3", value_name = "ADDR", value_parser = crate::cli::resolve_addr)]
+    pub s3_listen: Option<SocketAddr>,
+    /// The region the S3 endpoint names (GetBucketLocation, HeadBucket);
+    /// requests are checked with the region they were signed for.
+    #[arg(long, value_name = "REGION", default_value = "us-east-1")]
+    pub s3_region: String,
     /// Directory inside the image that raw connections land in (created if
     /// missing).
     #[arg(long, value_name = "DIR", default_value = "/raw")]
@@ -134,6 +146,10 @@ impl NetArgs {
         if let Some(a) = self.raw_listen {
             v.extend(["--raw-listen".into(), a.to_string().into()]);
         }
+        if let Some(a) = self.s3_listen {
+            v.extend(["--s3".into(), a.to_string().into()]);
+        }
+        v.extend(["--s3-region".into(), self.s3_region.clone().into()]);
         v.extend(["--raw-dir".into(), self.raw_dir.clone().into()]);
         if let Some(t) = &self.token_file {
             let t = std::path::absolute(t).unwrap_or_else(|_| t.clone());
@@ -188,7 +204,7 @@ impl NetArgs {
 
     /// Anything to serve?
     pub fn wanted(&self) -> bool {
-        self.listen.is_some() || self.raw_listen.is_some()
+        self.listen.is_some() || self.raw_listen.is_some() || self.s3_listen.is_some()
     }
 
     /// The server configuration these flags describe.
@@ -224,6 +240,11 @@ impl NetArgs {
             metrics_path,
             http_listen: self.listen,
             raw_listen: self.raw_listen,
+            s3_listen: self.s3_listen,
+            s3_region: match self.s3_region.as_str() {
+                "" => "us-east-1".into(),
+                r => r.into(),
+            },
             raw_dir: self.raw_dir.clone(),
             token,
             public_read: self.public_read,
@@ -326,6 +347,9 @@ pub fn start_services(
     cfg.extra = extra;
     // Before any port is tried: the listen-address rule.
     cfg.check_exposure().map_err(|e| e.to_string())?;
+    if let Some(a) = cfg.s3_listen {
+        crate::cli::check_listen(a)?;
+    }
     for a in [cfg.http_listen, cfg.raw_listen].into_iter().flatten() {
         crate::cli::check_listen(a)?;
         if !a.ip().to_canonical().is_loopback() && cfg.token.is_none() {
@@ -348,6 +372,11 @@ pub fn describe(s: &ServicesHandle, args: &NetArgs) -> String {
             let p = args.metrics_path.as_deref().unwrap_or("/metrics");
             out.push_str(&format!("  metrics http://{a}{p}\n"));
         }
+    }
+    if let Some(a) = s.s3_addr() {
+        out.push_str(&format!(
+            "  S3    http://{a}  (SigV4 keys: pktfs keys add)\n"
+        ));
     }
     if let Some(a) = s.raw_addr() {
         out.push_str(&format!(

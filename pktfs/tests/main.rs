@@ -44,6 +44,7 @@ mod fuse_posix_acl;
 mod hostile;
 mod http_10k;
 mod integrity_cli;
+mod keys_cli;
 mod mount_cycle;
 mod net_access_log;
 mod net_cli;

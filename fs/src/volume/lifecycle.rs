@@ -264,6 +264,7 @@ impl Volume {
             fail_state: Default::default(),
             damaged_inodes: Default::default(),
             remote,
+            s3_keys_version: Default::default(),
         }
     }
 }

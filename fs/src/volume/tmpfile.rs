@@ -535,6 +535,48 @@ impl<'v> TmpFile<'v> {
     }
 }
 
+impl TmpFile<'_> {
+    /// The same unnamed file, owned with a counted reference to its
+    /// Volume instead of a borrow: for tables that outlive a connection
+    /// (an S3 multipart upload's parts). Not yet named: panics if it was.
+    pub fn into_owned(mut self, vol: &std::sync::Arc<Volume>) -> OwnedTmpFile {
+        assert!(
+            std::ptr::eq(self.vol, &**vol),
+            "a TmpFile owned by another Volume"
+        );
+        assert!(self.pinned, "the file is already named");
+        // The creation pin moves to the owned handle.
+        self.pinned = false;
+        OwnedTmpFile {
+            vol: vol.clone(),
+            attr: self.attr,
+        }
+    }
+}
+
+/// An unnamed file held by a counted reference to its Volume
+/// ([`TmpFile::into_owned`]): freed when dropped (nothing can name it).
+#[derive(Debug)]
+#[must_use = "dropping it at once frees the unnamed file"]
+pub struct OwnedTmpFile {
+    vol: std::sync::Arc<Volume>,
+    attr: Attr,
+}
+
+impl OwnedTmpFile {
+    pub fn ino(&self) -> u64 {
+        self.attr.ino
+    }
+}
+
+impl Drop for OwnedTmpFile {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.vol.unpin(self.attr.ino, 1);
+        }
+    }
+}
+
 impl Drop for TmpFile<'_> {
     fn drop(&mut self) {
         // Not while unwinding (a second panic would abort): an unnamed

@@ -7,6 +7,7 @@ use pktfs_layout::{Record, RecordId, RecordKind};
 use super::acl::AclKind;
 use super::commit::Commit;
 use super::failstop::OrStop;
+use super::system_blob::is_system_xattr;
 use super::{now_ns, Inode, Rec, Volume, MAX_XATTR_VALUE};
 use crate::error::{FsError, Result};
 
@@ -86,6 +87,10 @@ impl Volume {
     /// the entries the mode expresses (see `acl.rs`).
     pub fn getxattr(&self, ino: u64, name: &[u8]) -> Result<Vec<u8>> {
         check_xattr_name(name)?;
+        if is_system_xattr(name) {
+            // pktfs's own (system_blob.rs): as if it did not exist.
+            return Err(FsError::NoXattr);
+        }
         let arc = self.inode(ino)?;
         let i = super::rlock(&arc)?;
         if let Some(kind) = AclKind::of_xattr(name) {
@@ -96,13 +101,16 @@ impl Volume {
             .ok_or(FsError::NoXattr)
     }
 
-    /// Names, in the order they were first set.
+    /// Names, in the order they were first set (pktfs's own,
+    /// `system_blob.rs`, left out).
     pub fn listxattr(&self, ino: u64) -> Result<Vec<Vec<u8>>> {
         let arc = self.inode(ino)?;
         let i = super::rlock(&arc)?;
         Ok(i.xattrs
             .values()
-            .map(|r| self.slice_bytes(r.slice())[..r.r.aux as usize].to_vec())
+            .map(|r| &self.slice_bytes(r.slice())[..r.r.aux as usize])
+            .filter(|n| !is_system_xattr(n))
+            .map(<[u8]>::to_vec)
             .collect())
     }
 
@@ -146,6 +154,12 @@ impl Volume {
     ) -> Result<()> {
         self.check_writable()?;
         check_xattr_name(name)?;
+        if is_system_xattr(name) {
+            // pktfs's own (system_blob.rs), even for a restore.
+            return Err(FsError::NotSupported(
+                "attribute namespace: pktfs. is reserved for pktfs itself",
+            ));
+        }
         if value.len() > MAX_XATTR_VALUE {
             return Err(FsError::TooBig);
         }
@@ -284,6 +298,10 @@ impl Volume {
     pub fn removexattr(&self, ino: u64, name: &[u8]) -> Result<()> {
         self.check_writable()?;
         check_xattr_name(name)?;
+        if is_system_xattr(name) {
+            // pktfs's own (system_blob.rs): as if it did not exist.
+            return Err(FsError::NoXattr);
+        }
         let arc = self.inode(ino)?;
         let mut i = super::wlock(&arc)?;
         if AclKind::of_xattr(name).is_some() && !i.xnames.contains_key(name) {

@@ -335,6 +335,9 @@ fn serve(vol: &Volume, s: UnixStream, p: Peer, extra: Option<&crate::config::Ext
             (None, _) => Err("send needs the connected socket passed with the request".into()),
             (_, None) => Err("send needs a \"path\"".into()),
         },
+        Some(op) if op.starts_with("keys_") => {
+            super::keys::serve_op(vol, &req, &peer::describe(p.pid, Some(p.uid)))
+        }
         _ => Err(format!("unknown op in {}", line.trim())),
     };
     let v = match r {

@@ -70,6 +70,9 @@ pub(super) struct Outbox<'a> {
     pub skip_body: Option<Framing>,
     /// The request's body is an upload into this unnamed file.
     pub upload: Option<(TmpFile<'a>, Framing)>,
+    /// An S3 upload's body state (digests, aws-chunked signatures), with
+    /// `upload`.
+    pub s3_body: Option<Box<super::s3::S3Body>>,
     /// Emptied head buffers back from the loop, for the next answers.
     pub bufs: Vec<Vec<u8>>,
     /// DRAM the queued messages hold ([`msg_dram`]): what
@@ -142,6 +145,13 @@ pub(super) struct Conn<'a> {
     /// Threads: the body being read keeps to `Config::min_recv_rate`
     /// ([`super::pace`]).
     pub pace: super::pace::RecvPace,
+    /// This connection speaks S3 ([`super::s3`]).
+    pub s3: bool,
+    /// The S3 GET being answered asked for its checksum
+    /// (`x-amz-checksum-mode: ENABLED`).
+    pub s3_checksum_mode: bool,
+    /// The S3 listener's state, on its connections.
+    pub s3_state: Option<std::sync::Arc<super::s3::S3State>>,
 }
 
 enum HeadResult {
@@ -191,6 +201,9 @@ impl<'a> Conn<'a> {
             replaced: None,
             turn: None,
             pace: Default::default(),
+            s3: false,
+            s3_checksum_mode: false,
+            s3_state: None,
             send_failed: false,
             tally: Tally::default(),
             conn_in: 0,
@@ -367,7 +380,7 @@ impl<'a> Conn<'a> {
         loop {
             let w = self.rx.window();
             if !w.is_empty() {
-                match parse_head(w, &mut self.path, cfg) {
+                match parse_head(w, &mut self.path, cfg, false) {
                     Ok(Some((n, h))) => {
                         self.rx.consume(n as u32);
                         return HeadResult::Req(h);
@@ -425,6 +438,9 @@ impl<'a> Conn<'a> {
 
     /// Handle one request; false = close the connection.
     pub(super) fn handle(&mut self, h: &Head) -> bool {
+        if self.s3 {
+            return self.s3_handle(h);
+        }
         if let Some((code, msg)) = h.error {
             self.error(code, msg, false);
             self.linger();
@@ -660,6 +676,11 @@ impl<'a> Conn<'a> {
     /// server-side failures (5xx) as warnings, refusals of the client's
     /// request at info, the everyday ones (404, 412, 304-like) at debug.
     pub(super) fn error(&mut self, code: u16, msg: &str, keep: bool) {
+        if self.s3 {
+            // Every refusal on the S3 listener is S3's Error XML.
+            let e = pktfs_s3::error::S3Error::new(super::s3::code_of_status(code), msg);
+            return self.s3_error(&e, keep);
+        }
         let (m, path, peer) = (self.req.method, self.path.display(), self.peer);
         match code {
             500.. => {

@@ -125,6 +125,9 @@ pub(super) enum BodyError {
     Timeout,
     Bad(&'static str),
     Fs(FsError),
+    /// An S3 body refused by its signatures or digests (answered with
+    /// that S3 error; nothing stored).
+    S3(pktfs_s3::error::S3Error),
 }
 
 impl<'a> Conn<'a> {
@@ -442,6 +445,10 @@ impl<'a> Conn<'a> {
             BodyError::Fs(e) => {
                 let code = status_of(&e);
                 self.error(code, &e.to_string(), false);
+                self.linger();
+            }
+            BodyError::S3(e) => {
+                self.s3_error(&e, false);
                 self.linger();
             }
         }

@@ -170,7 +170,13 @@ impl<'a> Conn<'a> {
                     return keep;
                 }
             };
-            let tag = etag(&d);
+            // The S3 listener's ETag is the stored one (MD5) while it
+            // describes the file, and its headers go with the answer.
+            let mut s3_extra = String::new();
+            let tag = match self.s3 {
+                true => self.s3_object_headers(&d, h.range.is_none(), &mut s3_extra),
+                false => etag(&d),
+            };
             let cur = Current::Present {
                 etag: Some(tag.clone()),
                 mtime_s: d.mtime_ns.div_euclid(1_000_000_000),
@@ -246,7 +252,7 @@ impl<'a> Conn<'a> {
             let version = (d.mtime_ns, d.size);
             let stable = (a.mtime_ns, a.size) == version
                 && after.is_ok_and(|b| (b.mtime_ns, b.size) == version);
-            let label = stable.then_some(&d);
+            let label = stable.then_some((&d, tag.as_str(), s3_extra.as_str()));
             return self.send_file(label, a.size, code, start, end, hold, keep);
         }
         self.error(503, "the file keeps changing; try again", keep);
@@ -254,9 +260,11 @@ impl<'a> Conn<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// `label`: the version's digest, its ETag and the S3 listener's
+    /// header lines for it (None: unlabelled).
     fn send_file(
         &mut self,
-        label: Option<&ContentDigest>,
+        label: Option<(&ContentDigest, &str, &str)>,
         size: u64,
         code: u16,
         start: u64,
@@ -265,13 +273,19 @@ impl<'a> Conn<'a> {
         keep: bool,
     ) -> bool {
         let name = self.path.name().unwrap_or_default();
-        let mut extra = format!(
-            "Content-Type: {}\r\nAccept-Ranges: bytes\r\n",
-            content_type(name)
-        );
-        if let Some(d) = label {
+        // S3: the type it was stored with, else S3's default.
+        let ty: std::borrow::Cow<'static, str> = match (self.s3, label) {
+            (true, Some((d, _, _))) => self
+                .s3_content_type(d)
+                .map_or("binary/octet-stream".into(), Into::into),
+            (true, None) => "binary/octet-stream".into(),
+            (false, _) => content_type(name),
+        };
+        let mut extra = format!("Content-Type: {ty}\r\nAccept-Ranges: bytes\r\n");
+        if let Some((d, tag, s3_extra)) = label {
             let lm = http_date(d.mtime_ns.div_euclid(1_000_000_000));
-            extra.push_str(&format!("ETag: {}\r\nLast-Modified: {lm}\r\n", etag(d)));
+            extra.push_str(&format!("ETag: {tag}\r\nLast-Modified: {lm}\r\n"));
+            extra.push_str(s3_extra);
         }
         if code == 206 {
             extra.push_str(&format!(

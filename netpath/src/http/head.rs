@@ -89,6 +89,9 @@ pub(crate) struct Head {
     /// A problem found in the head: (status, message).
     pub error: Option<(u16, &'static str)>,
     pub path_error: Option<&'static str>,
+    /// On the S3 listener: the request as SigV4 signs it (target and
+    /// every header field), kept from the head's bytes.
+    pub s3: Option<Box<super::s3::S3Head>>,
 }
 
 impl Head {
@@ -254,6 +257,7 @@ pub(super) fn parse_head(
     w: &[u8],
     path: &mut ReqPath,
     cfg: &Config,
+    s3: bool,
 ) -> Result<Option<(usize, Head)>, (u16, &'static str)> {
     let max = cfg.max_header_bytes;
     let w = &w[..w.len().min(max)];
@@ -266,7 +270,13 @@ pub(super) fn parse_head(
         [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);
     match req.parse_with_uninit_headers(w, &mut headers) {
-        Ok(httparse::Status::Complete(n)) => Ok(Some((n, read_head(&req, path, cfg)))),
+        Ok(httparse::Status::Complete(n)) => {
+            let mut h = read_head(&req, path, cfg);
+            if s3 {
+                h.s3 = Some(Box::new(super::s3::S3Head::of(&req)));
+            }
+            Ok(Some((n, h)))
+        }
         Ok(httparse::Status::Partial) if w.len() >= max => Err((431, "request head too large")),
         Ok(httparse::Status::Partial) => Ok(None),
         Err(httparse::Error::TooManyHeaders) => Err((431, "too many header fields")),
@@ -298,6 +308,7 @@ fn read_head(req: &httparse::Request<'_, '_>, path: &mut ReqPath, cfg: &Config) 
         metrics: false,
         error: None,
         path_error: None,
+        s3: None,
     };
     let mut close = false;
     let mut ka = false;
@@ -461,25 +472,27 @@ mod tests {
             MAX_HEADERS,
             &["Host: h", "If-None-Match: *", "Content-Length: 7"],
         );
-        let (n, h) = parse_head(&full, &mut path, &cfg).unwrap().unwrap();
+        let (n, h) = parse_head(&full, &mut path, &cfg, false).unwrap().unwrap();
         assert_eq!(n, full.len());
         assert_eq!(h.content_length, Some(7), "the last slot is read");
         assert_eq!(h.cond.if_none_match, Some(TagList::Any));
         assert!(h.error.is_none(), "{:?}", h.error);
         let over = head_with(MAX_HEADERS + 1, &["Host: h", "Content-Length: 7"]);
         assert_eq!(
-            parse_head(&over, &mut path, &cfg).err(),
+            parse_head(&over, &mut path, &cfg, false).err(),
             Some((431, "too many header fields"))
         );
         let short = head_with(2, &["Host: h", "Content-Length: 3"]);
-        let (_, h) = parse_head(&short, &mut path, &cfg).unwrap().unwrap();
+        let (_, h) = parse_head(&short, &mut path, &cfg, false).unwrap().unwrap();
         assert_eq!(h.content_length, Some(3));
         assert_eq!(
             h.cond.if_none_match, None,
             "nothing left over from the long head"
         );
         let partial = &full[..full.len() - 2];
-        assert!(parse_head(partial, &mut path, &cfg).unwrap().is_none());
+        assert!(parse_head(partial, &mut path, &cfg, false)
+            .unwrap()
+            .is_none());
     }
 
     /// The metrics path is recognised after decoding, however it is
@@ -491,7 +504,7 @@ mod tests {
         let mut path = ReqPath::new();
         let mut head = |t: &str| {
             let r = format!("PUT {t} HTTP/1.1\r\nHost: h\r\n\r\n");
-            parse_head(r.as_bytes(), &mut path, &cfg)
+            parse_head(r.as_bytes(), &mut path, &cfg, false)
                 .unwrap()
                 .unwrap()
                 .1

@@ -115,11 +115,17 @@ const SLACK: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(crate) struct HttpProtocol {
     pub sh: Arc<Shared>,
+    /// This listener speaks S3 ([`super::s3`]), with this state.
+    pub s3: Option<Arc<super::s3::S3State>>,
 }
 
 impl Protocol for HttpProtocol {
     fn name(&self) -> &'static str {
-        "http"
+        if self.s3.is_some() {
+            "s3"
+        } else {
+            "http"
+        }
     }
 
     fn open<'v>(&'v self, vol: &'v Volume, peer: SocketAddr) -> Option<Box<dyn Session<'v> + 'v>> {
@@ -148,6 +154,8 @@ impl Protocol for HttpProtocol {
         }
         let mut c = Conn::new(&self.sh, None, peer, RxStream::detached(vol));
         c.outbox = Some(Outbox::default());
+        c.s3 = self.s3.is_some();
+        c.s3_state = self.s3.clone();
         Some(Box::new(HttpSession {
             sh: &self.sh,
             c,
@@ -195,6 +203,9 @@ struct Upload<'v> {
     co: Coalescer<'v>,
     /// The volume's reserve of space and records, kept.
     guard: SpaceGuard,
+    /// An S3 request's body: its digests and aws-chunked signatures
+    /// ([`super::s3::S3Body`]).
+    s3: Option<Box<super::s3::S3Body>>,
 }
 
 struct BodyRx<'v> {
@@ -473,7 +484,8 @@ impl<'v> HttpSession<'v> {
         let cfg = &self.sh.cfg;
         let max = cfg.max_header_bytes;
         let path = &mut self.c.path;
-        let r = assemble(&mut self.head, bytes, max, |w| parse_head(w, path, cfg));
+        let s3 = self.c.s3;
+        let r = assemble(&mut self.head, bytes, max, |w| parse_head(w, path, cfg, s3));
         match r {
             Ok(None) => {
                 // The head's clock starts at its first bytes.
@@ -529,6 +541,17 @@ impl<'v> HttpSession<'v> {
         let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
         if let Some((tmp, f)) = ob.upload.take() {
             // Answered (and logged) when the body is in.
+            let s3 = ob.s3_body.take();
+            let f = match &s3 {
+                // aws-chunked inside a Content-Length: walked as chunks,
+                // never past that length (`S3Body::limit`).
+                Some(b) if b.aws_chunked() => Framing::Chunked,
+                _ => f,
+            };
+            let mut s3 = s3;
+            if let Some(b) = s3.as_mut() {
+                b.start_seq = self.seq;
+            }
             let upload = Upload {
                 tmp,
                 head: h,
@@ -536,6 +559,7 @@ impl<'v> HttpSession<'v> {
                 records: 0,
                 co: Coalescer::default(),
                 guard: SpaceGuard::default(),
+                s3,
             };
             self.receive_body(f, Some(upload), None);
             return;
@@ -642,6 +666,9 @@ impl<'v> Session<'v> for HttpSession<'v> {
         }
         u.batch = 0;
         u.co.flush(&mut self.c.pieces);
+        if let Some(b) = u.s3.as_mut() {
+            b.fold_pieces(&self.c.pieces);
+        }
         let ino = u.tmp.ino();
         let mut records = u.records;
         let r = self.c.commit(ino, &mut records);

@@ -170,7 +170,6 @@ impl<'a> Conn<'a> {
         mut tmp: pktfs_fs::TmpFile<'a>,
         r: Result<(u64, u64), BodyError>,
     ) -> bool {
-        let n = self.path.len();
         let (bytes, records) = match r {
             Ok(t) => t,
             Err(e) => {
@@ -193,11 +192,65 @@ impl<'a> Conn<'a> {
         }
         // The body is durable in the unnamed file: give it its name.
         let keep = h.keep_alive;
+        let linked = match self.link_upload(h, &mut tmp) {
+            Ok((l, _parent)) => l,
+            Err((code, msg)) => {
+                self.drop_tmp(tmp);
+                self.error(code, &msg, keep);
+                return keep;
+            }
+        };
+        // The new version's tag, so a client can make its next change
+        // conditional on it (from the records' CRCs: no pass over data).
+        let mut extra = std::mem::take(&mut self.scratch_head);
+        extra.clear();
+        if let Some(d) = linked.digest() {
+            extra.push_str("ETag: ");
+            push_etag(&mut extra, d);
+            extra.push_str("\r\n");
+        }
+        let go_on = if linked.replaced() {
+            self.head_only(204, keep, &extra) && keep
+        } else {
+            extra.push_str("Location: ");
+            for s in self.path.segments() {
+                extra.push('/');
+                encode_segment(s, &mut extra);
+            }
+            extra.push_str("\r\nContent-Type: text/plain; charset=utf-8\r\n");
+            let body = format!("stored {bytes} bytes as {records} records\n");
+            self.with_body(201, keep, &extra, body.as_bytes(), true) && keep
+        };
+        self.scratch_head = extra;
+        if self.outbox.is_some() && go_on {
+            // On an event loop the answer is only queued: the session
+            // drops this once it is sent (`on_sent`). A connection that
+            // ends after this answer is not waited on: no next request
+            // is delayed, and its linger could hold the space seconds.
+            self.replaced = Some(linked);
+            self.spare_wanted = true;
+        }
+        // Otherwise the answer was written, or nobody waits: the old
+        // version goes now.
+        go_on
+    }
+
+    /// Name an upload's unnamed file at the request's path, in one commit
+    /// with its last pieces (`self.pieces`): the parent directories made
+    /// as needed, permissions and preconditions checked once more now the
+    /// body is in. On success the link (holding a replaced file) and the
+    /// parent directory; on error the file is still unnamed and the
+    /// answer is (status, message).
+    pub(super) fn link_upload(
+        &mut self,
+        h: &Head,
+        tmp: &mut pktfs_fs::TmpFile<'a>,
+    ) -> Result<(pktfs_fs::Linked<'a>, u64), (u16, String)> {
+        let n = self.path.len();
         let notify = |c: Change<'_>| self.sh.notify(c);
         let parent = match self.parent_dir(n - 1, &notify) {
             Ok(p) => p,
             Err(e) => {
-                self.drop_tmp(tmp);
                 let code = if matches!(e, FsError::NotDir | FsError::Exists) {
                     409
                 } else {
@@ -209,16 +262,13 @@ impl<'a> Conn<'a> {
                         .unwrap_or_else(|| self.denied("no write or search permission")),
                     e => format!("{}: {e}", self.path.display()),
                 };
-                self.error(code, &msg, keep);
-                return keep;
+                return Err((code, msg));
             }
         };
         // Checked again now that the body is in (the early check may be
         // stale), before the name is given.
         if let Some(msg) = self.entry_denied(parent) {
-            self.drop_tmp(tmp);
-            self.error(403, &msg, keep);
-            return keep;
+            return Err((403, msg));
         }
         // Preconditions once more, now that the body is in (a change while
         // it arrived counts), checked by the link itself under the locks
@@ -247,7 +297,7 @@ impl<'a> Conn<'a> {
         let linked = match linked {
             Ok(l) => l,
             Err(e) => {
-                self.drop_tmp(tmp);
+                self.scratch_name = name;
                 let (code, msg) = match e {
                     FsError::IsDir => (409, "a directory has that name".to_string()),
                     FsError::Exists if !replace => {
@@ -256,8 +306,7 @@ impl<'a> Conn<'a> {
                     FsError::PreconditionFailed => (412, guard.why().to_string()),
                     e => (status_of(&e), format!("{}: {e}", self.path.display())),
                 };
-                self.error(code, &msg, keep);
-                return keep;
+                return Err((code, msg));
             }
         };
         self.stored_file();
@@ -266,40 +315,8 @@ impl<'a> Conn<'a> {
             name: &name,
             ino: tmp.ino(),
         });
-        // The new version's tag, so a client can make its next change
-        // conditional on it (from the records' CRCs: no pass over data).
-        let mut extra = std::mem::take(&mut self.scratch_head);
-        extra.clear();
-        if let Some(d) = linked.digest() {
-            extra.push_str("ETag: ");
-            push_etag(&mut extra, d);
-            extra.push_str("\r\n");
-        }
-        let go_on = if linked.replaced() {
-            self.head_only(204, keep, &extra) && keep
-        } else {
-            extra.push_str("Location: ");
-            for s in self.path.segments() {
-                extra.push('/');
-                encode_segment(s, &mut extra);
-            }
-            extra.push_str("\r\nContent-Type: text/plain; charset=utf-8\r\n");
-            let body = format!("stored {bytes} bytes as {records} records\n");
-            self.with_body(201, keep, &extra, body.as_bytes(), true) && keep
-        };
         self.scratch_name = name;
-        self.scratch_head = extra;
-        if self.outbox.is_some() && go_on {
-            // On an event loop the answer is only queued: the session
-            // drops this once it is sent (`on_sent`). A connection that
-            // ends after this answer is not waited on: no next request
-            // is delayed, and its linger could hold the space seconds.
-            self.replaced = Some(linked);
-            self.spare_wanted = true;
-        }
-        // Otherwise the answer was written, or nobody waits: the old
-        // version goes now.
-        go_on
+        Ok((linked, parent))
     }
 
     fn receive_inline(&mut self, framing: Framing, tmp: u64) -> Result<(u64, u64), BodyError> {
@@ -353,7 +370,7 @@ impl<'a> Conn<'a> {
     }
 
     /// Give up an upload: its uncommitted tail and its unnamed file.
-    fn drop_tmp(&mut self, tmp: pktfs_fs::TmpFile<'a>) {
+    pub(super) fn drop_tmp(&mut self, tmp: pktfs_fs::TmpFile<'a>) {
         self.vol.rx_abort(std::mem::take(&mut self.pieces));
         drop(tmp); // frees the unnamed file
     }
@@ -361,7 +378,7 @@ impl<'a> Conn<'a> {
     /// The directory for the first `n` segments, created if missing (as
     /// the identity requests act as: search on each, write and search
     /// where one is created; the new ones are its, `Shared::uid`/`gid`).
-    fn parent_dir(&self, n: usize, notify: &dyn Fn(Change<'_>)) -> Result<u64, FsError> {
+    pub(super) fn parent_dir(&self, n: usize, notify: &dyn Fn(Change<'_>)) -> Result<u64, FsError> {
         let mut ino = self.vol.root();
         for s in self.path.segments().take(n) {
             ino = match self.lookup_kind_as(ino, s) {

@@ -26,6 +26,29 @@ impl<'v> HttpSession<'v> {
 
     /// Landed bytes of a body (data and framing); returns what follows it.
     pub(super) fn body_bytes<D: Landed<'v>>(&mut self, mut d: D, ts: RxTime) -> Option<D> {
+        // An aws-chunked S3 body is walked as chunks but must end exactly
+        // at its Content-Length: bytes past it are the next request's, and
+        // never reach the chunk walk (a chunk claiming more cannot eat them).
+        if let Some(left) = self.s3_limit_left() {
+            if left == 0 {
+                return self.fail_body(BodyError::Bad(
+                    "the aws-chunked body does not end at its Content-Length",
+                ));
+            }
+            if (d.len() as u64) > left {
+                let part = d.split_to(left as u32);
+                // `part` ends at the limit: the body ends in it (the
+                // trailer check below refuses one that ends before) or
+                // fails; `d` is what follows.
+                let _none = self.body_bytes(part, ts);
+                if self.body.is_some() {
+                    return self.fail_body(BodyError::Bad(
+                        "the aws-chunked body does not end at its Content-Length",
+                    ));
+                }
+                return (!self.finishing).then_some(d);
+            }
+        }
         let max = self.sh.cfg.max_header_bytes;
         let now = self.c.now();
         let io = self.sh.cfg.io_timeout;
@@ -49,7 +72,25 @@ impl<'v> HttpSession<'v> {
                 return self.body_data(d, ts, left, None);
             }
             Frame::Size => {
-                match assemble(&mut self.line, d.bytes(), max, |w| chunk_size_line(w, max)) {
+                // An S3 chunk's line carries its signature: kept from the
+                // line's bytes as they are parsed.
+                let mut sig = super::super::s3::ChunkSig::default();
+                let want_sig = b.upload.as_ref().is_some_and(|u| u.s3.is_some());
+                let r = assemble(&mut self.line, d.bytes(), max, |w| {
+                    let r = chunk_size_line(w, max);
+                    if let (true, Ok(Some((n, _)))) = (want_sig, &r) {
+                        sig = super::super::s3::ChunkSig::of_line(&w[..*n]);
+                    }
+                    r
+                });
+                if let (true, Ok(Some((_, size)))) = (want_sig, &r) {
+                    let size = *size;
+                    let s3 = b.upload.as_mut().and_then(|u| u.s3.as_mut());
+                    if let Some(Err(e)) = s3.map(|s| s.chunk_start(size, sig)) {
+                        return self.fail_body(e);
+                    }
+                }
+                match r {
                     Ok(Some((n, 0))) => (n as u64, Some(Frame::Trailers)),
                     Ok(Some((n, size))) => (n as u64, Some(Frame::Data(size))),
                     Ok(None) => (d.len() as u64, None),
@@ -72,11 +113,26 @@ impl<'v> HttpSession<'v> {
                 }
             }
             Frame::Trailers => {
+                let want = b.upload.as_ref().is_some_and(|u| u.s3.is_some());
+                let mut fields: Vec<u8> = Vec::new();
                 match assemble(&mut self.line, d.bytes(), max, |w| {
-                    trailer_section(w, max).map(|t| t.map(|n| (n, ())))
+                    let r = trailer_section(w, max);
+                    if let (true, Ok(Some(n))) = (want, &r) {
+                        fields = w[..*n].to_vec();
+                    }
+                    r.map(|t| t.map(|n| (n, ())))
                 }) {
                     Ok(Some((n, ()))) => {
+                        let s3 = b.upload.as_mut().and_then(|u| u.s3.as_mut());
+                        if let Some(Err(e)) = s3.map(|s| s.trailers(&fields)) {
+                            return self.fail_body(e);
+                        }
                         self.seq += n as u64;
+                        if self.s3_limit_left().is_some_and(|l| l != 0) {
+                            return self.fail_body(BodyError::Bad(
+                                "the aws-chunked body ends before its Content-Length",
+                            ));
+                        }
                         let rest = (n < d.len() as usize).then(|| {
                             let _t = d.split_to(n as u32);
                             d
@@ -124,6 +180,11 @@ impl<'v> HttpSession<'v> {
         b.bytes += k;
         match b.upload.as_mut() {
             Some(u) => {
+                if let Some(s3) = u.s3.as_mut() {
+                    // Digests while the bytes are hot, before the CRC and
+                    // the write-back of the piece.
+                    s3.data(part.bytes());
+                }
                 // The last bytes of a Content-Length body with nothing
                 // copied before them stay where they landed (a small PUT
                 // that arrives whole copies nothing); other small pieces
@@ -165,7 +226,13 @@ impl<'v> HttpSession<'v> {
                 return rest;
             }
             Frame::Length(_) => b.frame = Frame::Length(left),
-            Frame::Data(_) if left == 0 => b.frame = Frame::Crlf,
+            Frame::Data(_) if left == 0 => {
+                b.frame = Frame::Crlf;
+                let s3 = b.upload.as_mut().and_then(|u| u.s3.as_mut());
+                if let Some(Err(e)) = s3.map(|s| s.chunk_end()) {
+                    return self.fail_body(e);
+                }
+            }
             Frame::Data(_) => b.frame = Frame::Data(left),
             _ => unreachable!("data only in a data frame"),
         }
@@ -184,7 +251,14 @@ impl<'v> HttpSession<'v> {
         let Some(mut u) = b.upload else { return };
         u.co.flush(&mut self.c.pieces);
         let records = u.records + self.c.pieces.len() as u64;
-        let keep = self.c.put_finish(&u.head, u.tmp, Ok((b.bytes, records)));
+        let keep = match u.s3 {
+            Some(mut s3) => {
+                s3.fold_pieces(&self.c.pieces);
+                self.c
+                    .s3_finish(&u.head, u.tmp, *s3, Ok((b.bytes, records)))
+            }
+            None => self.c.put_finish(&u.head, u.tmp, Ok((b.bytes, records))),
+        };
         self.end_request();
         if !keep {
             self.finishing = true;
@@ -218,6 +292,15 @@ impl<'v> HttpSession<'v> {
         };
         self.vol_abort();
         b.upload.is_some() || b.then.is_some()
+    }
+
+    /// Bytes an aws-chunked S3 body may still take before its
+    /// Content-Length (None: not such a body).
+    fn s3_limit_left(&self) -> Option<u64> {
+        let b = self.body.as_ref()?;
+        let s3 = b.upload.as_ref()?.s3.as_ref()?;
+        let limit = s3.limit()?;
+        Some(limit.saturating_sub(self.seq - s3.start_seq))
     }
 
     pub(super) fn vol_abort(&mut self) {

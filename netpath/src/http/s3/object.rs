@@ -1,0 +1,675 @@
+//! Objects: PutObject (the body lands in an unnamed file's packet
+//! buffers and is named once its digests are checked), GetObject and
+//! HeadObject (the plain listener's GET, with S3's ETag and headers),
+//! DeleteObject, CopyObject (records sharing the source's buffers: no
+//! bytes copied), and what a body is once it is in.
+
+use pktfs_fs::{Bound, FileType, FsError, TmpFile};
+use pktfs_s3::checksum::{etag, Algorithm, Value};
+use pktfs_s3::error::{Code, S3Error};
+
+use super::super::conn::Conn;
+use super::super::framing::BodyError;
+use super::super::head::{Framing, Head};
+use super::body::{BodyKind, Finished, S3Body, XmlOp};
+use super::meta::{etag_of, ObjectMeta};
+use super::{fs_error, S3Req};
+
+/// The most a single PutObject stores, as S3 allows.
+pub(super) const MAX_PUT_BYTES: u64 = 5 << 30;
+/// The most an XML request body (Complete, DeleteObjects, CreateBucket)
+/// may take, as the parser allows: 10,000 parts' entries fit.
+pub(super) const MAX_XML_BYTES: u64 = pktfs_s3::xml::MAX_BODY_BYTES as u64;
+
+fn err(code: Code, msg: impl Into<String>) -> S3Error {
+    S3Error::new(code, msg)
+}
+
+impl<'a> Conn<'a> {
+    /// An unnamed file for a body, and the session told to receive the
+    /// body into it (`s3_finish` once it is in).
+    pub(super) fn s3_receive(&mut self, h: &Head, framing: Framing, body: S3Body) -> bool {
+        let tmp = match self.spare.take() {
+            Some(t) => t.take(),
+            None => match self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid) {
+                Ok(t) => t,
+                Err(e) => return self.s3_refuse(h, fs_error(&e, "a file for the body")),
+            },
+        };
+        if !self.send_continue(h) {
+            self.drop_tmp(tmp);
+            return false;
+        }
+        let Some(ob) = self.outbox.as_mut() else {
+            // The S3 listener runs on the loops only (`Services::start`).
+            self.drop_tmp(tmp);
+            return self.s3_refuse(h, err(Code::InternalError, "no event loop"));
+        };
+        ob.upload = Some((tmp, framing));
+        ob.s3_body = Some(Box::new(body));
+        true
+    }
+
+    /// Space for a body of `n` bytes, or why not.
+    pub(super) fn s3_room(&self, n: Option<u64>, max: u64) -> Result<(), S3Error> {
+        let st = self.vol.statfs();
+        let free = st.blocks_free.saturating_mul(st.block_size as u64);
+        match n {
+            Some(n) if n > max => Err(err(
+                Code::EntityTooLarge,
+                format!("{n} bytes is over the {max} this request may carry"),
+            )),
+            Some(n) if n > free => Err(err(
+                Code::ServiceUnavailable,
+                format!("the image has {free} bytes free, the body is {n}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn s3_put_object(&mut self, h: &Head, r: S3Req) -> bool {
+        if let Err(e) = self.s3_bucket(&r.target.bucket) {
+            return self.s3_refuse(h, e);
+        }
+        let Some(framing) = h.framing() else {
+            return self.s3_refuse(
+                h,
+                err(
+                    Code::MissingContentLength,
+                    "PutObject needs a Content-Length",
+                ),
+            );
+        };
+        let sh = h.s3.as_deref().expect("an S3 head");
+        if r.target.dir_marker {
+            return self.s3_put_dir(h);
+        }
+        let decoded = sh
+            .header("x-amz-decoded-content-length")
+            .and_then(|v| v.parse().ok())
+            .or(h.content_length);
+        if let Err(e) = self.s3_room(decoded, MAX_PUT_BYTES) {
+            return self.s3_refuse(h, e);
+        }
+        if let Some(msg) = self.put_denied() {
+            return self.s3_refuse(h, err(Code::AccessDenied, msg));
+        }
+        if let Ok(a) = self.resolve(self.path.len()) {
+            if a.kind == FileType::Directory {
+                return self.s3_refuse(
+                    h,
+                    err(
+                        Code::InvalidRequest,
+                        format!(
+                            "{} is a prefix of other keys (a directory): it cannot also be an object",
+                            r.target.key
+                        ),
+                    ),
+                );
+            }
+        }
+        let meta = match ObjectMeta::from_request(sh) {
+            Ok(m) => m,
+            Err(msg) => return self.s3_refuse(h, err(Code::InvalidArgument, msg)),
+        };
+        let mut body = match S3Body::new(h, sh, &r.verified, BodyKind::Object) {
+            Ok(b) => b,
+            Err(e) => return self.s3_refuse(h, e),
+        };
+        body.meta = meta;
+        self.s3_receive(h, framing, body)
+    }
+
+    /// PUT of `dir/`: the directories of the key, made; no body.
+    fn s3_put_dir(&mut self, h: &Head) -> bool {
+        if h.has_body() && h.content_length != Some(0) {
+            return self.s3_refuse(
+                h,
+                err(
+                    Code::InvalidRequest,
+                    "a key that ends in / names a directory: its body must be empty",
+                ),
+            );
+        }
+        if let Some(msg) = self.put_denied() {
+            return self.s3_refuse(h, err(Code::AccessDenied, msg));
+        }
+        let notify = |c: crate::config::Change<'_>| self.sh.notify(c);
+        match self.parent_dir(self.path.len(), &notify) {
+            Ok(_) => {
+                let tag = super::list::EMPTY_ETAG;
+                self.s3_empty(h, 200, &format!("ETag: {tag}\r\n"))
+            }
+            Err(e) => {
+                let e = fs_error(&e, &self.path.display());
+                self.s3_error(&e, h.keep_alive);
+                h.keep_alive
+            }
+        }
+    }
+
+    /// An S3 body is in (`r`), or failed: checked, then acted on by kind.
+    pub(in super::super) fn s3_finish(
+        &mut self,
+        h: &Head,
+        tmp: TmpFile<'a>,
+        mut body: S3Body,
+        r: Result<(u64, u64), BodyError>,
+    ) -> bool {
+        if let Err(e) = r {
+            self.drop_tmp(tmp);
+            self.body_failed(e);
+            return false;
+        }
+        let keep = h.keep_alive;
+        let kind = body.kind.clone();
+        let meta = std::mem::take(&mut body.meta);
+        let req = body.req.take();
+        let fin = match body.finish() {
+            Ok(f) => f,
+            Err(e) => {
+                self.drop_tmp(tmp);
+                self.s3_error(&e, keep);
+                return keep;
+            }
+        };
+        match kind {
+            BodyKind::Object => self.s3_object_done(h, tmp, fin, meta),
+            BodyKind::Part { upload_id, number } => {
+                self.s3_part_done(h, tmp, fin, &upload_id, number)
+            }
+            BodyKind::Xml(op) => {
+                let Some(req) = req else {
+                    self.drop_tmp(tmp);
+                    self.s3_error(&err(Code::InternalError, "no request"), keep);
+                    return keep;
+                };
+                self.s3_xml_done(h, tmp, fin, op, *req)
+            }
+        }
+    }
+
+    /// PutObject's body is in and checked: its metadata stored, then the
+    /// name given in one commit with the last pieces; 200 after that.
+    fn s3_object_done(
+        &mut self,
+        h: &Head,
+        mut tmp: TmpFile<'a>,
+        fin: Finished,
+        mut meta: ObjectMeta,
+    ) -> bool {
+        let keep = h.keep_alive;
+        let md5 = fin.md5.expect("an object's MD5 is computed");
+        meta.etag = etag(&md5);
+        meta.size = fin.size;
+        meta.crc32c = fin.crc32c;
+        if let Some(c) = &fin.checksum {
+            meta.set_checksum(c);
+            meta.checksum_type = Some("FULL_OBJECT".into());
+        }
+        if fin.size == 0 {
+            // No data commit set the times (a spare file carries its
+            // creation time).
+            let now = pktfs_fs::SetAttr {
+                mtime: Some(pktfs_fs::TimeSet::Now),
+                atime: Some(pktfs_fs::TimeSet::Now),
+                ..Default::default()
+            };
+            if let Err(e) = self.vol.setattr(tmp.ino(), &now) {
+                tracing::debug!("S3 upload of {}: its times: {e}", self.path.display());
+            }
+        }
+        if let Err(e) = meta.store(self.vol, tmp.ino()) {
+            self.drop_tmp(tmp);
+            let e = fs_error(&e, "storing the object's metadata");
+            self.s3_error(&e, keep);
+            return keep;
+        }
+        let linked = match self.link_upload(h, &mut tmp) {
+            Ok((l, _)) => l,
+            Err((code, msg)) => {
+                self.drop_tmp(tmp);
+                self.error(code, &msg, keep);
+                return keep;
+            }
+        };
+        debug_assert!(linked.digest().is_none_or(|d| d.crc32c == fin.crc32c));
+        let mut extra = format!("ETag: {}\r\n", meta.etag);
+        if let Some(c) = &fin.checksum {
+            extra.push_str(&format!(
+                "{}: {}\r\nx-amz-checksum-type: FULL_OBJECT\r\n",
+                c.algorithm().header_name(),
+                c.to_base64()
+            ));
+        }
+        let go_on = self.s3_empty(h, 200, &extra);
+        if go_on {
+            // The replaced version is freed once the answer is out
+            // (`on_sent`), and a spare made for the next upload.
+            self.replaced = Some(linked);
+            self.spare_wanted = true;
+        }
+        go_on
+    }
+
+    pub(super) fn s3_get_object(&mut self, h: &Head, r: &S3Req) -> bool {
+        if let Err(e) = self.s3_bucket(&r.target.bucket) {
+            return self.s3_refuse(h, e);
+        }
+        let sh = h.s3.as_deref().expect("an S3 head");
+        if r.q("partNumber").is_some() {
+            return self.s3_refuse(
+                h,
+                err(Code::NotImplemented, "GetObject of one part (partNumber)"),
+            );
+        }
+        match self.resolve(self.path.len()) {
+            Ok(a) if a.kind == FileType::Regular => {}
+            Ok(a) if a.kind == FileType::Directory && r.target.dir_marker => {
+                if !self.s3_no_body(h) {
+                    return false;
+                }
+                let tag = super::list::EMPTY_ETAG;
+                let lm = super::super::response::http_date(a.mtime_ns.div_euclid(1_000_000_000));
+                return self.s3_empty(
+                    h,
+                    200,
+                    &format!(
+                        "ETag: {tag}\r\nLast-Modified: {lm}\r\nContent-Type: application/x-directory\r\n"
+                    ),
+                );
+            }
+            Err(FsError::Access) => {
+                let msg = self.walk_denied(self.path.len());
+                return self.s3_refuse(h, err(Code::AccessDenied, msg));
+            }
+            Ok(_) | Err(FsError::NotFound) | Err(FsError::NotDir) => {
+                return self.s3_refuse(
+                    h,
+                    err(
+                        Code::NoSuchKey,
+                        format!("no object {} in bucket {}", r.target.key, r.target.bucket),
+                    ),
+                )
+            }
+            Err(e) => return self.s3_refuse(h, fs_error(&e, &r.target.key)),
+        }
+        self.s3_checksum_mode = sh
+            .header("x-amz-checksum-mode")
+            .is_some_and(|v| v.eq_ignore_ascii_case("ENABLED"));
+        let go_on = self.get(h);
+        self.s3_checksum_mode = false;
+        go_on
+    }
+
+    /// GET/HEAD's ETag and header lines for the file `d` describes (S3
+    /// listener), appended to `extra`; returns the ETag.
+    pub(in super::super) fn s3_object_headers(
+        &self,
+        d: &pktfs_fs::ContentDigest,
+        whole: bool,
+        extra: &mut String,
+    ) -> String {
+        let (tag, meta) = etag_of(self.vol, d);
+        if let Some(m) = &meta {
+            m.push_headers(extra, self.s3_checksum_mode && whole);
+            if let Some(p) = m.parts {
+                extra.push_str(&format!("x-amz-mp-parts-count: {p}\r\n"));
+            }
+        }
+        let stored_crc32c = meta.as_ref().is_some_and(|m| m.has_crc32c());
+        if self.s3_checksum_mode && whole && !stored_crc32c {
+            // From the records' CRCs, combined: whatever wrote the file.
+            let v = Value::Crc32c(d.crc32c);
+            extra.push_str(&format!(
+                "{}: {}\r\n",
+                Algorithm::Crc32c.header_name(),
+                v.to_base64()
+            ));
+            // A stored checksum said its type already.
+            if meta.as_ref().is_none_or(|m| m.checksum.is_none()) {
+                extra.push_str("x-amz-checksum-type: FULL_OBJECT\r\n");
+            }
+        }
+        tag
+    }
+
+    /// The Content-Type an object was stored with.
+    pub(in super::super) fn s3_content_type(&self, d: &pktfs_fs::ContentDigest) -> Option<String> {
+        etag_of(self.vol, d).1.and_then(|m| m.content_type)
+    }
+
+    pub(super) fn s3_delete_object(&mut self, h: &Head, r: &S3Req) -> bool {
+        if let Err(e) = self.s3_bucket(&r.target.bucket) {
+            return self.s3_refuse(h, e);
+        }
+        if !self.s3_no_body(h) {
+            return false;
+        }
+        if let Some(msg) = self.delete_denied() {
+            return self.s3_refuse(h, err(Code::AccessDenied, msg));
+        }
+        match self.s3_remove(r.target.dir_marker) {
+            Ok(()) => self.s3_empty(h, 204, ""),
+            Err(e) => {
+                self.s3_error(&e, h.keep_alive);
+                h.keep_alive
+            }
+        }
+    }
+
+    /// Remove the object at `self.path` (a missing one is no error, as
+    /// in S3), then its parent directories that it leaves empty, up to
+    /// the bucket. `dir`: the key names a directory (`dir/`), removed if
+    /// empty.
+    pub(super) fn s3_remove(&mut self, dir: bool) -> Result<(), S3Error> {
+        let n = self.path.len();
+        let parent = match self.resolve(n - 1) {
+            Ok(p) if p.kind == FileType::Directory => p.ino,
+            Ok(_) | Err(FsError::NotFound) | Err(FsError::NotDir) => return Ok(()),
+            Err(e) => return Err(fs_error(&e, &self.path.display())),
+        };
+        let name = self.path.name().expect("a key").to_vec();
+        let r = if dir {
+            self.vol.rmdir(parent, &name).map(|_| 0)
+        } else {
+            // Only a file: a directory is a prefix, not an object.
+            let file = |b: &Bound| {
+                matches!(
+                    b,
+                    Bound::Present {
+                        digest: Some(_),
+                        ..
+                    }
+                )
+            };
+            self.vol.remove_if(parent, &name, Some(&file))
+        };
+        match r {
+            Ok(ino) => {
+                self.sh.notify(crate::config::Change::Removed {
+                    parent,
+                    name: &name,
+                    ino,
+                });
+            }
+            Err(FsError::NotFound | FsError::PreconditionFailed | FsError::NotEmpty) => {
+                return Ok(())
+            }
+            Err(e) => return Err(fs_error(&e, &self.path.display())),
+        }
+        // Directories only the key made: gone with it (the bucket stays).
+        for k in (2..n).rev() {
+            let Ok(p) = self.resolve(k - 1) else { break };
+            let seg = self.path.segments().nth(k - 1).expect("k < n").to_vec();
+            if self.vol.rmdir(p.ino, &seg).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn s3_copy_object(&mut self, h: &Head, r: &S3Req) -> bool {
+        match self.s3_copy(h, r) {
+            Ok(go_on) => go_on,
+            Err(e) => self.s3_refuse(h, e),
+        }
+    }
+
+    fn s3_copy(&mut self, h: &Head, r: &S3Req) -> Result<bool, S3Error> {
+        let sh = h.s3.as_deref().expect("an S3 head");
+        self.s3_bucket(&r.target.bucket)?;
+        if h.has_body() && h.content_length != Some(0) {
+            return Err(err(Code::InvalidRequest, "CopyObject takes no body"));
+        }
+        if r.target.dir_marker {
+            return Err(err(Code::InvalidRequest, "a copy's key cannot end in /"));
+        }
+        for c in [
+            "x-amz-copy-source-if-match",
+            "x-amz-copy-source-if-none-match",
+            "x-amz-copy-source-if-modified-since",
+            "x-amz-copy-source-if-unmodified-since",
+            "x-amz-copy-source-range",
+        ] {
+            if sh.header(c).is_some() {
+                return Err(err(Code::NotImplemented, format!("CopyObject with {c}")));
+            }
+        }
+        let src = sh.header("x-amz-copy-source").unwrap_or_default();
+        let (src, version) = src.split_once('?').unwrap_or((src, ""));
+        if !(version.is_empty() || version == "versionId=null") {
+            return Err(err(Code::NotImplemented, "object versions"));
+        }
+        let src = pktfs_s3::names::percent_decode(src)
+            .map_err(|e| err(Code::InvalidArgument, format!("x-amz-copy-source: {e}")))?;
+        let src = src.strip_prefix('/').unwrap_or(&src);
+        let Some((sb, sk)) = src.split_once('/') else {
+            return Err(err(
+                Code::InvalidArgument,
+                "x-amz-copy-source must be BUCKET/KEY",
+            ));
+        };
+        if !r.key.may(sb, pktfs_s3::keys::Access::Read) {
+            return Err(err(
+                Code::AccessDenied,
+                format!("key {} has no read grant on bucket {sb}", r.key.id),
+            ));
+        }
+        let kp = pktfs_s3::names::key_path(sk)
+            .map_err(|e| err(Code::InvalidArgument, format!("x-amz-copy-source: {e}")))?;
+        if kp.dir_marker {
+            return Err(err(Code::InvalidRequest, "the copy source is a directory"));
+        }
+        self.s3_bucket(sb)?;
+        let parts = std::iter::once(sb.as_bytes()).chain(kp.segments.iter().map(|s| s.as_bytes()));
+        let not_found = || err(Code::NoSuchKey, format!("no object {sk} in bucket {sb}"));
+        let sa = match self.vol.resolve_parts(parts, self.who()) {
+            Ok(a) if a.kind == FileType::Regular => a,
+            Ok(_) | Err(FsError::NotFound | FsError::NotDir) => return Err(not_found()),
+            Err(e) => return Err(fs_error(&e, sk)),
+        };
+        if self.who().is_some() && !self.permits(sa.ino, pktfs_fs::Access::READ) {
+            return Err(err(
+                Code::AccessDenied,
+                format!("no read permission on {sk}"),
+            ));
+        }
+        let replace = match sh.header("x-amz-metadata-directive") {
+            None | Some("COPY") => false,
+            Some("REPLACE") => true,
+            Some(v) => {
+                return Err(err(
+                    Code::InvalidArgument,
+                    format!("x-amz-metadata-directive {v}"),
+                ))
+            }
+        };
+        let same = sb == r.target.bucket && sk == r.target.key;
+        if same && !replace {
+            return Err(err(
+                Code::InvalidRequest,
+                "this copy request is illegal because it is trying to copy an object to itself without changing the object's metadata",
+            ));
+        }
+        if let Some(msg) = self.put_denied() {
+            return Err(err(Code::AccessDenied, msg));
+        }
+        let sd = self
+            .vol
+            .content_digest(sa.ino)
+            .map_err(|e| fs_error(&e, sk))?;
+        let (tag, smeta) = etag_of(self.vol, &sd);
+        let mut meta = match (replace, smeta) {
+            (true, _) => ObjectMeta::from_request(sh).map_err(|m| err(Code::InvalidArgument, m))?,
+            (false, Some(m)) => m,
+            (false, None) => ObjectMeta::default(),
+        };
+        let mut tmp = self
+            .vol
+            .tmpfile(0o644, self.sh.uid, self.sh.gid)
+            .map_err(|e| fs_error(&e, "a file for the copy"))?;
+        // The copy's records name the source's buffer space (shared,
+        // counted): no byte is copied.
+        let mut at = 0;
+        while at < sa.size {
+            match self.vol.copy_range(sa.ino, at, tmp.ino(), at, sa.size - at) {
+                Ok(0) => break,
+                Ok(n) => at += n,
+                Err(e) => return Err(fs_error(&e, sk)),
+            }
+        }
+        let d = self
+            .vol
+            .content_digest(tmp.ino())
+            .map_err(|e| fs_error(&e, sk))?;
+        if d.size != sd.size || d.crc32c != sd.crc32c {
+            // The source changed while it was copied.
+            return Err(err(
+                Code::SlowDown,
+                "the source changed during the copy; try again",
+            ));
+        }
+        meta.etag = tag;
+        meta.size = d.size;
+        meta.crc32c = d.crc32c;
+        meta.store(self.vol, tmp.ino())
+            .map_err(|e| fs_error(&e, "storing the copy's metadata"))?;
+        let keep = h.keep_alive;
+        let linked = match self.link_upload(h, &mut tmp) {
+            Ok((l, _)) => l,
+            Err((code, msg)) => {
+                self.drop_tmp(tmp);
+                self.error(code, &msg, keep);
+                return Ok(keep);
+            }
+        };
+        drop(linked);
+        let now = (crate::util::now_ns()) as i64;
+        let xml = pktfs_s3::xml::copy_object(&meta.etag, now, &[]);
+        Ok(self.s3_xml(h, 200, "", &xml))
+    }
+
+    /// A request whose XML body is acted on once it is in (received into
+    /// an unnamed file, read back, dropped).
+    pub(super) fn s3_xml_body(&mut self, h: &Head, r: S3Req, op: XmlOp) -> bool {
+        let Some(framing) = h.framing() else {
+            return match op {
+                XmlOp::CreateBucket => self.s3_create_bucket_now(h, &r),
+                _ => self.s3_refuse(
+                    h,
+                    err(Code::MissingContentLength, "this request needs a body"),
+                ),
+            };
+        };
+        let sh = h.s3.as_deref().expect("an S3 head");
+        let decoded = sh
+            .header("x-amz-decoded-content-length")
+            .and_then(|v| v.parse().ok())
+            .or(h.content_length);
+        if decoded == Some(0) && op == XmlOp::CreateBucket {
+            return self.s3_create_bucket_now(h, &r);
+        }
+        if let Err(e) = self.s3_room(decoded, MAX_XML_BYTES) {
+            return self.s3_refuse(h, e);
+        }
+        // What can be refused before the body is.
+        let early = match op {
+            XmlOp::DeleteObjects => self.s3_bucket(&r.target.bucket).map(|_| ()),
+            XmlOp::Complete => self.s3_upload_exists(&r),
+            XmlOp::CreateBucket => Ok(()),
+        };
+        if let Err(e) = early {
+            return self.s3_refuse(h, e);
+        }
+        let mut body = match S3Body::new(h, sh, &r.verified, BodyKind::Xml(op)) {
+            Ok(b) => b,
+            Err(e) => return self.s3_refuse(h, e),
+        };
+        body.req = Some(Box::new(r));
+        self.s3_receive(h, framing, body)
+    }
+
+    /// An XML body is in: read back (it is at most `MAX_XML_BYTES`) and
+    /// acted on.
+    fn s3_xml_done(
+        &mut self,
+        h: &Head,
+        tmp: TmpFile<'a>,
+        fin: Finished,
+        op: XmlOp,
+        r: S3Req,
+    ) -> bool {
+        let keep = h.keep_alive;
+        let tail = std::mem::take(&mut self.pieces);
+        let xml = tmp
+            .commit(tail)
+            .and_then(|_| self.vol.read(tmp.ino(), 0, fin.size.min(MAX_XML_BYTES)));
+        drop(tmp);
+        let xml = match xml {
+            Ok(x) => x,
+            Err(e) => {
+                self.s3_error(&fs_error(&e, "reading the request body"), keep);
+                return keep;
+            }
+        };
+        match op {
+            XmlOp::DeleteObjects => self.s3_delete_objects(h, &r, &xml),
+            XmlOp::Complete => self.s3_complete(h, &r, &xml),
+            XmlOp::CreateBucket => match pktfs_s3::xml::parse_create_bucket(&xml) {
+                Ok(_) => self.s3_create_bucket_now(h, &r),
+                Err(e) => {
+                    self.s3_error(&err(Code::MalformedXML, e.to_string()), keep);
+                    keep
+                }
+            },
+        }
+    }
+
+    /// DeleteObjects: each key removed as DeleteObject would (the bucket's
+    /// write grant was checked), the outcome of each answered.
+    fn s3_delete_objects(&mut self, h: &Head, r: &S3Req, xml: &[u8]) -> bool {
+        let keep = h.keep_alive;
+        let req = match pktfs_s3::xml::parse_delete(xml) {
+            Ok(d) => d,
+            Err(e) => {
+                self.s3_error(&err(Code::MalformedXML, e.to_string()), keep);
+                return keep;
+            }
+        };
+        let mut deleted = Vec::new();
+        let mut errors = Vec::new();
+        let saved = self.path.clone();
+        for key in req.keys {
+            let target = format!("/{}/{}", r.target.bucket, key);
+            let outcome = match pktfs_s3::names::key_path(&key) {
+                Err(e) => Err(err(Code::InvalidArgument, e.to_string())),
+                Ok(kp) => {
+                    let mut p = crate::path::ReqPath::new();
+                    let enc = {
+                        let mut s = String::new();
+                        pktfs_s3::names::uri_encode(&target, false, &mut s);
+                        s
+                    };
+                    match p.parse(&enc) {
+                        Err(m) => Err(err(Code::InvalidArgument, m)),
+                        Ok(()) => {
+                            self.path = p;
+                            match self.delete_denied() {
+                                Some(m) => Err(err(Code::AccessDenied, m)),
+                                None => self.s3_remove(kp.dir_marker),
+                            }
+                        }
+                    }
+                }
+            };
+            match outcome {
+                Ok(()) => deleted.push(key),
+                Err(e) => errors.push((key, e.code, e.message)),
+            }
+        }
+        self.path = saved;
+        let xml = pktfs_s3::xml::delete_result(&deleted, &errors, req.quiet);
+        self.s3_xml(h, 200, "", &xml)
+    }
+}
