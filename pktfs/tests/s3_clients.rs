@@ -926,6 +926,7 @@ fn sigkill_mid_multipart_leaves_nothing_and_no_space() {
 
     s3.restart();
     let after = free_space(s3.img());
+    eprintln!("free before the upload {before:?}, with two parts in {during:?}, after the kill and restart {after:?}");
     assert_eq!(
         after, before,
         "free space after the restart differs from before the upload"
