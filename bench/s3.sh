@@ -106,9 +106,8 @@ start_pktfs() {
     "$bin/pktfs" serve "$d/img" --s3 127.0.0.1:0 >"$d/out" 2>"$d/err" &
     server_pid=$!
     local line
-    line=$(wait_line "$d/out" '^S3 http://')
-    endpoint=$(awk '{print $2}' <<<"$line")
-    endpoint=${endpoint%/}
+    line=$(wait_line "$d/out" '^ *S3 +http://')
+    endpoint=$(grep -oE 'http://[^ /]+' <<<"$line")
     region=us-east-1
 }
 
@@ -241,6 +240,10 @@ if p and g:
     for what, key in (("upload", "upload_mb_s"), ("download", "download_mb_s")):
         r = ratio(p[key], g[key])
         rows.append((f"{p['size_bytes'] >> 20} MiB multipart {what}", p[key], g[key], r, "MB/s"))
+        cpu = lambda x: x.get(f"{what}_server_cpu_s")
+        rows.append((f"{p['size_bytes'] >> 20} MiB multipart {what}: server CPU", cpu(p), cpu(g), ratio(cpu(p), cpu(g)), "s"))
+        ccpu = lambda x: x.get(f"{what}_client_cpu_s")
+        rows.append((f"{p['size_bytes'] >> 20} MiB multipart {what}: client CPU", ccpu(p), ccpu(g), None, "s"))
         targets.append({"target": f"1 GiB multipart {what} >= 1.5x Garage", "ratio": r, "met": r is not None and r >= 1.5})
 out = {
     "benchmark": "bench/s3.sh", "rev": rev, "machine": machine, "garage": garage,

@@ -253,11 +253,18 @@ fn run(cli: Cli) -> Result<serde_json::Value, String> {
                 bucket: cli.bucket.clone(),
                 key,
             };
-            let mut marks: Vec<(String, Option<f64>)> = Vec::new();
+            // (phase, the server's CPU seconds, the client's) at each mark.
+            let mut marks: Vec<(String, Option<f64>, f64)> = Vec::new();
             let pid = cli.server_pid;
-            let r = multipart::run(&ep, &o, &mut |p| marks.push((p.into(), server_cpu_s(pid))))?;
+            let r = multipart::run(&ep, &o, &mut |p| {
+                marks.push((p.into(), server_cpu_s(pid), own_cpu_s()))
+            })?;
             let cpu = |a: &str, b: &str| {
                 let at = |n: &str| marks.iter().find(|m| m.0 == n).and_then(|m| m.1);
+                at(a).zip(at(b)).map(|(x, y)| y - x)
+            };
+            let client_cpu = |a: &str, b: &str| {
+                let at = |n: &str| marks.iter().find(|m| m.0 == n).map(|m| m.2);
                 at(a).zip(at(b)).map(|(x, y)| y - x)
             };
             let bytes = o.size_bytes as f64;
@@ -280,6 +287,8 @@ fn run(cli: Cli) -> Result<serde_json::Value, String> {
                 "download_mb_s": down,
                 "upload_server_cpu_s": cpu("upload-start", "upload-end"),
                 "download_server_cpu_s": cpu("download-start", "download-end"),
+                "upload_client_cpu_s": client_cpu("upload-start", "upload-end"),
+                "download_client_cpu_s": client_cpu("download-start", "download-end"),
             }))
         }
     }
