@@ -247,6 +247,10 @@ if p and g:
         targets.append({"target": f"1 GiB multipart {what} >= 1.5x Garage", "ratio": r, "met": r is not None and r >= 1.5})
 out = {
     "benchmark": "bench/s3.sh", "rev": rev, "machine": machine, "garage": garage,
+    "setup": {
+        "pktfs": "pktfs serve IMAGE --s3 (its default I/O: io_uring where usable), a fresh image on /dev/shm per run, durable before each answer",
+        "garage": "one node, SQLite metadata (the engine .ci/run builds), data and metadata on /dev/shm, a fresh one per run, its default (no) fsync",
+    },
     "client": {"tool": "s3bench", "secs": float(secs), "checksum": checksum, "payload": payload, "client_threads": int(threads)},
     "runs": runs,
     "ratios": [{"measurement": w, "pktfs": a, "garage": b, "pktfs_over_garage": r, "unit": u} for w, a, b, r, u in rows],
