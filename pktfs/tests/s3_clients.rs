@@ -122,10 +122,11 @@ fn b64_crc(v: u32) -> String {
     s
 }
 
-/// AWS settings of the machine's environment that would change what the
-/// clients do (a CA bundle makes rclone refuse to start; a profile, a
-/// session token or an endpoint would override the test's own).
-const AWS_ENV_CLEARED: [&str; 7] = [
+/// Settings of the machine's environment that would change what the
+/// clients do: a CA bundle makes rclone refuse to start; a profile, a
+/// session token or an endpoint would override the test's own; a proxy
+/// would take the requests to 127.0.0.1 elsewhere.
+const AWS_ENV_CLEARED: [&str; 12] = [
     "AWS_CA_BUNDLE",
     "AWS_PROFILE",
     "AWS_DEFAULT_PROFILE",
@@ -133,6 +134,11 @@ const AWS_ENV_CLEARED: [&str; 7] = [
     "AWS_ENDPOINT_URL",
     "AWS_ENDPOINT_URL_S3",
     "AWS_USE_FIPS_ENDPOINT",
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
 ];
 
 /// `cmd` without [`AWS_ENV_CLEARED`].
@@ -926,6 +932,7 @@ fn sigkill_mid_multipart_leaves_nothing_and_no_space() {
 
     s3.restart();
     let after = free_space(s3.img());
+    eprintln!("free before the upload {before:?}, with two parts in {during:?}, after the kill and restart {after:?}");
     assert_eq!(
         after, before,
         "free space after the restart differs from before the upload"

@@ -52,21 +52,21 @@ pub struct Body {
 
 impl Body {
     pub fn new(data: Vec<u8>, checksum: Checksum) -> Body {
-        use base64::Engine as _;
+        use pktfs_s3::checksum::{etag, Value};
         let md5: [u8; 16] = md5::Md5::digest(&data).into();
-        let crc = match checksum {
-            Checksum::Crc32 => {
-                Some(crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, &data) as u32)
-            }
-            Checksum::Crc32c => Some(crc32c::crc32c(&data)),
+        let value = match checksum {
+            Checksum::Crc32 => Some(Value::Crc32(crc_fast::checksum(
+                crc_fast::CrcAlgorithm::Crc32IsoHdlc,
+                &data,
+            ) as u32)),
+            Checksum::Crc32c => Some(Value::Crc32c(crc32c::crc32c(&data))),
             Checksum::None => None,
         };
         Body {
             sha256: pktfs_s3::sigv4::sha256(&data),
-            etag: format!("\"{}\"", hex::encode(md5)),
+            etag: etag(&md5),
             md5,
-            checksum: crc
-                .map(|c| base64::engine::general_purpose::STANDARD.encode(c.to_be_bytes())),
+            checksum: value.map(|v| v.to_base64()),
             data,
         }
     }
@@ -89,13 +89,7 @@ pub fn pattern(n: usize, seed: u64) -> Vec<u8> {
 
 /// The ETag of a completed multipart upload: the MD5 of the parts' MD5s,
 /// then `-` and the number of parts.
-pub fn multipart_etag(part_md5s: &[[u8; 16]]) -> String {
-    let mut h = md5::Md5::new();
-    for m in part_md5s {
-        h.update(m);
-    }
-    format!("\"{}-{}\"", hex::encode(h.finalize()), part_md5s.len())
-}
+pub use pktfs_s3::checksum::multipart_etag;
 
 #[cfg(test)]
 mod tests {

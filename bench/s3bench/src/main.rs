@@ -203,11 +203,15 @@ fn run(cli: Cli) -> Result<serde_json::Value, String> {
             let req_s = r.ok as f64 / r.elapsed_s.max(1e-9);
             eprintln!(
                 "put-small: {conns} conns, {size_bytes} B: {req_s:.0} req/s, {} ok, {} errors, \
-                 p50 {:?} us, p99 {:?} us, server CPU {} us/request",
+                 p50 {} us, p99 {} us, server CPU {} us/request",
                 r.ok,
                 r.errors,
-                r.latency.quantile_us(0.5),
-                r.latency.quantile_us(0.99),
+                r.latency
+                    .quantile_us(0.5)
+                    .map_or("-".into(), |v| v.to_string()),
+                r.latency
+                    .quantile_us(0.99)
+                    .map_or("-".into(), |v| v.to_string()),
                 server_cpu.map_or("?".into(), |s| format!("{:.1}", s / answered * 1e6)),
             );
             if let Some(e) = &r.first_error {
@@ -249,11 +253,18 @@ fn run(cli: Cli) -> Result<serde_json::Value, String> {
                 bucket: cli.bucket.clone(),
                 key,
             };
-            let mut marks: Vec<(String, Option<f64>)> = Vec::new();
+            // (phase, the server's CPU seconds, the client's) at each mark.
+            let mut marks: Vec<(String, Option<f64>, f64)> = Vec::new();
             let pid = cli.server_pid;
-            let r = multipart::run(&ep, &o, &mut |p| marks.push((p.into(), server_cpu_s(pid))))?;
+            let r = multipart::run(&ep, &o, &mut |p| {
+                marks.push((p.into(), server_cpu_s(pid), own_cpu_s()))
+            })?;
             let cpu = |a: &str, b: &str| {
                 let at = |n: &str| marks.iter().find(|m| m.0 == n).and_then(|m| m.1);
+                at(a).zip(at(b)).map(|(x, y)| y - x)
+            };
+            let client_cpu = |a: &str, b: &str| {
+                let at = |n: &str| marks.iter().find(|m| m.0 == n).map(|m| m.2);
                 at(a).zip(at(b)).map(|(x, y)| y - x)
             };
             let bytes = o.size_bytes as f64;
@@ -276,6 +287,8 @@ fn run(cli: Cli) -> Result<serde_json::Value, String> {
                 "download_mb_s": down,
                 "upload_server_cpu_s": cpu("upload-start", "upload-end"),
                 "download_server_cpu_s": cpu("download-start", "download-end"),
+                "upload_client_cpu_s": client_cpu("upload-start", "upload-end"),
+                "download_client_cpu_s": client_cpu("download-start", "download-end"),
             }))
         }
     }
