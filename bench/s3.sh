@@ -24,7 +24,11 @@
 # Writes bench/results/s3-<UTC stamp>.json (every run's s3bench output,
 # the machine, the ratios and whether each target was met) and prints a
 # table. GARAGE_BIN=path picks the garage binary (default: PATH, then
-# ~/.cargo/bin/garage).
+# ~/.cargo/bin/garage). PKTFS_SERVE_ARGS are pktfs serve's flags beyond
+# the image and --s3: by default "--loops N" with N the CPUs, one event
+# loop per CPU, as Garage's runtime runs a thread per CPU (pktfs's own
+# default, a loop per two CPUs, leaves a CPU to a client on the same
+# machine; an upload's MD5 and SHA-256 then have one core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +53,7 @@ while [[ $# -gt 0 ]]; do
     shift 2
 done
 
+serve_args=${PKTFS_SERVE_ARGS-"--loops $(nproc)"}
 garage_bin=${GARAGE_BIN:-$(command -v garage || echo "$HOME/.cargo/bin/garage")}
 if [[ ! -x $garage_bin ]]; then
     echo "bench/s3.sh: garage is not installed (cargo install --locked garage --version 2.5.0 \\" >&2
@@ -92,6 +97,24 @@ wait_line() {
     return 1
 }
 
+# Wait until process $1 has used no CPU for half a second (at most 60 s):
+# a server that just opened its image is still faulting it in (pktfs
+# populates the mapping in the background; on tmpfs that clears every
+# page), and that work is not the requests'.
+wait_idle() {
+    local pid=$1 before after i
+    cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+    before=$(cpu)
+    for i in $(seq 120); do
+        sleep 0.5
+        after=$(cpu)
+        if (( after - before <= 1 )); then return 0; fi
+        before=$after
+    done
+    echo "bench/s3.sh: the server (pid $pid) never went idle" >&2
+    return 1
+}
+
 # A fresh pktfs image on /dev/shm with a key, served with --s3: sets
 # endpoint, region, key_id, secret, server_pid.
 start_pktfs() {
@@ -103,11 +126,13 @@ start_pktfs() {
     k=$("$bin/pktfs" keys add "$d/img" bench --grant '*=rw' --json)
     key_id=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["access_key_id"])' <<<"$k")
     secret=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["secret_access_key"])' <<<"$k")
-    "$bin/pktfs" serve "$d/img" --s3 127.0.0.1:0 >"$d/out" 2>"$d/err" &
+    # shellcheck disable=SC2086 # PKTFS_SERVE_ARGS: more serve flags, split on spaces
+    "$bin/pktfs" serve "$d/img" --s3 127.0.0.1:0 $serve_args >"$d/out" 2>"$d/err" &
     server_pid=$!
     local line
     line=$(wait_line "$d/out" '^ *S3 +http://')
     endpoint=$(grep -oE 'http://[^ /]+' <<<"$line")
+    wait_idle "$server_pid"
     region=us-east-1
 }
 
@@ -165,7 +190,13 @@ EOF
     endpoint=http://127.0.0.1:$port
     region=garage
     # Ready when the S3 port answers.
-    for _ in $(seq 300); do (echo >/dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0; sleep 0.1; done
+    for _ in $(seq 300); do
+        if (echo >/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+            wait_idle "$server_pid"
+            return 0
+        fi
+        sleep 0.1
+    done
     echo "bench/s3.sh: garage's S3 port $port never answered" >&2
     return 1
 }
@@ -207,9 +238,9 @@ fi
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 dst=bench/results/s3-$stamp.json
-python3 - "$results" "$dst" "$machine" "$rev" "$garage_version" "$secs" "$checksum" "$payload" "$threads" <<'EOF'
+python3 - "$results" "$dst" "$machine" "$rev" "$garage_version" "$secs" "$checksum" "$payload" "$threads" "$serve_args" <<'EOF'
 import json, sys
-src, dst, machine, rev, garage, secs, checksum, payload, threads = sys.argv[1:]
+src, dst, machine, rev, garage, secs, checksum, payload, threads, serve_args = sys.argv[1:]
 runs = [json.loads(l) for l in open(src) if l.strip()]
 def find(server, op, conns=None):
     for r in runs:
@@ -248,7 +279,7 @@ if p and g:
 out = {
     "benchmark": "bench/s3.sh", "rev": rev, "machine": machine, "garage": garage,
     "setup": {
-        "pktfs": "pktfs serve IMAGE --s3 (its default I/O: io_uring where usable), a fresh image on /dev/shm per run, durable before each answer",
+        "pktfs": f"pktfs serve IMAGE --s3 ADDR {serve_args} (its default I/O: io_uring where usable), a fresh image on /dev/shm per run, durable before each answer",
         "garage": "one node, SQLite metadata (the engine .ci/run builds), data and metadata on /dev/shm, a fresh one per run, its default (no) fsync",
     },
     "client": {"tool": "s3bench", "secs": float(secs), "checksum": checksum, "payload": payload, "client_threads": int(threads)},
