@@ -18,7 +18,7 @@ use crate::prereq;
 const LIMIT: Duration = Duration::from_secs(10);
 
 /// What `pktfs mount --listen` and `pktfs up` pass as the change callback.
-fn invalidate_with(inv: Invalidator) -> pktfs_netpath::OnChange {
+pub fn invalidate_with(inv: Invalidator) -> pktfs_netpath::OnChange {
     Arc::new(move |c: pktfs_netpath::Change<'_>| match c {
         pktfs_netpath::Change::Entry { parent, name, .. }
         | pktfs_netpath::Change::Removed { parent, name, .. } => {

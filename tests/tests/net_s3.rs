@@ -736,3 +736,85 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+/// `pktfs mount --s3`: what the S3 endpoint stores, replaces or deletes is
+/// in the mount at once (the kernel's caches are told), with its
+/// metadata as the `user.s3` attribute.
+#[test]
+fn objects_show_in_a_mount_at_once() {
+    require!(crate::prereq::fuse());
+    let (dir, vol) = super::net_common::image(64 << 20);
+    let mnt = tempfile::tempdir().unwrap();
+    let opts = pktfs_fs::fuse::MountOptions {
+        attr_ttl: std::time::Duration::from_secs(60),
+        entry_ttl: std::time::Duration::from_secs(60),
+        ..Default::default()
+    };
+    let h = pktfs_fs::fuse::mount(vol.clone(), mnt.path(), &opts).expect("mount");
+    let mut ks = KeyStore::default();
+    let k = ks
+        .add(
+            "m",
+            vec!["*=rw".parse::<Grant>().unwrap()],
+            &[3u8; 64],
+            now_s(),
+        )
+        .unwrap();
+    let rw = Signer::new(&k.id, &k.secret, REGION);
+    vol.set_s3_keys_blob(Some(&ks.encode())).unwrap();
+    let mut cfg = pktfs_netpath::Config::default();
+    s3_config(&mut cfg);
+    let inval = super::net_mount::invalidate_with(h.invalidator());
+    let svc = pktfs_netpath::Services::start(vol.clone(), cfg, Some(inval)).unwrap();
+    let addr = svc.s3_addr().unwrap();
+    let send = |b: Vec<u8>| {
+        let mut c = Conn::new(addr);
+        c.send(&b);
+        c.response(false).expect("an answer")
+    };
+    let put = |path: &str, extra: &[(&str, &str)], body: &[u8]| {
+        let p = PayloadMode::Sha256(pktfs_s3::sigv4::sha256(body));
+        send(signed(Some(&rw), "PUT", path, "", extra, body, p))
+    };
+    let m = mnt.path();
+    ok(&put("/mnt-b", &[], b""));
+    // Looked up (and cached as missing) before it exists.
+    assert!(std::fs::metadata(m.join("mnt-b/logs/a.txt")).is_err());
+    ok(&put(
+        "/mnt-b/logs/a.txt",
+        &[("x-amz-meta-site", "lab")],
+        b"first",
+    ));
+    assert_eq!(std::fs::read(m.join("mnt-b/logs/a.txt")).unwrap(), b"first");
+    ok(&put("/mnt-b/logs/a.txt", &[], b"second version"));
+    assert_eq!(
+        std::fs::read(m.join("mnt-b/logs/a.txt")).unwrap(),
+        b"second version"
+    );
+    let meta = rustix::fs::getxattr(m.join("mnt-b/logs/a.txt"), "user.s3", &mut [0u8; 4096])
+        .map(|n| n > 0);
+    assert_eq!(
+        meta,
+        Ok(true),
+        "the object's metadata is the user.s3 attribute"
+    );
+    let p = PayloadMode::Sha256(pktfs_s3::sigv4::sha256(b""));
+    let r = send(signed(
+        Some(&rw),
+        "DELETE",
+        "/mnt-b/logs/a.txt",
+        "",
+        &[],
+        b"",
+        p,
+    ));
+    assert_eq!(r.status, 204);
+    assert!(std::fs::metadata(m.join("mnt-b/logs/a.txt")).is_err());
+    assert!(
+        std::fs::metadata(m.join("mnt-b/logs")).is_err(),
+        "the key's directory went with it"
+    );
+    svc.shutdown();
+    drop(h);
+    drop(dir);
+}

@@ -402,9 +402,17 @@ impl<'a> Conn<'a> {
         for k in (2..n).rev() {
             let Ok(p) = self.resolve(k - 1) else { break };
             let seg = self.path.segments().nth(k - 1).expect("k < n").to_vec();
+            let Ok((ino, _)) = self.vol.lookup_kind(p.ino, &seg) else {
+                break;
+            };
             if self.vol.rmdir(p.ino, &seg).is_err() {
                 break;
             }
+            self.sh.notify(crate::config::Change::Removed {
+                parent: p.ino,
+                name: &seg,
+                ino,
+            });
         }
         Ok(())
     }
