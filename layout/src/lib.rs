@@ -136,7 +136,7 @@ pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
     }
 }
 
-pub use crc_combine::{crc32c_combine, crc32c_zeros};
+pub use crc_combine::{crc32_combine, crc32c_combine, crc32c_zeros, crc64nvme_combine};
 
 #[cfg(test)]
 mod crc_tests {

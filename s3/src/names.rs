@@ -195,20 +195,8 @@ pub fn percent_decode(s: &str) -> Result<String, NameError> {
 /// unless `encode_slash`, every other byte of the UTF-8 as `%XX` with
 /// upper-case hex (so a space is `%20`, never `+`).
 pub fn uri_encode(s: &str, encode_slash: bool, out: &mut String) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in s.as_bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                out.push(b as char)
-            }
-            b'/' if !encode_slash => out.push('/'),
-            _ => {
-                out.push('%');
-                out.push(HEX[usize::from(b >> 4)] as char);
-                out.push(HEX[usize::from(b & 15)] as char);
-            }
-        }
-    }
+    // One encoder for SigV4 and the listings: the signer's.
+    out.push_str(&crate::sigv4::uri_encode(s.as_bytes(), !encode_slash));
 }
 
 /// A raw query string (what follows `?`, without it) as decoded
