@@ -440,6 +440,7 @@ mod tests {
     const ALL: &[&str] = &[
         "img", "mp", "-o", "noatime",
         "--listen", "127.0.0.1:9000", "--raw-listen", "127.0.0.1:9001", "--raw-dir", "/in",
+        "--s3", "127.0.0.1:9002", "--s3-region", "eu-test-1",
         "--token-file", "tok", "--read-only", "--max-connections", "77",
         "--public-read", "--public-metrics", "--insecure-no-auth", "--raw-max-connections", "55",
         "--idle-timeout", "61", "--io-timeout", "31", "--metrics-path", "/m",
