@@ -218,3 +218,29 @@ pub fn chain_json(img: &std::path::Path, path: &str) -> Vec<serde_json::Value> {
         .unwrap()
         .clone()
 }
+
+/// A pseudo-random pattern: `n` bytes that differ with `seed`.
+pub fn pattern(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// The command's stdout, once it is known to have succeeded (else the
+/// test fails saying `what`, with both outputs).
+pub fn out_ok(o: &std::process::Output, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what}: {}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}

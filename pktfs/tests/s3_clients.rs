@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use pktfs_tier::garage::Garage;
 
-use crate::cli_common::{self, announced, mkfs, Proc, PKTFS};
+use crate::cli_common::{self, announced, mkfs, out_ok, pattern, Proc, PKTFS};
 use crate::prereq;
 
 const MIB: usize = 1 << 20;
@@ -76,30 +76,6 @@ fn server_prereq() -> prereq::Check {
     prereq::holds(Garage::binary().is_some(), || {
         "`garage` is not installed (cargo install --locked garage; .ci/run does)".into()
     })
-}
-
-/// A pseudo-random pattern: `n` bytes that differ with `seed`.
-fn pattern(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
-fn out_ok(o: &Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what}: {}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 fn json(s: &str, what: &str) -> serde_json::Value {

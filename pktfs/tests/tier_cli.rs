@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use pktfs_tier::garage::Garage;
 
-use crate::cli_common::{chain_json, free_port, mkfs, wait_listening, PKTFS};
+use crate::cli_common::{chain_json, free_port, mkfs, out_ok, pattern, wait_listening, PKTFS};
 use crate::prereq;
 
 fn garage() -> prereq::Check {
@@ -64,29 +64,6 @@ fn fsck_remote(g: &Garage, img: &Path, target: &str, extra: &[&str]) -> Output {
         .envs(g.env())
         .output()
         .unwrap()
-}
-
-fn ok(o: &Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what}: {}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn pattern(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// An image with small files, an empty one and a large one (written
@@ -208,7 +185,7 @@ fn tier_out_read_through_fsck_and_restore() {
     let free_before = stat_json(&g, &img)["buffers_free"].as_u64().unwrap();
 
     // Tier everything out: small files packed, the large one in parts.
-    let out = ok(&tier_out_all(&g, &img, &target, &["--json"]), "tier out");
+    let out = out_ok(&tier_out_all(&g, &img, &target, &["--json"]), "tier out");
     let rep: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     // Every file but the empty one, which has nothing to tier.
     assert_eq!(rep["pass"]["files_tiered"], files.len() - 1, "{out}");
@@ -237,7 +214,7 @@ fn tier_out_read_through_fsck_and_restore() {
 
     // fsck --remote: every record's object is there with its checksum.
     let o = fsck_remote(&g, &img, &target, &[]);
-    let text = ok(&o, "fsck --remote");
+    let text = out_ok(&o, "fsck --remote");
     assert!(text.contains("remote: clean"), "{text}");
 
     // Read-through over HTTP: byte-identical, ETag unchanged.
@@ -269,7 +246,7 @@ fn tier_out_read_through_fsck_and_restore() {
     // Rebuild an image from the bucket alone.
     let img2 = dir.path().join("restored.img");
     let o = run(&g, &["restore", &target, img2.to_str().unwrap(), "--json"]);
-    let text = ok(&o, "restore");
+    let text = out_ok(&o, "restore");
     let r: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
     assert_eq!(
         r["skipped_partial"].as_array().map_or(0, Vec::len),
@@ -310,7 +287,7 @@ fn tier_out_read_through_fsck_and_restore() {
 }
 
 fn stat_json(g: &Garage, img: &Path) -> serde_json::Value {
-    let out = ok(&run(g, &["stat", "--json", img.to_str().unwrap()]), "stat");
+    let out = out_ok(&run(g, &["stat", "--json", img.to_str().unwrap()]), "stat");
     serde_json::from_str(out.trim()).unwrap()
 }
 
@@ -333,7 +310,7 @@ fn mount_reads_and_writes_tiered_files_and_send_sends_them() {
     mkfs(&img, 128 << 20);
     let mut files = populate(&img);
     let target = g.target("img-m").to_string();
-    ok(&tier_out_all(&g, &img, &target, &[]), "tier out");
+    out_ok(&tier_out_all(&g, &img, &target, &[]), "tier out");
     // pktfs send of a tiered file of an image nobody holds.
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
@@ -343,7 +320,7 @@ fn mount_reads_and_writes_tiered_files_and_send_sends_them() {
         std::io::Read::read_to_end(&mut s, &mut v).unwrap();
         v
     });
-    ok(
+    out_ok(
         &run(
             &g,
             &[
@@ -415,7 +392,7 @@ fn mount_reads_and_writes_tiered_files_and_send_sends_them() {
     assert!(!is_mountpoint(&mp));
     // Remounted later, the same bytes.
     let o = fsck_remote(&g, &img, &target, &[]);
-    let text = ok(&o, "fsck --remote after writes");
+    let text = out_ok(&o, "fsck --remote after writes");
     assert!(text.contains("remote: clean"), "{text}");
 }
 
@@ -485,7 +462,7 @@ fn kill_during_tier_out_loses_nothing_and_orphans_are_collected() {
         .arg(&img)
         .output()
         .unwrap();
-    ok(&o, "fsck -n after the kill");
+    out_ok(&o, "fsck -n after the kill");
     // Every file reads back, from PM or from the tier.
     let (srv, url) = serve(&g, &img, "img-k", &["--tier-age", "off"]);
     for (p, data) in &files {
@@ -495,9 +472,9 @@ fn kill_during_tier_out_loses_nothing_and_orphans_are_collected() {
     }
     stop(srv);
     // Finish, collect the orphans of the killed run, and check the tier.
-    ok(&tier_out_all(&g, &img, &target, &[]), "tier out again");
+    out_ok(&tier_out_all(&g, &img, &target, &[]), "tier out again");
     let before = store.list(&seg_prefix).unwrap().len();
-    let o = ok(
+    let o = out_ok(
         &run(
             &g,
             &["tier", "collect", img.to_str().unwrap(), "--tier", &target],
@@ -508,7 +485,7 @@ fn kill_during_tier_out_loses_nothing_and_orphans_are_collected() {
     println!("objects before {before}, after {after}: {o}");
     assert!(after <= before);
     let o = fsck_remote(&g, &img, &target, &[]);
-    let text = ok(&o, "fsck --remote");
+    let text = out_ok(&o, "fsck --remote");
     assert!(
         text.contains("remote: clean") && !text.contains("orphan:"),
         "{text}"
@@ -588,7 +565,7 @@ fn three_node_cluster_with_a_node_down_during_tier_out_and_read_back() {
     g.start_node(2).unwrap();
     // Rebuilt from the bucket (the last snapshot was taken at stop).
     let img2 = dir.path().join("c2.img");
-    ok(
+    out_ok(
         &run(
             &g,
             &["restore", &target.to_string(), img2.to_str().unwrap()],

@@ -99,6 +99,14 @@ impl S3Head {
         self.target.split_once('?').map_or("", |(_, q)| q)
     }
 
+    /// The body's data bytes: an aws-chunked body's
+    /// x-amz-decoded-content-length, else the Content-Length.
+    pub fn data_len(&self, h: &Head) -> Option<u64> {
+        self.header("x-amz-decoded-content-length")
+            .and_then(|v| v.parse().ok())
+            .or(h.content_length)
+    }
+
     /// The first field of that (lowercase) name, trimmed, as text.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -135,20 +143,10 @@ impl S3State {
         let mut g = self.keys.lock().unwrap_or_else(|p| p.into_inner());
         let fresh = matches!(&*g, Some((v, _)) if *v == version);
         if !fresh {
-            let store = match vol.s3_keys_blob() {
-                Ok(Some(b)) => KeyStore::decode(&b).map_err(|e| {
-                    tracing::error!("the image's S3 key store cannot be read: {e}");
-                    S3Error::new(Code::InternalError, "the key store cannot be read")
-                })?,
-                Ok(None) => KeyStore::default(),
-                Err(e) => {
-                    tracing::error!("reading the image's S3 key store: {e}");
-                    return Err(S3Error::new(
-                        Code::InternalError,
-                        "the key store cannot be read",
-                    ));
-                }
-            };
+            let store = crate::control::keys::load(vol).map_err(|e| {
+                tracing::error!("the image's S3 key store cannot be read: {e}");
+                S3Error::new(Code::InternalError, "the key store cannot be read")
+            })?;
             *g = Some((version, Arc::new(store)));
         }
         let store = &g.as_ref().expect("just set").1;

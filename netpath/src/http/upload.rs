@@ -132,12 +132,9 @@ impl<'a> Conn<'a> {
                 return self.refuse(h, 412, why);
             }
         }
-        let tmp = match self.spare.take() {
-            Some(t) => t.take(),
-            None => match self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid) {
-                Ok(t) => t,
-                Err(e) => return self.refuse(h, status_of(&e), &e.to_string()),
-            },
+        let tmp = match self.upload_file() {
+            Ok(t) => t,
+            Err(e) => return self.refuse(h, status_of(&e), &e.to_string()),
         };
         if !self.send_continue(h) {
             self.drop_tmp(tmp);
@@ -159,6 +156,15 @@ impl<'a> Conn<'a> {
             self.receive_inline(framing, tmp.ino())
         };
         self.put_finish(h, tmp, r)
+    }
+
+    /// The unnamed file an upload's body goes into: the one made ahead
+    /// (`spare`), else a new one.
+    pub(super) fn upload_file(&mut self) -> Result<pktfs_fs::TmpFile<'a>, FsError> {
+        match self.spare.take() {
+            Some(t) => Ok(t.take()),
+            None => self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid),
+        }
     }
 
     /// The body is in (`r`: its bytes and records, the last pieces still

@@ -58,21 +58,17 @@ impl Default for ChunkSig {
 }
 
 impl ChunkSig {
-    /// From a chunk-size line (`hex;chunk-signature=<64 hex>\r\n`);
-    /// absent when the line has none or a malformed one.
+    /// From a chunk-size line (`hex;chunk-signature=<64 hex>\r\n`), as
+    /// SigV4's chunk-header parser reads it; absent when the line has
+    /// none or a malformed one (the chunk's check then refuses it).
     pub fn of_line(line: &[u8]) -> ChunkSig {
-        const KEY: &[u8] = b"chunk-signature=";
         let mut s = ChunkSig::default();
-        let Some(at) = line.windows(KEY.len()).position(|w| w == KEY) else {
-            return s;
-        };
-        let v = &line[at + KEY.len()..];
-        let end = v
-            .iter()
-            .position(|c| !c.is_ascii_hexdigit())
-            .unwrap_or(v.len());
-        if end == 64 {
-            s.sig.copy_from_slice(&v[..64]);
+        let line = line.strip_suffix(b"\r\n").unwrap_or(line);
+        let sig = pktfs_s3::sigv4::parse_chunk_header(line)
+            .ok()
+            .and_then(|h| h.signature);
+        if let Some(v) = sig.filter(|v| v.len() == 64) {
+            s.sig.copy_from_slice(v);
             s.present = true;
         }
         s

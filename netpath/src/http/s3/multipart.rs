@@ -256,10 +256,7 @@ impl<'a> Conn<'a> {
             );
         };
         let sh = h.s3.as_deref().expect("an S3 head");
-        let decoded = sh
-            .header("x-amz-decoded-content-length")
-            .and_then(|v| v.parse().ok())
-            .or(h.content_length);
+        let decoded = sh.data_len(h);
         if let Err(e) = self.s3_room(decoded, MAX_PART_BYTES) {
             return self.s3_refuse(h, e);
         }

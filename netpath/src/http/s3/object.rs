@@ -29,12 +29,9 @@ impl<'a> Conn<'a> {
     /// An unnamed file for a body, and the session told to receive the
     /// body into it (`s3_finish` once it is in).
     pub(super) fn s3_receive(&mut self, h: &Head, framing: Framing, body: S3Body) -> bool {
-        let tmp = match self.spare.take() {
-            Some(t) => t.take(),
-            None => match self.vol.tmpfile(0o644, self.sh.uid, self.sh.gid) {
-                Ok(t) => t,
-                Err(e) => return self.s3_refuse(h, fs_error(&e, "a file for the body")),
-            },
+        let tmp = match self.upload_file() {
+            Ok(t) => t,
+            Err(e) => return self.s3_refuse(h, fs_error(&e, "a file for the body")),
         };
         if !self.send_continue(h) {
             self.drop_tmp(tmp);
@@ -84,10 +81,7 @@ impl<'a> Conn<'a> {
         if r.target.dir_marker {
             return self.s3_put_dir(h);
         }
-        let decoded = sh
-            .header("x-amz-decoded-content-length")
-            .and_then(|v| v.parse().ok())
-            .or(h.content_length);
+        let decoded = sh.data_len(h);
         if let Err(e) = self.s3_room(decoded, MAX_PUT_BYTES) {
             return self.s3_refuse(h, e);
         }
@@ -219,6 +213,11 @@ impl<'a> Conn<'a> {
                 tracing::debug!("S3 upload of {}: its times: {e}", self.path.display());
             }
         }
+        // Two commits, in this order: the metadata onto the still-unnamed
+        // file (one xattr record, published), then the name with the last
+        // pieces (`link_upload`). A crash between them leaves an unnamed
+        // file, which the next open frees: the object is either whole,
+        // metadata included, or absent.
         if let Err(e) = meta.store(self.vol, tmp.ino()) {
             self.drop_tmp(tmp);
             let e = fs_error(&e, "storing the object's metadata");
@@ -571,10 +570,7 @@ impl<'a> Conn<'a> {
             };
         };
         let sh = h.s3.as_deref().expect("an S3 head");
-        let decoded = sh
-            .header("x-amz-decoded-content-length")
-            .and_then(|v| v.parse().ok())
-            .or(h.content_length);
+        let decoded = sh.data_len(h);
         if decoded == Some(0) && op == XmlOp::CreateBucket {
             return self.s3_create_bucket_now(h, &r);
         }
