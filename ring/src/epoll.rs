@@ -27,14 +27,24 @@
 //! module calls, on this thread: once a call returned, nothing writes lent
 //! memory, so [`EpollRing::quiesce`] only has to post the cancellations.
 //! The contract of [`EpollRing::provide`] is `NetRing::provide`'s.
+//!
+//! # Syscalls
+//! epoll and accept go through rustix. The engine names sockets by number
+//! (as an io_uring request does), so each call borrows its fd through
+//! [`sock`], whose contract is the engine's: a caller owns the sockets it
+//! arms requests on until those requests complete. The unsafe left is the
+//! receives' (raw pointers into lent buffers).
 #![allow(unsafe_code)]
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use rustc_hash::FxHashMap;
+use rustix::event::epoll;
+use rustix::event::Timespec;
+use rustix::net::SocketFlags;
 
 use crate::uring::poll::{self, Polled};
 use crate::uring::{iovecs, send_now, sendmsg_now, Cqe, Features, RingSeg};
@@ -129,7 +139,7 @@ pub struct EpollRing {
     inflight: usize,
     fresh_sends: usize,
     sink: Vec<u8>,
-    events: Vec<libc::epoll_event>,
+    events: Vec<epoll::Event>,
 }
 
 impl std::fmt::Debug for EpollRing {
@@ -157,14 +167,8 @@ impl EpollRing {
                 "buffer ring entries must be a power of two up to 32768",
             ));
         }
-        // SAFETY: plain syscall; the fd it returns is ours alone.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
         Ok(EpollRing {
-            // SAFETY: a new fd nothing else owns.
-            ep: unsafe { OwnedFd::from_raw_fd(fd) },
+            ep: epoll::create(epoll::CreateFlags::CLOEXEC)?,
             bufs: VecDeque::new(),
             buf_entries,
             fds: FxHashMap::default(),
@@ -174,7 +178,7 @@ impl EpollRing {
             inflight: 0,
             fresh_sends: 0,
             sink: Vec::new(),
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS],
+            events: Vec::with_capacity(EVENTS),
         })
     }
 
@@ -228,28 +232,25 @@ impl EpollRing {
             }
             return;
         }
-        let op = match (st.registered, want) {
-            (_, 0) => libc::EPOLL_CTL_DEL,
-            (0, _) => libc::EPOLL_CTL_ADD,
-            _ => libc::EPOLL_CTL_MOD,
-        };
-        let mut ev = libc::epoll_event {
-            events: want,
-            u64: fd as u64,
-        };
-        // SAFETY: plain syscall on our epoll fd; `ev` lives across it.
-        let r = unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), op, fd, &mut ev) };
-        if r < 0 && op != libc::EPOLL_CTL_DEL {
-            let e = errno();
-            if op == libc::EPOLL_CTL_MOD {
+        // SAFETY: `fd` has requests armed, or had until this call
+        // (`sock`'s contract).
+        let s = unsafe { sock(fd) };
+        let flags = epoll::EventFlags::from_bits_retain(want);
+        let data = epoll::EventData::new_u64(fd as u64);
+        let r = match (st.registered, want) {
+            // Failure is harmless: the fd is gone from the set either way.
+            (_, 0) => epoll::delete(&self.ep, s).or(Ok(())),
+            (0, _) => epoll::add(&self.ep, s, data, flags),
+            _ => epoll::modify(&self.ep, s, data, flags).inspect_err(|_| {
                 // Still registered with its old events: out of the set
                 // before its requests end, so nothing of it is reported
                 // after the fd may be closed and its number reused.
-                // SAFETY: as above.
-                unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) };
-            }
+                let _ = epoll::delete(&self.ep, s);
+            }),
+        };
+        if let Err(e) = r {
             st.registered = 0;
-            self.fail_all(fd, e);
+            self.fail_all(fd, e.raw_os_error());
             return;
         }
         st.registered = want;
@@ -477,28 +478,28 @@ impl EpollRing {
     /// One `epoll_wait` (at most `timeout_ms`; 0: do not block), then the
     /// work of every ready fd, posting what completes.
     fn pump(&mut self, timeout_ms: i32) -> io::Result<()> {
-        let cap = self.events.len() as i32;
-        // SAFETY: `events` holds `cap` entries the kernel may write.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.ep.as_raw_fd(),
-                self.events.as_mut_ptr(),
-                cap,
-                timeout_ms,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EINTR) => Ok(()),
-                _ => Err(e),
-            };
+        let timeout = (timeout_ms >= 0).then(|| Timespec {
+            tv_sec: (timeout_ms / 1000).into(),
+            tv_nsec: ((timeout_ms % 1000) * 1_000_000).into(),
+        });
+        self.events.clear();
+        match epoll::wait(
+            &self.ep,
+            rustix::buffer::spare_capacity(&mut self.events),
+            timeout.as_ref(),
+        ) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => return Ok(()),
+            Err(e) => return Err(e.into()),
         }
-        for k in 0..n as usize {
-            let ev = self.events[k];
-            let (fd, bits) = (ev.u64 as RawFd, ev.events);
+        // Taken out while `ready` borrows the ring; put back for the next
+        // wait, so the list is allocated once.
+        let events = std::mem::take(&mut self.events);
+        for &epoll::Event { flags, data } in &events {
+            let (fd, bits) = (data.u64() as RawFd, flags.bits());
             self.ready(fd, bits);
         }
+        self.events = events;
         Ok(())
     }
 
@@ -538,22 +539,21 @@ impl EpollRing {
 
     fn accept_ready(&mut self, fd: RawFd, ud: u64) {
         for _ in 0..ACCEPT_BURST {
-            // SAFETY: plain syscall; no address is asked for.
-            let c = unsafe {
-                libc::accept4(
-                    fd,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                )
+            // SAFETY: an accept is armed on `fd` (`sock`'s contract).
+            let c = rustix::net::accept_with(
+                unsafe { sock(fd) },
+                SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+            );
+            let e = match c {
+                Ok(c) => {
+                    // The new fd is handed over in the completion, as a
+                    // ring's accept does (`accepted_fd` takes ownership).
+                    self.post(ud, c.into_raw_fd(), CQE_F_MORE);
+                    continue;
+                }
+                Err(e) => e.raw_os_error(),
             };
-            if c >= 0 {
-                // The new fd is handed over in the completion, as a ring's
-                // accept does (`accepted_fd` takes ownership).
-                self.post(ud, c, CQE_F_MORE);
-                continue;
-            }
-            match errno() {
+            match e {
                 libc::EAGAIN => return,
                 // A connection reset while it waited, or a signal: the
                 // next one.
@@ -759,19 +759,25 @@ fn set_if_none(slot: &mut Option<u64>, ud: u64) -> bool {
     true
 }
 
+/// The socket `fd` names, borrowed for one syscall through rustix.
+///
+/// # Safety
+/// `fd` is open for the call. The engine keeps that because its callers
+/// do (the contract of the requests on [`NetRing`](super::uring::NetRing)
+/// that this ring emulates): the loop owns each socket it arms a request
+/// on until every request on it has completed and been reaped, and the
+/// engine borrows an fd only while a request is armed on it or in the
+/// call that ends its last one.
+unsafe fn sock<'a>(fd: RawFd) -> BorrowedFd<'a> {
+    // SAFETY: the caller's contract above.
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {
-    // SAFETY: plain fcntl calls on a caller's fd.
-    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if fl < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // SAFETY: the caller is arming a request on `fd` (`sock`'s contract).
+    rustix::io::ioctl_fionbio(unsafe { sock(fd) }, true)?;
     Ok(())
 }
 
 #[cfg(test)]
-#[path = "epoll_tests.rs"]
 mod tests;

@@ -24,10 +24,11 @@
 //! the only caller and keeps it (a reservation is dropped only after the
 //! kernel is done with its entry, or after every request was cancelled and
 //! reaped; otherwise it is leaked). The engines name sockets by raw fd
-//! (the loop's table owns them, and an io_uring request takes a raw fd), so
-//! their few plain syscalls (epoll_ctl, epoll_wait, fcntl) are libc calls
-//! with SAFETY notes: rustix would need `BorrowedFd::borrow_raw`, the same
-//! promise in another place.
+//! (the loop's table owns them, and an io_uring request takes a raw fd).
+//! Plain syscalls (epoll, accept, non-blocking mode) go through rustix,
+//! borrowing the fd under one stated contract (`epoll::sock`); libc is
+//! called only where a raw pointer into lent memory is the point
+//! (`recvmsg`, `recv` and `sendmsg` on image bytes).
 
 pub mod epoll;
 pub mod netio;

@@ -827,5 +827,4 @@ pub fn probe() -> std::result::Result<crate::uring::Features, String> {
 }
 
 #[cfg(test)]
-#[path = "rxring_tests.rs"]
 mod tests;
