@@ -57,7 +57,7 @@ serve_args=${PKTFS_SERVE_ARGS-"--loops $(nproc)"}
 garage_bin=${GARAGE_BIN:-$(command -v garage || echo "$HOME/.cargo/bin/garage")}
 if [[ ! -x $garage_bin ]]; then
     echo "bench/s3.sh: garage is not installed (cargo install --locked garage --version 2.5.0 \\" >&2
-    echo "    --no-default-features --features bundled-libs,sqlite; or GARAGE_BIN=path)" >&2
+    echo "    --no-default-features --features sqlite,system-libs; or GARAGE_BIN=path)" >&2
     exit 1
 fi
 
