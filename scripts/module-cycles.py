@@ -8,7 +8,7 @@ Run by .ci/run; by hand: `scripts/module-cycles.py`.
 import os, re, sys
 
 ROOT = os.environ.get("PKTFS_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CRATES = ["layout", "fs", "ring", "netpath", "cli", "tier", "fsck", "mkfs", "pktfs", "tests"]
+CRATES = ["layout", "fs", "ring", "netpath", "cli", "tier", "fsck", "mkfs", "pktfs", "tests", "testkit"]
 
 def modules(src):
     mods = {}

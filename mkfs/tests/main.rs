@@ -1,11 +1,7 @@
 //! mkfs.pktfs's integration tests, one test binary (`--test main`): each
 //! file here is a module.
 
-#[path = "../../tests/tests/harness.rs"]
-#[allow(dead_code)]
-mod harness;
-#[path = "../../tests/src/tmpfs.rs"]
-mod tmpfs;
+use pktfs_testkit::{harness, tmpfs};
 
 mod cli;
 mod space;

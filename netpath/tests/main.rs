@@ -1,9 +1,7 @@
 //! pktfs-netpath's integration tests, one test binary (`--test main`):
 //! each file here is a module.
 
-#[path = "../../tests/tests/harness.rs"]
-#[allow(dead_code)]
-mod harness;
+use pktfs_testkit::harness;
 
 mod example_ingest;
 

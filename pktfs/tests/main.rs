@@ -11,29 +11,17 @@
 //! or working directory (a child's, through `Command`, is fine). The
 //! thousands-of-connections tests take [`many_common::MANY_AT_ONCE`].
 
-// First: its `require!` is used by the modules after it.
-#[path = "../../tests/tests/prereq.rs"]
+// `require!`, for every module.
 #[macro_use]
-#[allow(dead_code)]
-mod prereq;
+extern crate pktfs_testkit;
 
-// Helpers shared by the test modules (not every module uses every helper);
-// some are pktfs-tests' own.
+// Helpers the test crates share, and this binary's own (not every module
+// uses every helper).
+use pktfs_testkit::{fuse_common, harness, net_common, prereq, tmpfs};
 #[allow(dead_code)]
 mod cli_common;
-#[path = "../../tests/tests/fuse_common.rs"]
-#[allow(dead_code)]
-mod fuse_common;
-#[path = "../../tests/tests/harness.rs"]
-#[allow(dead_code)]
-mod harness;
 #[allow(dead_code)]
 mod many_common;
-#[path = "../../tests/tests/net_common.rs"]
-#[allow(dead_code)]
-mod net_common;
-#[path = "../../tests/src/tmpfs.rs"]
-mod tmpfs;
 
 mod chain_pcap;
 mod cli_conventions;

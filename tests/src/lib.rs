@@ -1,4 +1,3 @@
 //! Shared helpers for the integration tests.
 
 pub mod model;
-pub mod tmpfs;

@@ -10,22 +10,17 @@
 //! ([`harness::alone`]), and no test sets the process's environment,
 //! umask or working directory (a child's, through `Command`, is fine).
 
-// First: its `require!` is used by the modules after it.
+// `require!`, for every module (and as `crate::require!`, for macros).
 #[macro_use]
-#[allow(dead_code)]
-mod prereq;
+extern crate pktfs_testkit;
 
-// Helpers shared by the test modules (not every module uses every helper).
-#[allow(dead_code)]
-mod fuse_common;
-#[allow(dead_code)]
-mod harness;
+// Helpers the test crates share, and this binary's own (not every module
+// uses every helper).
+use pktfs_testkit::{fuse_common, harness, net_common, prereq, require};
 #[allow(dead_code)]
 mod http_model;
 #[allow(dead_code)]
 mod http_wire;
-#[allow(dead_code)]
-mod net_common;
 
 mod core_open;
 mod core_threads;

@@ -9,7 +9,7 @@ use std::path::Path;
 use pktfs_fs::media::{MapOptions, MediaError, Pm};
 use pktfs_fs::{FormatOptions, FsError, OpenOptions, Volume};
 use pktfs_layout::GeometryParams;
-use pktfs_tests::tmpfs::Tmpfs;
+use pktfs_testkit::tmpfs::Tmpfs;
 use rustix::fs::FallocateFlags;
 
 fn allocated_bytes(p: &Path) -> u64 {

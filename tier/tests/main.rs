@@ -2,15 +2,11 @@
 //! file here is a module (`cargo test -p pktfs-tier --test main --
 //! s3_garage::` runs one file's tests).
 
-// First: its `require!` is used by the modules after it.
-#[path = "../../tests/tests/prereq.rs"]
+// `require!`, for every module.
 #[macro_use]
-#[allow(dead_code)]
-mod prereq;
+extern crate pktfs_testkit;
 
-#[path = "../../tests/tests/harness.rs"]
-#[allow(dead_code)]
-mod harness;
+use pktfs_testkit::{harness, prereq};
 
 mod engine_garage;
 mod restore_image;

@@ -72,7 +72,6 @@
 
 mod baseline;
 mod ceiling;
-mod child;
 mod cli;
 mod client;
 mod interleave;
@@ -88,6 +87,9 @@ mod volume_costs;
 use std::path::Path;
 
 use pktfs_fs::media::{FlushInsn, PersistChoice};
+// The library's, which s3bench uses too; its modules here say
+// `crate::child`.
+use pktfs_netbench::child;
 
 use child::ChildServer;
 use cli::Section;

@@ -23,15 +23,13 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 
 use clap::{Parser, Subcommand};
+// A server's CPU time from /proc and the descriptor limit, as netbench
+// has them.
+use pktfs_netbench::child;
 use pktfs_s3::sigv4::Signer;
 use serde_json::json;
 
 mod bodies;
-// The server's CPU time from /proc, as netbench reads it (its file, not
-// a copy).
-#[path = "../../netbench/src/child.rs"]
-#[allow(dead_code)]
-mod child;
 mod http;
 mod latency;
 mod multipart;

@@ -1,7 +1,7 @@
-//! Shared helpers of the fuse_* integration tests: a fresh image on
-//! /dev/shm mounted through FUSE in a temporary directory, served by this
-//! process (the library's background session), unmounted on drop. Tests
-//! using it first `require!(prereq::fuse())`.
+//! Shared helpers of the integration tests that mount through FUSE: a
+//! fresh image on /dev/shm mounted in a temporary directory, served by the
+//! test process (the library's background session), unmounted on drop.
+//! Tests using it first `require!(prereq::fuse())`. Feature `fuse`.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -35,6 +35,7 @@ pub fn format(path: &Path, size: u64) {
 }
 
 /// A mounted image.
+#[derive(Debug)]
 pub struct Mounted {
     pub image: PathBuf,
     pub opts: MountOptions,

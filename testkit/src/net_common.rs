@@ -1,5 +1,6 @@
-//! Shared helpers for the netpath integration tests: a server on a fresh
-//! /dev/shm image, and a tiny HTTP/1.1 client over real sockets.
+//! Shared helpers of the integration tests of the network path: a server
+//! on a fresh /dev/shm image, and a tiny HTTP/1.1 client over real
+//! sockets. Feature `net`.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -9,6 +10,7 @@ use std::time::Duration;
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 use pktfs_netpath::{Change, Config, Services};
 
+#[derive(Debug)]
 pub struct Server {
     pub dir: tempfile::TempDir,
     pub vol: Arc<Volume>,
@@ -194,6 +196,7 @@ impl Response {
 
 /// One client connection with its own read buffer (keep-alive,
 /// pipelining).
+#[derive(Debug)]
 pub struct Conn {
     pub s: TcpStream,
     buf: Vec<u8>,

@@ -4,8 +4,7 @@
 //! process run alone in a child process, and a check that no test file is
 //! left out of the binary.
 //!
-//! Written once and included by each test crate (through `#[path]`
-//! outside pktfs-tests); it needs only std.
+//! Every test crate's binary uses it; it needs only std.
 
 use std::path::Path;
 
@@ -113,4 +112,37 @@ pub fn every_file_is_a_module(tests: &Path) {
         missing.is_empty(),
         "files the test binary does not build (declare each as a module): {missing:?}"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_test_is_named_without_its_crate() {
+        assert_eq!(name_in("pktfs_tests::net_raw", "get"), "net_raw::get");
+        assert_eq!(name_in("main", "t"), "t");
+    }
+
+    /// A file declared nowhere is found, in `tests/` and in a directory of
+    /// submodules; `mod x;` and `pub mod x;` both declare it.
+    #[test]
+    fn an_undeclared_file_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path();
+        std::fs::create_dir(t.join("net")).unwrap();
+        std::fs::write(t.join("main.rs"), "mod a;\npub mod net;\n").unwrap();
+        std::fs::write(t.join("a.rs"), "").unwrap();
+        std::fs::write(t.join("net.rs"), "mod x;\n").unwrap();
+        std::fs::write(t.join("net/x.rs"), "").unwrap();
+        std::fs::write(t.join("notes.txt"), "").unwrap();
+        every_file_is_a_module(t);
+
+        std::fs::write(t.join("net/y.rs"), "").unwrap();
+        std::fs::write(t.join("b.rs"), "").unwrap();
+        let e = std::panic::catch_unwind(|| every_file_is_a_module(t)).unwrap_err();
+        let msg = e.downcast_ref::<String>().unwrap();
+        assert!(msg.contains("b.rs") && msg.contains("y.rs"), "{msg}");
+        assert!(!msg.contains("a.rs") && !msg.contains("x.rs"), "{msg}");
+    }
 }

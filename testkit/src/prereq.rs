@@ -8,8 +8,8 @@
 //! real stderr, past libtest's output capture, so it shows in the plain
 //! `cargo test` output next to the test's own "ok".
 //!
-//! Written once and included by each test crate (pktfs/tests through
-//! `#[path]`); it needs only std and rustix, which both crates have.
+//! Every test crate's tests use it through `require!` (exported at this
+//! crate's root), and it needs only std and rustix.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -169,4 +169,41 @@ macro_rules! require {
             return;
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn met_prerequisites_run_the_test() {
+        assert!(met(&[Ok(()), holds(true, || unreachable!())]));
+    }
+
+    /// A missing one is a skip (false) outside CI and a failure under it.
+    #[test]
+    fn a_missing_prerequisite_skips_or_fails_under_ci() {
+        let missing = || part_met("the check", &[Ok(()), Err("no `frobnicate`".into())]);
+        if in_ci() {
+            let e = std::panic::catch_unwind(missing).unwrap_err();
+            let msg = e.downcast_ref::<String>().unwrap();
+            assert!(
+                msg.contains("no `frobnicate`") && msg.contains("under CI"),
+                "{msg}"
+            );
+        } else {
+            assert!(!missing());
+        }
+    }
+
+    #[test]
+    fn require_returns_before_the_rest_of_the_test() {
+        fn body(ran: &mut bool) {
+            crate::require!(Ok(()));
+            *ran = true;
+        }
+        let mut ran = false;
+        body(&mut ran);
+        assert!(ran);
+    }
 }

@@ -1,15 +1,8 @@
 //! A small tmpfs of a chosen size, mounted for one test and always unmounted
 //! (the guard unmounts in Drop, so a failing assertion still cleans up).
 //!
-//! Shared by this crate (`pktfs_tests::tmpfs`) and by mkfs's CLI tests,
-//! which include this file by path so mkfs need not depend on this crate;
-//! hence std and tempfile only.
-//!
 //! Mounting needs root. Without it the test is skipped with a visible
 //! SKIPPED line on stderr, except in CI (`CI` set), where that is a failure.
-
-// Each including test crate uses its own part of it.
-#![allow(dead_code)]
 
 use std::path::Path;
 use std::process::Command;
