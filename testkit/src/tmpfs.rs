@@ -2,7 +2,8 @@
 //! (the guard unmounts in Drop, so a failing assertion still cleans up).
 //!
 //! Mounting needs root. Without it the test is skipped with a visible
-//! SKIPPED line on stderr, except in CI (`CI` set), where that is a failure.
+//! SKIPPED line on stderr, except in CI ([`crate::prereq::in_ci`]), where
+//! that is a failure.
 
 use std::path::Path;
 use std::process::Command;
@@ -21,13 +22,13 @@ fn euid() -> Option<u32> {
 
 /// Why `test` cannot run here: a failure in CI, a visible skip elsewhere.
 fn cannot_run(test: &str, why: &str) -> Option<Tmpfs> {
-    if std::env::var_os("CI").is_some() {
+    if crate::prereq::in_ci() {
         panic!("{test}: {why} (in CI this test must run: run it as root)");
     }
     // Straight to stderr: the test harness captures eprintln!, and a skip
     // must be seen.
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {why}");
     None
 }
 
