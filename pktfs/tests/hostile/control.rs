@@ -66,8 +66,10 @@ fn hostile_helper() {
         std::thread::sleep(Duration::from_secs(60));
         std::process::exit(0);
     });
+    // One write per line: a line written in pieces could be cut short by
+    // the exit when stdin closes.
     let say = |s: String| {
-        let _ = writeln!(std::io::stderr(), "{SAYS}{s}");
+        let _ = std::io::stderr().write_all(format!("{SAYS}{s}\n").as_bytes());
     };
     let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
     match role.as_str() {
@@ -261,9 +263,18 @@ impl Hostile {
     }
 
     /// End it; what it reported after "ready".
-    fn finish(mut self) -> Vec<String> {
-        drop(self.child.stdin.take());
+    /// Its report lines: the first `expected` read before it is told to
+    /// end (closing its stdin ends it at once, perhaps before it has said
+    /// what the test waits for), then whatever else it said.
+    fn finish(mut self, expected: usize) -> Vec<String> {
         let mut rest = Vec::new();
+        while rest.len() < expected {
+            match next_line(&mut self.said) {
+                Some(l) => rest.push(l),
+                None => break,
+            }
+        }
+        drop(self.child.stdin.take());
         while let Some(l) = next_line(&mut self.said) {
             rest.push(l);
         }
@@ -450,7 +461,7 @@ fn clients_refuse_a_squatter_and_pass_it_nothing() {
         Err(e @ pktfs_netpath::control::ControlError::Impostor { .. }) => names_it(&e.to_string()),
         r => panic!("request_passing to a squatter: {r:?}"),
     }
-    let conns = squat.finish();
+    let conns = squat.finish(5);
     // Every client reached the squatter (so the check is what refused it)
     // and sent it nothing: not a byte, not a descriptor.
     assert_eq!(conns.len(), 5, "{conns:?}");
