@@ -76,7 +76,7 @@ use pktfs_fs::{Access, Cred, Denial, FileType, FsError, RxHeld, RxPiece, TmpFile
 use crate::config::{Change, Token};
 use crate::receive::coalesce::Coalescer;
 use crate::receive::to_file::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
-use crate::shared::{ensure_dir, Shared};
+use crate::shared::Shared;
 use crate::util::{now_ns, raw_name};
 
 /// Growth of a raw file is told to the change callback at most this often
@@ -246,7 +246,16 @@ pub(crate) fn raw_directory(
         }
         at = next;
     }
-    let ino = ensure_dir(vol, path, who.uid, who.gid, notify).map_err(fs)?;
+    // Made as the image's owner (the walk above checked the identity may),
+    // owned by the identity.
+    let ino = vol
+        .make_dirs(
+            path.split('/').filter(|p| !p.is_empty()).map(str::as_bytes),
+            (0o755, who.uid, who.gid),
+            None,
+            &mut |parent, name, ino| notify(Change::Entry { parent, name, ino }),
+        )
+        .map_err(fs)?;
     let lacks = vol.missing(ino, who, Access::WRITE_SEARCH).map_err(fs)?;
     if lacks.bits() != 0 {
         let shown = if path.starts_with('/') {

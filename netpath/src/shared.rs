@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex};
 
-use pktfs_fs::{FileType, Volume};
+use pktfs_fs::Volume;
 
 use crate::config::{Change, Config, OnChange};
 use crate::metrics::Metrics;
@@ -65,36 +65,4 @@ impl Shared {
         self.conns.lock().unwrap_or_else(|e| e.into_inner()).len()
             + self.loops.active.load(std::sync::atomic::Ordering::Relaxed)
     }
-}
-
-/// Find or create (mkdir -p) a directory inside the volume.
-pub(crate) fn ensure_dir(
-    vol: &Volume,
-    path: &str,
-    uid: u32,
-    gid: u32,
-    notify: &dyn Fn(Change<'_>),
-) -> pktfs_fs::Result<u64> {
-    let mut ino = vol.root();
-    for part in path.split('/').filter(|p| !p.is_empty()) {
-        let name = part.as_bytes();
-        ino = match vol.lookup(ino, name) {
-            Ok(a) if a.kind == FileType::Directory => a.ino,
-            Ok(_) => return Err(pktfs_fs::FsError::NotDir),
-            Err(pktfs_fs::FsError::NotFound) => match vol.mkdir(ino, name, 0o755, uid, gid) {
-                Ok(a) => {
-                    notify(Change::Entry {
-                        parent: ino,
-                        name,
-                        ino: a.ino,
-                    });
-                    a.ino
-                }
-                Err(pktfs_fs::FsError::Exists) => vol.lookup(ino, name)?.ino,
-                Err(e) => return Err(e),
-            },
-            Err(e) => return Err(e),
-        };
-    }
-    Ok(ino)
 }

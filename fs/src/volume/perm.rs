@@ -345,6 +345,55 @@ impl Volume {
         )
     }
 
+    /// `mkdir -p`: the directory `parts` names, walked from the root as
+    /// [`Self::resolve_parts`] walks, each missing one made on the way
+    /// with `perm`, owned by `uid`:`gid`. With `who`, every directory
+    /// walked needs search permission and each one a directory is made in
+    /// needs write and search ([`FsError::Access`] otherwise); None: as
+    /// the image's owner, no checks. A directory made by someone else
+    /// between the look and the make is taken as found; a name that is not
+    /// a directory is [`FsError::NotDir`]. `made(parent, name, ino)` hears
+    /// of each directory made (a mount's cache is told of it).
+    pub fn make_dirs<'p>(
+        &self,
+        parts: impl IntoIterator<Item = &'p [u8]>,
+        (perm, uid, gid): (u32, u32, u32),
+        who: Option<&Cred>,
+        made: &mut dyn FnMut(u64, &[u8], u64),
+    ) -> Result<u64> {
+        let mut dir = self.root();
+        for name in parts {
+            let found = match who {
+                Some(c) => self.lookup_kind_as(dir, name, c),
+                None => self.lookup_kind(dir, name),
+            };
+            dir = match found {
+                Ok((ino, FileType::Directory)) => ino,
+                Ok(_) => return Err(FsError::NotDir),
+                Err(FsError::NotFound) => {
+                    if let Some(c) = who {
+                        if !self.permits(dir, c, Access::WRITE_SEARCH)? {
+                            return Err(FsError::Access);
+                        }
+                    }
+                    match self.mkdir(dir, name, perm, uid, gid) {
+                        Ok(a) => {
+                            made(dir, name, a.ino);
+                            a.ino
+                        }
+                        Err(FsError::Exists) => match self.lookup_kind(dir, name)? {
+                            (ino, FileType::Directory) => ino,
+                            _ => return Err(FsError::NotDir),
+                        },
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            };
+        }
+        Ok(dir)
+    }
+
     /// [`Self::lookup`] as `who` (search permission on `parent`, as
     /// [`Self::lookup_kind_as`]).
     pub fn lookup_as(&self, parent: u64, name: &[u8], who: &Cred) -> Result<crate::volume::Attr> {

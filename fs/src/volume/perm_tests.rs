@@ -401,3 +401,87 @@ fn changing_entries_needs_write_and_search_and_the_sticky_rule() {
         Err(FsError::NotDir)
     ));
 }
+
+#[test]
+fn make_dirs_walks_makes_and_checks_as_the_caller() {
+    let v = fresh(16 << 20);
+    let r = v.root();
+    let parts = |p: &'static str| p.split('/').filter(|s| !s.is_empty()).map(str::as_bytes);
+    // As the owner: every missing directory made, owned as asked, each
+    // one heard of once with its parent.
+    let mut heard = Vec::new();
+    let mut made = |p: u64, n: &[u8], i: u64| heard.push((p, n.to_vec(), i));
+    let c = v
+        .make_dirs(parts("/a//b/c/"), (0o750, 7, 8), None, &mut made)
+        .unwrap();
+    let a = v.lookup(r, b"a").unwrap();
+    let b = v.lookup(a.ino, b"b").unwrap();
+    assert_eq!(v.resolve_path("a/b/c").unwrap().ino, c);
+    assert_eq!(
+        heard,
+        vec![
+            (r, b"a".to_vec(), a.ino),
+            (a.ino, b"b".to_vec(), b.ino),
+            (b.ino, b"c".to_vec(), c)
+        ]
+    );
+    let ca = v.getattr(c).unwrap();
+    assert_eq!(
+        (ca.kind, ca.perm, ca.uid, ca.gid),
+        (FileType::Directory, 0o750, 7, 8)
+    );
+    // Again: found, nothing made; the empty path is the root.
+    let mut none = |_: u64, _: &[u8], _: u64| panic!("made a directory that existed");
+    assert_eq!(
+        v.make_dirs(parts("a/b/c"), (0o755, 0, 0), None, &mut none)
+            .unwrap(),
+        c
+    );
+    assert_eq!(
+        v.make_dirs(parts("/"), (0o755, 0, 0), None, &mut none)
+            .unwrap(),
+        r
+    );
+    // A file in the way.
+    v.create(c, b"f", 0o644, 7, 8).unwrap();
+    assert!(matches!(
+        v.make_dirs(parts("a/b/c/f/g"), (0o755, 0, 0), None, &mut none),
+        Err(FsError::NotDir)
+    ));
+    // As user 9 (neither owner nor in group 8): a and b opened to 0o755,
+    // c left 0o750.
+    let u9 = Cred::new(9, 9, []);
+    for d in [a.ino, b.ino] {
+        v.setattr(
+            d,
+            &SetAttr {
+                mode: Some(0o755),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    // No search on c.
+    assert!(matches!(
+        v.make_dirs(parts("a/b/c/d"), (0o755, 9, 9), Some(&u9), &mut none),
+        Err(FsError::Access)
+    ));
+    // Search but no write on b: x is not made.
+    assert!(matches!(
+        v.make_dirs(parts("a/b/x"), (0o755, 9, 9), Some(&u9), &mut none),
+        Err(FsError::Access)
+    ));
+    assert!(matches!(v.lookup(b.ino, b"x"), Err(FsError::NotFound)));
+    // c's owner has write and search on it: made, owned as asked.
+    let owner = Cred::new(7, 8, []);
+    let x = v
+        .make_dirs(
+            parts("a/b/c/x/y"),
+            (0o755, 7, 8),
+            Some(&owner),
+            &mut |_, _, _| {},
+        )
+        .unwrap();
+    assert_eq!(v.getattr(x).unwrap().uid, 7);
+    assert_eq!(v.resolve_path("a/b/c/x/y").unwrap().ino, x);
+}

@@ -385,34 +385,11 @@ impl<'a> Conn<'a> {
     /// the identity requests act as: search on each, write and search
     /// where one is created; the new ones are its, `Shared::uid`/`gid`).
     pub(super) fn parent_dir(&self, n: usize, notify: &dyn Fn(Change<'_>)) -> Result<u64, FsError> {
-        let mut ino = self.vol.root();
-        for s in self.path.segments().take(n) {
-            ino = match self.lookup_kind_as(ino, s) {
-                Ok((child, FileType::Directory)) => child,
-                Ok(_) => return Err(FsError::NotDir),
-                Err(FsError::NotFound) => {
-                    if !self.permits(ino, pktfs_fs::Access::WRITE_SEARCH) {
-                        return Err(FsError::Access);
-                    }
-                    match self.vol.mkdir(ino, s, 0o755, self.sh.uid, self.sh.gid) {
-                        Ok(a) => {
-                            notify(Change::Entry {
-                                parent: ino,
-                                name: s,
-                                ino: a.ino,
-                            });
-                            a.ino
-                        }
-                        Err(FsError::Exists) => match self.vol.lookup_kind(ino, s)? {
-                            (child, FileType::Directory) => child,
-                            _ => return Err(FsError::NotDir),
-                        },
-                        Err(e) => return Err(e),
-                    }
-                }
-                Err(e) => return Err(e),
-            };
-        }
-        Ok(ino)
+        self.vol.make_dirs(
+            self.path.segments().take(n),
+            (0o755, self.sh.uid, self.sh.gid),
+            self.who(),
+            &mut |parent, name, ino| notify(Change::Entry { parent, name, ino }),
+        )
     }
 }
