@@ -8,7 +8,9 @@
 #   bench/paired.sh REV [--runs 5] [--secs 6] [--rounds 4] [--conns 16,256]
 #
 # Each run's rows go to bench/results/ as JSON (one file per run), and the
-# medians with their after/before ratios to bench/results/paired-*.json.
+# medians with their after/before ratios to bench/results/paired-*.json
+# (bench/paired-summary.py, which also reports the network-only server as
+# the control: what the host alone moves a cell between two runs).
 # PAIRED_BEFORE_BIN=path uses an already built netbench for REV.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,29 +84,5 @@ for i in $(seq 1 "$runs"); do
     done
 done
 
-python3 - "bench/results/paired-$stamp.json" "$before" "$after" "$machine" "${files[@]}" <<'EOF'
-import json, statistics, sys
-dst, before, after, machine, *files = sys.argv[1:]
-runs = [json.load(open(f)) for f in files]
-servers = ["pktfs clwb uring", "pktfs clwb epoll"]
-out = {"before": before, "after": after, "machine": machine, "runs": len(runs) // 2,
-       "files": files, "medians": []}
-print(f"\nmedians of {len(runs)//2} paired runs; machine: {machine}")
-print("| server | measurement | before | after | after/before |")
-print("|---|---|---|---|---|")
-whats = sorted({r["measurement"] for run in runs for r in run["rows"]
-                if r["measurement"].endswith(("server CPU per request", "req/s (wrk)"))})
-for s in servers:
-    for w in whats:
-        v = {k: [r["median"] for run in runs if run["which"] == k
-                 for r in run["rows"] if r["server"] == s and r["measurement"] == w]
-             for k in ("before", "after")}
-        if not v["before"] or not v["after"]:
-            continue
-        b, a = statistics.median(v["before"]), statistics.median(v["after"])
-        out["medians"].append({"server": s, "measurement": w, "before": b, "after": a,
-                               "ratio": a / b, "before_runs": v["before"], "after_runs": v["after"]})
-        print(f"| {s} | {w} | {b:g} | {a:g} | {a/b:.3f}x |")
-json.dump(out, open(dst, "w"), indent=1)
-print(f"\nwritten: {dst}")
-EOF
+echo
+bench/paired-summary.py --out "bench/results/paired-$stamp.json" "${files[@]}"
