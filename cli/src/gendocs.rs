@@ -30,7 +30,6 @@ fn man(cmd: clap::Command, file: &str, dir: &Path) -> Result<(), String> {
 
 /// `TOOL --gen-docs DIR`, alone, for the tools whose command line is one
 /// command with a required IMAGE (clap would ask for the image first).
-#[allow(dead_code)] // pktfs has a subcommand instead
 pub fn requested() -> Option<std::path::PathBuf> {
     let mut a = std::env::args_os().skip(1);
     match (a.next(), a.next(), a.next()) {

@@ -93,7 +93,6 @@ pub fn take_log_options(
 
 /// Is `o` (one option) a logging option [`take_log_options`] takes?
 /// (For mount.pktfs's `-s`, which keeps only options pktfs knows.)
-#[allow(dead_code)]
 pub fn is_log_option(o: &str) -> bool {
     matches!(o.trim().split_once('='), Some(("log" | "log_file", _)))
 }

@@ -15,12 +15,9 @@
 #[macro_use]
 extern crate pktfs_testkit;
 
-// Helpers the test crates share, and this binary's own (not every module
-// uses every helper).
+// Helpers the test crates share, and this binary's own.
 use pktfs_testkit::{fuse_common, harness, net_common, prereq, tmpfs};
-#[allow(dead_code)]
 mod cli_common;
-#[allow(dead_code)]
 mod many_common;
 
 mod chain_pcap;

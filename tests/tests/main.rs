@@ -14,12 +14,9 @@
 #[macro_use]
 extern crate pktfs_testkit;
 
-// Helpers the test crates share, and this binary's own (not every module
-// uses every helper).
+// Helpers the test crates share, and this binary's own.
 use pktfs_testkit::{fuse_common, harness, net_common, prereq, require};
-#[allow(dead_code)]
 mod http_model;
-#[allow(dead_code)]
 mod http_wire;
 
 mod core_open;
@@ -70,40 +67,70 @@ fn every_file_here_is_a_module_of_this_binary() {
     harness::every_file_is_a_module(&root().join("tests/tests"));
 }
 
-/// `.ci/run` selects modules of the test binaries by filter (`--test main
-/// -- net_raw:: ...`): a filter that names no module would select no test,
-/// and pass. Each must name a module of its package's binary.
+/// `.ci/run` selects modules of the workspace's test binaries by filter
+/// (`cargo test --workspace --test main -- net_raw:: ...`): a filter that
+/// names no module would select no test, and pass. Each must name a module
+/// of exactly one crate's `main` (one that two crates declared would run
+/// twice, the second time unasked).
 #[test]
 fn ci_filters_name_modules_that_exist() {
     let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    // Every crate's one integration-test binary, CRATE/tests/main.rs
+    // (this crate's too: its folder is tests/).
+    let mut mains = Vec::new();
+    for e in std::fs::read_dir(root()).unwrap() {
+        let main = e.unwrap().path().join("tests/main.rs");
+        if main.is_file() {
+            mains.push(main);
+        }
+    }
+    let declared: Vec<(std::path::PathBuf, String)> = mains
+        .into_iter()
+        .map(|m| {
+            let text = std::fs::read_to_string(&m).unwrap();
+            (m, text)
+        })
+        .collect();
     let mut checked = 0;
-    let runs = ci.lines().filter(|l| !l.trim_start().starts_with('#'));
-    for line in runs.filter(|l| l.contains("cargo test ")) {
+    // Commands as the shell reads them: comments out, `\` lines joined.
+    let script: String = ci
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .map(|l| match l.strip_suffix('\\') {
+            Some(cont) => cont.to_string(),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    for line in script.lines().filter(|l| l.contains("cargo test ")) {
         let words: Vec<&str> = line.split_whitespace().collect();
-        let Some(p) = words.iter().position(|w| *w == "-p") else {
+        let Some(dash) = words.iter().position(|w| *w == "--") else {
             continue;
         };
-        let main = match words[p + 1] {
-            "pktfs-tests" => root().join("tests/tests/main.rs"),
-            "pktfs" => root().join("pktfs/tests/main.rs"),
-            other => panic!(".ci/run tests package {other}, unknown here: {line}"),
-        };
+        assert!(
+            words.contains(&"--workspace") && !words.contains(&"-p"),
+            "a filtered pass builds with the workspace's features (--workspace, \
+             not -p, which resolves them again and rebuilds): {line}"
+        );
         let tests: Vec<&str> = words
             .windows(2)
             .filter(|w| w[0] == "--test")
             .map(|w| w[1])
             .collect();
         assert_eq!(tests, ["main"], "the one test binary is `main`: {line}");
-        let declared = std::fs::read_to_string(&main).unwrap();
-        let filters = words.iter().skip_while(|w| **w != "--").skip(1);
-        for f in filters {
+        for f in &words[dash + 1..] {
             let m = f
                 .strip_suffix("::")
                 .unwrap_or_else(|| panic!("{f}: a filter names a module (`NAME::`): {line}"));
-            assert!(
-                declared.lines().any(|l| l.trim() == format!("mod {m};")),
-                "{f} in .ci/run names no module of {}: {line}",
-                main.display()
+            let owners: Vec<_> = declared
+                .iter()
+                .filter(|(_, text)| text.lines().any(|l| l.trim() == format!("mod {m};")))
+                .map(|(p, _)| p.display().to_string())
+                .collect();
+            assert_eq!(
+                owners.len(),
+                1,
+                "{f} in .ci/run must name a module of exactly one crate's tests/main.rs \
+                 (it names {owners:?}): {line}"
             );
             checked += 1;
         }
