@@ -210,9 +210,10 @@ pub(crate) fn raw_directory(
         what: access_words(what),
         at: at.to_string(),
     };
+    let parts = || path.split('/').filter(|p| !p.is_empty());
     let mut dir = vol.root();
     let mut at = String::from("/");
-    for part in path.split('/').filter(|p| !p.is_empty()) {
+    for part in parts() {
         let name = part.as_bytes();
         let next = match at.as_str() {
             "/" => format!("/{part}"),
@@ -250,7 +251,7 @@ pub(crate) fn raw_directory(
     // owned by the identity.
     let ino = vol
         .make_dirs(
-            path.split('/').filter(|p| !p.is_empty()).map(str::as_bytes),
+            parts().map(str::as_bytes),
             (0o755, who.uid, who.gid),
             None,
             &mut |parent, name, ino| notify(Change::Entry { parent, name, ino }),

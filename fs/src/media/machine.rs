@@ -13,6 +13,11 @@ use super::arch::{detect_flush, FlushInsn};
 #[derive(Clone, Debug)]
 pub struct Machine {
     pub cpu_model: String,
+    /// `cpu family` and `model` from /proc/cpuinfo: a hypervisor may name
+    /// the CPU only "AMD EPYC", which these tell apart (family 25 is Zen 3
+    /// and 4, family 26 Zen 5).
+    pub cpu_family: Option<u32>,
+    pub cpu_model_number: Option<u32>,
     pub cpus: usize,
     pub clwb: bool,
     pub clflushopt: bool,
@@ -84,6 +89,8 @@ impl Machine {
         let cold_copy = cold_copy_gbps(&src);
         Machine {
             cpu_model: cpuinfo_field(&info, "model name").unwrap_or_else(|| "unknown".into()),
+            cpu_family: cpuinfo_field(&info, "cpu family").and_then(|v| v.parse().ok()),
+            cpu_model_number: cpuinfo_field(&info, "model\t").and_then(|v| v.parse().ok()),
             cpus: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
@@ -100,7 +107,8 @@ impl Machine {
 
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
-            "cpu_model": self.cpu_model, "cpus": self.cpus,
+            "cpu_model": self.cpu_model, "cpu_family": self.cpu_family,
+            "cpu_model_number": self.cpu_model_number, "cpus": self.cpus,
             "clwb": self.clwb, "clflushopt": self.clflushopt,
             "vpclmulqdq": self.vpclmulqdq, "avx512f": self.avx512f,
             "flush_insn": format!("{:?}", self.flush_insn).to_lowercase(),
@@ -114,12 +122,17 @@ impl Machine {
 impl std::fmt::Display for Machine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let yn = |b: bool| if b { "yes" } else { "no" };
+        let ident = match (self.cpu_family, self.cpu_model_number) {
+            (Some(fam), Some(m)) => format!("family {fam} model {m}, "),
+            _ => String::new(),
+        };
         write!(
             f,
-            "{} ({} CPUs); clwb {}, clflushopt {}, VPCLMULQDQ {}, AVX-512 {}; \
+            "{} ({}{} CPUs); clwb {}, clflushopt {}, VPCLMULQDQ {}, AVX-512 {}; \
              pktfs flushes with {:?}; CRC32C {:.1} GB/s, memcpy {:.1} GB/s \
              ({:.1} into cold lines)",
             self.cpu_model,
+            ident,
             self.cpus,
             yn(self.clwb),
             yn(self.clflushopt),
@@ -130,5 +143,22 @@ impl std::fmt::Display for Machine {
             self.memcpy_gb_per_s,
             self.cold_copy_gb_per_s
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpuinfo_field;
+
+    #[test]
+    fn family_and_model_number_are_told_from_the_model_name() {
+        let info = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n\
+                    model name\t: AMD EPYC\nflags\t\t: fpu clwb\n";
+        assert_eq!(cpuinfo_field(info, "cpu family").as_deref(), Some("25"));
+        assert_eq!(cpuinfo_field(info, "model\t").as_deref(), Some("17"));
+        assert_eq!(
+            cpuinfo_field(info, "model name").as_deref(),
+            Some("AMD EPYC")
+        );
     }
 }
