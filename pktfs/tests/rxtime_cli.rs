@@ -18,11 +18,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::cli_common::{announced, chain_json, free_port, mkfs, startup_lines, stop, Proc, PKTFS};
 use crate::many_common::uring_usable;
-use crate::net_common::{data, wait_until, Conn};
+use crate::net_common::{data, wait_until, wall_ns, Conn};
 
 /// How long the receiver is held after the bytes arrived.
 const HOLD: Duration = Duration::from_millis(300);
@@ -37,13 +37,6 @@ const SLACK: Duration = Duration::from_millis(25);
 /// the hold; bytes still waiting in the sender's buffer would be stamped
 /// after it, and rightly.
 const STREAM_BYTES: usize = 24 << 10;
-
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
 
 /// A process held with SIGSTOP; let go (SIGCONT) by [`Held::release`] or
 /// when dropped, so a failing test leaves nothing stopped.
@@ -67,7 +60,7 @@ impl Held {
     /// SIGCONT; returns when it was sent (ns since the epoch): nothing the
     /// process did with the bytes can have happened before.
     fn release(mut self) -> u64 {
-        let at = now_ns();
+        let at = wall_ns();
         signal(self.pid, rustix::process::Signal::CONT);
         self.going = true;
         at
@@ -178,7 +171,7 @@ fn put_times_are_arrival_times(io: &str) {
     let ch = data(STREAM_BYTES, 2);
     let held = Held::stop(server.id());
     let mut late = Conn::new(http);
-    let t0 = now_ns();
+    let t0 = wall_ns();
     let mut req = format!(
         "PUT /cl.bin HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
         cl.len()
@@ -195,7 +188,7 @@ fn put_times_are_arrival_times(io: &str) {
     }
     req.extend_from_slice(b"0\r\n\r\n");
     late.send(&req);
-    let t1 = now_ns();
+    let t1 = wall_ns();
     std::thread::sleep(HOLD);
     let released = held.release();
     assert_eq!(early.response(false).expect("a response").status, 201);
@@ -247,10 +240,10 @@ fn raw_times_are_arrival_times(io: &str) {
     let body = data(STREAM_BYTES, 3);
     let held = Held::stop(server.id());
     let mut s = TcpStream::connect(raw).unwrap();
-    let t0 = now_ns();
+    let t0 = wall_ns();
     s.write_all(&body).unwrap();
     s.shutdown(Shutdown::Write).unwrap();
-    let t1 = now_ns();
+    let t1 = wall_ns();
     std::thread::sleep(HOLD);
     let released = held.release();
     // The stream's file, once all of it is stored.
@@ -345,10 +338,10 @@ fn recv_report(c: Proc) -> serde_json::Value {
 
 /// Send `body` on `s` and close the sending side; (before, after) in ns.
 fn send_all(s: &mut TcpStream, body: &[u8]) -> (u64, u64) {
-    let t0 = now_ns();
+    let t0 = wall_ns();
     s.write_all(body).unwrap();
     s.shutdown(Shutdown::Write).unwrap();
-    (t0, now_ns())
+    (t0, wall_ns())
 }
 
 /// `pktfs recv --listen` on an image nobody holds, held before the sender

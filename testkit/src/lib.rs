@@ -11,6 +11,7 @@
 
 pub mod harness;
 pub mod prereq;
+pub mod skipped;
 pub mod tmpfs;
 
 #[cfg(feature = "fuse")]

@@ -165,6 +165,15 @@ pub fn serve(dir: tempfile::TempDir, vol: Arc<Volume>, tweak: impl FnOnce(&mut C
     }
 }
 
+/// The wall clock in ns since the epoch: what records are stamped with
+/// (the kernel's receive time, or the clock's where it gives none).
+pub fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_nanos() as u64
+}
+
 /// Deterministic pseudo-random bytes.
 pub fn data(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;

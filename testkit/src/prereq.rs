@@ -4,14 +4,14 @@
 //! what is missing and how to install it; elsewhere it is skipped, loudly.
 //!
 //! libtest has no run-time "ignored", so a local skip still counts as
-//! passed in cargo's summary; the SKIPPED line is therefore written to the
-//! real stderr, past libtest's output capture, so it shows in the plain
-//! `cargo test` output next to the test's own "ok".
+//! passed in cargo's summary. A skip therefore goes through
+//! [`crate::skipped::skip`]: a SKIPPED line on the real stderr at once,
+//! past libtest's output capture, and a tally after libtest's summary that
+//! names every test skipped and says it was not run.
 //!
 //! Every test crate's tests use it through `require!` (exported at this
 //! crate's root), and it needs only std and rustix.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// A prerequisite: `Err` says what is missing and how to get it.
@@ -122,8 +122,9 @@ pub fn user_id(name: &str) -> Option<u32> {
 }
 
 /// Apply the rule to `checks`: true if all are met. Otherwise, under CI,
-/// panic (the test fails) with every missing prerequisite; elsewhere print
-/// a SKIPPED line past the output capture and return false.
+/// panic (the test fails) with every missing prerequisite; elsewhere skip
+/// it ([`crate::skipped::skip`]: a SKIPPED line now, a tally at exit) and
+/// return false.
 #[track_caller]
 pub fn met(checks: &[Check]) -> bool {
     part_met("", checks)
@@ -151,12 +152,7 @@ pub fn part_met(part: &str, checks: &[Check]) -> bool {
     if in_ci() {
         panic!("{test}: a prerequisite is missing under CI (a failure, not a skip): {why}");
     }
-    // std::io::stderr() directly, not eprintln!: libtest captures the
-    // macros' output of a passing test, and this line must be seen.
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n*** SKIPPED {test}: {why} (with CI=true this is a failure)"
-    );
+    crate::skipped::skip(&test, &why);
     false
 }
 
@@ -174,26 +170,74 @@ macro_rules! require {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     #[test]
     fn met_prerequisites_run_the_test() {
         assert!(met(&[Ok(()), holds(true, || unreachable!())]));
     }
 
-    /// A missing one is a skip (false) outside CI and a failure under it.
+    /// Not a test on its own: the child process the next test runs, with
+    /// a prerequisite missing as a test with a missing tool has.
     #[test]
-    fn a_missing_prerequisite_skips_or_fails_under_ci() {
-        let missing = || part_met("the check", &[Ok(()), Err("no `frobnicate`".into())]);
-        if in_ci() {
-            let e = std::panic::catch_unwind(missing).unwrap_err();
-            let msg = e.downcast_ref::<String>().unwrap();
-            assert!(
-                msg.contains("no `frobnicate`") && msg.contains("under CI"),
-                "{msg}"
-            );
-        } else {
-            assert!(!missing());
-        }
+    #[ignore = "the child process of a_missing_prerequisite_is_tallied_or_fails_under_ci"]
+    fn skipping_child() {
+        let missing = || Err("no `frobnicate` (the tally's own test)".to_string());
+        assert!(!part_met("the check", &[Ok(()), missing()]));
+    }
+
+    /// This very binary, run with only the child selected: with CI unset,
+    /// libtest counts the child as passed and, after its summary, the
+    /// tally names it as skipped and not run; with CI=true the child fails,
+    /// saying what is missing, and nothing is tallied.
+    #[test]
+    fn a_missing_prerequisite_is_tallied_or_fails_under_ci() {
+        let child = |ci: Option<&str>| {
+            let exe = std::env::current_exe().expect("the test binary's path");
+            // One stream, so the order of libtest's summary (stdout) and
+            // the tally (stderr) shows.
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", "exec \"$0\" \"$@\" 2>&1"]).arg(exe).args([
+                "--ignored",
+                "--exact",
+                "prereq::tests::skipping_child",
+            ]);
+            match ci {
+                Some(v) => cmd.env("CI", v),
+                None => cmd.env_remove("CI"),
+            };
+            let out = cmd.output().expect("run the test binary again");
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
+        };
+        let name = "prereq::tests::skipping_child (the part: the check)";
+        let why = "no `frobnicate` (the tally's own test)";
+
+        let (ok, text) = child(None);
+        assert!(ok, "{text}");
+        let at = |needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("no {needle:?} in:\n{text}"))
+        };
+        let line = at(&format!(
+            "*** SKIPPED {name}: {why} (with CI=true this is a failure)"
+        ));
+        let summary = at("test result: ok. 1 passed; 0 failed");
+        let tally = at("*** 1 of the tests counted as passed above was SKIPPED, not run");
+        let named = at(&format!("***   {name}: {why}"));
+        assert!(line < summary && summary < tally && tally < named, "{text}");
+
+        let (ok, text) = child(Some("true"));
+        assert!(!ok, "{text}");
+        assert!(
+            text.contains(&format!(
+                "{name}: a prerequisite is missing under CI (a failure, not a skip): {why}"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains("SKIPPED"), "{text}");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! A small tmpfs of a chosen size, mounted for one test and always unmounted
 //! (the guard unmounts in Drop, so a failing assertion still cleans up).
 //!
-//! Mounting needs root. Without it the test is skipped with a visible
-//! SKIPPED line on stderr, except in CI ([`crate::prereq::in_ci`]), where
+//! Mounting needs root. Without it the test is skipped
+//! ([`crate::skipped::skip`]: a SKIPPED line and the tally at exit), except
+//! in CI ([`crate::prereq::in_ci`]), where
 //! that is a failure.
 
 use std::path::Path;
@@ -25,10 +26,7 @@ fn cannot_run(test: &str, why: &str) -> Option<Tmpfs> {
     if crate::prereq::in_ci() {
         panic!("{test}: {why} (in CI this test must run: run it as root)");
     }
-    // Straight to stderr: the test harness captures eprintln!, and a skip
-    // must be seen.
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {why}");
+    crate::skipped::skip(test, why);
     None
 }
 

@@ -15,8 +15,10 @@ fn put_get_roundtrip_lands_as_network_records() {
     let mut c = Conn::new(s.http);
     let req = req_bytes("PUT", "/dir/a.bin", &[], &body);
     let head_len = req.len() - body.len();
+    let sent_ns = wall_ns();
     c.send(&req);
     let r = c.response(false).unwrap();
+    let answered_ns = wall_ns();
     assert_eq!(r.status, 201, "{:?}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.header("location"), Some("/dir/a.bin"));
     let g = c.request("GET", "/dir/a.bin", &[], b"");
@@ -24,14 +26,23 @@ fn put_get_roundtrip_lands_as_network_records() {
     assert_eq!(g.body, body);
     assert_eq!(g.header("accept-ranges"), Some("bytes"));
     assert!(g.header("etag").is_some() && g.header("last-modified").is_some());
-    // The file is its packets: every record came from the network, the
-    // first one starts after the request head (skipped by its offset, its
-    // sequence number is its position in the connection's stream), the
-    // CRCs match the bytes, and stream positions increase.
+    // The file is its packets: every record came from the network and was
+    // stamped between the send and the answer (1 µs of slack for the
+    // kernel's clock read against ours), the first one starts after the
+    // request head (skipped by its offset, its sequence number is its
+    // position in the connection's stream), the CRCs match the bytes, and
+    // stream positions increase.
     let a = s.lookup("/dir/a.bin").unwrap();
     let ch = s.vol.chain(a.ino).unwrap();
     assert!(!ch.is_empty());
-    assert!(ch.iter().all(|e| e.from_network && e.timestamp_ns > 0));
+    for e in &ch {
+        assert!(e.from_network, "{e:?}");
+        assert!(
+            e.timestamp_ns + 1_000 >= sent_ns && e.timestamp_ns <= answered_ns,
+            "stamped {} outside the send at {sent_ns} .. the answer at {answered_ns}",
+            e.timestamp_ns
+        );
+    }
     assert_eq!(ch[0].seq, head_len as u64, "first record skips the head");
     let mut off = 0u64;
     for (k, e) in ch.iter().enumerate() {

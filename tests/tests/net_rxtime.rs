@@ -9,14 +9,14 @@
 
 use std::io::Write;
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use pktfs_fs::{ChainEntry, Volume};
 use pktfs_netpath::receive::stamped;
 use pktfs_netpath::receive::stream::RxStream;
 use pktfs_netpath::receive::to_file::{recv_to_file, RecvOptions};
 
-use crate::net_common::data;
+use crate::net_common::{data, wall_ns};
 
 /// How long the bytes wait before anything reads them.
 const HOLD: Duration = Duration::from_millis(300);
@@ -26,13 +26,6 @@ const BEFORE_RECEIVE: Duration = Duration::from_millis(250);
 const SLACK: Duration = Duration::from_millis(25);
 /// Small enough to sit in the socket's receive buffer unread.
 const STREAM_BYTES: usize = 24 << 10;
-
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
 
 fn volume() -> Volume {
     Volume::in_memory(pktfs_layout::GeometryParams::for_size(16 << 20)).unwrap()
@@ -44,10 +37,10 @@ fn chain(vol: &Volume, path: &str) -> Vec<ChainEntry> {
 
 /// Send `body` and close the sending side; (before, after) in ns.
 fn send_all(s: &mut TcpStream, body: &[u8]) -> (u64, u64) {
-    let t0 = now_ns();
+    let t0 = wall_ns();
     s.write_all(body).unwrap();
     s.shutdown(Shutdown::Write).unwrap();
-    (t0, now_ns())
+    (t0, wall_ns())
 }
 
 #[test]
@@ -58,7 +51,7 @@ fn recv_to_file_stores_the_arrival_time_of_bytes_queued_before_accept() {
     let body = data(STREAM_BYTES, 11);
     let sent = send_all(&mut c, &body);
     std::thread::sleep(HOLD);
-    let started = now_ns();
+    let started = wall_ns();
     let (s, _) = l.accept().unwrap();
     let rep = recv_to_file(&vol, &s, "/held.bin", &RecvOptions::default()).unwrap();
     assert!(rep.ended_cleanly);
@@ -92,7 +85,7 @@ fn a_receive_without_a_kernel_time_says_so() {
     let body = data(STREAM_BYTES, 12);
     let sent = send_all(&mut c, &body);
     std::thread::sleep(HOLD);
-    let started = now_ns();
+    let started = wall_ns();
     let mut pieces = Vec::new();
     let mut got = 0;
     while got < body.len() {

@@ -17,7 +17,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 use pktfs_netpath::{Config, IoMode, Services};
@@ -48,13 +48,6 @@ const SLACK: Duration = Duration::from_millis(25);
 /// Bytes sent: several records, and within the socket buffer of a
 /// stopped server (the send must not wait for it).
 const BYTES: usize = 20_000;
-
-fn wall_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
 
 fn uring_usable() -> prereq::Check {
     pktfs_netpath::loops::choose(IoMode::Uring, 1)

@@ -9,7 +9,7 @@ use pktfs_s3::keys::{Grant, KeyStore};
 use pktfs_s3::sigv4::{PayloadMode, Signer};
 use proptest::prelude::*;
 
-use super::net_common::{server, Conn, Response, Server};
+use super::net_common::{server, wall_ns, Conn, Response, Server};
 
 const REGION: &str = "us-east-1";
 
@@ -54,13 +54,6 @@ fn s3_server() -> S3 {
     srv.vol.set_s3_keys_blob(Some(&ks.encode())).unwrap();
     let addr = srv.svc.as_ref().unwrap().s3_addr().expect("an S3 listener");
     S3 { srv, addr, rw, ro }
-}
-
-fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
 }
 
 fn now_s() -> i64 {
@@ -444,7 +437,7 @@ fn multipart_complete_links_the_parts_records() {
     assert!(String::from_utf8_lossy(&r.body).contains("<PartNumber>2</PartNumber>"));
     // Completing copies no byte: the object's records are the parts'
     // received records (their arrival times, before the Complete).
-    let t_complete = now_ns();
+    let t_complete = wall_ns();
     let body = format!(
         "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{}</ETag></Part><Part><PartNumber>2</PartNumber><ETag>{}</ETag></Part></CompleteMultipartUpload>",
         tags[0], tags[1]

@@ -125,15 +125,21 @@ fn send_all(addr: std::net::SocketAddr, bodies: &[Vec<u8>]) -> Vec<u16> {
     ts.into_iter().map(|t| t.join().unwrap()).collect()
 }
 
-fn check_records(s: &Server, ino: u64, body: &[u8]) {
+/// `ino` holds `body` as network records, each stamped in order, no
+/// earlier than `sent_ns` (the wall clock before its first byte was sent;
+/// 1 µs of slack for the kernel's clock read against ours) and no later
+/// than now.
+fn check_records(s: &Server, ino: u64, body: &[u8], sent_ns: u64) {
     assert_eq!(s.vol.read(ino, 0, u64::MAX).unwrap(), body);
-    let mut last_ts = 0;
+    let checked_ns = wall_ns();
+    let mut last_ts = sent_ns.saturating_sub(1_000);
     for e in s.vol.chain(ino).unwrap() {
         assert!(e.from_network);
         assert_eq!(e.seq, e.file_off, "sequence = stream position");
         assert!(
-            e.timestamp_ns >= last_ts && e.timestamp_ns > 0,
-            "record at {} stamped {} after one stamped {}",
+            e.timestamp_ns >= last_ts && e.timestamp_ns <= checked_ns,
+            "record at {} stamped {} after one stamped {} (the first no \
+             earlier than the send at {sent_ns}), none after {checked_ns}",
             e.file_off,
             e.timestamp_ns,
             last_ts
@@ -153,12 +159,13 @@ fn uring_epoll_and_threads_store_identical_files() {
     let mut stored: Vec<Vec<Vec<u8>>> = Vec::new();
     for io in [IoMode::Uring, IoMode::Epoll, IoMode::Threads] {
         let mut s = raw_server_with(64 * MIB, io, |_| {});
+        let sent_ns = wall_ns();
         let ports = send_all(s.raw.unwrap(), &bodies);
         s.settle();
         let mut files = Vec::new();
         for (port, body) in ports.iter().zip(&bodies) {
             let ino = file_of_port(&s, *port).expect("a file per connection");
-            check_records(&s, ino, body);
+            check_records(&s, ino, body, sent_ns);
             files.push(s.vol.read(ino, 0, u64::MAX).unwrap());
         }
         assert_eq!(raw_files(&s).len(), bodies.len());
@@ -182,6 +189,7 @@ fn an_idle_connection_times_out_while_another_streams() {
         c.raw_idle_timeout = Duration::from_millis(700);
     });
     let addr = s.raw.unwrap();
+    let sent_ns = wall_ns();
     let mut idle = TcpStream::connect(addr).unwrap();
     idle.write_all(b"hello, then nothing").unwrap();
     let idle_port = idle.local_addr().unwrap().port();
@@ -220,7 +228,7 @@ fn an_idle_connection_times_out_while_another_streams() {
     let i = file_of_port(&s, idle_port).unwrap();
     assert_eq!(s.vol.read(i, 0, 100).unwrap(), b"hello, then nothing");
     let b = file_of_port(&s, busy_port).unwrap();
-    check_records(&s, b, &body);
+    check_records(&s, b, &body, sent_ns);
     stop_and_check(&mut s);
 }
 
@@ -298,11 +306,12 @@ fn a_ring_too_small_for_its_connections_rearms_and_completes() {
     let bodies: Vec<Vec<u8>> = (0..48)
         .map(|i| data(150_000 + i * 1_001, 100 + i as u64))
         .collect();
+    let sent_ns = wall_ns();
     let ports = send_all(s.raw.unwrap(), &bodies);
     s.settle();
     for (port, body) in ports.iter().zip(&bodies) {
         let ino = file_of_port(&s, *port).expect("a file per connection");
-        check_records(&s, ino, body);
+        check_records(&s, ino, body, sent_ns);
     }
     let st = s.svc.as_ref().unwrap().loop_stats().unwrap();
     assert!(st.enobufs > 0, "{st:?}");
