@@ -5,24 +5,27 @@
 # hour falls on both alike. The headline is each loop's own server CPU per
 # request (from /proc, as netbench measures it); req/s is printed beside it.
 #
-#   bench/paired.sh REV [--runs 5] [--secs 6] [--rounds 4] [--conns 16,256]
+#   bench/paired.sh REV [--after REV2] [--runs 5] [--secs 6] [--rounds 4] [--conns 16,256]
 #
 # Each run's rows go to bench/results/ as JSON (one file per run), and the
 # medians with their after/before ratios to bench/results/paired-*.json
 # (bench/paired-summary.py, which also reports the network-only server as
 # the control: what the host alone moves a cell between two runs).
-# PAIRED_BEFORE_BIN=path uses an already built netbench for REV.
+# --after REV2 measures REV2 instead of this tree (to split a range of
+# commits into parts). PAIRED_BEFORE_BIN=path and PAIRED_AFTER_BIN=path use
+# an already built netbench for REV and REV2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -lt 1 || $1 == -* ]]; then
-    echo "usage: bench/paired.sh REV [--runs N] [--secs S] [--rounds R] [--conns C,C]" >&2
+    echo "usage: bench/paired.sh REV [--after REV2] [--runs N] [--secs S] [--rounds R] [--conns C,C]" >&2
     exit 2
 fi
 rev=$1
 shift
-runs=5 secs=6 rounds=4 conns=16,256
+runs=5 secs=6 rounds=4 conns=16,256 after_rev=
 while [[ $# -gt 0 ]]; do
     case $1 in
+        --after) after_rev=$2 ;;
         --runs) runs=$2 ;;
         --secs) secs=$2 ;;
         --rounds) rounds=$2 ;;
@@ -32,20 +35,36 @@ while [[ $# -gt 0 ]]; do
     shift 2
 done
 before=$(git rev-parse --short "$rev")
-after=$(git rev-parse --short HEAD)
-git diff --quiet HEAD -- . ':!bench/results' || after="$after+changes"
-
-before_bin=${PAIRED_BEFORE_BIN:-}
-if [[ -z $before_bin ]]; then
-    wt=$(mktemp -d /tmp/pktfs-paired-XXXXXX)
-    git worktree add -q --detach "$wt" "$before"
-    trap 'git worktree remove --force "$wt"' EXIT
-    (cd "$wt" && CARGO_TARGET_DIR="$PWD/../$(basename "$wt")-target" \
-        cargo build --release -q -p pktfs-netbench)
-    before_bin="$wt/../$(basename "$wt")-target/release/netbench"
+if [[ -n $after_rev ]]; then
+    after=$(git rev-parse --short "$after_rev")
+else
+    after=$(git rev-parse --short HEAD)
+    git diff --quiet HEAD -- . ':!bench/results' || after="$after+changes"
 fi
-cargo build --release -q -p pktfs-netbench
-after_bin=target/release/netbench
+
+# netbench built at `$1` in a worktree of its own (removed on exit, its
+# target directory kept beside it); `built` names the binary. (Not printed:
+# in a command substitution the worktree would not reach the EXIT trap.)
+worktrees=()
+trap 'for w in "${worktrees[@]}"; do git worktree remove --force "$w"; done' EXIT
+build_at() {
+    local wt
+    wt=$(mktemp -d /tmp/pktfs-paired-XXXXXX)
+    git worktree add -q --detach "$wt" "$1"
+    worktrees+=("$wt")
+    (cd "$wt" && CARGO_TARGET_DIR="$wt-target" cargo build --release -q -p pktfs-netbench) >&2
+    built="$wt-target/release/netbench"
+}
+before_bin=${PAIRED_BEFORE_BIN:-}
+if [[ -z $before_bin ]]; then build_at "$before"; before_bin=$built; fi
+after_bin=${PAIRED_AFTER_BIN:-}
+if [[ -z $after_bin && -n $after_rev ]]; then
+    build_at "$after"
+    after_bin=$built
+elif [[ -z $after_bin ]]; then
+    cargo build --release -q -p pktfs-netbench
+    after_bin=target/release/netbench
+fi
 
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
