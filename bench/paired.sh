@@ -34,42 +34,24 @@ while [[ $# -gt 0 ]]; do
     esac
     shift 2
 done
+source bench/common.sh
 before=$(git rev-parse --short "$rev")
+netbench_before "$before"
 if [[ -n $after_rev ]]; then
     after=$(git rev-parse --short "$after_rev")
+    after_bin=${PAIRED_AFTER_BIN:-}
+    if [[ -z $after_bin ]]; then
+        build_at "$after"
+        after_bin=$built
+    fi
 else
-    after=$(git rev-parse --short HEAD)
-    git diff --quiet HEAD -- . ':!bench/results' || after="$after+changes"
-fi
-
-# netbench built at `$1` in a worktree of its own (removed on exit, its
-# target directory kept beside it); `built` names the binary. (Not printed:
-# in a command substitution the worktree would not reach the EXIT trap.)
-worktrees=()
-trap 'for w in "${worktrees[@]}"; do git worktree remove --force "$w"; done' EXIT
-build_at() {
-    local wt
-    wt=$(mktemp -d /tmp/pktfs-paired-XXXXXX)
-    git worktree add -q --detach "$wt" "$1"
-    worktrees+=("$wt")
-    (cd "$wt" && CARGO_TARGET_DIR="$wt-target" cargo build --release -q -p pktfs-netbench) >&2
-    built="$wt-target/release/netbench"
-}
-before_bin=${PAIRED_BEFORE_BIN:-}
-if [[ -z $before_bin ]]; then build_at "$before"; before_bin=$built; fi
-after_bin=${PAIRED_AFTER_BIN:-}
-if [[ -z $after_bin && -n $after_rev ]]; then
-    build_at "$after"
-    after_bin=$built
-elif [[ -z $after_bin ]]; then
-    cargo build --release -q -p pktfs-netbench
-    after_bin=target/release/netbench
+    after=$(tree_rev)
+    netbench_here
 fi
 
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-machine=$(cargo run --release -q -p pktfs --bin pktfs -- machine 2>/dev/null | head -1 | sed "s/^machine: //" || true)
-echo "machine: $machine"
+machine_line
 echo "before: $before ($before_bin)   after: $after ($after_bin)"
 
 # One run's markdown table -> JSON rows.

@@ -29,41 +29,17 @@ while [[ $# -gt 0 ]]; do
     esac
     shift 2
 done
-for t in perf wrk; do
-    command -v $t >/dev/null || { echo "bench/syscalls.sh: $t is missing" >&2; exit 1; }
-done
+source bench/common.sh
+need perf wrk
 before=$(git rev-parse --short "$rev")
-after=$(git rev-parse --short HEAD)
-git diff --quiet HEAD -- . ':!bench/results' || after="$after+changes"
-before_bin=${PAIRED_BEFORE_BIN:-}
-if [[ -z $before_bin ]]; then
-    wt=$(mktemp -d /tmp/pktfs-syscalls-XXXXXX)
-    git worktree add -q --detach "$wt" "$before"
-    trap 'git worktree remove --force "$wt"' EXIT
-    (cd "$wt" && CARGO_TARGET_DIR="$wt-target" cargo build --release -q -p pktfs-netbench)
-    before_bin="$wt-target/release/netbench"
-fi
-cargo build --release -q -p pktfs-netbench
-after_bin=target/release/netbench
-machine=$(cargo run --release -q -p pktfs --bin pktfs -- machine 2>/dev/null | head -1 | sed "s/^machine: //" || true)
-echo "machine: $machine"
+after=$(tree_rev)
+netbench_before "$before"
+netbench_here
+machine_line
 echo "before: $before ($before_bin)   after: $after ($after_bin)"
 
 work=$(mktemp -d /tmp/pktfs-syscalls-run-XXXXXX)
-cat >"$work/put.lua" <<'LUA'
-local body = string.rep("x", 1024)
-local reqs = {}
-local n = 0
-init = function(args)
-  for i = 0, 63 do
-    reqs[i] = wrk.format("PUT", "/k/" .. i, nil, body)
-  end
-end
-request = function()
-  n = (n + 1) % 64
-  return reqs[n]
-end
-LUA
+put_lua "$work/put.lua"
 # Every call a receive, a send or a wait can be made with.
 calls=recvmsg,recvfrom,read,readv,sendmsg,sendto,write,writev,epoll_wait,epoll_pwait,epoll_pwait2,epoll_ctl,accept4,io_uring_enter,futex,clock_gettime
 events=$(sed 's/\([a-z_0-9]*\)/syscalls:sys_enter_\1/g' <<<"$calls")

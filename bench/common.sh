@@ -1,0 +1,74 @@
+# Shared by bench/paired.sh, bench/instructions.sh and bench/syscalls.sh,
+# which source it from the repository's root: netbench built at a revision
+# and at this tree, the machine line, the wrk script of 1 KiB PUTs.
+
+# Exit unless every command named is on PATH.
+need() {
+    local t
+    for t in "$@"; do
+        command -v "$t" >/dev/null || { echo "$0: $t is missing" >&2; exit 1; }
+    done
+}
+
+# This tree's short revision, with "+changes" where it differs from HEAD
+# outside bench/results (what "after" measures).
+tree_rev() {
+    local r
+    r=$(git rev-parse --short HEAD)
+    git diff --quiet HEAD -- . ':!bench/results' || r="$r+changes"
+    echo "$r"
+}
+
+# build_at REV: netbench built at REV in a worktree of its own (removed on
+# exit, its target directory kept beside it); `built` names the binary.
+# (Not printed: in a command substitution the worktree would not reach
+# the EXIT trap.)
+worktrees=()
+trap 'for w in "${worktrees[@]}"; do git worktree remove --force "$w"; done' EXIT
+build_at() {
+    local wt
+    wt=$(mktemp -d /tmp/pktfs-bench-XXXXXX)
+    git worktree add -q --detach "$wt" "$1"
+    worktrees+=("$wt")
+    (cd "$wt" && CARGO_TARGET_DIR="$wt-target" cargo build --release -q -p pktfs-netbench) >&2
+    built="$wt-target/release/netbench"
+}
+
+# netbench_before REV: `before_bin`, PAIRED_BEFORE_BIN when set, else built.
+netbench_before() {
+    before_bin=${PAIRED_BEFORE_BIN:-}
+    if [[ -z $before_bin ]]; then
+        build_at "$1"
+        before_bin=$built
+    fi
+}
+
+# `after_bin`: netbench built from this tree.
+netbench_here() {
+    cargo build --release -q -p pktfs-netbench
+    after_bin=target/release/netbench
+}
+
+# `machine`: what `pktfs machine` says of this one (its first line).
+machine_line() {
+    machine=$(cargo run --release -q -p pktfs --bin pktfs -- machine 2>/dev/null | head -1 | sed "s/^machine: //" || true)
+    echo "machine: $machine"
+}
+
+# put_lua FILE: wrk's script of 1 KiB PUTs to /k/0 .. /k/63, in turn.
+put_lua() {
+    cat >"$1" <<'LUA'
+local body = string.rep("x", 1024)
+local reqs = {}
+local n = 0
+init = function(args)
+  for i = 0, 63 do
+    reqs[i] = wrk.format("PUT", "/k/" .. i, nil, body)
+  end
+end
+request = function()
+  n = (n + 1) % 64
+  return reqs[n]
+end
+LUA
+}
