@@ -2,6 +2,30 @@
 # which source it from the repository's root: netbench built at a revision
 # and at this tree, the machine line, the wrk script of 1 KiB PUTs.
 
+# args USAGE OPTS ARGS...: the revision first (into `rev`), then `--NAME
+# VALUE` for each NAME of the space-separated OPTS (into $NAME, whose
+# default the script set); anything else prints USAGE and exits 2.
+args() {
+    local usage=$1 opts=" $2 " name
+    shift 2
+    if [[ $# -lt 1 || $1 == -* ]]; then
+        echo "usage: $usage" >&2
+        exit 2
+    fi
+    rev=$1
+    shift
+    while [[ $# -gt 0 ]]; do
+        name=${1#--}
+        if [[ $1 != --* || $opts != *" $name "* || $# -lt 2 ]]; then
+            echo "$0: unknown option or no value: $1" >&2
+            echo "usage: $usage" >&2
+            exit 2
+        fi
+        printf -v "$name" %s "$2"
+        shift 2
+    done
+}
+
 # Exit unless every command named is on PATH.
 need() {
     local t
@@ -53,6 +77,17 @@ netbench_here() {
 machine_line() {
     machine=$(cargo run --release -q -p pktfs --bin pktfs -- machine 2>/dev/null | head -1 | sed "s/^machine: //" || true)
     echo "machine: $machine"
+}
+
+# netbench_pair: `before` (REV from args) and `after` (this tree), their
+# netbench binaries, and the machine line, all printed.
+netbench_pair() {
+    before=$(git rev-parse --short "$rev")
+    after=$(tree_rev)
+    netbench_before "$before"
+    netbench_here
+    machine_line
+    echo "before: $before ($before_bin)   after: $after ($after_bin)"
 }
 
 # put_lua FILE: wrk's script of 1 KiB PUTs to /k/0 .. /k/63, in turn.

@@ -15,30 +15,11 @@
 # run's figures and the medians go to bench/results/instructions-*.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ $# -lt 1 || $1 == -* ]]; then
-    echo "usage: bench/instructions.sh REV [--runs N] [--secs S] [--conns C,C]" >&2
-    exit 2
-fi
-rev=$1
-shift
-runs=2 secs=8 conns=16,256
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --runs) runs=$2 ;;
-        --secs) secs=$2 ;;
-        --conns) conns=$2 ;;
-        *) echo "bench/instructions.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift 2
-done
 source bench/common.sh
+runs=2 secs=8 conns=16,256
+args "bench/instructions.sh REV [--runs N] [--secs S] [--conns C,C]" "runs secs conns" "$@"
 need valgrind callgrind_control wrk
-before=$(git rev-parse --short "$rev")
-after=$(tree_rev)
-netbench_before "$before"
-netbench_here
-machine_line
-echo "before: $before ($before_bin)   after: $after ($after_bin)"
+netbench_pair
 
 work=$(mktemp -d /tmp/pktfs-instr-run-XXXXXX)
 put_lua "$work/put.lua"

@@ -16,25 +16,10 @@
 # an already built netbench for REV and REV2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ $# -lt 1 || $1 == -* ]]; then
-    echo "usage: bench/paired.sh REV [--after REV2] [--runs N] [--secs S] [--rounds R] [--conns C,C]" >&2
-    exit 2
-fi
-rev=$1
-shift
-runs=5 secs=6 rounds=4 conns=16,256 after_rev=
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --after) after_rev=$2 ;;
-        --runs) runs=$2 ;;
-        --secs) secs=$2 ;;
-        --rounds) rounds=$2 ;;
-        --conns) conns=$2 ;;
-        *) echo "bench/paired.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift 2
-done
 source bench/common.sh
+runs=5 secs=6 rounds=4 conns=16,256 after=
+args "bench/paired.sh REV [--after REV2] [--runs N] [--secs S] [--rounds R] [--conns C,C]" "after runs secs rounds conns" "$@"
+after_rev=$after
 before=$(git rev-parse --short "$rev")
 netbench_before "$before"
 if [[ -n $after_rev ]]; then

@@ -13,30 +13,11 @@
 # figures go to bench/results/syscalls-*.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ $# -lt 1 || $1 == -* ]]; then
-    echo "usage: bench/syscalls.sh REV [--runs N] [--secs S] [--conns C]" >&2
-    exit 2
-fi
-rev=$1
-shift
-runs=2 secs=8 conns=256
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --runs) runs=$2 ;;
-        --secs) secs=$2 ;;
-        --conns) conns=$2 ;;
-        *) echo "bench/syscalls.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift 2
-done
 source bench/common.sh
+runs=2 secs=8 conns=256
+args "bench/syscalls.sh REV [--runs N] [--secs S] [--conns C]" "runs secs conns" "$@"
 need perf wrk
-before=$(git rev-parse --short "$rev")
-after=$(tree_rev)
-netbench_before "$before"
-netbench_here
-machine_line
-echo "before: $before ($before_bin)   after: $after ($after_bin)"
+netbench_pair
 
 work=$(mktemp -d /tmp/pktfs-syscalls-run-XXXXXX)
 put_lua "$work/put.lua"

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli_common::{announced, chain_json, free_port, mkfs, startup_lines, stop, Proc, PKTFS};
 use crate::many_common::uring_usable;
-use crate::net_common::{data, wait_until, wall_ns, Conn};
+use crate::net_common::{data, send_and_close, wait_until, wall_ns, Conn};
 
 /// How long the receiver is held after the bytes arrived.
 const HOLD: Duration = Duration::from_millis(300);
@@ -336,14 +336,6 @@ fn recv_report(c: Proc) -> serde_json::Value {
     rep
 }
 
-/// Send `body` on `s` and close the sending side; (before, after) in ns.
-fn send_all(s: &mut TcpStream, body: &[u8]) -> (u64, u64) {
-    let t0 = wall_ns();
-    s.write_all(body).unwrap();
-    s.shutdown(Shutdown::Write).unwrap();
-    (t0, wall_ns())
-}
-
 /// `pktfs recv --listen` on an image nobody holds, held before the sender
 /// connects: connection and bytes arrive before `accept`.
 #[test]
@@ -356,7 +348,7 @@ fn recv_listen_stamps_bytes_that_came_before_accept() {
     let body = data(STREAM_BYTES, 4);
     let held = Held::stop(r.id());
     let mut s = TcpStream::connect(addr).unwrap();
-    let sent = send_all(&mut s, &body);
+    let sent = send_and_close(&mut s, &body);
     std::thread::sleep(HOLD);
     let released = held.release();
     let rep = recv_report(r);
@@ -375,7 +367,7 @@ fn recv_connect_stamps_on_arrival() {
     let (mut s, _) = l.accept().unwrap();
     let body = data(STREAM_BYTES, 5);
     let held = Held::stop(r.id());
-    let sent = send_all(&mut s, &body);
+    let sent = send_and_close(&mut s, &body);
     std::thread::sleep(HOLD);
     let released = held.release();
     let rep = recv_report(r);
@@ -404,7 +396,7 @@ fn a_socket_passed_to_the_holder_is_stamped_on_arrival() {
     let body = data(STREAM_BYTES, 6);
     let held = Held::stop(server.id());
     let mut s = TcpStream::connect(addr).unwrap();
-    let sent = send_all(&mut s, &body);
+    let sent = send_and_close(&mut s, &body);
     std::thread::sleep(HOLD);
     let released = held.release();
     let rep = recv_report(r);
@@ -423,7 +415,7 @@ fn a_socket_passed_to_the_holder_is_stamped_on_arrival() {
     let (mut s, _) = l.accept().unwrap();
     let body = data(STREAM_BYTES, 7);
     let held = Held::stop(server.id());
-    let sent = send_all(&mut s, &body);
+    let sent = send_and_close(&mut s, &body);
     std::thread::sleep(HOLD);
     let released = held.release();
     let rep = recv_report(r);

@@ -174,6 +174,15 @@ pub fn wall_ns() -> u64 {
         .as_nanos() as u64
 }
 
+/// Send `body` on `s` and close the sending side; the wall clock
+/// ([`wall_ns`]) before and after, in ns.
+pub fn send_and_close(s: &mut TcpStream, body: &[u8]) -> (u64, u64) {
+    let t0 = wall_ns();
+    s.write_all(body).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    (t0, wall_ns())
+}
+
 /// Deterministic pseudo-random bytes.
 pub fn data(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;

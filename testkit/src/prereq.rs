@@ -148,12 +148,19 @@ pub fn part_met(part: &str, checks: &[Check]) -> bool {
     if !part.is_empty() {
         test = format!("{test} (the part: {part})");
     }
-    let why = missing.join("; ");
+    fail_or_skip(&test, &missing.join("; "));
+    false
+}
+
+/// The rule for a test that cannot run for `why`: under CI it fails (a
+/// panic naming what is missing); elsewhere it is skipped
+/// ([`crate::skipped::skip`]) and the caller returns.
+#[track_caller]
+pub fn fail_or_skip(test: &str, why: &str) {
     if in_ci() {
         panic!("{test}: a prerequisite is missing under CI (a failure, not a skip): {why}");
     }
-    crate::skipped::skip(&test, &why);
-    false
+    crate::skipped::skip(test, why);
 }
 
 /// Return from the calling test unless every prerequisite is met

@@ -1,10 +1,9 @@
 //! A small tmpfs of a chosen size, mounted for one test and always unmounted
 //! (the guard unmounts in Drop, so a failing assertion still cleans up).
 //!
-//! Mounting needs root. Without it the test is skipped
-//! ([`crate::skipped::skip`]: a SKIPPED line and the tally at exit), except
-//! in CI ([`crate::prereq::in_ci`]), where
-//! that is a failure.
+//! Mounting needs root. Without it the prerequisite rule applies
+//! ([`crate::prereq::fail_or_skip`]): a failure under CI, elsewhere a skip
+//! with its SKIPPED line and the tally at exit.
 
 use std::path::Path;
 use std::process::Command;
@@ -14,19 +13,11 @@ pub struct Tmpfs {
     dir: tempfile::TempDir,
 }
 
-/// The effective uid, from /proc (std has no geteuid).
-fn euid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(2)?.parse().ok()
-}
-
-/// Why `test` cannot run here: a failure in CI, a visible skip elsewhere.
+/// Why `test` cannot run here: the prerequisite rule
+/// ([`crate::prereq::fail_or_skip`]), and no tmpfs.
+#[track_caller]
 fn cannot_run(test: &str, why: &str) -> Option<Tmpfs> {
-    if crate::prereq::in_ci() {
-        panic!("{test}: {why} (in CI this test must run: run it as root)");
-    }
-    crate::skipped::skip(test, why);
+    crate::prereq::fail_or_skip(test, why);
     None
 }
 
@@ -34,8 +25,8 @@ impl Tmpfs {
     /// Mount a tmpfs of `size_bytes` on a fresh directory, or say why not
     /// (see the module docs) and return `None`.
     pub fn mount(test: &str, size_bytes: u64) -> Option<Tmpfs> {
-        if euid() != Some(0) {
-            return cannot_run(test, "mounting a tmpfs needs root");
+        if let Err(why) = crate::prereq::root() {
+            return cannot_run(test, &format!("mounting a tmpfs needs root: {why}"));
         }
         let dir = tempfile::tempdir().expect("temporary directory for the mount point");
         let out = Command::new("mount")

@@ -7,8 +7,7 @@
 //! The held servers and `pktfs recv` are in the pktfs package's
 //! `rxtime_cli`.
 
-use std::io::Write;
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
 use pktfs_fs::{ChainEntry, Volume};
@@ -16,7 +15,7 @@ use pktfs_netpath::receive::stamped;
 use pktfs_netpath::receive::stream::RxStream;
 use pktfs_netpath::receive::to_file::{recv_to_file, RecvOptions};
 
-use crate::net_common::{data, wall_ns};
+use crate::net_common::{data, send_and_close, wall_ns};
 
 /// How long the bytes wait before anything reads them.
 const HOLD: Duration = Duration::from_millis(300);
@@ -35,21 +34,13 @@ fn chain(vol: &Volume, path: &str) -> Vec<ChainEntry> {
     vol.chain(vol.resolve_path(path).unwrap().ino).unwrap()
 }
 
-/// Send `body` and close the sending side; (before, after) in ns.
-fn send_all(s: &mut TcpStream, body: &[u8]) -> (u64, u64) {
-    let t0 = wall_ns();
-    s.write_all(body).unwrap();
-    s.shutdown(Shutdown::Write).unwrap();
-    (t0, wall_ns())
-}
-
 #[test]
 fn recv_to_file_stores_the_arrival_time_of_bytes_queued_before_accept() {
     let vol = volume();
     let l = stamped::listen("127.0.0.1:0".parse().unwrap()).unwrap();
     let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let body = data(STREAM_BYTES, 11);
-    let sent = send_all(&mut c, &body);
+    let sent = send_and_close(&mut c, &body);
     std::thread::sleep(HOLD);
     let started = wall_ns();
     let (s, _) = l.accept().unwrap();
@@ -83,7 +74,7 @@ fn a_receive_without_a_kernel_time_says_so() {
     pktfs_fs::media::net::set_rx_timestamps(&s, false).unwrap();
     assert!(!pktfs_fs::media::net::rx_timestamps_enabled(&s).unwrap());
     let body = data(STREAM_BYTES, 12);
-    let sent = send_all(&mut c, &body);
+    let sent = send_and_close(&mut c, &body);
     std::thread::sleep(HOLD);
     let started = wall_ns();
     let mut pieces = Vec::new();
