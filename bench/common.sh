@@ -1,6 +1,7 @@
-# Shared by bench/paired.sh, bench/instructions.sh and bench/syscalls.sh,
-# which source it from the repository's root: netbench built at a revision
-# and at this tree, the machine line, the wrk script of 1 KiB PUTs.
+# Shared by bench/paired.sh, bench/interleaved.sh, bench/instructions.sh
+# and bench/syscalls.sh, which source it from the repository's root:
+# netbench built at a revision and at this tree, the machine line, the wrk
+# script of 1 KiB PUTs.
 
 # args USAGE OPTS ARGS...: the revision first (into `rev`), then `--NAME
 # VALUE` for each NAME of the space-separated OPTS (into $NAME, whose
@@ -79,6 +80,25 @@ machine_line() {
     echo "machine: $machine"
 }
 
+# netbench_sides: `before` (REV from args) and `after` (`after_rev` when
+# set, else this tree) with their netbench binaries: PAIRED_BEFORE_BIN and
+# PAIRED_AFTER_BIN when set, else built.
+netbench_sides() {
+    before=$(git rev-parse --short "$rev")
+    netbench_before "$before"
+    if [[ -n ${after_rev:-} ]]; then
+        after=$(git rev-parse --short "$after_rev")
+        after_bin=${PAIRED_AFTER_BIN:-}
+        if [[ -z $after_bin ]]; then
+            build_at "$after"
+            after_bin=$built
+        fi
+    else
+        after=$(tree_rev)
+        netbench_here
+    fi
+}
+
 # netbench_pair: `before` (REV from args) and `after` (this tree), their
 # netbench binaries, and the machine line, all printed.
 netbench_pair() {
@@ -90,20 +110,8 @@ netbench_pair() {
     echo "before: $before ($before_bin)   after: $after ($after_bin)"
 }
 
-# put_lua FILE: wrk's script of 1 KiB PUTs to /k/0 .. /k/63, in turn.
+# put_lua FILE: wrk's script of 1 KiB PUTs to /k/0 .. /k/63, in turn (the
+# one netbench gives wrk, bench/netbench/put.lua).
 put_lua() {
-    cat >"$1" <<'LUA'
-local body = string.rep("x", 1024)
-local reqs = {}
-local n = 0
-init = function(args)
-  for i = 0, 63 do
-    reqs[i] = wrk.format("PUT", "/k/" .. i, nil, body)
-  end
-end
-request = function()
-  n = (n + 1) % 64
-  return reqs[n]
-end
-LUA
+    cp bench/netbench/put.lua "$1"
 }

@@ -7,8 +7,9 @@ ratios, with the noise floor they must be read against.
 RUN.json are the per-run files bench/paired.sh writes
 (bench/results/netbench-small-STAMP-N-{before,after}.json). For each pktfs
 loop it prints the ratio of the medians (the headline) and the median of
-the five per-pair ratios (each "after" run over the "before" run just
-ahead of it, so an hour's drift falls on both halves of a pair alike).
+the per-pair ratios (each pair's "after" run over its "before" run, run
+one right after the other, so an hour's drift falls on both halves of a
+pair alike).
 
 The network-only server is the control: netbench's plain threaded TCP
 server, whose 1 KiB PUT path no pktfs change touches, is run in the same
@@ -33,8 +34,8 @@ def values(runs, which, server, measurement):
 
 def pair_ratios(runs, server, measurement):
     """after/before of each pair: the n-th "after" run over the n-th
-    "before" run, in the order given (paired.sh runs them before, after,
-    before, after, ...)."""
+    "before" run, in the order given (paired.sh runs pair n's halves one
+    right after the other, in either order)."""
     b = values(runs, "before", server, measurement)
     a = values(runs, "after", server, measurement)
     return [y / x for x, y in zip(b, a) if x]
@@ -56,9 +57,12 @@ def main(argv):
             return 1
     machine = runs[0].get("machine")
     revs = {w: next((r["rev"] for r in runs if r["which"] == w), None) for w in ("before", "after")}
+    order = runs[0].get("order", "ab")
     out = {"before": revs["before"], "after": revs["after"], "machine": machine,
+           "order": order,
            "runs": len(runs) // 2, "files": argv, "control": CONTROL, "medians": []}
     print(f"medians of {len(runs) // 2} paired runs; machine: {machine}")
+    print(f"order: {order}")
     print("| server | measurement | before | after | after/before | median of pair ratios |")
     print("|---|---|---|---|---|---|")
     whats = sorted({r["measurement"] for run in runs for r in run["rows"]

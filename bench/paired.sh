@@ -6,6 +6,7 @@
 # request (from /proc, as netbench measures it); req/s is printed beside it.
 #
 #   bench/paired.sh REV [--after REV2] [--runs 5] [--secs 6] [--rounds 4] [--conns 16,256]
+#                       [--order abba]
 #
 # Each run's rows go to bench/results/ as JSON (one file per run), and the
 # medians with their after/before ratios to bench/results/paired-*.json
@@ -14,36 +15,34 @@
 # --after REV2 measures REV2 instead of this tree (to split a range of
 # commits into parts). PAIRED_BEFORE_BIN=path and PAIRED_AFTER_BIN=path use
 # an already built netbench for REV and REV2.
+#
+# --order abba (the default) runs the pairs' halves in turns: before then
+# after in odd pairs, after then before in even ones, so that whatever
+# the run just ahead leaves behind (sockets in TIME_WAIT, a warm or cold
+# cache) falls on both sides alike; --order ab always runs before first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
-runs=5 secs=6 rounds=4 conns=16,256 after=
-args "bench/paired.sh REV [--after REV2] [--runs N] [--secs S] [--rounds R] [--conns C,C]" "after runs secs rounds conns" "$@"
+runs=5 secs=6 rounds=4 conns=16,256 after= order=abba
+args "bench/paired.sh REV [--after REV2] [--runs N] [--secs S] [--rounds R] [--conns C,C] [--order abba|ab]" \
+    "after runs secs rounds conns order" "$@"
+case $order in
+    abba | ab) ;;
+    *) echo "$0: --order takes abba or ab" >&2; exit 2 ;;
+esac
 after_rev=$after
-before=$(git rev-parse --short "$rev")
-netbench_before "$before"
-if [[ -n $after_rev ]]; then
-    after=$(git rev-parse --short "$after_rev")
-    after_bin=${PAIRED_AFTER_BIN:-}
-    if [[ -z $after_bin ]]; then
-        build_at "$after"
-        after_bin=$built
-    fi
-else
-    after=$(tree_rev)
-    netbench_here
-fi
+netbench_sides
 
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 machine_line
-echo "before: $before ($before_bin)   after: $after ($after_bin)"
+echo "before: $before ($before_bin)   after: $after ($after_bin)   order: $order"
 
 # One run's markdown table -> JSON rows.
 to_json() { # which rev out_file json_file
-    python3 - "$1" "$2" "$3" "$4" "$machine" <<'EOF'
+    python3 - "$1" "$2" "$3" "$4" "$machine" "$order" <<'EOF'
 import json, re, sys
-which, rev, out, dst, machine = sys.argv[1:]
+which, rev, out, dst, machine, order = sys.argv[1:]
 rows = []
 for line in open(out):
     m = re.match(r"\| (1 KiB PUT, \d+ conns: [^|]+?) \| ([^|]+?) \| ([0-9.]+) (\S+) \|", line)
@@ -52,13 +51,16 @@ for line in open(out):
 header = [l.strip() for l in open(out) if l.startswith("netbench on")]
 json.dump({"benchmark": "netbench --only small", "which": which, "rev": rev,
            "machine": machine, "netbench_machine": header[0] if header else None,
+           "order": order,
            "rows": rows}, open(dst, "w"), indent=1)
 EOF
 }
 
 files=()
 for i in $(seq 1 "$runs"); do
-    for which in before after; do
+    halves="before after"
+    if [[ $order == abba ]] && ((i % 2 == 0)); then halves="after before"; fi
+    for which in $halves; do
         if [[ $which == before ]]; then bin=$before_bin r=$before; else bin=$after_bin r=$after; fi
         out=$(mktemp)
         echo "run $i/$runs: $which ($r)"

@@ -191,19 +191,8 @@ pub fn write_put_script(path: &Path) {
     std::fs::write(path, PUT_SCRIPT).expect("script");
 }
 
-const PUT_SCRIPT: &str = r#"local body = string.rep("x", 1024)
-local reqs = {}
-local n = 0
-init = function(args)
-  for i = 0, 63 do
-    reqs[i] = wrk.format("PUT", "/k/" .. i, nil, body)
-  end
-end
-request = function()
-  n = (n + 1) % 64
-  return reqs[n]
-end
-"#;
+/// The script itself, one file that bench/common.sh hands wrk too.
+const PUT_SCRIPT: &str = include_str!("../put.lua");
 
 /// What one load run measured.
 #[derive(Clone, Debug, Default)]
