@@ -1,7 +1,7 @@
 # Shared by bench/paired.sh, bench/interleaved.sh, bench/instructions.sh
 # and bench/syscalls.sh, which source it from the repository's root:
 # netbench built at a revision and at this tree, the machine line, the wrk
-# script of 1 KiB PUTs.
+# script of 1 KiB PUTs, the order of a pair's halves.
 
 # args USAGE OPTS ARGS...: the revision first (into `rev`), then `--NAME
 # VALUE` for each NAME of the space-separated OPTS (into $NAME, whose
@@ -49,7 +49,11 @@ tree_rev() {
 # (Not printed: in a command substitution the worktree would not reach
 # the EXIT trap.)
 worktrees=()
-trap 'for w in "${worktrees[@]}"; do git worktree remove --force "$w"; done' EXIT
+remove_worktrees() {
+    local w
+    for w in "${worktrees[@]}"; do git worktree remove --force "$w"; done
+}
+trap remove_worktrees EXIT
 build_at() {
     local wt
     wt=$(mktemp -d /tmp/pktfs-bench-XXXXXX)
@@ -102,16 +106,20 @@ netbench_sides() {
 # netbench_pair: `before` (REV from args) and `after` (this tree), their
 # netbench binaries, and the machine line, all printed.
 netbench_pair() {
-    before=$(git rev-parse --short "$rev")
-    after=$(tree_rev)
-    netbench_before "$before"
-    netbench_here
+    after_rev=
+    netbench_sides
     machine_line
     echo "before: $before ($before_bin)   after: $after ($after_bin)"
 }
 
-# put_lua FILE: wrk's script of 1 KiB PUTs to /k/0 .. /k/63, in turn (the
-# one netbench gives wrk, bench/netbench/put.lua).
-put_lua() {
-    cp bench/netbench/put.lua "$1"
+# wrk's script of 1 KiB PUTs to /k/0 .. /k/63, in turn: the one netbench
+# gives wrk.
+put_lua=bench/netbench/put.lua
+
+# halves I ORDER: the order pair I's halves run in. abba turns every even
+# pair round, so whatever the run just ahead leaves behind (sockets in
+# TIME_WAIT, a warm or cold cache, the host's drift) falls on both sides
+# alike; ab always runs before first.
+halves() {
+    if [[ $2 == abba ]] && (($1 % 2 == 0)); then echo "after before"; else echo "before after"; fi
 }

@@ -22,7 +22,6 @@ need valgrind callgrind_control wrk
 netbench_pair
 
 work=$(mktemp -d /tmp/pktfs-instr-run-XXXXXX)
-put_lua "$work/put.lua"
 
 # One run: the server under callgrind with instrumentation off until the
 # load is warm, on for one wrk run of `secs`, off again; prints requests
@@ -36,9 +35,9 @@ one() { # bin conns
     read -r line <&"${SRV[0]}"
     addr=$(grep -oE '[0-9.]+:[0-9]+' <<<"$line" | head -1)
     pid=$SRV_PID
-    wrk -t2 -c"$2" -d2s -s "$work/put.lua" "http://$addr/" >/dev/null
+    wrk -t2 -c"$2" -d2s -s "$put_lua" "http://$addr/" >/dev/null
     callgrind_control -i on "$pid" >/dev/null 2>&1
-    wrk -t2 -c"$2" -d"${secs}s" -s "$work/put.lua" "http://$addr/" >"$work/wrk.txt"
+    wrk -t2 -c"$2" -d"${secs}s" -s "$put_lua" "http://$addr/" >"$work/wrk.txt"
     callgrind_control -i off "$pid" >/dev/null 2>&1
     eval "exec ${SRV[1]}>&-"
     wait "$pid" || true

@@ -33,7 +33,6 @@ machine_line
 echo "before: $before ($before_bin)   after: $after ($after_bin)"
 
 work=$(mktemp -d /tmp/pktfs-interleaved-XXXXXX)
-put_lua "$work/put.lua"
 servers=()
 stop_servers() {
     local fd
@@ -41,7 +40,7 @@ stop_servers() {
     servers=()
     wait || true
 }
-trap 'stop_servers; rm -rf "$work"; for w in "${worktrees[@]}"; do git worktree remove --force "$w"; done' EXIT
+trap 'stop_servers; rm -rf "$work"; remove_worktrees' EXIT
 
 # start BIN IO: one server on a fresh image; sets `addr` and `pid`. Its
 # stdin is a fifo held open in `servers`: closing it stops the server.
@@ -66,7 +65,7 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 slice() {
     local t0 t1 reqs
     t0=$(ticks "$1")
-    wrk -t2 -c"$3" -d"${secs}s" -s "$work/put.lua" "http://$2/" >"$work/wrk.txt"
+    wrk -t2 -c"$3" -d"${secs}s" -s "$put_lua" "http://$2/" >"$work/wrk.txt"
     t1=$(ticks "$1")
     reqs=$(grep -oE '^ +[0-9]+ requests' "$work/wrk.txt" | grep -oE '[0-9]+')
     echo "$reqs $((t1 - t0))"
@@ -82,13 +81,11 @@ for loop in ${io//,/ }; do
         start "$after_bin" "$loop"
         a_addr=$addr a_pid=$pid
         for a in "$b_addr" "$a_addr"; do
-            wrk -t2 -c"$c" -d2s -s "$work/put.lua" "http://$a/" >/dev/null
+            wrk -t2 -c"$c" -d2s -s "$put_lua" "http://$a/" >/dev/null
         done
         echo "$loop, $c conns: $slices slices of ${secs} s per side"
         for i in $(seq 1 "$slices"); do
-            halves="before after"
-            ((i % 2 == 0)) && halves="after before"
-            for which in $halves; do
+            for which in $(halves "$i" abba); do
                 if [[ $which == before ]]; then p=$b_pid a=$b_addr; else p=$a_pid a=$a_addr; fi
                 read -r reqs t < <(slice "$p" "$a" "$c")
                 echo "$loop $c $which $i $reqs $t" >>"$rows"

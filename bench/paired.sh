@@ -16,10 +16,9 @@
 # commits into parts). PAIRED_BEFORE_BIN=path and PAIRED_AFTER_BIN=path use
 # an already built netbench for REV and REV2.
 #
-# --order abba (the default) runs the pairs' halves in turns: before then
-# after in odd pairs, after then before in even ones, so that whatever
-# the run just ahead leaves behind (sockets in TIME_WAIT, a warm or cold
-# cache) falls on both sides alike; --order ab always runs before first.
+# --order abba (the default) runs before then after in odd pairs, after
+# then before in even ones (`halves` in bench/common.sh says why); --order
+# ab always runs before first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
@@ -58,9 +57,7 @@ EOF
 
 files=()
 for i in $(seq 1 "$runs"); do
-    halves="before after"
-    if [[ $order == abba ]] && ((i % 2 == 0)); then halves="after before"; fi
-    for which in $halves; do
+    for which in $(halves "$i" "$order"); do
         if [[ $which == before ]]; then bin=$before_bin r=$before; else bin=$after_bin r=$after; fi
         out=$(mktemp)
         echo "run $i/$runs: $which ($r)"

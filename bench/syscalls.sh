@@ -20,7 +20,6 @@ need perf wrk
 netbench_pair
 
 work=$(mktemp -d /tmp/pktfs-syscalls-run-XXXXXX)
-put_lua "$work/put.lua"
 # Every call a receive, a send or a wait can be made with.
 calls=recvmsg,recvfrom,read,readv,sendmsg,sendto,write,writev,epoll_wait,epoll_pwait,epoll_pwait2,epoll_ctl,accept4,io_uring_enter,futex,clock_gettime
 events=$(sed 's/\([a-z_0-9]*\)/syscalls:sys_enter_\1/g' <<<"$calls")
@@ -32,11 +31,11 @@ one() { # bin conns
     read -r line <&"${SRV[0]}"
     addr=$(grep -oE '[0-9.]+:[0-9]+' <<<"$line" | head -1)
     pid=$SRV_PID
-    wrk -t2 -c"$2" -d2s -s "$work/put.lua" "http://$addr/" >/dev/null
+    wrk -t2 -c"$2" -d2s -s "$put_lua" "http://$addr/" >/dev/null
     read -r u0 s0 < <(awk '{print $14, $15}' "/proc/$pid/stat")
     perf stat -x, -e "$events" -p "$pid" -o "$work/perf.txt" -- sleep $((secs + 1)) &
     local perf_pid=$!
-    wrk -t2 -c"$2" -d"${secs}s" -s "$work/put.lua" "http://$addr/" >"$work/wrk.txt"
+    wrk -t2 -c"$2" -d"${secs}s" -s "$put_lua" "http://$addr/" >"$work/wrk.txt"
     read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$pid/stat")
     wait $perf_pid
     eval "exec ${SRV[1]}>&-"
