@@ -20,6 +20,7 @@ use std::fmt;
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 mod crc_combine;
+mod crc_short;
 pub mod geometry;
 pub mod inode;
 pub mod journal;
@@ -112,16 +113,16 @@ impl Corrupt {
 
 /// Inputs at least this long go to `crc-fast` (carry-less multiplication
 /// folding, VPCLMULQDQ where the CPU has it: ~59 GB/s here against ~18 GB/s
-/// for the crc32 instruction alone); shorter ones (records, headers) to the
-/// `crc32c` crate, whose per-call cost is lower.
-const FAST_MIN: usize = 256;
+/// for the crc32 instruction alone); shorter ones (records, headers) to
+/// [`crc_short`], whose per-call cost is lower.
+pub(crate) const FAST_MIN: usize = 256;
 
 /// CRC32C of `bytes` (Castagnoli, CRC-32/ISCSI), hardware-accelerated.
 pub fn crc32c(bytes: &[u8]) -> u32 {
     if bytes.len() >= FAST_MIN {
         crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32
     } else {
-        crc32c::crc32c(bytes)
+        crc_short::append(0, bytes)
     }
 }
 
@@ -132,7 +133,7 @@ pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
         let tail = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32;
         crc32c_combine(crc, tail, bytes.len() as u64)
     } else {
-        crc32c::crc32c_append(crc, bytes)
+        crc_short::append(crc, bytes)
     }
 }
 
