@@ -3,7 +3,8 @@
 # both servers up side by side and wrk's load switched between them every
 # few seconds. bench/paired.sh runs whole netbench runs minutes apart, and
 # on a shared 2-vCPU host the drift between them moves even identical
-# binaries by ±10% (its A/A run in docs/BENCHMARKS.md); here the two
+# binaries by more than the few percent a change is judged by (the A/A
+# rows in docs/BENCHMARKS.md); here the two
 # halves of a pair are seconds apart, so drift falls on both alike.
 #
 # For each loop (--io) and connection count, netbench's pktfs server built

@@ -11,7 +11,7 @@
 #
 # Paired: for each connection count pktfs runs, then Garage; each run on a
 # fresh server (a new image, a new Garage), both on /dev/shm (the same
-# medium: Garage's data and metadata, pktfs's image). The targets:
+# medium: Garage's data and metadata, pktfs's image). The targets:
 # small PUTs >= 3x Garage's req/s at 16 and 256 connections with the
 # server's CPU per request <= 1/3 of Garage's; the 1 GiB upload and
 # download >= 1.5x Garage.

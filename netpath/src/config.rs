@@ -194,12 +194,12 @@ pub struct Config {
     /// Each loop's ring of free packet buffers lent to the kernel: entries
     /// (a power of two) and bytes per entry. The ring bounds what one
     /// turn receives before its pieces are checksummed and written back:
-    /// 4 x 256 KiB keeps a turn inside a core's L2, where 64 x 64 KiB let a
-    /// large upload land 2-4 MiB per turn and be checksummed and written
-    /// back from memory; and an entry of 256 KiB (the largest record) lets
-    /// one receive take that much, where each 64 KiB receive could send a
-    /// window update (on loopback the receiver then runs the sender's
-    /// transmit; docs/NETPATH.md, "A turn's receive fits the cache").
+    /// 4 x 256 KiB keeps a turn inside a core's L2, where a ring of 64 x 64
+    /// KiB let a large upload land more than L2 holds per turn and be
+    /// checksummed and written back from memory; and an entry of 256 KiB
+    /// (the largest record) lets one receive take that much, where each
+    /// 64 KiB receive could send a window update (on loopback the receiver
+    /// then runs the sender's transmit; docs/DESIGN.md, "The event loops").
     /// Small requests share entries (incremental consumption), so 10,000
     /// connections are served as well with the smaller ring.
     pub ring_entries: u16,
@@ -323,8 +323,8 @@ impl Config {
     pub const THREADS_DEFAULT_MAX: usize = 256;
 
     /// [`Config::busy_poll`] unless set: long enough to span a client's
-    /// turnaround on one connection (about 20-30 us measured on loopback
-    /// in a VM), short enough that a lone request costs little CPU.
+    /// turnaround on one connection over loopback in a VM, short enough
+    /// that a lone request costs little CPU.
     pub const BUSY_POLL_DEFAULT: Duration = Duration::from_micros(50);
 
     /// [`Config::raw_max_connections`] unless set: a raw connection costs

@@ -1,5 +1,6 @@
 //! netpath: TCP data lands in packet buffers as file extents, and files go
-//! back out by their chains (design.md section 5; PASTE, HotNets'16).
+//! back out by their chains (docs/DESIGN.md, docs/NETPATH.md; PASTE,
+//! HotNets'16).
 //!
 //! # Receive
 //! A connection's bytes are `recv()`ed straight into free packet-buffer

@@ -96,8 +96,8 @@ impl std::fmt::Display for IoChoice {
 /// not on the loop's thread (TCP receive processing in softirq, the
 /// wakeups of the peers), and every loop takes the same volume's
 /// allocator lock. On 2 vCPUs with the client on the same
-/// machine, one loop served 48-53k 1 KiB PUTs/s at 16 connections where
-/// two served 36-38k (docs/NETPATH.md); `--loops` sets the number.
+/// machine, one loop served more 1 KiB PUTs/s at 16 connections than two
+/// (docs/DESIGN.md, "The event loops"); `--loops` sets the number.
 pub fn loop_count(wanted: usize) -> usize {
     if wanted > 0 {
         return wanted;

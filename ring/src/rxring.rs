@@ -64,8 +64,8 @@ pub struct RxRingConfig {
     /// the ring only for what does not fit the socket buffer. Off by
     /// default: a `SendMsg` SQE per answer, submitted with the loop's next
     /// `io_uring_enter` (one system call for a whole turn's answers), was
-    /// measured faster at 16 and 256 connections (docs/NETPATH.md,
-    /// "Answers go through the ring"). netpath's io_uring loops turn it on
+    /// measured cheaper at 16 and 256 connections (docs/DESIGN.md, "The
+    /// event loops"). netpath's io_uring loops turn it on
     /// for a turn that received on one connection only
     /// ([`RxRing::set_inline_sends`]), where there is nothing to batch.
     pub inline_sends: bool,

@@ -21,8 +21,8 @@
 //! store says it is of the full object.
 //!
 //! Payload signing: SigV4 can sign the body too (a SHA-256 of every byte,
-//! by the client and again by the store: on a 2-vCPU machine ~1 ms of CPU
-//! per MB on each side, more than all else the client does). The body is
+//! by the client and again by the store: on each side more CPU than all
+//! else the client does). The body is
 //! signed only where it crosses a network unprotected: over HTTPS the
 //! channel is authenticated and over loopback there is no wire, so there
 //! it goes as `UNSIGNED-PAYLOAD`, its integrity checked by the CRC32C the

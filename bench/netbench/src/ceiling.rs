@@ -1,9 +1,9 @@
 //! What the machine allows at many connections, whatever the server.
 //!
 //! The benchmark's client (wrk) runs on the machine it measures, and the
-//! loopback's TCP work (on a 2-vCPU guest, a quarter of
-//! all CPU time at 256 connections, as softirqs charged to whichever of
-//! the two processes they interrupt) is done for both sides on the same
+//! loopback's TCP work (at many connections a large share of all CPU
+//! time, as softirqs charged to whichever of the two processes they
+//! interrupt) is done for both sides on the same
 //! CPUs. So a server's own CPU time does not say how close a run came to
 //! what the machine can do; how busy the whole machine was does.
 //! A run that kept `busy` of all CPUs busy for `req/s` could at best, with
@@ -12,7 +12,7 @@
 //! idle CPU left to turn into requests, and only less CPU per request (its
 //! own, the client's or the kernel's on its behalf) raises its rate.
 //!
-//! Printed as references (no verdict) beside issue 11's req/s targets: a
+//! Printed as references (no verdict) beside the req/s targets: a
 //! pktfs server's ceiling over nginx's measured rate is the most the
 //! `>= 2.5x nginx` target could read in that run at that run's costs per
 //! request.
@@ -51,7 +51,7 @@ pub fn ceiling(r: &Results, conns: &str, server: &str) -> Option<Ceiling> {
 /// (softirq threads, the benchmark's own sampling), and the noise of
 /// medians taken of different rounds and of a busy share sampled in the
 /// middle of each run where the CPU times cover all of it: it can read
-/// below zero (about -1 µs against the loops on the Zen 5 host).
+/// below zero.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Split {
     pub machine_us: f64,

@@ -288,7 +288,7 @@ pub struct CpuTimes {
 impl CpuTimes {
     /// User + system time: the exact clocks where they were read, else the
     /// ticks. A tick is 10 ms: in a 1 s run at 5,000 requests/s (the paced
-    /// load) it is 2 µs per request, a fifth of a 10 µs figure.
+    /// load) it is 2 µs per request, too coarse for a per-request figure.
     pub fn total_s(&self) -> f64 {
         self.exact_s.unwrap_or(self.user_s + self.system_s)
     }

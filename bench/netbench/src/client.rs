@@ -182,11 +182,9 @@ pub fn have_wrk() -> bool {
 /// header), and `request` only hands the next one back. Why: at 16 and
 /// 256 connections wrk's one thread is the limit against pktfs on a
 /// 2-vCPU machine, and building each request with `wrk.format` (a 1 KiB
-/// body concatenated into a fresh string per request) was about 2 µs of
-/// its 12-15 µs of CPU per request (stand-alone, 256 connections, eight
-/// interleaved 3 s runs against the io_uring loops: 11.8 against 14.0 µs,
-/// medians). A cheaper client measures more of the server; every server
-/// gets the same client.
+/// body concatenated into a fresh string per request) was a measurable
+/// share of wrk's CPU per request. A cheaper client measures more of the
+/// server; every server gets the same client.
 pub fn write_put_script(path: &Path) {
     std::fs::write(path, PUT_SCRIPT).expect("script");
 }

@@ -4,8 +4,8 @@
 //! On this benchmark's VMs how fast stores stream into memory depends on
 //! which memory it is, and in a run the memory taken first was the
 //! slowest: two identical pktfs servers, one made first and one last,
-//! measured 0.35x and 0.53x network-only in the same run, and making one
-//! baseline's file last instead of first doubled its speed.
+//! were far apart in the same run, and a baseline's file ran much faster
+//! made last than made first.
 //! Why is not known for certain (this guest reports freed memory to its
 //! host, virtio-balloon free page reporting, which may back it differently
 //! when it is touched again). Files allocated one after another would each

@@ -94,7 +94,7 @@ fn parse_machine_busy_ticks(text: &str) -> Option<u64> {
 /// trip has two modes. An answer that reaches the client's vCPU before it
 /// halted wakes it for free; one that comes later needs an IPI and exits
 /// to the hypervisor on both sides, and the round trip (with a polling
-/// server's CPU per request) grows by half. IPIs per request say which
+/// server's CPU per request) grows markedly. IPIs per request say which
 /// mode a run was in: about one per request in the slow mode.
 fn wakeup_ipis() -> Option<u64> {
     parse_wakeup_ipis(&std::fs::read_to_string("/proc/interrupts").ok()?)

@@ -4,7 +4,7 @@
 //! so that no server always comes first or always comes right after the
 //! same other one: on a 2-vCPU VM a 256 MiB upload to a
 //! pktfs server often ran slower right after network-only's than the same
-//! server's otherwise (0.69x-0.89x in three of four stand-alone sets).
+//! server's otherwise.
 
 /// The order of `n` servers in repetition `r`: the first `rotating` are
 /// visited with a stride coprime to their count, starting at
@@ -12,7 +12,7 @@
 /// moves on every repetition (`strides`), so a server's predecessor
 /// changes too: a plain rotation keeps every server behind the same
 /// neighbour, and on this VM who came just before moved a transfer's
-/// speed by up to 30%.
+/// speed by more than the differences measured.
 pub fn order(n: usize, rotating: usize, r: usize) -> impl Iterator<Item = usize> {
     let m = rotating.clamp(1, n.max(1));
     let s = strides(m);

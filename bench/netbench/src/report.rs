@@ -235,10 +235,9 @@ pub fn print_summary(
 /// A note when network-only's one-connection CPU per request was above
 /// the polling floor's: its wake-ups then cost more than a polling
 /// server's whole round trip, and a polling pktfs server's CPU ratio to it
-/// reads better than the server's work (on a Zen 4 host, ratios of 0.84x
-/// and 1.14x read "met" while the loops stood at 1.21x and 1.36x of the
-/// floor). None when the floor is at or above network-only, or
-/// either did not run.
+/// reads better than the server's work (a ratio can read "met" while the
+/// loops stand well above the floor). None when the floor is at or above
+/// network-only, or either did not run.
 fn dear_wakeups_note(r: &Results, pktfs: &[&str]) -> Option<String> {
     let poll = crate::baseline::POLLING;
     let floor = get(r, CPU_1CONN, poll)?;
@@ -263,8 +262,8 @@ fn dear_wakeups_note(r: &Results, pktfs: &[&str]) -> Option<String> {
 /// at or near a whole CPU against a pktfs server. Its req/s ratios then
 /// say how fast wrk can go on this machine as much as how fast the server
 /// can; printed so that a reader does not take them for the server's
-/// ceiling (on a 2-vCPU AMD EPYC, wrk ran at 100% against
-/// every loop server at 256 connections and at 49% against nginx).
+/// ceiling (on a 2-vCPU machine one wrk thread can be the limit against
+/// the loops while it is not against nginx).
 fn print_client_bound(r: &Results, pktfs: &[&str]) {
     for n in client_bound_notes(r, pktfs) {
         println!("{n}");

@@ -186,8 +186,8 @@ pub fn run(o: &Opts<'_>, results: &mut Results) {
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); puts.len()];
         // ext4 stays last; the others change places and neighbours every
         // repetition (`crate::order` says why); and the memory this VM
-        // gives moves a lot within a minute (copies into cold lines
-        // measured 0.4-8 GB/s in one run).
+        // gives moves a lot within a minute (`pktfs machine`'s copy into
+        // cold lines varies widely within one run).
         let rotating = puts.len() - 1;
         for r in 0..o.reps {
             for k in crate::order::order(puts.len(), rotating, r) {

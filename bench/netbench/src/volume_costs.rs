@@ -46,8 +46,8 @@ fn land_request<'v>(v: &'v Volume, buf: &mut RxBuf<'v>, at: &mut u32) -> u32 {
 /// The same one-commit upload with the core's caches evicted before each
 /// (a read of 8 MiB, four times a core's L2 here): what the calls cost
 /// when they run cold, as a server's do after its vCPU halted between two
-/// requests of one connection (docs/NETPATH.md, "What the measurements
-/// found"). The eviction is outside the timed calls.
+/// requests of one connection (docs/DESIGN.md, "The event loops": why the
+/// loops busy-poll). The eviction is outside the timed calls.
 fn cold_costs(v: &Volume, d: u64, mode: &str, results: &mut crate::report::Results) {
     let evict: Vec<u8> = (0..8u32 << 20).map(|i| i as u8).collect();
     let n = 2_000;

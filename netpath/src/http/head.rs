@@ -263,9 +263,9 @@ pub(super) fn parse_head(
     let w = &w[..w.len().min(max)];
     // Slots httparse fills as it goes, not zeroed first: zeroing all 64
     // (2 KiB of stack, 32 cache lines) is work on every request's way to
-    // its answer, where at one connection each microsecond costs about
-    // three of server CPU (docs/NETPATH.md, "Where one upload's
-    // microseconds go"). Only the slots it filled are read back.
+    // its answer, where at one connection each microsecond costs more
+    // than itself in server CPU (docs/DESIGN.md, "The event loops").
+    // Only the slots it filled are read back.
     let mut headers =
         [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);

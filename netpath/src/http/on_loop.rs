@@ -41,11 +41,11 @@
 //! largest piece a record holds), so the loop hears of the body only once
 //! that much waits and each receive makes one large piece. Without it a
 //! loop that polls took a body in whatever had arrived since its last
-//! turn: a 256 MiB upload from curl came in about 6,600 turns of ~40 KiB
-//! each (a record, a CRC call and a write-back per piece), 0.18-0.23 s and
-//! 160-190 ms of the loop's CPU, against 0.13-0.16 s and 80-100 ms with
-//! the mark, level with the threaded transport's blocking 256 KiB
-//! receives (on an Intel Xeon VM; docs/NETPATH.md). A client that
+//! turn: a large upload from a bursty sender (curl) came in thousands of
+//! small turns (a record, a CRC call and a write-back per piece) and cost
+//! the loop far more CPU than it costs with the mark, which is level
+//! with the threaded transport's blocking 256 KiB receives
+//! (docs/DESIGN.md, "The event loops"). A client that
 //! slows down is not held to the mark: after a quarter of `io_timeout`
 //! without bytes the session's timer lowers it to 1, so what did arrive
 //! is taken (and the body's deadline moves) long before the body times

@@ -47,10 +47,10 @@ pub enum CloseReason {
 
 /// When a loop turn began, read once for everything the turn does (a
 /// request's start, its deadlines, the Date of its answer): a turn is
-/// microseconds long, far below any timeout, and the vDSO clock was
-/// 2.0-2.6% of a loop's samples. A 1 KiB PUT at one connection read the
-/// clock 11.6 times before this and 7.7 after (docs/NETPATH.md, "A
-/// turn's clock"); the saving was below the benchmark's noise.
+/// microseconds long, far below any timeout, and the vDSO clock showed
+/// in a loop's samples. This reads the clock fewer times per request
+/// (docs/DESIGN.md, "The event loops"); the saving was below the
+/// benchmark's noise.
 ///
 /// Never a record's time: received bytes carry their own
 /// ([`Session::on_data`]'s `rx`, the kernel's receive time).

@@ -11,8 +11,8 @@ use super::NetRing;
 
 /// Busy polling reads the clock once per this many looks at the ring.
 /// Why: a clock read (the vDSO's, under a hypervisor's clock) costs more
-/// than a look at the ring: reading it at every look, half of a polling
-/// loop's samples were the clock. 32 looks with their PAUSEs take well
+/// than a look at the ring: reading it at every look, the clock took a
+/// large share of a polling loop's samples. 32 looks with their PAUSEs take well
 /// under a microsecond, which is all a poll's budget overshoots by.
 const SPINS_PER_CLOCK: u32 = 32;
 

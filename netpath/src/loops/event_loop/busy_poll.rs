@@ -4,13 +4,14 @@
 //!
 //! Why: a fixed poll after every turn with work costs up to the whole poll
 //! window for each request that arrives later than that. A client sending
-//! a request every 200 µs (5,000 req/s on one connection) gains nothing
-//! from a 50 µs poll, and paid 50 µs of CPU per request for it: two to
-//! three times the request's own cost. KVM's halt polling has the same
+//! a request every 200 µs on one connection gains nothing from a 50 µs
+//! poll, and pays the whole 50 µs of CPU per request for it, more than the
+//! request's own cost. KVM's halt polling has the same
 //! problem and shrinks its window when polls fail; it measures the time
 //! the vCPU then spent blocked, which here would include the wake-up
-//! latency polling exists to avoid (tens of microseconds on a VM, so a
-//! 30 µs gap would read as 60 µs). This counts outcomes instead:
+//! latency polling exists to avoid (on a VM as long as a short gap
+//! itself, so the gap would read as about twice its length). This counts
+//! outcomes instead:
 //!
 //! - a poll that found a completion: polling pays, keep going (and forget
 //!   earlier misses);

@@ -22,20 +22,16 @@ use super::{Loop, LINGER};
 /// a turn has several. A turn that received once has one answer and
 /// nothing to batch it with; through the ring it costs an SQE, a
 /// completion and a turn to reap it, where sent at once it is one
-/// `sendmsg` and nothing after. Stand-alone on a 2-vCPU AMD EPYC (clwb and
-/// VPCLMULQDQ, no AVX-512; 1 KiB PUTs from wrk, interleaved 2 s rounds,
-/// medians): at one connection 36.8 / 37.0 µs of
-/// server CPU per request sent at once against 38.1 / 38.8 through the
-/// ring (12 and 8 rounds; the epoll loops 36.8 / 38.1); at 16 and 256
-/// connections the ring 11.1 and 13.3 µs against 12.5 and 14.5 at once.
+/// `sendmsg` and nothing after. Measured with 1 KiB PUTs from wrk, sending
+/// at once was cheaper at one connection and the ring cheaper at 16 and
+/// 256 (docs/DESIGN.md, "The event loops").
 ///
 /// The same on epoll, whose "ring" queues a send until the loop's next
 /// poll or wait and then makes its `sendmsg`s back to back
 /// (`EpollRing::send_segments`): it cannot save the syscalls, but a turn's
-/// answers leave together after its commits instead of one between each.
-/// On a 2-vCPU AMD EPYC Zen 4 (clwb, VPCLMULQDQ, AVX-512; CRC32C 19.5-22.7
-/// GB/s), 30 interleaved 1 s rounds at 256 connections: 5% more requests per second (paired median; 19 of
-/// 30 rounds) and 5% less server CPU per request than sending each at once.
+/// answers leave together after its commits instead of one between each,
+/// which measured more requests per second and less server CPU per
+/// request at 256 connections than sending each at once.
 pub(super) struct SendPath {
     /// Choose per turn (not configured to send at once always).
     per_turn: bool,
