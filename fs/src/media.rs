@@ -571,6 +571,35 @@ impl Pm {
         self.tracker.dirty(off, 8);
     }
 
+    /// Add `by` to a live word (`pktfs_layout::live`) and return the new
+    /// value. Live words are for other processes mapping the image now,
+    /// never for a later open: the store is neither persisted nor entered
+    /// in the crash log or the write tracker (a crash image may hold any
+    /// value there, and every value is valid).
+    pub(crate) fn bump_live(&self, off: u64, by: u64) -> u64 {
+        self.check_writable();
+        let o = self.check(off, 8);
+        assert!(o.is_multiple_of(8), "unaligned live word at {off}");
+        // SAFETY: aligned and in bounds (checked); see `read_u64`. Live
+        // words are only ever accessed atomically.
+        let a = unsafe { &*(self.base.add(o) as *const AtomicU64) };
+        // The words are little-endian on the media, and so is every machine
+        // this builds for (asserted below), so the native add is the
+        // media's add.
+        const _: () = assert!(cfg!(target_endian = "little"));
+        a.fetch_add(by, Ordering::AcqRel).wrapping_add(by)
+    }
+
+    /// Set a live word (see [`Pm::bump_live`]).
+    pub(crate) fn store_live(&self, off: u64, value: u64) {
+        self.check_writable();
+        let o = self.check(off, 8);
+        assert!(o.is_multiple_of(8), "unaligned live word at {off}");
+        // SAFETY: as in `bump_live`.
+        let a = unsafe { &*(self.base.add(o) as *const AtomicU64) };
+        a.store(value.to_le(), Ordering::Release);
+    }
+
     /// The only way a new record becomes reachable: one aligned 8-byte store
     /// of a link word, then persist. A crash leaves the old or the new value,
     /// never a mix.

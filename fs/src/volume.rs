@@ -37,6 +37,7 @@ mod file_space;
 mod itable;
 pub mod journal;
 mod lifecycle;
+mod live;
 mod lockrank;
 mod ns;
 mod perm;
@@ -72,7 +73,7 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use pktfs_layout::inode::{DATA_HEAD_OFF, INODE_SIZE, XATTR_HEAD_OFF};
+use pktfs_layout::inode::{BIRTH_OFF, CHANGE_OFF, DATA_HEAD_OFF, INODE_SIZE, XATTR_HEAD_OFF};
 use pktfs_layout::{
     AttrSlot, FileType, Geometry, InodeHeader, Record, RecordId, Superblock, ROOT_INO,
 };
@@ -92,6 +93,7 @@ pub use tierout::{RemoteExtent, SwitchReport, TierCandidate, TierExtent, TierOut
 pub use tmpfile::{Linked, OwnedTmpFile, TmpFile};
 pub use txhold::{TxFetched, TxHold, TxKeep, TxPlan, TxRange, TxSeg, TxWindow};
 pub use types::{Attr, ChainEntry, DirEntry, FormatOptions, OpenOptions, SetAttr, StatFs, TimeSet};
+pub use live::{epoch_begin, epoch_end};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;
 
@@ -520,6 +522,11 @@ impl Volume {
         // create on another thread may take the number at once and insert
         // its new inode, which a later removal would then throw away.
         self.remove_inode(i.ino);
+        // Direct readers that hold the number must see it move before its
+        // records and buffers can be reused (live.rs).
+        self.changes_begin(&[i.ino]);
+        self.mark_freed(i.ino);
+        self.changes_end(&[i.ino]);
         let mut a = self.alloc.lock().or_stop();
         for r in i.data.values().chain(i.xattrs.values()) {
             a.free_record(r.id.0);
@@ -678,7 +685,14 @@ pub(crate) fn write_new_inode_heads(
     bytes[XATTR_HEAD_OFF as usize..XATTR_HEAD_OFF as usize + 8]
         .copy_from_slice(&xattr_head.0.to_le_bytes());
     bytes[64..128].copy_from_slice(&attr.to_bytes(generation));
-    pm.write(pos, &bytes);
+    // The change counter is the one word not written: it goes on counting
+    // across the number's incarnations (live.rs), and the count at this
+    // birth is written with the inode.
+    let birth = live::new_birth(pm, g, ino);
+    bytes[BIRTH_OFF as usize..BIRTH_OFF as usize + 8].copy_from_slice(&birth.to_le_bytes());
+    let change = CHANGE_OFF as usize;
+    pm.write(pos, &bytes[..change]);
+    pm.write(pos + change as u64 + 8, &bytes[change + 8..]);
     pm.flush(pos, INODE_SIZE as u64);
     SlotState {
         generation,

@@ -141,6 +141,10 @@ pub fn repair(pm: &mut Pm, opts: &Options) -> Report {
     }
     let safe_only = opts.mode == Mode::Preen;
     let mut passes = 0;
+    // The geometry the image epoch was moved with: repairs do not keep the
+    // inodes' change counters, so direct readers must know one ran
+    // (`pktfs_layout::live`): odd before the first write, even at the end.
+    let mut epoch: Option<pktfs_layout::Geometry> = None;
     loop {
         passes += 1;
         let s = scan::scan(&pm, true, opts.progress && passes == 1, opts.drop_damaged);
@@ -180,6 +184,12 @@ pub fn repair(pm: &mut Pm, opts: &Options) -> Report {
             report.absorb_scan(&s, &[]);
             break;
         }
+        if epoch.is_none() {
+            if let Some(g) = s.geometry {
+                pktfs_fs::volume::epoch_begin(pm.pm(), &g);
+                epoch = Some(g);
+            }
+        }
         let changes = apply::apply(&mut pm, &s, &chosen);
         if journal_only {
             // Only the journal findings of this pass are settled; the rest
@@ -191,6 +201,9 @@ pub fn repair(pm: &mut Pm, opts: &Options) -> Report {
         report.changes.extend(changes);
     }
     report.passes = passes;
+    if let Some(g) = epoch {
+        pktfs_fs::volume::epoch_end(pm.pm(), &g, 1..=g.inode_count);
+    }
     if safe_only
         && report
             .unfixed(Severity::Error)

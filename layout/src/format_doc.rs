@@ -78,6 +78,8 @@ fn actual() -> Vec<(&'static str, &'static str, usize, usize)> {
             selector,
             data_head,
             xattr_head,
+            change,
+            birth,
             reserved,
             slots
         }

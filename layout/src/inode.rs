@@ -15,6 +15,13 @@ pub const INODE_SIZE: usize = 192;
 pub const SELECTOR_OFF: u64 = 0;
 pub const DATA_HEAD_OFF: u64 = 8;
 pub const XATTR_HEAD_OFF: u64 = 16;
+/// The inode's change counter (see [`crate::live`]): volatile, outside
+/// every CRC, any value valid.
+pub const CHANGE_OFF: u64 = 24;
+/// The change count at which this incarnation of the inode was made:
+/// written with the rest of a new inode, it tells a direct reader that an
+/// inode number it holds now names a different file.
+pub const BIRTH_OFF: u64 = 32;
 pub const SLOTS_OFF: u64 = 64;
 pub const SLOT_SIZE: u64 = 64;
 
@@ -27,7 +34,12 @@ pub struct InodeRaw {
     pub data_head: U64,
     /// First record of the xattr chain.
     pub xattr_head: U64,
-    pub reserved: [u8; 40],
+    /// Change counter for direct readers (`live`): bumped around every
+    /// change, never persisted on purpose, any value valid.
+    pub change: U64,
+    /// The change count when this inode was made (`live`).
+    pub birth: U64,
+    pub reserved: [u8; 24],
     pub slots: [AttrSlotRaw; 2],
 }
 const _: () = assert!(size_of::<InodeRaw>() == INODE_SIZE);

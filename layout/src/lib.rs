@@ -24,6 +24,7 @@ mod crc_short;
 pub mod geometry;
 pub mod inode;
 pub mod journal;
+pub mod live;
 pub mod record;
 pub mod superblock;
 

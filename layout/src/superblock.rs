@@ -48,6 +48,11 @@ bitflags::bitflags! {
         /// would serve bytes known to be wrong; a writer that ignored it
         /// could split such a record into remnants with fresh checksums.
         const DAMAGE_FLAGS = 1 << 1;
+        /// The holder keeps the live words (`live`: inode change counters,
+        /// births, the image epoch) that direct readers check. A writer
+        /// that did not would let direct readers return bytes of a state
+        /// the file never had, hence read-only for such a build.
+        const CHANGE_COUNTERS = 1 << 2;
     }
 }
 

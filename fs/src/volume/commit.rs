@@ -20,6 +20,11 @@
 //!    fails the CRC and the slot counts as never committed); apply every
 //!    store and persist; publish `commit = 0`.
 //! 3. only now return freed records and buffer space to the allocators.
+//!
+//! Around steps 1a-2 the change counters of the inodes the commit changes
+//! go odd and then even again (live.rs), before step 3 can let anything
+//! be reused: that is all direct readers need from a commit. Every store
+//! names the inode whose chain it changes, so none can be missed.
 
 use super::failstop::OrStop;
 use pktfs_layout::inode::{SELECTOR_OFF, SLOTS_OFF, SLOT_SIZE};
@@ -121,6 +126,9 @@ pub struct Commit {
     /// live counts drop only once that is durable (the tier engine may
     /// delete an object whose count reaches zero).
     freed_remote: SmallVec<[super::remote::RemoteSlice; 1]>,
+    /// Inodes whose chains or attributes this commit changes (their change
+    /// counters move around it: live.rs).
+    changed: SmallVec<[u32; 4]>,
 }
 
 impl SlotSwitch {
@@ -151,9 +159,11 @@ impl Commit {
         Commit::default()
     }
 
-    /// `addr := value` at commit. `reaches` is the record (or slot) the new
-    /// value makes reachable, checked durable first in debug builds.
-    pub fn store(&mut self, addr: u64, value: u64, reaches: Option<(u64, u64)>) {
+    /// `addr := value` at commit, a link word of inode `ino`'s chains (or
+    /// of the inode itself). `reaches` is the record (or slot) the new value
+    /// makes reachable, checked durable first in debug builds.
+    pub fn store(&mut self, ino: u32, addr: u64, value: u64, reaches: Option<(u64, u64)>) {
+        self.note_change(ino);
         self.stores.push((addr, value));
         if let Some(r) = reaches {
             self.reaches.push(r);
@@ -169,6 +179,7 @@ impl Commit {
     /// Switch inode `ino` (currently at `cur`) to attributes `attr`. Calling
     /// twice for one inode keeps the last attributes.
     pub fn set_attr(&mut self, ino: u32, cur: SlotState, attr: AttrSlot) -> SlotState {
+        self.note_change(ino);
         if let Some(s) = self.slots.iter_mut().find(|s| s.ino == ino) {
             s.attr = attr;
             return SlotState {
@@ -188,6 +199,12 @@ impl Commit {
         };
         self.slots.push(sw);
         st
+    }
+
+    fn note_change(&mut self, ino: u32) {
+        if !self.changed.contains(&ino) {
+            self.changed.push(ino);
+        }
     }
 
     /// Declare every store and slot switch collected so far a change to
@@ -235,6 +252,7 @@ impl Commit {
     pub fn apply(mut self, vol: &Volume) {
         let pm = &vol.pm;
         let g = &vol.geo;
+        vol.changes_begin(&self.changed);
         // Step 1a: changes to objects nothing reaches yet, in place: their
         // slots, then their selectors and links (same epoch as the payload:
         // the publish below is what makes them reachable).
@@ -308,6 +326,7 @@ impl Commit {
                 vol.journal.give(slot);
             }
         }
+        vol.changes_end(&self.changed);
         // Step 3: only now is the old space unreachable on the media.
         if !self.freed_records.is_empty() || !self.freed_slices.is_empty() {
             let mut a = vol.alloc.lock().or_stop();

@@ -246,6 +246,7 @@ impl Volume {
         let currently = over.first().map(|r| r.id).unwrap_or(succ);
         if first_new != currently {
             commit.store(
+                i.ino,
                 link,
                 first_new.0,
                 ids.first().map(|id| (self.geo.record_pos(*id).0, 64)),

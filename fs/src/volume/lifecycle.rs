@@ -77,6 +77,8 @@ impl Volume {
             rdev: 0,
             parent: ROOT_INO,
         };
+        // Whatever the file held before, readers mapping it see a new epoch.
+        super::live::epoch_fresh(pm, &g);
         write_new_inode(pm, &g, ROOT_INO, &root, RecordId::NONE);
         pm.fence();
         let mut sb = Superblock::new(g, uuid(), now as u64);
@@ -183,6 +185,8 @@ impl Volume {
         };
         sb.state = STATE_CLEAN;
         write_superblocks(&self.pm, &sb);
+        // No holder publishes a verify mode any more.
+        self.publish_verify_hint(pktfs_layout::live::VERIFY_HINT_NONE);
         self.pm.sync_all().map_err(|source| FsError::Io {
             path: "image".into(),
             source,

@@ -604,6 +604,7 @@ impl Volume {
         let now = now_ns();
         let mut commit = Commit::new();
         commit.store(
+            p.ino,
             self.data_link_before(p, cookie),
             did.0,
             Some((self.geo.record_pos(did).0, 64)),

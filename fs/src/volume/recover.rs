@@ -418,6 +418,11 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
     };
     report.damaged_inodes = damaged.clone();
     if !read_only {
+        // From here this open changes the image without the change
+        // counters (journal replay, link-count fixes): direct readers must
+        // stop trusting what they cached (live.rs). Only now: an image
+        // refused above is left exactly as it was.
+        super::live::epoch_begin(&pm, &g);
         for (slot, stores) in &pending {
             journal::replay_slot(&pm, &g, *slot, stores)?;
         }
@@ -509,6 +514,14 @@ pub fn open(pm: Pm, read_only: bool) -> Result<Volume> {
                 commit.apply(&vol);
             }
         }
+    }
+    if !read_only {
+        // Counters a holder that died mid-change left odd, made even (every
+        // inode a reader can reach), then the epoch even: readers may trust
+        // what they read again.
+        let reachable: Vec<u32> = vol.inodes.snapshot().into_iter().map(|(n, _)| n).collect();
+        super::live::give_births(&vol.pm, &vol.geo, reachable.iter().copied());
+        super::live::epoch_end(&vol.pm, &vol.geo, reachable);
     }
     let mut vol = vol;
     vol.damaged_inodes = damaged.into_iter().collect();

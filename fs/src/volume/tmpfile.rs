@@ -433,6 +433,7 @@ impl Volume {
                 let rec = rec.expect("a new dirent when nothing is replaced");
                 let d = &mut guards[di].1;
                 commit.store(
+                    d.ino,
                     self.data_link_before(d, cookie),
                     id.0,
                     Some((self.geo.record_pos(id).0, 64)),

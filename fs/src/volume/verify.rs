@@ -60,6 +60,18 @@ impl std::str::FromStr for VerifyMode {
     }
 }
 
+impl VerifyMode {
+    /// The mode as the image's verify hint ([`pktfs_layout::live`]).
+    pub fn hint(self) -> u64 {
+        use pktfs_layout::live;
+        match self {
+            VerifyMode::Once => live::VERIFY_HINT_ONCE,
+            VerifyMode::Always => live::VERIFY_HINT_ALWAYS,
+            VerifyMode::Off => live::VERIFY_HINT_OFF_MODE,
+        }
+    }
+}
+
 impl std::fmt::Display for VerifyMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -148,6 +160,8 @@ impl Volume {
     /// The verification mode reads use from now on.
     pub fn set_verify_mode(&self, m: VerifyMode) {
         self.verify.set_mode(m);
+        // Direct readers follow the holder's mode (live.rs).
+        self.publish_verify_hint(m.hint());
     }
 
     pub fn verify_mode(&self) -> VerifyMode {

@@ -201,6 +201,7 @@ impl Volume {
         let succ = xattr_after(i, key);
         self.write_record(id, &r, succ);
         commit.store(
+            i.ino,
             self.xattr_link_before(i, key),
             id.0,
             Some((self.geo.record_pos(id).0, 64)),
@@ -318,7 +319,7 @@ impl Volume {
     pub(crate) fn drop_xattr(&self, commit: &mut Commit, i: &mut Inode, name: &[u8]) -> Result<()> {
         let key = *i.xnames.get(name).ok_or(FsError::NoXattr)?;
         let succ = xattr_after(i, key);
-        commit.store(self.xattr_link_before(i, key), succ.0, None);
+        commit.store(i.ino, self.xattr_link_before(i, key), succ.0, None);
         let old = i.xattrs.remove(&key).expect("indexed");
         i.xnames.remove(name);
         commit.free_record(old.id, old.slice());

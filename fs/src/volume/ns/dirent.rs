@@ -93,7 +93,7 @@ impl Volume {
             .next()
             .map(|(_, r)| r.id)
             .unwrap_or(RecordId::NONE);
-        commit.store(link, succ.0, None);
+        commit.store(d.ino, link, succ.0, None);
         let rec = d.data.remove(&cookie).expect("dirent present");
         d.names.remove(self.slice_bytes(rec.slice()));
         commit.free_record(rec.id, rec.slice());
@@ -137,7 +137,7 @@ impl Volume {
                 dir_time,
             )
             .expect("reusing a name allocates nothing");
-        commit.store(link, new_id.0, Some((self.geo.record_pos(new_id).0, 64)));
+        commit.store(d.ino, link, new_id.0, Some((self.geo.record_pos(new_id).0, 64)));
         d.data.insert(cookie, rec);
         commit.free_record_keep_payload(old.id);
         old

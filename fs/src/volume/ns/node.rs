@@ -173,7 +173,7 @@ impl Volume {
             };
         let mut commit = Commit::new();
         let link = self.data_link_before(&p, cookie);
-        commit.store(link, did.0, Some((self.geo.record_pos(did).0, 64)));
+        commit.store(p.ino, link, did.0, Some((self.geo.record_pos(did).0, 64)));
         commit.store_reach(
             self.geo.inode_pos(ino).0,
             pktfs_layout::inode::INODE_SIZE as u64,

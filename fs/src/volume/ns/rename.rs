@@ -188,6 +188,7 @@ impl Volume {
                 self.unlink_dirent(&mut commit, l.get(sp), scookie);
                 let d = l.get(dp);
                 commit.store(
+                    d.ino,
                     self.data_link_before(d, cookie),
                     id.0,
                     Some((self.geo.record_pos(id).0, 64)),
