@@ -34,6 +34,7 @@ pub(crate) struct Shared {
     pub g: Geometry,
     pub path: PathBuf,
     pub verified: Verified,
+    pub uuid: [u8; 16],
     verify: Option<VerifyMode>,
     /// The open file the mapping came from (None for a snapshot).
     pub file: Option<StdFile>,
@@ -106,6 +107,7 @@ impl Image {
         Ok(Image {
             shared: Arc::new(Shared {
                 verified: Verified::new(g.record_count),
+                uuid: sb.uuid,
                 map,
                 g,
                 path,
@@ -114,6 +116,19 @@ impl Image {
                 cache: Default::default(),
             }),
         })
+    }
+
+    /// The image file's metadata (None for a snapshot).
+    pub fn metadata(&self) -> std::io::Result<std::fs::Metadata> {
+        match &self.shared.file {
+            Some(f) => f.metadata(),
+            None => Err(std::io::Error::from(std::io::ErrorKind::Unsupported)),
+        }
+    }
+
+    /// The image's UUID (from the superblock).
+    pub fn uuid(&self) -> [u8; 16] {
+        self.shared.uuid
     }
 
     /// The geometry read from the superblock.

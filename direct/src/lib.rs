@@ -27,6 +27,7 @@ mod image;
 mod index;
 mod inode;
 mod map;
+pub mod mounts;
 mod path;
 mod section;
 mod stat;

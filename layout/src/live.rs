@@ -64,6 +64,42 @@ pub fn verify_hint_pos(g: &Geometry) -> u64 {
     g.inode_offset + VERIFY_HINT_OFF
 }
 
+/// The ioctl a direct reader asks a pktfs FUSE mount which image serves
+/// one of its files: `_IOR('p', 0x70, [u8; 32])`, answered with
+/// [`Identity::to_bytes`]. FUSE passes it to the daemon that serves that
+/// very file, so the answer cannot come from anyone else.
+pub const IOC_IDENTITY: u32 = 0x8020_7070;
+
+/// Which image file a holder maps: its device and inode numbers (as the
+/// holder's `stat` sees them) and the image's UUID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub dev: u64,
+    pub ino: u64,
+    pub uuid: [u8; 16],
+}
+
+impl Identity {
+    pub fn to_bytes(&self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        b[..8].copy_from_slice(&self.dev.to_le_bytes());
+        b[8..16].copy_from_slice(&self.ino.to_le_bytes());
+        b[16..].copy_from_slice(&self.uuid);
+        b
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Option<Identity> {
+        if b.len() != 32 {
+            return None;
+        }
+        Some(Identity {
+            dev: u64::from_le_bytes(b[..8].try_into().ok()?),
+            ino: u64::from_le_bytes(b[8..16].try_into().ok()?),
+            uuid: b[16..].try_into().ok()?,
+        })
+    }
+}
+
 /// Whether a counter or epoch value says a change is in flight.
 pub fn in_flight(v: u64) -> bool {
     v & 1 == 1
@@ -73,6 +109,19 @@ pub fn in_flight(v: u64) -> bool {
 mod tests {
     use super::*;
     use crate::GeometryParams;
+
+    #[test]
+    fn the_identity_ioctl_is_ior_p_0x70_of_32_bytes() {
+        let (dir_read, size, kind, nr) = (2u32, 32u32, b'p' as u32, 0x70u32);
+        assert_eq!(IOC_IDENTITY, dir_read << 30 | size << 16 | kind << 8 | nr);
+        let id = Identity {
+            dev: 0x1234,
+            ino: 99,
+            uuid: [7; 16],
+        };
+        assert_eq!(Identity::from_bytes(&id.to_bytes()), Some(id));
+        assert_eq!(Identity::from_bytes(&[0; 31]), None);
+    }
 
     #[test]
     fn live_words_are_aligned_and_outside_every_crc() {

@@ -676,6 +676,29 @@ impl Filesystem for PktFuse {
         })
     }
 
+    /// Which image serves this file, for a direct reader (pktfs-direct's
+    /// preload shim) to check that the image it maps is this mount's
+    /// (`pktfs_layout::live::IOC_IDENTITY`). Anything else: ENOTTY.
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        cmd: u32,
+        _in_data: &[u8],
+        out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        use pktfs_layout::live::IOC_IDENTITY;
+        match self.vol.image_identity() {
+            Some(id) if cmd == IOC_IDENTITY && out_size as usize >= 32 => {
+                reply.ioctl(0, &id.to_bytes())
+            }
+            _ => reply.error(Errno::from_i32(libc::ENOTTY)),
+        }
+    }
+
     fn lseek(
         &self,
         _req: &Request,

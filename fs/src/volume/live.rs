@@ -66,6 +66,18 @@ impl Volume {
         }
     }
 
+    /// Which image file this Volume maps, for a direct reader to check it
+    /// maps the same one (None for an image in memory).
+    pub fn image_identity(&self) -> Option<live::Identity> {
+        use std::os::unix::fs::MetadataExt;
+        let m = self.pm.file()?.metadata().ok()?;
+        Some(live::Identity {
+            dev: m.dev(),
+            ino: m.ino(),
+            uuid: self.superblock().uuid,
+        })
+    }
+
     /// Publish the verify mode for direct readers (writable volumes only:
     /// a read-only holder changes nothing in the image).
     pub(crate) fn publish_verify_hint(&self, hint: u64) {
