@@ -71,6 +71,9 @@ pub enum Error {
     /// is at work, or one died in the middle.
     #[error("the image is being repaired or recovered (its epoch is odd); try again later")]
     Repairing,
+    /// A zero-copy read asked for more than one lend may cover.
+    #[error("a zero-copy read covers at most {max} bytes; {len} asked (read in parts)")]
+    TooLong { len: u64, max: u64 },
     /// The holder was asked and refused, or could not be reached.
     #[error("the pktfs holding the image: {0}")]
     Holder(String),
@@ -94,6 +97,7 @@ impl Error {
             Error::Stale(_) => libc::ESTALE,
             Error::Busy(_) | Error::Repairing => libc::EAGAIN,
             Error::Holder(_) => libc::EIO,
+            Error::TooLong { .. } => libc::EINVAL,
         }
     }
 }

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use pktfs_layout::{live, FileType};
 
 use crate::error::{Error, Result};
+use crate::holder::{Held, NoHold, MAX_HOLD_BYTES};
+use crate::lend::Seg;
 use crate::image::Shared;
 use crate::index::{Index, Loc};
 use crate::section::Section;
@@ -118,6 +120,21 @@ impl File {
     /// Scatter a read at `off` over `bufs`, all of it from one moment of
     /// the file.
     pub fn read_vectored_at(&self, bufs: &mut [IoSliceMut<'_>], off: u64) -> Result<usize> {
+        match self.read_mapped(bufs, off) {
+            // What the mapping alone cannot give: through the holder, if
+            // there is one (a range in the tier; a file rewritten under
+            // every attempt), else the error as it is.
+            Err(e @ (Error::Remote { .. } | Error::Busy(_))) => match self.read_held(bufs, off) {
+                Err(NoHold::NoHolder) => Err(e),
+                Err(NoHold::Refused(why)) => Err(Error::Holder(why)),
+                Ok(n) => Ok(n),
+            },
+            r => r,
+        }
+    }
+
+    /// Copy from the mapping in a section that holds.
+    fn read_mapped(&self, bufs: &mut [IoSliceMut<'_>], off: u64) -> Result<usize> {
         let ((n, marks), ix) = self.with_index_kept(|ix, _| {
             let mut total = 0usize;
             let mut marks = Marks::new();
@@ -136,6 +153,102 @@ impl File {
             ix.mark_verified(k, &self.shared);
         }
         Ok(n)
+    }
+
+    /// Copy through a hold the holder takes for this reader.
+    fn read_held(
+        &self,
+        bufs: &mut [IoSliceMut<'_>],
+        off: u64,
+    ) -> std::result::Result<usize, NoHold> {
+        let want: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+        let mut done = 0u64;
+        let mut k = 0usize; // buffer
+        let mut in_buf = 0usize; // bytes of buffer k filled
+        while done < want {
+            let len = (want - done).min(MAX_HOLD_BYTES);
+            let h = self.hold(off + done, len)?;
+            let mut got = 0u64;
+            let segs = crate::lend::held(&self.shared.map, &h)
+                .map_err(|e| NoHold::Refused(e.to_string()))?;
+            for seg in segs {
+                let (bytes, zeros) = match seg {
+                    Seg::Data(d) => (Some(d), d.len()),
+                    Seg::Zero(n) => (None, n),
+                };
+                let mut at = 0usize;
+                while at < zeros && k < bufs.len() {
+                    let dst = &mut bufs[k][in_buf..];
+                    let n = dst.len().min(zeros - at);
+                    match bytes {
+                        Some(d) => dst[..n].copy_from_slice(&d[at..at + n]),
+                        None => dst[..n].fill(0),
+                    }
+                    at += n;
+                    in_buf += n;
+                    if in_buf == bufs[k].len() {
+                        k += 1;
+                        in_buf = 0;
+                    }
+                }
+                got += at as u64;
+            }
+            done += got;
+            if got < len {
+                break; // the end of the file
+            }
+        }
+        Ok(done as usize)
+    }
+
+    fn hold(&self, off: u64, len: u64) -> std::result::Result<Held, NoHold> {
+        let g = &self.shared.g;
+        let buffers = (g.buffer_offset, g.buffer_offset + g.buffer_region_bytes());
+        crate::holder::hold(&self.shared.path, (self.ino, self.birth), (off, len), buffers)
+    }
+
+    /// Lend `[off, off+len)` of the file to `f` without a copy: slices of
+    /// the image (checked against their records' CRCs as the verify mode
+    /// says), the bytes of tiered records, zeros for holes; ends at the
+    /// end of the file. At most [`MAX_HOLD_BYTES`] at once.
+    ///
+    /// The slices stay the file's bytes while `f` runs, because nothing
+    /// may write them meanwhile: with no holder, the image's shared lock
+    /// is held for `f` (a holder starting then waits for it, a bounded
+    /// time, and fails); with one, the holder holds the range for this
+    /// reader until `f` returns (docs/DIRECT.md). So `f` should return
+    /// promptly; for small reads [`File::read_at`] is faster.
+    pub fn read_with<R>(&self, off: u64, len: u64, f: impl FnOnce(&[Seg<'_>]) -> R) -> Result<R> {
+        if len > MAX_HOLD_BYTES {
+            return Err(Error::TooLong {
+                len,
+                max: MAX_HOLD_BYTES,
+            });
+        }
+        if let Some(nw) = self.shared.no_writer() {
+            // No writer can change anything while `nw` lives.
+            let (plan, _) = self.with_index_kept(|ix, _| self.shared.plan_lend(self.ino, ix, off, len))?;
+            let mut segs = Vec::with_capacity(plan.len());
+            for p in plan {
+                segs.push(match p {
+                    Planned::Image { pos, len } => {
+                        Seg::Data(crate::lend::unwritten(&self.shared.map, &nw, pos, len)?)
+                    }
+                    Planned::Zero(n) => Seg::Zero(n as usize),
+                });
+            }
+            return Ok(f(&segs));
+        }
+        let h = self.hold(off, len).map_err(|e| match e {
+            NoHold::NoHolder => Error::Holder(
+                "the image is locked by a writer that does not answer on its control socket \
+                 (fsck, or a holder stopping); try again"
+                    .into(),
+            ),
+            NoHold::Refused(m) => Error::Holder(m),
+        })?;
+        let segs = crate::lend::held(&self.shared.map, &h)?;
+        Ok(f(&segs))
     }
 
     /// Confirm after the holder restarted (a new image epoch) that this
@@ -302,6 +415,69 @@ impl Shared {
             }
         }
         Ok((n, marks))
+    }
+}
+
+/// A piece of a lend, planned in a section.
+pub(crate) enum Planned {
+    Image { pos: u64, len: u64 },
+    Zero(u64),
+}
+
+impl Shared {
+    /// The pieces of `[off, off+len)` in index `ix`, every record touched
+    /// checked as the verify mode says (no writer can change them: the
+    /// caller holds the shared lock).
+    fn plan_lend(&self, ino: u32, ix: &Index, off: u64, len: u64) -> Result<Vec<Planned>> {
+        let size = ix.attr.size;
+        let end = size.min(off.saturating_add(len));
+        let mode = self.verify_mode();
+        let mut out = Vec::new();
+        let mut k = ix.first_after(off);
+        let mut at = off;
+        while at < end {
+            match ix.extents.get(k).filter(|e| e.file_off <= at) {
+                None => {
+                    let upto = ix.extents.get(k).map_or(end, |e| e.file_off.min(end));
+                    out.push(Planned::Zero(upto - at));
+                    at = upto;
+                }
+                Some(e) => {
+                    let pos = match e.loc {
+                        Loc::Local(pos) => pos,
+                        Loc::Remote => {
+                            return Err(Error::Remote {
+                                ino: ino as u64,
+                                start: e.file_off,
+                                end: e.end(),
+                            })
+                        }
+                    };
+                    if e.damaged {
+                        return Err(damaged(ino, e, "fsck marked the record damaged"));
+                    }
+                    let check = match mode {
+                        VerifyMode::Off => false,
+                        VerifyMode::Once => !e.verified.load(Ordering::Relaxed),
+                        VerifyMode::Always => true,
+                    };
+                    if check {
+                        if crc_of(&self.map, pos, e.len) != Some(e.payload_crc) {
+                            return Err(damaged(ino, e, "payload checksum mismatch"));
+                        }
+                        ix.mark_verified(k, self);
+                    }
+                    let upto = e.end().min(end);
+                    out.push(Planned::Image {
+                        pos: pos + (at - e.file_off),
+                        len: upto - at,
+                    });
+                    at = upto;
+                    k += 1;
+                }
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     verify: Option<VerifyMode>,
     /// The open file the mapping came from (None for a snapshot).
     pub file: Option<StdFile>,
+    /// Holderless zero-copy lends in flight (`lend`).
+    pub lends: crate::lend::Lends,
     /// Indexes of inodes looked up by name or stat'ed, by the section that
     /// made them (handles keep their own).
     cache: std::sync::Mutex<std::collections::HashMap<u32, Arc<Index>>>,
@@ -114,6 +116,7 @@ impl Image {
                 verify: opts.verify,
                 file,
                 cache: Default::default(),
+                lends: Default::default(),
             }),
         })
     }

@@ -23,9 +23,11 @@
 
 mod error;
 mod file;
+mod holder;
 mod image;
 mod index;
 mod inode;
+mod lend;
 mod map;
 pub mod mounts;
 mod path;
@@ -35,6 +37,8 @@ mod verify;
 
 pub use error::{Error, Result};
 pub use file::File;
+pub use holder::MAX_HOLD_BYTES;
+pub use lend::Seg;
 pub use image::{Image, OpenOptions};
 pub use path::DirEntry;
 pub use pktfs_layout::FileType;

@@ -45,82 +45,20 @@
 //! `"ok": true` and the result, or `"ok": false` and an `"error"` (and
 //! `"busy": true` when the holder turned the connection away for the cap).
 
-mod client;
+pub mod direct;
 mod holder;
 pub mod keys;
-mod peer;
 mod request;
 
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
 
 use pktfs_fs::{FileType, Volume};
 use serde_json::{json, Value};
 
-pub use client::{is_held, request, request_passing};
-pub use holder::{Control, MAX_CONNECTIONS};
-pub use request::{MAX_REQUEST, REQUEST_DEADLINE};
-
-/// Why a control request failed, or a control socket did not start.
-#[derive(Debug, thiserror::Error)]
-pub enum ControlError {
-    /// No process serves this image (it is not mounted or served).
-    #[error("no pktfs process holds {0}")]
-    NotServed(PathBuf),
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    /// The holder answered with an error.
-    #[error("{0}")]
-    Refused(String),
-    /// The process listening on the image's name is not trusted with it
-    /// (not root, the image's owner, or this user): nothing was sent to it.
-    #[error(
-        "{}: the control socket @{name} is answered by {process}, which is not root, \
-         the image's owner (uid {owner}) or you (uid {me}); nothing was sent to it. \
-         Another user may be squatting the name: stop that process (as root) and \
-         restart the pktfs that holds the image",
-        image.display()
-    )]
-    Impostor {
-        image: PathBuf,
-        name: String,
-        process: String,
-        owner: u32,
-        me: u32,
-    },
-    /// A holder could not bind the image's name: another process has it.
-    #[error(
-        "{}: cannot listen on the control socket @{name}: it is already bound by {holder}. \
-         If that is a pktfs holding this image, use it or stop it; otherwise it squats \
-         the name: stop it, then start again",
-        image.display()
-    )]
-    NameTaken {
-        image: PathBuf,
-        name: String,
-        holder: String,
-    },
-    /// The holder serves [`MAX_CONNECTIONS`] control connections already,
-    /// and still did after the client retried for a few seconds.
-    #[error(
-        "{}: the pktfs holding it is busy ({MAX_CONNECTIONS} control connections at once); \
-         try again",
-        .0.display()
-    )]
-    Busy(PathBuf),
-}
-
-/// The abstract socket name for an image file, and the file's owner.
-fn locate(image: &Path) -> std::io::Result<(Vec<u8>, u32)> {
-    let m = std::fs::metadata(image)?;
-    Ok((
-        format!("pktfs-ctl:{}:{}", m.dev(), m.ino()).into_bytes(),
-        m.uid(),
-    ))
-}
+pub use holder::Control;
+pub use pktfs_control::{
+    is_held, locate, peer, request, request_passing, ControlError, MAX_CONNECTIONS, MAX_REQUEST,
+    REQUEST_DEADLINE,
+};
 
 /// `pktfs stat`'s facts, from a Volume.
 pub fn stat_json(vol: &Volume) -> Value {

@@ -27,6 +27,7 @@ mod crash_ops;
 mod crash_seq;
 mod crash_tier;
 mod dir_times;
+mod direct_holder;
 mod fsck_crash;
 mod fsck_detect;
 mod fsck_fuzz;

@@ -66,6 +66,15 @@ impl Volume {
         }
     }
 
+    /// The birth of inode `ino` as it is now (which incarnation of the
+    /// number it is), for a direct reader's request to be checked against
+    /// the file it means. NotFound if the number is free.
+    pub fn inode_birth(&self, ino: u64) -> crate::Result<u64> {
+        let arc = self.inode(ino)?;
+        let _i = super::rlock(&arc)?;
+        Ok(self.pm.read_u64(live::birth_pos(&self.geo, ino as u32)))
+    }
+
     /// Which image file this Volume maps, for a direct reader to check it
     /// maps the same one (None for an image in memory).
     pub fn image_identity(&self) -> Option<live::Identity> {

@@ -16,16 +16,10 @@ use std::time::{Duration, Instant};
 use pktfs_fs::{ScrubOptions, Volume};
 use serde_json::{json, Value};
 
-use super::peer::{self, Peer, Trust};
+use pktfs_control::peer::{self, Peer, Trust};
+use pktfs_control::MAX_CONNECTIONS;
 use super::request::{read_request, Request};
 use super::{chain_json, locate, stat_json, ControlError};
-
-/// Most control connections served at once. Each has a thread; one more
-/// is answered "busy" on the accept thread and closed. Control requests
-/// are rare (a person running `pktfs stat`, a `recv` or `send` handing
-/// over a stream), so a handful is plenty, and it bounds what even a
-/// trusted client can make the holder spend.
-pub const MAX_CONNECTIONS: usize = 8;
 
 /// How long an answer or progress line may wait for a client that does not
 /// read it before the connection is given up (a scrub is then cancelled).
@@ -143,10 +137,11 @@ fn accept_loop(
     extra: Option<crate::config::Extra>,
 ) {
     let active = Arc::new(AtomicUsize::new(0));
+    let holds = Arc::new(AtomicUsize::new(0));
     let mut away = TurnedAway::default();
     while !stop.load(Ordering::SeqCst) {
         match l.accept() {
-            Ok((s, _)) => admit(s, &vol, trust, &active, &mut away, &extra),
+            Ok((s, _)) => admit(s, &vol, trust, (&active, &holds), &mut away, &extra),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 let mut fds = [rustix::event::PollFd::new(&l, rustix::event::PollFlags::IN)];
                 let t = rustix::event::Timespec {
@@ -172,7 +167,7 @@ fn admit(
     s: UnixStream,
     vol: &Arc<Volume>,
     trust: Trust,
-    active: &Arc<AtomicUsize>,
+    (active, holds): (&Arc<AtomicUsize>, &Arc<AtomicUsize>),
     away: &mut TurnedAway,
     extra: &Option<crate::config::Extra>,
 ) {
@@ -221,12 +216,10 @@ fn admit(
     let slot = Slot(active.clone());
     let vol = vol.clone();
     let extra = extra.clone();
+    let holds = holds.clone();
     let spawned = std::thread::Builder::new()
         .name("pktfs-control-conn".into())
-        .spawn(move || {
-            let _slot = slot;
-            serve(&vol, s, p, extra.as_ref());
-        });
+        .spawn(move || serve(&vol, s, p, slot, (extra.as_ref(), &holds)));
     if let Err(e) = spawned {
         tracing::warn!("control socket: no thread for a connection ({e}); closed");
     }
@@ -250,7 +243,13 @@ fn send(s: &mut UnixStream, v: &Value) -> bool {
     s.write_all(line.as_bytes()).is_ok()
 }
 
-fn serve(vol: &Volume, s: UnixStream, p: Peer, extra: Option<&crate::config::Extra>) {
+fn serve(
+    vol: &Volume,
+    s: UnixStream,
+    p: Peer,
+    slot: Slot,
+    (extra, holds): (Option<&crate::config::Extra>, &Arc<AtomicUsize>),
+) {
     let _ = s.set_nonblocking(false);
     let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
     let Ok(mut out) = s.try_clone() else { return };
@@ -277,6 +276,16 @@ fn serve(vol: &Volume, s: UnixStream, p: Peer, extra: Option<&crate::config::Ext
             return;
         }
     };
+    if req["op"].as_str() == Some("direct_hold") {
+        // A hold lives as long as its reader: not on one of the
+        // MAX_CONNECTIONS slots, on its own bound (`direct::MAX_HOLDS`).
+        drop(slot);
+        if let Err(e) = super::direct::serve_hold(vol, &req, &mut out, holds) {
+            send(&mut out, &json!({"ok": false, "error": e}));
+        }
+        return;
+    }
+    let _slot = slot;
     let r = match req["op"].as_str() {
         Some("stat") => {
             let mut v = stat_json(vol);

@@ -7,16 +7,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-/// Most bytes a request line may have, newline included. Requests are
-/// small JSON objects (an op, a path inside the image, a few numbers);
-/// a path is at most 4 KiB on Linux, so this is room for any real one.
-pub const MAX_REQUEST: usize = 4 << 10;
-
-/// How long a client has to send its whole request line, from the moment
-/// it is accepted: a deadline for the line, not a timeout per read, so a
-/// client trickling a byte at a time cannot hold one of the
-/// [`super::MAX_CONNECTIONS`] slots for longer than this.
-pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+pub use pktfs_control::{MAX_REQUEST, REQUEST_DEADLINE};
 
 /// Descriptors a single recvmsg makes room for: more than the one a
 /// request may pass, so a client passing several is seen (and refused)

@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
+use std::os::fd::BorrowedFd;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixStream};
 use std::path::Path;
@@ -10,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::peer::{self, Trust};
-use super::{locate, ControlError, REQUEST_DEADLINE};
+use crate::peer::{self, Trust};
+use crate::{locate, ControlError, REQUEST_DEADLINE};
 
 /// How long a client keeps asking a holder that answers "busy": past the
 /// request deadline, by when every slot held by a silent client is free.
@@ -110,7 +111,10 @@ fn ask(
     // reported only if no answer can be read.
     let wrote = match pass {
         None => s.write_all(line.as_bytes()),
-        Some(sock) => send_passing(&s, line.as_bytes(), sock),
+        Some(sock) => {
+            use std::os::fd::AsFd;
+            send_passing(&s, line.as_bytes(), sock.as_fd())
+        }
     };
     let answer = read_answer(image, &s, on_progress);
     match (answer, wrote) {
@@ -133,13 +137,12 @@ fn ask(
     }
 }
 
-/// Write `line` with `sock` passed on its first message.
-fn send_passing(s: &UnixStream, line: &[u8], sock: &TcpStream) -> std::io::Result<()> {
+/// Write `line` with `fd` passed on its first message.
+fn send_passing(s: &UnixStream, line: &[u8], fd: BorrowedFd<'_>) -> std::io::Result<()> {
     use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-    use std::os::fd::AsFd;
     let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut cmsg = SendAncillaryBuffer::new(&mut space);
-    let fds = [sock.as_fd()];
+    let fds = [fd];
     cmsg.push(SendAncillaryMessage::ScmRights(&fds));
     let n = rustix::net::sendmsg(
         s,
@@ -180,4 +183,91 @@ fn read_answer(
         return Ok(Some(v));
     }
     Ok(None)
+}
+
+/// A connection to an image's holder that stays open after its answer:
+/// what the holder keeps for the request (a hold on a file's buffers, for
+/// a direct reader's zero-copy read) lives until it is dropped.
+#[derive(Debug)]
+pub struct Session {
+    s: UnixStream,
+    /// Bytes of the answer's line read past its newline (the start of any
+    /// raw bytes that follow it).
+    rest: Vec<u8>,
+}
+
+impl Session {
+    /// `n` raw bytes the holder sent after its answer line.
+    pub fn read_bytes(&mut self, n: usize) -> std::io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut out = std::mem::take(&mut self.rest);
+        if out.len() > n {
+            self.rest = out.split_off(n);
+            return Ok(out);
+        }
+        let have = out.len();
+        out.resize(n, 0);
+        (&self.s).read_exact(&mut out[have..])?;
+        Ok(out)
+    }
+}
+
+/// Most bytes an answer line may have before a session gives up on it.
+const MAX_ANSWER: usize = 16 << 20;
+
+/// Send `req` to the holder of `image` (passing `fd`, the image opened for
+/// reading, as proof that this user may read it, when given) and read its
+/// answer line; the connection stays open in the returned [`Session`].
+/// [`ControlError::NotServed`] when nothing holds the image.
+pub fn open_session(
+    image: &Path,
+    req: &Value,
+    fd: Option<BorrowedFd<'_>>,
+) -> Result<(Value, Session), ControlError> {
+    let io = |source| ControlError::Io {
+        path: image.to_path_buf(),
+        source,
+    };
+    let s = connect(image)?.ok_or_else(|| ControlError::NotServed(image.to_path_buf()))?;
+    let mut line = req.to_string();
+    line.push('\n');
+    let wrote = match fd {
+        None => (&s).write_all(line.as_bytes()),
+        Some(fd) => send_passing(&s, line.as_bytes(), fd),
+    };
+    // The answer line, byte-exact: what follows it belongs to the caller.
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let nl = loop {
+        if let Some(i) = got.iter().position(|&b| b == b'\n') {
+            break i;
+        }
+        if got.len() > MAX_ANSWER {
+            return Err(ControlError::Refused("the holder's answer is too long".into()));
+        }
+        use std::io::Read;
+        let n = match (&s).read(&mut chunk) {
+            Ok(0) => {
+                wrote.map_err(io)?;
+                return Err(ControlError::Refused(
+                    "the holder closed the control connection without an answer".into(),
+                ));
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        got.extend_from_slice(&chunk[..n]);
+    };
+    let rest = got.split_off(nl + 1);
+    let v: Value = serde_json::from_slice(&got[..nl])
+        .map_err(|e| ControlError::Refused(format!("bad answer from the holder: {e}")))?;
+    if v["ok"].as_bool() != Some(true) {
+        return Err(if v["busy"].as_bool() == Some(true) {
+            ControlError::Busy(image.to_path_buf())
+        } else {
+            ControlError::Refused(v["error"].as_str().unwrap_or("refused").to_string())
+        });
+    }
+    Ok((v["result"].clone(), Session { s, rest }))
 }

@@ -11,13 +11,13 @@ use std::os::fd::AsFd;
 /// (SO_PEERCRED: for a client, the process that called `listen`; for the
 /// holder, the process that called `connect`).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Peer {
+pub struct Peer {
     pub pid: i32,
     pub uid: u32,
     pub gid: u32,
 }
 
-pub(crate) fn peer(s: impl AsFd) -> std::io::Result<Peer> {
+pub fn peer(s: impl AsFd) -> std::io::Result<Peer> {
     let c = rustix::net::sockopt::socket_peercred(s)?;
     Ok(Peer {
         pid: c.pid.as_raw_nonzero().get(),
@@ -30,7 +30,7 @@ pub(crate) fn peer(s: impl AsFd) -> std::io::Result<Peer> {
 /// user this process runs as (real or effective). The same rule on both
 /// ends, so a holder and a client of the same user always agree.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Trust {
+pub struct Trust {
     pub owner: u32,
     me: u32,
     me_eff: u32,
@@ -56,7 +56,7 @@ impl Trust {
 
 /// `pid 123 (python3, uid 65534 nobody)`: a process as a person finds it
 /// in `ps`.
-pub(crate) fn describe(pid: i32, uid: Option<u32>) -> String {
+pub fn describe(pid: i32, uid: Option<u32>) -> String {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|c| c.trim_end().to_string())
         .unwrap_or_else(|_| "command unknown".into());
@@ -83,7 +83,7 @@ fn user_name(uid: u32) -> String {
 /// Who holds the abstract name `name`, for a holder that could not bind
 /// it: a sentence naming the process, or saying plainly why it cannot be
 /// named.
-pub(crate) fn who_holds(name: &[u8]) -> String {
+pub fn who_holds(name: &[u8]) -> String {
     use std::os::linux::net::SocketAddrExt;
     use std::os::unix::net::{SocketAddr, UnixStream};
     // A listener answers a connect, and SO_PEERCRED then names it whoever
