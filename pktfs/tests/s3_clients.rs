@@ -1,6 +1,7 @@
 //! Real S3 clients against `pktfs serve --s3`, as a person runs them:
 //! aws-cli (`s3 mb/cp/sync/ls/rm`, multipart above its 8 MiB threshold,
-//! `s3api` with CRC32C checksums), rclone (copy, sync, a byte-for-byte
+//! `s3api` with CRC32C checksums, a server-side copy of 100 MiB, which
+//! aws-cli makes of UploadPartCopy ranges, and a range copy), rclone (copy, sync, a byte-for-byte
 //! `check --download`, ls, delete) and boto3 (pktfs/tests/s3/boto3_client.py:
 //! every S3 call of the endpoint, presigned URLs, refused signatures and
 //! keys); round trips compared byte for byte, and the objects read back
@@ -727,6 +728,135 @@ fn aws_cli_cp_sync_ls_rm_and_s3api_checksums() {
         s3.stop();
         assert!(s3.in_image(b, "big.bin") == big, "big.bin in the image");
         assert!(s3.in_image(b, "sums/crc.bin") == crc_body);
+    }
+}
+
+/// (length, CRC32C) of some bytes: what two copies are compared by in a
+/// failure message (the bytes are compared too).
+fn digest(b: &[u8]) -> (usize, u32) {
+    (b.len(), crc32c::crc32c(b))
+}
+
+/// aws-cli's server-side copy of an object above its 8 MiB multipart
+/// threshold is a multipart copy: CreateMultipartUpload, an
+/// UploadPartCopy per 8 MiB range of the source (each conditional on the
+/// source's ETag, x-amz-copy-source-if-match), CompleteMultipartUpload.
+/// The copy of 100 MiB is the source byte for byte (read back through S3
+/// and from the image). Then a copy of two ranges made part by part with
+/// `s3api upload-part-copy --copy-source-range` is those ranges.
+#[test]
+fn aws_cli_server_side_copy_is_multipart_and_byte_identical() {
+    require!(aws_cli(), server_prereq());
+    let mut s3 = S3::start(512 << 20);
+    let dir = s3.scratch.path().to_path_buf();
+    let b = "awscopy";
+    s3.aws_ok(&["s3", "mb", &format!("s3://{b}")]);
+    let big = pattern(100 * MIB, 71);
+    std::fs::write(dir.join("big.bin"), &big).unwrap();
+    s3.aws_ok(&["s3", "cp", "big.bin", &format!("s3://{b}/big")]);
+    s3.aws_ok(&[
+        "s3",
+        "cp",
+        &format!("s3://{b}/big"),
+        &format!("s3://{b}/big2"),
+    ]);
+    let head = json(
+        &s3.aws_ok(&["s3api", "head-object", "--bucket", b, "--key", "big2"]),
+        "head-object",
+    );
+    assert_eq!(head["ContentLength"], 100 * MIB, "{head}");
+    // 100 MiB in aws-cli's 8 MiB parts: 13 of them, so the copy was
+    // multipart (UploadPartCopy), not one CopyObject.
+    let etag = head["ETag"].as_str().unwrap_or_default();
+    assert!(
+        etag.ends_with("-13\""),
+        "big2's ETag {etag} is not a 13-part copy's"
+    );
+    s3.aws_ok(&["s3", "cp", &format!("s3://{b}/big2"), "big2.down"]);
+    let down = std::fs::read(dir.join("big2.down")).unwrap();
+    assert_eq!(digest(&down), digest(&big), "the copy's digest");
+    assert!(down == big, "the copy is not the source byte for byte");
+
+    // A copy of two ranges, part by part.
+    let (r1, r2) = ((1000, 1000 + 5 * MIB), (90 * MIB, 100 * MIB));
+    let created = json(
+        &s3.aws_ok(&[
+            "s3api",
+            "create-multipart-upload",
+            "--bucket",
+            b,
+            "--key",
+            "ranged",
+        ]),
+        "create-multipart-upload",
+    );
+    let id = created["UploadId"]
+        .as_str()
+        .expect("an UploadId")
+        .to_string();
+    let mut parts = Vec::new();
+    for (n, (first, end)) in [(1, r1), (2, r2)] {
+        let out = json(
+            &s3.aws_ok(&[
+                "s3api",
+                "upload-part-copy",
+                "--bucket",
+                b,
+                "--key",
+                "ranged",
+                "--upload-id",
+                &id,
+                "--part-number",
+                &n.to_string(),
+                "--copy-source",
+                &format!("{b}/big"),
+                "--copy-source-range",
+                &format!("bytes={first}-{}", end - 1),
+            ]),
+            "upload-part-copy",
+        );
+        let tag = out["CopyPartResult"]["ETag"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no CopyPartResult.ETag in {out}"))
+            .to_string();
+        parts.push(serde_json::json!({"PartNumber": n, "ETag": tag}));
+    }
+    std::fs::write(
+        dir.join("parts.json"),
+        serde_json::json!({ "Parts": parts }).to_string(),
+    )
+    .unwrap();
+    s3.aws_ok(&[
+        "s3api",
+        "complete-multipart-upload",
+        "--bucket",
+        b,
+        "--key",
+        "ranged",
+        "--upload-id",
+        &id,
+        "--multipart-upload",
+        "file://parts.json",
+    ]);
+    let mut want = big[r1.0..r1.1].to_vec();
+    want.extend_from_slice(&big[r2.0..r2.1]);
+    s3.aws_ok(&["s3", "cp", &format!("s3://{b}/ranged"), "ranged.down"]);
+    let got = std::fs::read(dir.join("ranged.down")).unwrap();
+    assert_eq!(digest(&got), digest(&want), "the ranged copy's digest");
+    assert!(got == want, "the ranged copy is not the two ranges");
+
+    if !s3.is_garage() {
+        s3.stop();
+        assert_eq!(
+            digest(&s3.in_image(b, "big2")),
+            digest(&big),
+            "big2 in the image"
+        );
+        assert_eq!(
+            digest(&s3.in_image(b, "ranged")),
+            digest(&want),
+            "ranged in the image"
+        );
     }
 }
 

@@ -35,10 +35,18 @@ pub enum Bound {
     /// Nothing has that name.
     Absent,
     /// An entry: a regular file with its digest, or another kind
-    /// (`digest` None), with its modification time.
+    /// (`digest` None), with its modification and change times.
+    ///
+    /// `ctime_ns` moves with every change of the inode, its extended
+    /// attributes included, which the digest does not describe: a caller
+    /// that read a file's state (its digest and an attribute it keeps
+    /// beside the bytes) before the change can require that state exactly
+    /// (the same inode, digest, mtime and ctime) and know nothing changed
+    /// in between, whatever else the file keeps.
     Present {
         digest: Option<ContentDigest>,
         mtime_ns: i64,
+        ctime_ns: i64,
     },
 }
 
@@ -59,6 +67,7 @@ impl Volume {
         Ok(Bound::Present {
             digest,
             mtime_ns: i.attr.mtime_ns,
+            ctime_ns: i.attr.ctime_ns,
         })
     }
 }

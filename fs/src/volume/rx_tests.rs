@@ -464,7 +464,8 @@ fn conditional_link_and_remove_check_under_their_locks() {
         seen.borrow().last(),
         Some(&Bound::Present {
             digest: Some(d1),
-            mtime_ns: d1.mtime_ns
+            mtime_ns: d1.mtime_ns,
+            ctime_ns: v.getattr(first.ino).unwrap().ctime_ns,
         })
     );
     assert_eq!(v.lookup(r, b"f").unwrap().ino, first.ino);

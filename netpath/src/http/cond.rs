@@ -53,7 +53,9 @@ impl Current {
     pub(crate) fn of(b: &Bound) -> Current {
         match b {
             Bound::Absent => Current::Absent,
-            Bound::Present { digest, mtime_ns } => Current::Present {
+            Bound::Present {
+                digest, mtime_ns, ..
+            } => Current::Present {
                 etag: digest.as_ref().map(etag),
                 mtime_s: mtime_ns.div_euclid(1_000_000_000),
             },

@@ -76,11 +76,13 @@ impl<'a> Conn<'a> {
                 pktfs_fs::Bound::Present {
                     digest: Some(d),
                     mtime_ns: d.mtime_ns,
+                    ctime_ns: a.ctime_ns,
                 }
             }
             Ok(a) => pktfs_fs::Bound::Present {
                 digest: None,
                 mtime_ns: a.mtime_ns,
+                ctime_ns: a.ctime_ns,
             },
             Err(FsError::NotFound) | Err(FsError::NotDir) => pktfs_fs::Bound::Absent,
             Err(e) => return Err(e),

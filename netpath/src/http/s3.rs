@@ -20,13 +20,17 @@
 //! (AccessDenied). A key's grants name buckets (or `*`) with read and/or
 //! write ([`pktfs_s3::keys`]): read for HeadBucket, the listings,
 //! GetObject/HeadObject, ListParts, ListMultipartUploads; write for
-//! CreateBucket, DeleteBucket, PutObject, CopyObject (and read of the
-//! source), DeleteObject(s), the multipart changes. The file-system
-//! checks then apply as for the plain HTTP listener: requests act as
-//! `Config::as_user`. A refused, unsigned or wrongly signed request
+//! CreateBucket, DeleteBucket, PutObject, CopyObject and UploadPartCopy
+//! (and read of the source), DeleteObject(s), the multipart changes. The
+//! file-system checks then apply as for the plain HTTP listener: requests
+//! act as `Config::as_user`. A refused, unsigned or wrongly signed request
 //! stores nothing: the signature is checked from the head before any
 //! body is received, a streaming body's chunks before it is named, and a
-//! body whose digest disagrees is never linked.
+//! body whose digest disagrees is never linked. What S3 defines and this
+//! endpoint does not do (a header, a query parameter, a sub-resource that
+//! would change what a request does) is NotImplemented before anything
+//! is received or stored ([`unserved`]); preconditions are S3's, against
+//! the S3 ETag, exact against concurrent writers ([`precond`]).
 //!
 //! # What is kept per object
 //! The ETag (the MD5 of the bytes, as S3 defines it; multipart:
@@ -58,10 +62,13 @@ use super::head::{Head, Method};
 
 mod body;
 mod bucket;
+mod copy;
 mod list;
 pub(crate) mod meta;
 mod multipart;
 mod object;
+mod precond;
+mod unserved;
 
 pub(super) use body::{ChunkSig, S3Body};
 
@@ -231,7 +238,9 @@ enum Op {
     DeleteBucket,
     GetLocation,
     GetVersioning,
-    ListObjects { v2: bool },
+    ListObjects {
+        v2: bool,
+    },
     ListUploads,
     DeleteObjects,
     PutObject,
@@ -240,6 +249,9 @@ enum Op {
     DeleteObject,
     CreateUpload,
     UploadPart,
+    /// UploadPart with `x-amz-copy-source`: the part's bytes are a
+    /// range of another object's.
+    UploadPartCopy,
     CompleteUpload,
     AbortUpload,
     ListParts,
@@ -291,6 +303,14 @@ const UNSERVED: &[&str] = &[
     "intelligent-tiering",
     "attributes",
     "versions",
+    "policyStatus",
+    "metadataTable",
+    "metadataConfiguration",
+    "metadataJournalTable",
+    "metadataInventoryTable",
+    "session",
+    "renameObject",
+    "abac",
 ];
 
 fn route(method: Method, t: &Target, q: &[(String, String)]) -> Result<Op, S3Error> {
@@ -314,6 +334,27 @@ fn route(method: Method, t: &Target, q: &[(String, String)]) -> Result<Op, S3Err
         };
     }
     if t.key.is_empty() {
+        // A bucket's sub-resources served for one method only: another
+        // method is not taken for the bucket call without them.
+        if let Some(sub) = ["versioning", "location", "uploads", "delete"]
+            .into_iter()
+            .find(|k| has(k))
+        {
+            let served = matches!(
+                (sub, method),
+                ("versioning" | "location" | "uploads", Method::Get) | ("delete", Method::Post)
+            );
+            if !served {
+                return Err(if sub == "versioning" && method == Method::Put {
+                    S3Error::new(
+                        Code::NotImplemented,
+                        "PutBucketVersioning: pktfs keeps no object versions",
+                    )
+                } else {
+                    not_allowed()
+                });
+            }
+        }
         return match method {
             Method::Put => Ok(Op::CreateBucket),
             Method::Head => Ok(Op::HeadBucket),
@@ -409,6 +450,7 @@ impl<'a> Conn<'a> {
         };
         let op = match route(h.method, &r.target, &r.query) {
             Ok(Op::PutObject) if sh.header("x-amz-copy-source").is_some() => Op::CopyObject,
+            Ok(Op::UploadPart) if sh.header("x-amz-copy-source").is_some() => Op::UploadPartCopy,
             Ok(op) => op,
             Err(e) => return self.s3_refuse(h, e),
         };
@@ -448,6 +490,11 @@ impl<'a> Conn<'a> {
                 return self.s3_refuse(h, S3Error::new(Code::InvalidArgument, msg));
             }
         }
+        // What the request asks beyond what is served: refused before
+        // anything is received or stored.
+        if let Err(e) = unserved::check(op, sh, &r.query, &h.cond) {
+            return self.s3_refuse(h, e);
+        }
         match op {
             Op::ListBuckets => self.s3_list_buckets(h, &r),
             Op::CreateBucket => self.s3_xml_body(h, r, body::XmlOp::CreateBucket),
@@ -464,6 +511,7 @@ impl<'a> Conn<'a> {
             Op::DeleteObject => self.s3_delete_object(h, &r),
             Op::CreateUpload => self.s3_create_upload(h, &r),
             Op::UploadPart => self.s3_upload_part(h, r),
+            Op::UploadPartCopy => self.s3_upload_part_copy(h, &r),
             Op::CompleteUpload => self.s3_xml_body(h, r, body::XmlOp::Complete),
             Op::AbortUpload => self.s3_abort_upload(h, &r),
             Op::ListParts => self.s3_list_parts(h, &r),

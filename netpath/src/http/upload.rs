@@ -18,6 +18,17 @@ use super::response::status_of;
 use crate::config::Change;
 use crate::path::encode_segment;
 
+/// Why [`Conn::link_named`] did not name the file (it is still unnamed).
+#[derive(Debug)]
+pub(super) enum LinkError {
+    /// `replace` was false and the name exists.
+    Exists,
+    /// The caller's precondition refused what the name leads to.
+    Precondition,
+    /// Anything else: the status and message to answer.
+    Status(u16, String),
+}
+
 /// The persister: make each piece, commit in batches of `batch` bytes.
 /// Returns the records committed. After a failure it only drains (and
 /// frees) what it is sent; `failed` tells the receiver to stop early.
@@ -252,6 +263,35 @@ impl<'a> Conn<'a> {
         h: &Head,
         tmp: &mut pktfs_fs::TmpFile<'a>,
     ) -> Result<(pktfs_fs::Linked<'a>, u64), (u16, String)> {
+        // Preconditions once more, now that the body is in (a change while
+        // it arrived counts), checked by the link itself under the locks
+        // of the directory and of the file it replaces: no concurrent
+        // replacement can come between the check and the new name.
+        // `If-None-Match: *` is the link's refusal to replace.
+        let guard = Guard::new(&h.cond, h.method);
+        let check = |b: &pktfs_fs::Bound| guard.check(b);
+        let cond: Option<pktfs_fs::Precondition<'_>> = h.cond.any().then_some(&check);
+        let replace = !matches!(h.cond.if_none_match, Some(TagList::Any));
+        match self.link_named(tmp, replace, cond) {
+            Ok(l) => Ok(l),
+            Err(LinkError::Exists) => Err((412, "If-None-Match: *: the name exists".to_string())),
+            Err(LinkError::Precondition) => Err((412, guard.why().to_string())),
+            Err(LinkError::Status(code, msg)) => Err((code, msg)),
+        }
+    }
+
+    /// [`Self::link_upload`]'s commit with the caller's precondition
+    /// (`cond`, checked by the link under its locks) and replace rule: the
+    /// S3 endpoint evaluates S3's preconditions itself and links with a
+    /// guard of its own (`s3::precond`). The tail in `self.pieces` is spent
+    /// whatever the outcome: a caller that may link again after a refused
+    /// precondition commits it first.
+    pub(super) fn link_named(
+        &mut self,
+        tmp: &mut pktfs_fs::TmpFile<'a>,
+        replace: bool,
+        cond: Option<pktfs_fs::Precondition<'_>>,
+    ) -> Result<(pktfs_fs::Linked<'a>, u64), LinkError> {
         let n = self.path.len();
         let notify = |c: Change<'_>| self.sh.notify(c);
         let parent = match self.parent_dir(n - 1, &notify) {
@@ -268,23 +308,14 @@ impl<'a> Conn<'a> {
                         .unwrap_or_else(|| self.denied("no write or search permission")),
                     e => format!("{}: {e}", self.path.display()),
                 };
-                return Err((code, msg));
+                return Err(LinkError::Status(code, msg));
             }
         };
         // Checked again now that the body is in (the early check may be
         // stale), before the name is given.
         if let Some(msg) = self.entry_denied(parent) {
-            return Err((403, msg));
+            return Err(LinkError::Status(403, msg));
         }
-        // Preconditions once more, now that the body is in (a change while
-        // it arrived counts), checked by the link itself under the locks
-        // of the directory and of the file it replaces: no concurrent
-        // replacement can come between the check and the new name.
-        // `If-None-Match: *` is the link's refusal to replace.
-        let guard = Guard::new(&h.cond, h.method);
-        let check = |b: &pktfs_fs::Bound| guard.check(b);
-        let cond: Option<pktfs_fs::Precondition<'_>> = h.cond.any().then_some(&check);
-        let replace = !matches!(h.cond.if_none_match, Some(TagList::Any));
         let mut name = std::mem::take(&mut self.scratch_name);
         name.clear();
         name.extend_from_slice(self.path.name().expect("non-empty path"));
@@ -304,15 +335,12 @@ impl<'a> Conn<'a> {
             Ok(l) => l,
             Err(e) => {
                 self.scratch_name = name;
-                let (code, msg) = match e {
-                    FsError::IsDir => (409, "a directory has that name".to_string()),
-                    FsError::Exists if !replace => {
-                        (412, "If-None-Match: *: the name exists".to_string())
-                    }
-                    FsError::PreconditionFailed => (412, guard.why().to_string()),
-                    e => (status_of(&e), format!("{}: {e}", self.path.display())),
-                };
-                return Err((code, msg));
+                return Err(match e {
+                    FsError::IsDir => LinkError::Status(409, "a directory has that name".into()),
+                    FsError::Exists if !replace => LinkError::Exists,
+                    FsError::PreconditionFailed => LinkError::Precondition,
+                    e => LinkError::Status(status_of(&e), format!("{}: {e}", self.path.display())),
+                });
             }
         };
         self.stored_file();

@@ -16,7 +16,7 @@ use super::super::head::Head;
 use super::S3Head;
 
 /// Every checksum algorithm S3 clients send.
-const ALGORITHMS: [Algorithm; 5] = [
+pub(super) const ALGORITHMS: [Algorithm; 5] = [
     Algorithm::Crc32,
     Algorithm::Crc32c,
     Algorithm::Crc64Nvme,
@@ -206,7 +206,11 @@ impl S3Body {
                     .map_err(|e| bad(Code::InvalidDigest, format!("Content-MD5: {e}")))?,
             );
         }
-        for alg in ALGORITHMS {
+        // CompleteMultipartUpload's x-amz-checksum-* fields are the
+        // object's checksum, checked when it is assembled, not its XML
+        // body's.
+        let object_sums = b.kind == BodyKind::Xml(XmlOp::Complete);
+        for alg in ALGORITHMS.into_iter().filter(|_| !object_sums) {
             if let Some(v) = sh.header(alg.header_name()) {
                 if b.checksum.is_some() {
                     return Err(bad(

@@ -17,8 +17,9 @@ use pktfs_s3::error::{Code, S3Error};
 
 use super::super::conn::Conn;
 use super::super::head::Head;
-use super::body::{BodyKind, Finished, S3Body};
+use super::body::{BodyKind, Finished, S3Body, ALGORITHMS};
 use super::meta::ObjectMeta;
+use super::precond::WriteCond;
 use super::{fs_error, S3Req};
 
 /// Uploads in progress at once (each holds its parts' space).
@@ -28,16 +29,22 @@ const MAX_PART: u32 = 10_000;
 /// Every part but the last must be at least this, as S3 requires.
 const MIN_PART_BYTES: u64 = 5 << 20;
 /// The most one part may be, as S3 allows.
-const MAX_PART_BYTES: u64 = 5 << 30;
+pub(super) const MAX_PART_BYTES: u64 = 5 << 30;
 /// An upload untouched this long is aborted (its parts freed).
 const IDLE_NS: i64 = 24 * 3600 * 1_000_000_000;
 
-struct Part {
-    file: OwnedTmpFile,
-    size: u64,
-    md5: [u8; 16],
-    checksum: Option<Value>,
-    at_ns: i64,
+/// A part of an upload, uploaded or copied (UploadPartCopy): the two are
+/// kept alike, so ListParts and Complete cannot tell them apart.
+pub(super) struct Part {
+    /// An unnamed file holding the part's bytes (received, or records
+    /// sharing another object's buffers).
+    pub file: OwnedTmpFile,
+    pub size: u64,
+    /// The MD5 of the part's bytes: its ETag.
+    pub md5: [u8; 16],
+    /// The part's checksum in the upload's algorithm, when it has one.
+    pub checksum: Option<Value>,
+    pub at_ns: i64,
 }
 
 struct Upload {
@@ -78,7 +85,7 @@ impl Uploads {
     }
 }
 
-fn now_ns() -> i64 {
+pub(super) fn now_ns() -> i64 {
     crate::util::now_ns() as i64
 }
 
@@ -233,15 +240,55 @@ impl<'a> Conn<'a> {
         Ok(self.s3_xml(h, 200, &extra, &xml))
     }
 
-    pub(super) fn s3_upload_part(&mut self, h: &Head, r: S3Req) -> bool {
-        let number = match r.q("partNumber").map(str::parse::<u32>) {
-            Some(Ok(n)) if (1..=MAX_PART).contains(&n) => n,
-            _ => {
-                return self.s3_refuse(
-                    h,
-                    err(Code::InvalidArgument, "partNumber must be 1 to 10000"),
-                )
+    /// The request's part number (1 to 10,000).
+    pub(super) fn s3_part_number(r: &S3Req) -> Result<u32, S3Error> {
+        match r.q("partNumber").map(str::parse::<u32>) {
+            Some(Ok(n)) if (1..=MAX_PART).contains(&n) => Ok(n),
+            _ => Err(err(Code::InvalidArgument, "partNumber must be 1 to 10000")),
+        }
+    }
+
+    /// The checksum algorithm of the upload the request names (which
+    /// exists, for its bucket and key).
+    pub(super) fn s3_upload_algorithm(&self, r: &S3Req) -> Result<Option<Algorithm>, S3Error> {
+        let id = self.upload_id(r);
+        let g = self.s3st().uploads.lock();
+        match g.get(id) {
+            Some(u) if u.bucket == r.target.bucket && u.key == r.target.key => Ok(u.algorithm),
+            _ => Err(no_upload(id)),
+        }
+    }
+
+    /// Keep `part` as part `number` of upload `id` (replacing a part of
+    /// that number, freed here), unless the upload ended meanwhile.
+    pub(super) fn s3_keep_part(&self, id: &str, number: u32, part: Part) -> Result<(), S3Error> {
+        let replaced = {
+            let mut g = self.s3st().uploads.lock();
+            match g.get_mut(id) {
+                Some(u) => {
+                    u.touched_ns = now_ns();
+                    Ok(u.parts.insert(number, part))
+                }
+                None => Err(part),
             }
+        };
+        // Freed outside the lock.
+        match replaced {
+            Ok(old) => {
+                drop(old);
+                Ok(())
+            }
+            Err(part) => {
+                drop(part);
+                Err(no_upload(id))
+            }
+        }
+    }
+
+    pub(super) fn s3_upload_part(&mut self, h: &Head, r: S3Req) -> bool {
+        let number = match Self::s3_part_number(&r) {
+            Ok(n) => n,
+            Err(e) => return self.s3_refuse(h, e),
         };
         if let Err(e) = self.s3_upload_exists(&r) {
             return self.s3_refuse(h, e);
@@ -296,23 +343,9 @@ impl<'a> Conn<'a> {
             checksum: fin.checksum,
             at_ns: now_ns(),
         };
-        let replaced = {
-            let mut g = self.s3st().uploads.lock();
-            match g.get_mut(id) {
-                Some(u) => {
-                    u.touched_ns = now_ns();
-                    Ok(u.parts.insert(number, part))
-                }
-                None => Err(part),
-            }
-        };
-        match replaced {
-            Ok(old) => drop(old),
-            Err(part) => {
-                drop(part);
-                self.s3_error(&no_upload(id), keep);
-                return keep;
-            }
+        if let Err(e) = self.s3_keep_part(id, number, part) {
+            self.s3_error(&e, keep);
+            return keep;
         }
         let mut extra = format!("ETag: {}\r\n", etag(&md5));
         if let Some(c) = &fin.checksum {
@@ -420,6 +453,22 @@ impl<'a> Conn<'a> {
                     format!("part {}: the ETag is not the part's", p.number),
                 ));
             }
+            // A checksum listed for a part must be the part's own.
+            for (alg, v) in &p.checksums {
+                let same = part
+                    .checksum
+                    .is_some_and(|c| c.algorithm() == *alg && c.to_base64() == v.trim());
+                if !same {
+                    return Err(err(
+                        Code::InvalidPart,
+                        format!(
+                            "part {}: the {} listed is not the part's",
+                            p.number,
+                            alg.xml_name()
+                        ),
+                    ));
+                }
+            }
             if k + 1 < list.len() && part.size < MIN_PART_BYTES {
                 return Err(err(
                     Code::EntityTooSmall,
@@ -481,12 +530,76 @@ impl<'a> Conn<'a> {
                 meta.checksum_type = Some("COMPOSITE".into());
             }
         }
+        Self::s3_complete_sums(h, &meta)?;
         meta.store(self.vol, tmp.ino())
             .map_err(|e| fs_error(&e, "storing the object's metadata"))?;
-        match self.link_upload(h, &mut tmp) {
-            Ok((linked, _)) => Ok((meta, linked)),
-            Err((code, msg)) => Err(S3Error::new(super::code_of_status(code), msg)),
+        // If-Match / If-None-Match: * against the object's S3 ETag.
+        let wc = WriteCond::of(h)?;
+        let linked = self.s3_link(&mut tmp, wc.as_ref(), false)?;
+        Ok((meta, linked))
+    }
+
+    /// What CompleteMultipartUpload's head says the object must be: its
+    /// checksum (`x-amz-checksum-*`, compared with the one assembled; a
+    /// COMPOSITE value with or without its `-N`), the checksum's type,
+    /// and its size (`x-amz-mp-object-size`). Checked before it is named.
+    fn s3_complete_sums(h: &Head, meta: &ObjectMeta) -> Result<(), S3Error> {
+        let sh = h.s3.as_deref().expect("an S3 head");
+        let strip = |v: &str| v.trim().split('-').next().unwrap_or("").to_string();
+        for alg in ALGORITHMS {
+            let Some(v) = sh.header(alg.header_name()) else {
+                continue;
+            };
+            match &meta.checksum {
+                Some((n, have)) if n == alg.header_name() => {
+                    if strip(have) != strip(v) {
+                        return Err(err(
+                            Code::BadDigest,
+                            format!("{}: {v} is not the object's ({have})", alg.header_name()),
+                        ));
+                    }
+                }
+                _ => {
+                    return Err(err(
+                        Code::InvalidRequest,
+                        format!(
+                            "{} given, but the upload's parts carry no {} checksum",
+                            alg.header_name(),
+                            alg.name()
+                        ),
+                    ))
+                }
+            }
         }
+        if let Some(t) = sh.header("x-amz-checksum-type") {
+            if meta.checksum_type.as_deref() != Some(t) {
+                return Err(err(
+                    Code::InvalidRequest,
+                    format!(
+                        "x-amz-checksum-type {t}, but the object's checksum is {}",
+                        meta.checksum_type.as_deref().unwrap_or("none")
+                    ),
+                ));
+            }
+        }
+        if let Some(v) = sh.header("x-amz-mp-object-size") {
+            let want: u64 = v.parse().map_err(|_| {
+                err(
+                    Code::InvalidArgument,
+                    format!("x-amz-mp-object-size {v} is not a size"),
+                )
+            })?;
+            if want != meta.size {
+                return Err(err(
+                    Code::InvalidRequest,
+                    format!(
+                        "x-amz-mp-object-size is {want}, the parts make {} bytes",
+                        meta.size
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn s3_abort_upload(&mut self, h: &Head, r: &S3Req) -> bool {

@@ -13,6 +13,10 @@ use super::super::framing::BodyError;
 use super::super::head::{Framing, Head};
 use super::body::{BodyKind, Finished, S3Body, XmlOp};
 use super::meta::{etag_of, ObjectMeta};
+use super::precond::{
+    check_copy_source, check_delete, copy_source_conditions, quoted_for_get, Snap, WriteCond,
+    RETRIES,
+};
 use super::{fs_error, S3Req};
 
 /// The most a single PutObject stores, as S3 allows.
@@ -106,6 +110,15 @@ impl<'a> Conn<'a> {
             Ok(m) => m,
             Err(msg) => return self.s3_refuse(h, err(Code::InvalidArgument, msg)),
         };
+        // S3's preconditions, against the object's S3 ETag, before the
+        // body is received (and again when it is named: `s3_object_done`).
+        let early = WriteCond::of(h).and_then(|c| match c {
+            Some(c) => self.s3_target_snap().and_then(|s| c.check(&s, false)),
+            None => Ok(()),
+        });
+        if let Err(e) = early {
+            return self.s3_refuse(h, e);
+        }
         let mut body = match S3Body::new(h, sh, &r.verified, BodyKind::Object) {
             Ok(b) => b,
             Err(e) => return self.s3_refuse(h, e),
@@ -215,20 +228,23 @@ impl<'a> Conn<'a> {
         }
         // Two commits, in this order: the metadata onto the still-unnamed
         // file (one xattr record, published), then the name with the last
-        // pieces (`link_upload`). A crash between them leaves an unnamed
-        // file, which the next open frees: the object is either whole,
-        // metadata included, or absent.
+        // pieces (`s3_link`; a conditional PUT commits the pieces first, a
+        // third commit, so that a refused link can be tried again). A
+        // crash between them leaves an unnamed file, which the next open
+        // frees: the object is either whole, metadata included, or absent.
         if let Err(e) = meta.store(self.vol, tmp.ino()) {
             self.drop_tmp(tmp);
             let e = fs_error(&e, "storing the object's metadata");
             self.s3_error(&e, keep);
             return keep;
         }
-        let linked = match self.link_upload(h, &mut tmp) {
-            Ok((l, _)) => l,
-            Err((code, msg)) => {
+        // The preconditions passed before the body came (`s3_put_object`);
+        // now against the object as it is when the name is given.
+        let linked = match WriteCond::of(h).and_then(|c| self.s3_link(&mut tmp, c.as_ref(), true)) {
+            Ok(l) => l,
+            Err(e) => {
                 self.drop_tmp(tmp);
-                self.error(code, &msg, keep);
+                self.s3_error(&e, keep);
                 return keep;
             }
         };
@@ -296,7 +312,17 @@ impl<'a> Conn<'a> {
         self.s3_checksum_mode = sh
             .header("x-amz-checksum-mode")
             .is_some_and(|v| v.eq_ignore_ascii_case("ENABLED"));
-        let go_on = self.get(h);
+        // The shared GET compares the conditions with the quoted S3 ETag
+        // (`s3_object_headers`): tags sent without quotes, as S3 takes
+        // them, are quoted for it.
+        let go_on = match quoted_for_get(&h.cond) {
+            Some(c) => {
+                let mut q = h.clone();
+                q.cond = c;
+                self.get(&q)
+            }
+            None => self.get(h),
+        };
         self.s3_checksum_mode = false;
         go_on
     }
@@ -348,7 +374,16 @@ impl<'a> Conn<'a> {
         if let Some(msg) = self.delete_denied() {
             return self.s3_refuse(h, err(Code::AccessDenied, msg));
         }
-        match self.s3_remove(r.target.dir_marker) {
+        let done = match (h.cond.if_match.is_some(), r.target.dir_marker) {
+            (true, false) => self.s3_remove_if_match(h),
+            // A directory marker has no ETag of its own to compare.
+            (true, true) => Err(err(
+                Code::NotImplemented,
+                "If-Match on a key that ends in / (a directory) is not implemented by pktfs; nothing was done",
+            )),
+            (false, dir) => self.s3_remove(dir),
+        };
+        match done {
             Ok(()) => self.s3_empty(h, 204, ""),
             Err(e) => {
                 self.s3_error(&e, h.keep_alive);
@@ -357,15 +392,41 @@ impl<'a> Conn<'a> {
         }
     }
 
+    /// DeleteObject with If-Match: the object removed only while it is
+    /// exactly the state whose S3 ETag matched (`precond`).
+    fn s3_remove_if_match(&mut self, h: &Head) -> Result<(), S3Error> {
+        for _ in 0..RETRIES {
+            let snap = self.s3_target_snap()?;
+            check_delete(&h.cond, &snap)?;
+            if matches!(snap, Snap::Absent) {
+                return Ok(());
+            }
+            if self.s3_remove_guarded(false, Some(&snap))? {
+                return Ok(());
+            }
+        }
+        Err(err(
+            Code::ConditionalRequestConflict,
+            "the object kept changing while If-Match was checked; retry",
+        ))
+    }
+
     /// Remove the object at `self.path` (a missing one is no error, as
     /// in S3), then its parent directories that it leaves empty, up to
     /// the bucket. `dir`: the key names a directory (`dir/`), removed if
     /// empty.
     pub(super) fn s3_remove(&mut self, dir: bool) -> Result<(), S3Error> {
+        self.s3_remove_guarded(dir, None).map(|_| ())
+    }
+
+    /// [`Self::s3_remove`]; with `snap`, only while the key leads to
+    /// exactly that state: false when it no longer does (nothing
+    /// removed).
+    fn s3_remove_guarded(&mut self, dir: bool, snap: Option<&Snap>) -> Result<bool, S3Error> {
         let n = self.path.len();
         let parent = match self.resolve(n - 1) {
             Ok(p) if p.kind == FileType::Directory => p.ino,
-            Ok(_) | Err(FsError::NotFound) | Err(FsError::NotDir) => return Ok(()),
+            Ok(_) | Err(FsError::NotFound) | Err(FsError::NotDir) => return Ok(true),
             Err(e) => return Err(fs_error(&e, &self.path.display())),
         };
         let name = self.path.name().expect("a key").to_vec();
@@ -380,7 +441,7 @@ impl<'a> Conn<'a> {
                         digest: Some(_),
                         ..
                     }
-                )
+                ) && snap.is_none_or(|s| s.is(b))
             };
             self.vol.remove_if(parent, &name, Some(&file))
         };
@@ -392,8 +453,9 @@ impl<'a> Conn<'a> {
                     ino,
                 });
             }
+            Err(FsError::PreconditionFailed) if snap.is_some() => return Ok(false),
             Err(FsError::NotFound | FsError::PreconditionFailed | FsError::NotEmpty) => {
-                return Ok(())
+                return Ok(true)
             }
             Err(e) => return Err(fs_error(&e, &self.path.display())),
         }
@@ -413,7 +475,7 @@ impl<'a> Conn<'a> {
                 ino,
             });
         }
-        Ok(())
+        Ok(true)
     }
 
     pub(super) fn s3_copy_object(&mut self, h: &Head, r: &S3Req) -> bool {
@@ -432,56 +494,11 @@ impl<'a> Conn<'a> {
         if r.target.dir_marker {
             return Err(err(Code::InvalidRequest, "a copy's key cannot end in /"));
         }
-        for c in [
-            "x-amz-copy-source-if-match",
-            "x-amz-copy-source-if-none-match",
-            "x-amz-copy-source-if-modified-since",
-            "x-amz-copy-source-if-unmodified-since",
-            "x-amz-copy-source-range",
-        ] {
-            if sh.header(c).is_some() {
-                return Err(err(Code::NotImplemented, format!("CopyObject with {c}")));
-            }
-        }
-        let src = sh.header("x-amz-copy-source").unwrap_or_default();
-        let (src, version) = src.split_once('?').unwrap_or((src, ""));
-        if !(version.is_empty() || version == "versionId=null") {
-            return Err(err(Code::NotImplemented, "object versions"));
-        }
-        let src = pktfs_s3::names::percent_decode(src)
-            .map_err(|e| err(Code::InvalidArgument, format!("x-amz-copy-source: {e}")))?;
-        let src = src.strip_prefix('/').unwrap_or(&src);
-        let Some((sb, sk)) = src.split_once('/') else {
-            return Err(err(
-                Code::InvalidArgument,
-                "x-amz-copy-source must be BUCKET/KEY",
-            ));
-        };
-        if !r.key.may(sb, pktfs_s3::keys::Access::Read) {
-            return Err(err(
-                Code::AccessDenied,
-                format!("key {} has no read grant on bucket {sb}", r.key.id),
-            ));
-        }
-        let kp = pktfs_s3::names::key_path(sk)
-            .map_err(|e| err(Code::InvalidArgument, format!("x-amz-copy-source: {e}")))?;
-        if kp.dir_marker {
-            return Err(err(Code::InvalidRequest, "the copy source is a directory"));
-        }
-        self.s3_bucket(sb)?;
-        let parts = std::iter::once(sb.as_bytes()).chain(kp.segments.iter().map(|s| s.as_bytes()));
-        let not_found = || err(Code::NoSuchKey, format!("no object {sk} in bucket {sb}"));
-        let sa = match self.vol.resolve_parts(parts, self.who()) {
-            Ok(a) if a.kind == FileType::Regular => a,
-            Ok(_) | Err(FsError::NotFound | FsError::NotDir) => return Err(not_found()),
-            Err(e) => return Err(fs_error(&e, sk)),
-        };
-        if self.who().is_some() && !self.permits(sa.ino, pktfs_fs::Access::READ) {
-            return Err(err(
-                Code::AccessDenied,
-                format!("no read permission on {sk}"),
-            ));
-        }
+        // The destination's If-Match / If-None-Match, the source's
+        // x-amz-copy-source-if-*: both against S3 ETags.
+        let wc = WriteCond::of(h)?;
+        let src = self.s3_copy_source(sh, r)?;
+        check_copy_source(&copy_source_conditions(sh), &src.snap)?;
         let replace = match sh.header("x-amz-metadata-directive") {
             None | Some("COPY") => false,
             Some("REPLACE") => true,
@@ -492,7 +509,7 @@ impl<'a> Conn<'a> {
                 ))
             }
         };
-        let same = sb == r.target.bucket && sk == r.target.key;
+        let same = src.bucket == r.target.bucket && src.key == r.target.key;
         if same && !replace {
             return Err(err(
                 Code::InvalidRequest,
@@ -502,59 +519,91 @@ impl<'a> Conn<'a> {
         if let Some(msg) = self.put_denied() {
             return Err(err(Code::AccessDenied, msg));
         }
-        let sd = self
-            .vol
-            .content_digest(sa.ino)
-            .map_err(|e| fs_error(&e, sk))?;
-        let (tag, smeta) = etag_of(self.vol, &sd);
+        let Snap::File {
+            digest: sd,
+            etag: tag,
+            meta: smeta,
+            ..
+        } = &src.snap
+        else {
+            return Err(err(Code::NoSuchKey, "the copy source is not an object"));
+        };
+        let sd = *sd;
         let mut meta = match (replace, smeta) {
             (true, _) => ObjectMeta::from_request(sh).map_err(|m| err(Code::InvalidArgument, m))?,
-            (false, Some(m)) => m,
+            (false, Some(m)) => (**m).clone(),
             (false, None) => ObjectMeta::default(),
         };
+        // The copy's checksum: what the source has, or, asked for, a
+        // CRC32C (its records') or the source's own in that algorithm;
+        // any other would need the bytes read, which a copy does not do.
+        if let Some(v) = sh.header("x-amz-checksum-algorithm") {
+            let a = Algorithm::from_name(v).ok_or_else(|| {
+                err(
+                    Code::InvalidRequest,
+                    format!("x-amz-checksum-algorithm {v}"),
+                )
+            })?;
+            let stored = smeta
+                .as_ref()
+                .and_then(|m| m.checksum.clone().map(|c| (c, m.checksum_type.clone())))
+                .filter(|((n, _), _)| n == a.header_name());
+            match (a, stored) {
+                (_, Some((c, ty))) => {
+                    meta.checksum = Some(c);
+                    meta.checksum_type = ty;
+                }
+                (Algorithm::Crc32c, None) => {
+                    meta.set_checksum(&Value::Crc32c(sd.crc32c));
+                    meta.checksum_type = Some("FULL_OBJECT".into());
+                }
+                (a, None) => {
+                    return Err(err(
+                        Code::NotImplemented,
+                        format!(
+                            "CopyObject with x-amz-checksum-algorithm {} of a source stored without one (pktfs copies no bytes to compute it)",
+                            a.name()
+                        ),
+                    ))
+                }
+            }
+        }
         let mut tmp = self
             .vol
             .tmpfile(0o644, self.sh.uid, self.sh.gid)
             .map_err(|e| fs_error(&e, "a file for the copy"))?;
         // The copy's records name the source's buffer space (shared,
         // counted): no byte is copied.
-        let mut at = 0;
-        while at < sa.size {
-            match self.vol.copy_range(sa.ino, at, tmp.ino(), at, sa.size - at) {
-                Ok(0) => break,
-                Ok(n) => at += n,
-                Err(e) => return Err(fs_error(&e, sk)),
-            }
-        }
+        self.s3_copy_records(&src, 0, sd.size, tmp.ino())?;
         let d = self
             .vol
             .content_digest(tmp.ino())
-            .map_err(|e| fs_error(&e, sk))?;
+            .map_err(|e| fs_error(&e, &src.key))?;
         if d.size != sd.size || d.crc32c != sd.crc32c {
-            // The source changed while it was copied.
             return Err(err(
                 Code::SlowDown,
                 "the source changed during the copy; try again",
             ));
         }
-        meta.etag = tag;
+        meta.etag = tag.clone();
         meta.size = d.size;
         meta.crc32c = d.crc32c;
         meta.store(self.vol, tmp.ino())
             .map_err(|e| fs_error(&e, "storing the copy's metadata"))?;
-        let keep = h.keep_alive;
-        let linked = match self.link_upload(h, &mut tmp) {
-            Ok((l, _)) => l,
-            Err((code, msg)) => {
-                self.drop_tmp(tmp);
-                self.error(code, &msg, keep);
-                return Ok(keep);
-            }
-        };
-        drop(linked);
-        let now = (crate::util::now_ns()) as i64;
-        let xml = pktfs_s3::xml::copy_object(&meta.etag, now, &[]);
-        Ok(self.s3_xml(h, 200, "", &xml))
+        let linked = self.s3_link(&mut tmp, wc.as_ref(), false)?;
+        let now = crate::util::now_ns() as i64;
+        let sums: Vec<(Algorithm, String)> = meta
+            .checksum
+            .iter()
+            .filter_map(|(n, v)| Algorithm::from_header_name(n).map(|a| (a, v.clone())))
+            .collect();
+        let xml = pktfs_s3::xml::copy_object(&meta.etag, now, &sums);
+        let go_on = self.s3_xml(h, 200, "", &xml);
+        if go_on {
+            // The replaced version is freed once the answer is out.
+            self.replaced = Some(linked);
+        }
+        Ok(go_on)
     }
 
     /// A request whose XML body is acted on once it is in (received into
@@ -580,7 +629,9 @@ impl<'a> Conn<'a> {
         // What can be refused before the body is.
         let early = match op {
             XmlOp::DeleteObjects => self.s3_bucket(&r.target.bucket).map(|_| ()),
-            XmlOp::Complete => self.s3_upload_exists(&r),
+            XmlOp::Complete => self
+                .s3_upload_exists(&r)
+                .and_then(|()| WriteCond::of(h).map(|_| ())),
             XmlOp::CreateBucket => Ok(()),
         };
         if let Err(e) = early {
@@ -621,7 +672,13 @@ impl<'a> Conn<'a> {
             XmlOp::DeleteObjects => self.s3_delete_objects(h, &r, &xml),
             XmlOp::Complete => self.s3_complete(h, &r, &xml),
             XmlOp::CreateBucket => match pktfs_s3::xml::parse_create_bucket(&xml) {
-                Ok(_) => self.s3_create_bucket_now(h, &r),
+                Ok(_) => {
+                    if let Err(e) = super::unserved::create_bucket_body(&xml) {
+                        self.s3_error(&e, keep);
+                        return keep;
+                    }
+                    self.s3_create_bucket_now(h, &r)
+                }
                 Err(e) => {
                     self.s3_error(&err(Code::MalformedXML, e.to_string()), keep);
                     keep
@@ -641,6 +698,12 @@ impl<'a> Conn<'a> {
                 return keep;
             }
         };
+        // Versions and per-key conditions are not done: nothing is
+        // deleted rather than every key whatever they said.
+        if let Err(e) = super::unserved::delete_objects_body(xml) {
+            self.s3_error(&e, keep);
+            return keep;
+        }
         let mut deleted = Vec::new();
         let mut errors = Vec::new();
         let saved = self.path.clone();
