@@ -21,6 +21,7 @@
 //! - ranges in the tier and anything else a reader cannot serve go through
 //!   the holder, or fail with an error that says so.
 
+pub mod capi;
 mod error;
 mod file;
 mod holder;

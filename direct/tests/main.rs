@@ -1,5 +1,6 @@
 //! The direct reader's tests: one binary, a module per file.
 
+mod c_example;
 mod common;
 mod race;
 mod reads;
