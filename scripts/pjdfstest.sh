@@ -8,7 +8,9 @@
 # Env: PKTFS_BIN_DIR (prebuilt pktfs and mkfs-pktfs; default: cargo build
 # --release), PKTFS_IMAGE (a formatted image to use instead of running
 # mkfs), PJDFSTEST (the binary), IMAGE_SIZE (default 512M),
-# MOUNT_OPTS (extra -o options). Exit status: 0 when nothing failed.
+# MOUNT_OPTS (extra -o options), PJD_PRELOAD (a library to preload into
+# pjdfstest alone, e.g. pktfs's direct-reading shim). Exit status: 0 when
+# nothing failed.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
@@ -21,6 +23,14 @@ pktfs="$PKTFS_BIN_DIR/pktfs"
 mkfs="$PKTFS_BIN_DIR/mkfs-pktfs"
 pjd="${PJDFSTEST:-$(command -v pjdfstest || echo "$HOME/.cargo/bin/pjdfstest")}"
 [[ -x "$pjd" ]] || { echo "pjdfstest not found: cargo install pjdfstest" >&2; exit 2; }
+# pjdfstest itself, with PJD_PRELOAD preloaded when given.
+run_pjd() {
+    if [[ -n "${PJD_PRELOAD:-}" ]]; then
+        LD_PRELOAD="$PJD_PRELOAD" "$pjd" "$@"
+    else
+        "$pjd" "$@"
+    fi
+}
 [[ -e /dev/fuse ]] || { echo "skipped: no /dev/fuse"; exit 0; }
 id tests >/dev/null 2>&1 || useradd -M tests
 # pjdfstest switches to these users; the mount must let them in.
@@ -72,14 +82,14 @@ if [[ $# -eq 0 ]]; then
     # else, with remounts off (the EROFS tests show as skipped there).
     conf_ro="$(mktemp /tmp/pktfs-pjdfstest-conf.XXXXXX)"
     sed 's/^allow_remount = .*/allow_remount = true/' "$repo/scripts/pjdfstest.toml" > "$conf_ro"
-    "$pjd" -c "$conf_ro" -p "$mnt/pjd" -s "$sec" erofs 2>&1 | tee "$log.erofs"
+    run_pjd -c "$conf_ro" -p "$mnt/pjd" -s "$sec" erofs 2>&1 | tee "$log.erofs"
     s1=${PIPESTATUS[0]}
     rm -f "$conf_ro"
-    "$pjd" -c "$repo/scripts/pjdfstest.toml" -p "$mnt/pjd" -s "$sec" 2>&1 | tee "$log"
+    run_pjd -c "$repo/scripts/pjdfstest.toml" -p "$mnt/pjd" -s "$sec" 2>&1 | tee "$log"
     s2=${PIPESTATUS[0]}
     status=$(( s1 != 0 || s2 != 0 ))
 else
-    "$pjd" -c "$repo/scripts/pjdfstest.toml" -p "$mnt/pjd" -s "$sec" "$@" 2>&1 | tee "$log"
+    run_pjd -c "$repo/scripts/pjdfstest.toml" -p "$mnt/pjd" -s "$sec" "$@" 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
     : > "$log.erofs"
 fi

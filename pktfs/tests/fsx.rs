@@ -26,6 +26,10 @@
 //! find nothing that mounting does not repair, and be clean after.
 //! `.ci/run` installs fsx and Garage; under CI their absence is a failure.
 //!
+//! And fsx's reads through the direct-reading shim: fsx with
+//! libpktfs_preload.so preloaded (its writes go to the kernel, its reads
+//! come from the image, every one checked by fsx against its own copy).
+//!
 //! Seeds are fixed so a failure reproduces; `PKTFS_FSX_SEED` adds an offset
 //! and `PKTFS_FSX_OPS` sets the operations per fsx (default 30,000).
 //! Lives in the pktfs package so cargo builds the binaries it runs.
@@ -71,12 +75,19 @@ fn env_u64(name: &str, default: u64) -> u64 {
 /// system is asked; tmpfs fails the same way), and fsx takes that for
 /// "not supported".
 fn config(max_op_bytes: u64, file_bytes: u64) -> String {
+    config_mapwrite(max_op_bytes, file_bytes, 10)
+}
+
+/// [`config`] with `mapread`, `mapwrite` and `invalidate` (which maps the
+/// file too) weighing `maps`.
+fn config_mapwrite(max_op_bytes: u64, file_bytes: u64, maps: u32) -> String {
+    let invalidate = maps.min(1);
     format!(
         "flen = {file_bytes}\n\
          [opsize]\nmax = {max_op_bytes}\nmin = 1\nalign = 1\n\
          [weights]\n\
-         close_open = 1\nread = 10\nwrite = 10\nmapread = 10\nmapwrite = 10\n\
-         invalidate = 1\ntruncate = 3\nfsync = 1\nfdatasync = 1\n\
+         close_open = 1\nread = 10\nwrite = 10\nmapread = {maps}\nmapwrite = {maps}\n\
+         invalidate = {invalidate}\ntruncate = 3\nfsync = 1\nfdatasync = 1\n\
          posix_fallocate = 2\npunch_hole = 2\nsendfile = 2\nposix_fadvise = 1\n\
          copy_file_range = 3\n"
     )
@@ -232,7 +243,20 @@ fn fsx(
     seed: u64,
     ops: u64,
 ) -> Result<(), String> {
+    fsx_env(fsx, cfg, work, file, (seed, ops), &[])
+}
+
+/// [`fsx`] with more environment.
+fn fsx_env(
+    fsx: &Path,
+    cfg: &Path,
+    work: &Path,
+    file: &Path,
+    (seed, ops): (u64, u64),
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Result<(), String> {
     let out = Command::new(fsx)
+        .envs(env.iter().copied())
         .arg("-f")
         .arg(cfg)
         .arg("-N")
@@ -371,6 +395,52 @@ fn fsx_on_three_kinds_of_mount() {
         t.exercise(&m, &what, t.seed0 + 1 + 2 * i as u64, || ());
     }
     let _ = std::fs::remove_dir_all(&t.work);
+}
+
+#[test]
+fn fsx_reads_through_the_direct_reading_shim() {
+    let Some(t) = setup(&[]) else { return };
+    let m = Mnt::new("fsx-shim", 2048, "", &t.work);
+    // No mappings: fsx maps its file writable and shared for either kind
+    // of mapped operation, and the shim then hands that file to the kernel
+    // for good (its stores reach the image only when written back); this
+    // test is about the shim's own reads, between fsx's writes, truncates,
+    // hole punches, copies and sends through the kernel.
+    let cfg = t.work.join("shim.toml");
+    std::fs::write(&cfg, config_mapwrite(64 << 10, 1 << 20, 0)).unwrap();
+    let stats = t.work.join("shim-stats");
+    let so = shim();
+    let env: [(&str, &std::ffi::OsStr); 2] = [
+        ("LD_PRELOAD", so.as_os_str()),
+        ("PKTFS_PRELOAD_STATS", stats.as_os_str()),
+    ];
+    let file = m.path().join("shimmed");
+    if let Err(e) = fsx_env(&t.fsx, &cfg, &t.work, &file, (t.seed0 + 77, t.ops), &env) {
+        panic!("fsx under the shim: {e}");
+    }
+    let said = std::fs::read_to_string(&stats).unwrap_or_default();
+    let reads: u64 = said
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("a stats line")["direct_reads"]
+                .as_u64()
+                .unwrap()
+        })
+        .sum();
+    assert!(reads > 1000, "fsx's reads were not served directly: {said}");
+    m.umount_and_fsck();
+    let _ = std::fs::remove_dir_all(&t.work);
+}
+
+/// libpktfs_preload.so as cargo built it for these tests.
+fn shim() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    [deps, deps.parent().expect("target/<profile>")]
+        .iter()
+        .map(|d| d.join("libpktfs_preload.so"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("libpktfs_preload.so is not next to {}", exe.display()))
 }
 
 /// `pktfs stat IMAGE` (asking the mount's daemon): the value of `name` on

@@ -60,8 +60,11 @@ impl Drop for KeepErrno {
     }
 }
 
-/// After a successful open: serve `fd` directly if it is a read-only open
-/// of a regular file of a pktfs mount whose image this process may map.
+/// After a successful open: serve `fd`'s reads directly if it is a
+/// regular file of a pktfs mount opened for reading (read-only or
+/// read-write: writes go to the kernel, and a write through FUSE is in the
+/// image when it returns, pktfs mounting without a writeback cache) whose
+/// image this process may map.
 fn after_open(fd: c_int, flags: c_int) -> c_int {
     if fd < 0 || guard::inside() || !crate::enabled() {
         return fd;
@@ -72,7 +75,7 @@ fn after_open(fd: c_int, flags: c_int) -> c_int {
     // the shim's back (by a path it cannot see): it is gone now.
     table::remove(fd);
     let skip = libc::O_PATH | libc::O_DIRECTORY | libc::O_DIRECT;
-    if flags & libc::O_ACCMODE != libc::O_RDONLY || flags & skip != 0 {
+    if flags & libc::O_ACCMODE == libc::O_WRONLY || flags & skip != 0 {
         return fd;
     }
     // SAFETY: a zeroed stat64 is a valid out-parameter.

@@ -4,7 +4,9 @@
 //! record's CRC32C as the mount checks it.
 //!
 //! It serves `open`/`openat` (and the aliases glibc compiles them into)
-//! of regular files opened read-only, then `read`, `pread`, `readv`,
+//! of regular files opened for reading (read-only, or read-write: writes
+//! go to the kernel, which puts them in the image before they return),
+//! then `read`, `pread`, `readv`,
 //! `preadv` (and their 64-bit aliases), `lseek`'s SEEK_END and `fstat`
 //! of those descriptors. It keeps the real FUSE descriptor underneath and
 //! the kernel's file offset in step, so every other call (`dup`, `fork`,

@@ -535,10 +535,13 @@ impl Volume {
         let mut ca = c.attr;
         ca.nlink = if dir { 0 } else { ca.nlink.saturating_sub(1) };
         ca.ctime_ns = now;
-        if ca.nlink > 0 {
+        // Unreachable after the commit with no link left, so nothing needs
+        // persisting, unless something keeps it open (pins): its slot then
+        // stays the file's attributes for direct readers (live.rs).
+        if ca.nlink > 0 || c.pins > 0 {
             self.set_attr(&mut commit, c, ca);
         } else {
-            c.attr = ca; // unreachable after the commit: nothing to persist
+            c.attr = ca;
         }
         commit.apply(self);
         if dir {

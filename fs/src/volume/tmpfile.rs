@@ -423,7 +423,8 @@ impl Volume {
                 let mut va = g.attr;
                 va.nlink -= 1;
                 va.ctime_ns = now;
-                if va.nlink > 0 {
+                // As unlink: persisted while linked or kept open.
+                if va.nlink > 0 || g.pins > 0 {
                     self.set_attr(&mut commit, g, va);
                 } else {
                     g.attr = va;

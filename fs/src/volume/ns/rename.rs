@@ -210,7 +210,8 @@ impl Volume {
                 } else {
                     va.nlink - 1
                 };
-                if va.nlink > 0 {
+                // As unlink: persisted while linked or kept open.
+                if va.nlink > 0 || victim.pins > 0 {
                     self.set_attr(&mut commit, victim, va);
                 } else {
                     victim.attr = va;
