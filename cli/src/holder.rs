@@ -11,43 +11,15 @@
 //! failing with "in use".
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// The pktfs mounts this process can see (/proc/self/mountinfo), read the
+/// way direct readers read them.
+pub use pktfs_direct::mounts::{mounts, PktfsMount};
 
 /// How long an open waits for a departing mount daemon.
 pub const RELEASE_WAIT: Duration = Duration::from_secs(5);
-
-/// A `fuse.pktfs` mount: where, and its source (the image).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PktfsMount {
-    pub mountpoint: PathBuf,
-    pub source: PathBuf,
-}
-
-/// The pktfs mounts this process can see.
-pub fn mounts() -> std::io::Result<Vec<PktfsMount>> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo")?;
-    Ok(parse_mountinfo(&info))
-}
-
-fn parse_mountinfo(info: &str) -> Vec<PktfsMount> {
-    let mut out = Vec::new();
-    for line in info.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else {
-            continue;
-        };
-        let mp = pre.split(' ').nth(4).unwrap_or("");
-        let mut post = post.split(' ');
-        let (fstype, source) = (post.next().unwrap_or(""), post.next().unwrap_or(""));
-        if fstype == "fuse.pktfs" {
-            out.push(PktfsMount {
-                mountpoint: PathBuf::from(pktfs_fs::fuse::unescape_mountinfo(mp)),
-                source: PathBuf::from(pktfs_fs::fuse::unescape_mountinfo(source)),
-            });
-        }
-    }
-    out
-}
 
 /// Is `image` the source of a pktfs mount this process can see?
 pub fn is_mounted(image: &Path) -> bool {
@@ -201,24 +173,6 @@ pub fn wait_for_release<T, E>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mountinfo_lines() {
-        let info = "36 35 0:31 / /mnt/a\\040b rw,nosuid - fuse.pktfs /dev/shm/p\\040m.img rw\n\
-                    37 35 0:32 / /home rw - ext4 /dev/sda1 rw\n";
-        assert_eq!(
-            parse_mountinfo(info),
-            [PktfsMount {
-                mountpoint: "/mnt/a b".into(),
-                source: "/dev/shm/p m.img".into()
-            }]
-        );
-        assert_eq!(
-            pktfs_fs::fuse::unescape_mountinfo(r"/mnt/a\040b"),
-            "/mnt/a b"
-        );
-        assert_eq!(pktfs_fs::fuse::unescape_mountinfo(r"/x\04"), r"/x\04");
-    }
 
     #[test]
     fn finds_its_own_lock() {

@@ -2,7 +2,10 @@
 //! 64-byte packet-metadata records.
 //!
 //! - [`media`]: the mapping and persistence primitives (all `unsafe` is there);
-//! - [`Volume`]: chains, allocators, journal, recovery; no FUSE types.
+//! - [`Volume`]: chains, allocators, journal, recovery.
+//!
+//! The FUSE mount is pktfs-fuse, an adapter over this crate; nothing here
+//! knows FUSE.
 //!
 //! # Embedding
 //! A program can own an image directly (docs/EMBEDDING.md has more):
@@ -29,7 +32,6 @@
 //! ```
 
 pub mod error;
-pub mod fuse;
 pub mod media;
 pub mod volume;
 

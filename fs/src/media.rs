@@ -55,7 +55,6 @@ mod open;
 pub mod recording;
 mod sigbus;
 pub mod space;
-pub mod sys;
 mod tracker;
 mod writeback;
 pub use writeback::FlushThread;

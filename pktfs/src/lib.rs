@@ -1,6 +1,7 @@
 //! The commands of the `pktfs` and `mount.pktfs` binaries, one module per
-//! subcommand (plus `cli`, what they share, and `logging`). Both binaries
-//! are thin: they parse arguments and call in here.
+//! subcommand (plus `cli`, what they share, `mount_options`, mount(8)'s
+//! `-o` list, and `logging`). Both binaries are thin: they parse arguments
+//! and call in here.
 
 pub mod chain_cmd;
 pub mod cli;
@@ -8,6 +9,7 @@ pub use pktfs_cli::gendocs;
 pub mod keys_cmd;
 pub mod logging;
 pub mod mount_cmd;
+pub mod mount_options;
 pub mod net_cmd;
 pub mod offline_cmd;
 pub mod pcapng;

@@ -9,7 +9,7 @@
 //!
 //! The Volume is opened once, as an `Arc<Volume>`: other services of the
 //! same process (netpath) share it and tell the kernel about their changes
-//! through [`pktfs_fs::fuse::MountHandle::notifier`].
+//! through [`pktfs_fuse::MountHandle::notifier`].
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use nix::sys::signal::{SigSet, Signal};
-use pktfs_fs::fuse::{self, MountHandle, MountOptions};
+use pktfs_fuse::{MountHandle, MountOptions};
 use pktfs_fs::{OpenOptions, Volume};
 
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -110,7 +110,7 @@ pub fn run(mut a: MountArgs) -> Result<(), String> {
     if list.split(',').any(|o| o.trim() == "remount") {
         return remount(&a.mountpoint, &list);
     }
-    let opts = pktfs_cli::mount_options::parse(&list)?;
+    let opts = crate::mount_options::parse(&list)?;
     if a.foreground || a.daemon_child {
         let r = serve(&a, &opts);
         if let (true, Err(e)) = (a.daemon_child, &r) {
@@ -319,7 +319,7 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
     let control = crate::net_cmd::start_control(&vol, &image, extra.clone())?;
-    let handle = fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
+    let handle = pktfs_fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
     let services = start_services(&vol, &handle, &a.net, extra)?;
     if let Some(t) = &tier {
         let l = format!("tier  {}", t.target());

@@ -931,14 +931,14 @@ fn run_up(
 /// A mount made by `up`.
 #[derive(Debug)]
 pub struct UpMount {
-    handle: pktfs_fs::fuse::MountHandle,
+    handle: pktfs_fuse::MountHandle,
 }
 
 /// The change callback for servers running beside a FUSE mount: each
 /// change the servers make is told to the kernel (`inval_entry` of the name
 /// and `inval_inode` of its directory; `inval_inode` of a growing raw
 /// file), so it shows in the mount at once.
-pub fn invalidate_with(inv: pktfs_fs::fuse::Invalidator) -> pktfs_netpath::OnChange {
+pub fn invalidate_with(inv: pktfs_fuse::Invalidator) -> pktfs_netpath::OnChange {
     Arc::new(move |c: pktfs_netpath::Change<'_>| match c {
         pktfs_netpath::Change::Entry { parent, name, .. }
         | pktfs_netpath::Change::Removed { parent, name, .. } => {
@@ -969,8 +969,8 @@ impl UpMount {
 
 fn mount_for_up(vol: Arc<Volume>, mp: &Path) -> Result<UpMount, String> {
     std::fs::create_dir_all(mp).map_err(|e| format!("{}: {e}", mp.display()))?;
-    let opts = pktfs_fs::fuse::MountOptions::default();
-    let handle = pktfs_fs::fuse::mount(vol, mp, &opts).map_err(|e| e.to_string())?;
+    let opts = pktfs_fuse::MountOptions::default();
+    let handle = pktfs_fuse::mount(vol, mp, &opts).map_err(|e| e.to_string())?;
     Ok(UpMount { handle })
 }
 

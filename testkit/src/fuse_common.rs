@@ -8,7 +8,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pktfs_fs::fuse::{MountHandle, MountOptions};
+use pktfs_fuse::{MountHandle, MountOptions};
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
 
 pub fn image_path(tag: &str) -> PathBuf {
@@ -81,7 +81,7 @@ impl Mounted {
 
     pub fn mount(&mut self) {
         let vol = Arc::new(Volume::open(&self.image, &OpenOptions::default()).expect("open image"));
-        let h = pktfs_fs::fuse::mount(vol.clone(), self.path(), &self.opts).expect("mount");
+        let h = pktfs_fuse::mount(vol.clone(), self.path(), &self.opts).expect("mount");
         assert!(
             is_mountpoint(self.path()),
             "mount is live when mount() returns"

@@ -386,7 +386,7 @@ fn xattrs() {
     rfs::setxattr(m.path(), "user.dir", b"yes", rfs::XattrFlags::empty()).unwrap();
     assert_eq!(getx(m.path(), "user.dir").unwrap(), b"yes");
     // The chain, read-only and not listed.
-    let chain = getx(&p, pktfs_fs::fuse::CHAIN_XATTR).unwrap();
+    let chain = getx(&p, pktfs_fuse::CHAIN_XATTR).unwrap();
     let chain = String::from_utf8(chain).unwrap();
     assert!(
         chain.starts_with('[') && chain.contains("\"record\"") && chain.contains("\"crc32c\""),
@@ -395,7 +395,7 @@ fn xattrs() {
     expect_rerrno(
         rfs::setxattr(
             &p,
-            pktfs_fs::fuse::CHAIN_XATTR,
+            pktfs_fuse::CHAIN_XATTR,
             b"x",
             rfs::XattrFlags::empty(),
         ),
@@ -782,8 +782,8 @@ fn atime_policies() {
         ("strictatime", true, true),
         ("noatime", false, false),
     ] {
-        let mut opts = pktfs_fs::fuse::MountOptions::default();
-        pktfs_cli::mount_options::apply(&mut opts, opt).unwrap();
+        let mut opts = pktfs_fuse::MountOptions::default();
+        pktfs::mount_options::apply(&mut opts, opt).unwrap();
         let m = Mounted::with_options(&format!("atime-{opt}"), 16 * MIB, opts);
         let p = m.p("f");
         fs::write(&p, b"some bytes").unwrap();

@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pktfs_fs::fuse::{Invalidator, MountOptions};
+use pktfs_fuse::{Invalidator, MountOptions};
 
 use crate::net_common::*;
 use crate::prereq;
@@ -44,7 +44,7 @@ fn network_changes_show_in_the_mount_at_once() {
         ..MountOptions::default()
     };
     // /dev/fuse is usable, so a failing mount is a failure, not a skip.
-    let h = pktfs_fs::fuse::mount(vol.clone(), mnt.path(), &opts).expect("mount");
+    let h = pktfs_fuse::mount(vol.clone(), mnt.path(), &opts).expect("mount");
     let cfg = pktfs_netpath::Config {
         http_listen: Some("127.0.0.1:0".parse().unwrap()),
         raw_listen: Some("127.0.0.1:0".parse().unwrap()),

@@ -798,12 +798,12 @@ fn objects_show_in_a_mount_at_once() {
     require!(crate::prereq::fuse());
     let (dir, vol) = super::net_common::image(64 << 20);
     let mnt = tempfile::tempdir().unwrap();
-    let opts = pktfs_fs::fuse::MountOptions {
+    let opts = pktfs_fuse::MountOptions {
         attr_ttl: std::time::Duration::from_secs(60),
         entry_ttl: std::time::Duration::from_secs(60),
         ..Default::default()
     };
-    let h = pktfs_fs::fuse::mount(vol.clone(), mnt.path(), &opts).expect("mount");
+    let h = pktfs_fuse::mount(vol.clone(), mnt.path(), &opts).expect("mount");
     let mut ks = KeyStore::default();
     let k = ks
         .add(

@@ -7,7 +7,7 @@
 //! Installed as a link named mount.pktfs (cargo does not allow dots in
 //! binary names; see scripts/install.sh).
 
-use pktfs::{logging, mount_cmd};
+use pktfs::{logging, mount_cmd, mount_options};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -72,7 +72,7 @@ fn run() -> Result<(), CliError> {
         // Keep only what pktfs knows.
         let mut kept = Vec::new();
         for o in options.iter().flat_map(|l| l.split(',')) {
-            if mount_cmd::is_log_option(o) || pktfs_cli::mount_options::parse(o).is_ok() {
+            if mount_cmd::is_log_option(o) || mount_options::parse(o).is_ok() {
                 kept.push(o.to_string());
             }
         }
@@ -96,7 +96,7 @@ fn run() -> Result<(), CliError> {
     if fake {
         // mount -f: check the arguments, mount nothing.
         margs.options.retain(|o| !o.is_empty());
-        pktfs_cli::mount_options::parse(&margs.options.join(","))?;
+        mount_options::parse(&margs.options.join(","))?;
         return Ok(());
     }
     mount_cmd::run(margs).map_err(|message| CliError::FailedWith {

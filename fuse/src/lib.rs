@@ -1,10 +1,12 @@
 //! The FUSE mount: a thin adapter that turns kernel requests into
-//! [`Volume`] calls (see `ops.rs`), and the session around it.
+//! [`Volume`] calls (see `ops.rs`), and the session around it. The Volume
+//! (pktfs-fs) knows nothing of FUSE; this crate is the only one that links
+//! fuser, so the servers and the tier build without it.
 //!
 //! ```no_run
 //! # use std::sync::Arc;
 //! # use pktfs_fs::{Volume, OpenOptions};
-//! # use pktfs_fs::fuse::{mount, MountOptions};
+//! # use pktfs_fuse::{mount, MountOptions};
 //! let vol = Arc::new(Volume::open("img".as_ref(), &OpenOptions::default())?);
 //! let h = mount(vol.clone(), "/mnt".as_ref(), &MountOptions::default())?;
 //! // ... the mount is live; other services may share `vol` and tell the
@@ -28,6 +30,8 @@
 mod dir;
 mod ops;
 mod state;
+#[cfg(test)]
+mod tests;
 mod translate;
 
 use std::ffi::OsStr;
@@ -41,9 +45,9 @@ use std::time::Duration;
 pub use fuser::MountOption;
 use fuser::{Config, INodeNo, Notifier, Session, SessionACL, SessionUnmounter};
 
-use crate::error::{FsError, Result};
-use crate::media::PersistChoice;
-use crate::volume::Volume;
+use pktfs_direct::mounts::unescape_mountinfo;
+use pktfs_fs::media::PersistChoice;
+use pktfs_fs::{FsError, Result, Volume};
 
 pub use ops::CHAIN_XATTR;
 
@@ -108,7 +112,7 @@ pub struct MountOptions {
     pub persist: PersistChoice,
     /// When reads check payload checksums (`verify=once|always|off`); for
     /// whoever opens the Volume.
-    pub verify: crate::VerifyMode,
+    pub verify: pktfs_fs::VerifyMode,
 }
 
 impl Default for MountOptions {
@@ -133,7 +137,7 @@ impl Default for MountOptions {
             direct_io: true,
             atime: AtimeMode::Relative,
             persist: PersistChoice::Auto,
-            verify: crate::VerifyMode::Once,
+            verify: pktfs_fs::VerifyMode::Once,
         }
     }
 }
@@ -279,27 +283,6 @@ fn is_mounted(mp: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Undo mountinfo's octal escapes (`\040` for a space, ...).
-pub fn unescape_mountinfo(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = |c: &u8| (b'0'..=b'7').contains(c);
-        if b[i] == b'\\' && i + 4 <= b.len() && b[i + 1..i + 4].iter().all(octal) {
-            let v = (b[i + 1] - b'0') as u32 * 64
-                + (b[i + 2] - b'0') as u32 * 8
-                + (b[i + 3] - b'0') as u32;
-            out.push(v as u8);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 fn fusermount_u(mp: &Path, lazy: bool) -> io::Result<()> {
     let mut c = Command::new("fusermount3");
     c.arg("-u");
@@ -366,7 +349,7 @@ fn fusermount(mp: &Path, options: &str) -> io::Result<std::os::fd::OwnedFd> {
         .spawn()
         .map_err(|e| io::Error::new(e.kind(), format!("fusermount3: {e}")))?;
     drop(theirs);
-    let fd = crate::media::sys::recv_fd(&ours);
+    let fd = recv_fd(&ours);
     drop(ours);
     let out = child.wait_with_output()?;
     match fd {
@@ -379,6 +362,41 @@ fn fusermount(mp: &Path, options: &str) -> io::Result<std::os::fd::OwnedFd> {
             )))
         }
     }
+}
+
+/// Receive the one descriptor fusermount3 sends with SCM_RIGHTS and own
+/// it; any extra descriptors in the message are closed.
+fn recv_fd(sock: &std::os::fd::OwnedFd) -> io::Result<std::os::fd::OwnedFd> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    use std::mem::MaybeUninit;
+    let mut byte = [0u8; 1];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+    let msg = loop {
+        match rustix::net::recvmsg(
+            sock,
+            &mut [io::IoSliceMut::new(&mut byte)],
+            &mut cmsg,
+            RecvFlags::CMSG_CLOEXEC,
+        ) {
+            Ok(m) => break m,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let mut fds = Vec::new();
+    for m in cmsg.drain() {
+        if let RecvAncillaryMessage::ScmRights(passed) = m {
+            fds.extend(passed);
+        }
+    }
+    if msg.bytes == 0 {
+        fds.clear();
+    }
+    // Any extra descriptors are closed as `fds` drops.
+    fds.into_iter()
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "no descriptor received"))
 }
 
 /// An option value for fusermount3's comma-separated list.

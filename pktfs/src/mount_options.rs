@@ -1,10 +1,11 @@
 //! mount(8)'s option strings (`-o ro,allow_other,max_write=1M`, fstab's
-//! fourth field) into [`MountOptions`]: the tools' parsing, kept out of
-//! the FUSE adapter, which only translates the parsed options.
+//! fourth field) into [`MountOptions`]: the parsing `pktfs mount` and
+//! `mount.pktfs` share, kept out of the FUSE adapter (pktfs-fuse), which
+//! only translates the parsed options.
 
 use std::time::Duration;
 
-use pktfs_fs::fuse::{AtimeMode, MountOption, MountOptions};
+use pktfs_fuse::{AtimeMode, MountOption, MountOptions};
 
 /// Apply a comma-separated option list (`-o` may be given several times;
 /// later options win). Options that only mean something to mount(8) or
@@ -91,7 +92,7 @@ fn num<T: std::str::FromStr>(k: &str, v: &str) -> Result<T, String> {
 
 /// A byte count in the form every pktfs size takes (`max_write=1M`).
 fn bytes(k: &str, v: &str) -> Result<u32, String> {
-    crate::size::parse_size_u32(v).map_err(|e| format!("mount option {k}={v}: {e}"))
+    pktfs_cli::size::parse_size_u32(v).map_err(|e| format!("mount option {k}={v}: {e}"))
 }
 
 fn secs(k: &str, v: &str) -> Result<Duration, String> {

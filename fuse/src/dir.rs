@@ -8,8 +8,8 @@ use std::os::unix::ffi::OsStrExt;
 
 use fuser::{Generation, INodeNo, ReplyDirectory, ReplyDirectoryPlus};
 
-use super::state::PktFuse;
-use super::translate::{err, file_attr, kind};
+use crate::state::PktFuse;
+use crate::translate::{err, file_attr, kind};
 
 impl PktFuse {
     pub(super) fn list_dir(&self, dir: u64, offset: u64, mut reply: ReplyDirectory) {

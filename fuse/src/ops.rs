@@ -20,13 +20,13 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use super::state::PktFuse;
-use super::translate::{
+use crate::state::PktFuse;
+use crate::translate::{
     err, file_attr, has_cap_fsetid, in_group, name_bytes, time_ns, time_set, xattr_reply,
 };
-use crate::error::FsError;
-use crate::volume::{FallocMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags};
-use crate::FileType;
+use pktfs_fs::FsError;
+use pktfs_fs::{FallocMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags};
+use pktfs_fs::FileType;
 
 /// The read-only virtual attribute that shows a file's chain of records.
 pub const CHAIN_XATTR: &str = "user.pktfs.chain";
@@ -333,12 +333,11 @@ impl Filesystem for PktFuse {
                 match segs {
                     [] => reply.data(&[]),
                     // The common case: one record's bytes, straight from the
-                    // mapping into the reply.
+                    // mapping into the reply (`read_with` already makes
+                    // records that lie back to back in the mapping one
+                    // segment).
                     [Seg::Data(d)] => reply.data(d),
                     _ => {
-                        if let Some(d) = self.contiguous(segs) {
-                            return reply.data(d);
-                        }
                         let total = segs.iter().map(|s| match s {
                             Seg::Data(d) => d.len(),
                             Seg::Zero(n) => *n,

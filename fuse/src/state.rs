@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use fuser::{FopenFlags, Generation, INodeNo, Notifier, ReplyEntry, Request};
 
-use super::translate::{err, file_attr};
-use crate::error::FsError;
-use crate::volume::{Attr, DirEntry, NewMode, Seg, Volume};
+use crate::translate::{err, file_attr};
+use pktfs_fs::FsError;
+use pktfs_fs::{Attr, DirEntry, NewMode, Volume};
 
 /// Knobs the adapter needs from the mount options.
 #[derive(Clone, Debug)]
@@ -20,7 +20,7 @@ pub(crate) struct Tuning {
     pub max_readahead: u32,
     pub keep_cache: bool,
     pub direct_io: bool,
-    pub atime: super::AtimeMode,
+    pub atime: crate::AtimeMode,
 }
 
 /// The FUSE file system: a shared Volume and the reply timeouts.
@@ -70,9 +70,9 @@ impl PktFuse {
     /// atime update does not fail the read.
     pub(super) fn accessed(&self, ino: u64) {
         let strict = match self.tune.atime {
-            super::AtimeMode::Never => return,
-            super::AtimeMode::Relative => false,
-            super::AtimeMode::Strict => true,
+            crate::AtimeMode::Never => return,
+            crate::AtimeMode::Relative => false,
+            crate::AtimeMode::Strict => true,
         };
         let _ = self.vol.touch_atime(ino, strict);
     }
@@ -128,30 +128,6 @@ impl PktFuse {
             v.len() < max
         })?;
         Ok(v)
-    }
-
-    /// Records written one after another usually sit one after another in
-    /// the buffer region: then the segments of a read are one range of the
-    /// mapping and can go into the reply as one slice, without a copy.
-    pub(super) fn contiguous<'a>(&'a self, segs: &[Seg<'a>]) -> Option<&'a [u8]> {
-        let base = self.vol.pm().slice(0, 0).as_ptr() as usize;
-        let mut start = None;
-        let mut end = 0usize;
-        for s in segs {
-            let Seg::Data(d) = s else { return None };
-            let p = d.as_ptr() as usize;
-            match start {
-                None => start = Some(p),
-                Some(_) if p != end => return None,
-                Some(_) => {}
-            }
-            end = p + d.len();
-        }
-        let start = start?;
-        // Only bytes of the mapping are merged: fetched (tiered) bytes are
-        // ranges of window buffers, adjacent when two records share one.
-        let in_pm = start >= base && end - base <= self.vol.pm().len() as usize;
-        in_pm.then(|| self.vol.pm().slice((start - base) as u64, end - start))
     }
 
     pub(super) fn chain_json(&self, ino: u64) -> Result<Vec<u8>, FsError> {
