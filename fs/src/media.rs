@@ -1,7 +1,7 @@
 //! The mapping and the persistence primitives. All of pktfs-fs's `unsafe`
 //! lives in this module (the crate denies `unsafe_code` everywhere else),
 //! but for `LentRx::mark_filled`, an `unsafe fn` whose promise is its
-//! caller's; the network engines' own is in pktfs-ring.
+//! caller's; the network engines' own is in pktfs-engine.
 //!
 //! Persistence is per thread, as `sfence` is: a `flush` is durable after
 //! the same thread's next `fence`, which issues the thread's queued
@@ -31,7 +31,7 @@
 //! [`ExclusivePm`] (reads through `&`, writes through `&mut`; `split_at`
 //! for disjoint windows on several threads). Receiving into and sending
 //! from the image goes through `RxBuf` and `TxHold` (fs/src/volume/rx.rs and
-//! txhold.rs); an I/O engine (pktfs-ring) that lends image memory to the
+//! txhold.rs); an I/O engine (pktfs-engine) that lends image memory to the
 //! kernel gets its address from a `LentRx` and says what the kernel filled
 //! through `LentRx::mark_filled`, the one `unsafe fn` fs exports.
 //! What stays safe on `&Pm` changes no byte: length and mode, flush,

@@ -418,8 +418,8 @@ impl Default for Config {
             io: IoMode::Auto,
             loops: 0,
             // The Volume's ring default (4 x 256 KiB), one number in one place.
-            ring_entries: pktfs_ring::RxRingConfig::default().entries,
-            ring_entry_bytes: pktfs_ring::RxRingConfig::default().entry_bytes,
+            ring_entries: pktfs_engine::RxRingConfig::default().entries,
+            ring_entry_bytes: pktfs_engine::RxRingConfig::default().entry_bytes,
             busy_poll: Self::BUSY_POLL_DEFAULT,
             extra: None,
             max_queued_bytes: Self::MAX_QUEUED_BYTES_DEFAULT,

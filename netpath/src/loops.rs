@@ -2,11 +2,11 @@
 //! SO_REUSEPORT listener per loop (SO_TIMESTAMPNS set before listen),
 //! multishot receive with the kernel's receive time into a provided-buffer
 //! ring whose buffers are free packet buffers of the image
-//! ([`pktfs_ring::RxRing`]), batched submissions, sends of one iovec per
+//! ([`pktfs_engine::RxRing`]), batched submissions, sends of one iovec per
 //! record, idle deadlines on a timer heap. Protocol-agnostic: a
 //! [`Protocol`] opens a [`Session`] per connection (the raw stream server
 //! is one, [`crate::raw`]). The ring is an io_uring, or its epoll stand-in
-//! where io_uring is not usable (`pktfs_ring::RingBackend`); the loops are the
+//! where io_uring is not usable (`pktfs_engine::RingBackend`); the loops are the
 //! same code on both. See docs/NETPATH.md, "Event loop (io_uring)" and
 //! "The epoll fallback".
 //!
@@ -25,8 +25,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use pktfs_engine::RxRingConfig;
 use pktfs_fs::Volume;
-use pktfs_ring::RxRingConfig;
 
 use event_loop::Service;
 pub use event_loop::{LoopReport, LoopShared};
@@ -56,10 +56,10 @@ pub enum IoChoice {
 
 impl IoChoice {
     /// The loops' backend, when connections run on event loops.
-    pub fn backend(&self) -> Option<pktfs_ring::RingBackend> {
+    pub fn backend(&self) -> Option<pktfs_engine::RingBackend> {
         match self {
-            IoChoice::Uring { .. } => Some(pktfs_ring::RingBackend::Uring),
-            IoChoice::Epoll { .. } => Some(pktfs_ring::RingBackend::Epoll),
+            IoChoice::Uring { .. } => Some(pktfs_engine::RingBackend::Uring),
+            IoChoice::Epoll { .. } => Some(pktfs_engine::RingBackend::Epoll),
             IoChoice::Threads { .. } => None,
         }
     }
@@ -119,7 +119,7 @@ pub fn choose(mode: IoMode, loops: usize) -> std::io::Result<IoChoice> {
         }
         IoMode::Auto | IoMode::Uring => {}
     }
-    match pktfs_ring::rxring::probe() {
+    match pktfs_engine::rxring::probe() {
         Ok(f) => Ok(IoChoice::Uring {
             loops: loop_count(loops),
             incremental: f.incremental,

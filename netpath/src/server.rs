@@ -175,7 +175,7 @@ impl Services {
         let mut on_loops = backend.is_some();
         if let Some(backend) = backend {
             let c = &s.shared.cfg;
-            let ring = pktfs_ring::RxRingConfig {
+            let ring = pktfs_engine::RxRingConfig {
                 entries: c.ring_entries,
                 entry_bytes: c.ring_entry_bytes,
                 backend,

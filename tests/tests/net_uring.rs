@@ -63,8 +63,8 @@ fn raw_server_with(
         .io_mode()
         .and_then(IoChoice::backend);
     let want = match io {
-        IoMode::Uring => Some(pktfs_ring::RingBackend::Uring),
-        IoMode::Epoll => Some(pktfs_ring::RingBackend::Epoll),
+        IoMode::Uring => Some(pktfs_engine::RingBackend::Uring),
+        IoMode::Epoll => Some(pktfs_engine::RingBackend::Epoll),
         _ => None,
     };
     assert_eq!(backend, want, "io mode as forced");

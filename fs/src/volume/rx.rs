@@ -206,7 +206,7 @@ impl<'v> RxBuf<'v> {
 }
 
 /// A reservation lent to the kernel to receive into, for as long as a
-/// request of an I/O engine (pktfs-ring) may select it.
+/// request of an I/O engine (pktfs-engine) may select it.
 ///
 /// While lent, the kernel may write the unfilled bytes `[filled, cap)` at
 /// any moment, so this type has no safe way to read or write them (no

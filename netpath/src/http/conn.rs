@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use std::collections::VecDeque;
 
+use pktfs_engine::TxMsg;
 use pktfs_fs::{RxPiece, TmpFile, TxHold, Volume};
-use pktfs_ring::TxMsg;
 use rustix::net::SendFlags;
 
 use super::head::{parse_head, Framing, Head, Method};

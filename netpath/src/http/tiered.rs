@@ -32,8 +32,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use pktfs_engine::TxMsg;
 use pktfs_fs::{FsError, TxHold, TxKeep, TxPlan, TxWindow};
-use pktfs_ring::TxMsg;
 
 use super::conn::{msg_dram, Conn};
 use super::response::status_of;

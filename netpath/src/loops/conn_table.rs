@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use std::net::TcpStream;
 use std::time::Instant;
 
+use pktfs_engine::{TxMsg, TxPos};
 use pktfs_fs::RxTime;
-use pktfs_ring::{TxMsg, TxPos};
 
 use super::protocol::{CloseReason, SendRule, Session};
 

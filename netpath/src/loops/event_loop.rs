@@ -36,8 +36,8 @@ use std::time::{Duration, Instant};
 
 use std::cmp::Reverse;
 
+use pktfs_engine::{RingEvent, RxData, RxRing, RxRingConfig};
 use pktfs_fs::Volume;
-use pktfs_ring::{RingEvent, RxData, RxRing, RxRingConfig};
 
 use super::conn_table::Table;
 use super::protocol::{CloseReason, Protocol, TurnClock};
@@ -158,7 +158,7 @@ pub fn run(
     params: LoopParams,
     ready: std::sync::mpsc::Sender<io::Result<()>>,
 ) -> LoopReport {
-    let ring = match pktfs_ring::RxRing::new(&vol, params.ring) {
+    let ring = match pktfs_engine::RxRing::new(&vol, params.ring) {
         Ok(r) => r,
         Err(e) => {
             let _ = ready.send(Err(io::Error::other(format!(

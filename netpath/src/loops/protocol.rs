@@ -7,8 +7,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use pktfs_engine::TxMsg;
 use pktfs_fs::{RxHeld, RxTime, Volume};
-use pktfs_ring::TxMsg;
 
 /// What a session wants next.
 #[derive(Debug)]

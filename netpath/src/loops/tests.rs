@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use pktfs_engine::RxRingConfig;
 use pktfs_fs::{RxHeld, RxTime, Volume};
-use pktfs_ring::RxRingConfig;
 
 use super::{CloseReason, Flow, Loops, Protocol, Session, TurnClock};
 
@@ -45,7 +45,7 @@ impl<'v> Session<'v> for SendSession<'v> {
         if std::mem::replace(&mut self.asked, true) {
             return Flow::Continue;
         }
-        Flow::Send(pktfs_ring::TxMsg {
+        Flow::Send(pktfs_engine::TxMsg {
             head: Vec::new(),
             hold: Some(self.vol.tx_hold(self.ino, 0, u64::MAX).unwrap()),
         })
@@ -68,7 +68,7 @@ impl<'v> Session<'v> for SendSession<'v> {
 
 #[test]
 fn a_session_sends_a_file_by_its_chain_over_partial_sends() {
-    if let Err(why) = pktfs_ring::rxring::probe() {
+    if let Err(why) = pktfs_engine::rxring::probe() {
         // The in-tree integration tests (net_uring) fail under CI for this;
         // here the loop cannot run at all.
         panic!("io_uring is not usable here: {why}");

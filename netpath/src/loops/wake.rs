@@ -2,7 +2,7 @@
 //! fetched (`crate::transmit::fetch`), or a place in the fetch queue freed.
 //!
 //! A loop waits for completions of its ring, so a wake-up must be one: the
-//! loop keeps a draining receive ([`pktfs_ring::RxRing::recv_discard`]) armed on
+//! loop keeps a draining receive ([`pktfs_engine::RxRing::recv_discard`]) armed on
 //! one end of a socket pair, and a waker sends a byte on the other. Why a
 //! socket pair rather than an eventfd: the ring's existing draining
 //! receive waits on it on both backends (io_uring and epoll), so no new
@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 /// The ring tag of the wake-up receive: above every connection's tag
 /// (those carry a 24-bit generation over a 32-bit slot, and a slot of
 /// 2^32 - 1 is never reached).
-pub(crate) const TAG: u64 = pktfs_ring::rxring::MAX_TAG;
+pub(crate) const TAG: u64 = pktfs_engine::rxring::MAX_TAG;
 
 /// A loop's wake-up: the socket pair and who asked.
 #[derive(Debug)]

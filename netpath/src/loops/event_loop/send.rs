@@ -8,7 +8,7 @@ use std::io;
 use std::os::fd::AsFd;
 use std::time::Instant;
 
-use pktfs_ring::{RxRing, RxRingConfig, SendStart, TxMsg, TxPos};
+use pktfs_engine::{RxRing, RxRingConfig, SendStart, TxMsg, TxPos};
 
 use super::super::conn_table::{SendWatch, Sending};
 use super::super::protocol::CloseReason;

@@ -5,7 +5,7 @@
 use std::io;
 use std::sync::atomic::Ordering;
 
-use pktfs_ring::RxData;
+use pktfs_engine::RxData;
 
 use super::super::wake::TAG;
 use super::Loop;
