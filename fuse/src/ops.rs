@@ -24,9 +24,9 @@ use crate::state::PktFuse;
 use crate::translate::{
     err, file_attr, has_cap_fsetid, in_group, name_bytes, time_ns, time_set, xattr_reply,
 };
+use pktfs_fs::FileType;
 use pktfs_fs::FsError;
 use pktfs_fs::{FallocMode, RenameFlags, Seg, SetAttr, TimeSet, Volume, XattrFlags};
-use pktfs_fs::FileType;
 
 /// The read-only virtual attribute that shows a file's chain of records.
 pub const CHAIN_XATTR: &str = "user.pktfs.chain";

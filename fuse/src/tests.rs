@@ -20,7 +20,10 @@ fn fusermount_options_escape_and_keep_the_rules() {
     );
     // The image's path when no fsname is given.
     let d = MountOptions::default().fusermount_options("/dev/shm/x.img");
-    assert_eq!(d, "fsname=/dev/shm/x.img,subtype=pktfs,default_permissions,rw");
+    assert_eq!(
+        d,
+        "fsname=/dev/shm/x.img,subtype=pktfs,default_permissions,rw"
+    );
 }
 
 #[test]

@@ -8,9 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{Errno, FileAttr, INodeNo, ReplyXattr, Request, TimeOrNow};
 
+use pktfs_fs::FileType;
 use pktfs_fs::FsError;
 use pktfs_fs::{Attr, TimeSet};
-use pktfs_fs::FileType;
 pub(super) fn err(e: &FsError) -> Errno {
     // A request that fails for a reason other than its answer (ENOENT,
     // EEXIST, ...) is logged with its cause; damaged data is logged by the

@@ -17,8 +17,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use nix::sys::signal::{SigSet, Signal};
-use pktfs_fuse::{MountHandle, MountOptions};
 use pktfs_fs::{OpenOptions, Volume};
+use pktfs_fuse::{MountHandle, MountOptions};
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct MountArgs {
@@ -319,7 +319,8 @@ fn serve(a: &MountArgs, opts: &MountOptions) -> Result<(), String> {
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
     let control = crate::net_cmd::start_control(&vol, &image, extra.clone())?;
-    let handle = pktfs_fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
+    let handle =
+        pktfs_fuse::mount(vol.clone(), &mp, opts).map_err(|e| format!("cannot mount: {e}"))?;
     let services = start_services(&vol, &handle, &a.net, extra)?;
     if let Some(t) = &tier {
         let l = format!("tier  {}", t.target());

@@ -8,8 +8,8 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pktfs_fuse::{MountHandle, MountOptions};
 use pktfs_fs::{FormatOptions, OpenOptions, Volume};
+use pktfs_fuse::{MountHandle, MountOptions};
 
 pub fn image_path(tag: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

@@ -393,12 +393,7 @@ fn xattrs() {
         "{chain}"
     );
     expect_rerrno(
-        rfs::setxattr(
-            &p,
-            pktfs_fuse::CHAIN_XATTR,
-            b"x",
-            rfs::XattrFlags::empty(),
-        ),
+        rfs::setxattr(&p, pktfs_fuse::CHAIN_XATTR, b"x", rfs::XattrFlags::empty()),
         libc::EPERM,
     );
     assert!(!listx(&p).unwrap().windows(5).any(|w| w == b"pktfs"));
