@@ -9,10 +9,10 @@ use std::path::PathBuf;
 
 use clap::{CommandFactory, Parser};
 
-use pktfs_cli::gendocs;
-use pktfs_cli::CliError;
 use pktfs_fs::media::{MapOptions, MediaError, Pm};
 use pktfs_fsck::{exit, Mode, Options, Report};
+use pktfs_support::gendocs;
+use pktfs_support::CliError;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -99,7 +99,7 @@ fn cancel_on_signals() {
 }
 
 fn main() -> std::process::ExitCode {
-    pktfs_cli::finish("fsck.pktfs", run(), |_| {})
+    pktfs_support::finish("fsck.pktfs", run(), |_| {})
 }
 
 /// fsck's work; its status is e2fsck's bits ([`exit`]).
@@ -138,7 +138,7 @@ fn run() -> Result<(), CliError> {
     };
     // Right after `umount`, the mount daemon may still be closing the
     // image: wait for it (a bounded time) rather than report it in use.
-    let opened = pktfs_cli::holder::wait_for_release(
+    let opened = pktfs_support::holder::wait_for_release(
         &a.image,
         || Pm::open(&a.image, &map),
         |e| matches!(e, pktfs_fs::media::MediaError::Locked { .. }),
@@ -167,7 +167,7 @@ fn run() -> Result<(), CliError> {
         // on stderr, is all there is to say.
         if let Some(e) = &report.operational_error {
             eprintln!("fsck.pktfs: {e}");
-            return pktfs_cli::status(report.exit_code);
+            return pktfs_support::status(report.exit_code);
         }
     }
     // A closed pipe (`| head`) is not a reason to panic: ignore write errors.
@@ -192,7 +192,7 @@ fn run() -> Result<(), CliError> {
             eprintln!("fsck.pktfs: the image has errors; the tier is not checked");
         }
     }
-    pktfs_cli::status(code)
+    pktfs_support::status(code)
 }
 
 /// `--remote`: the tier's objects against the image's remote records.

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use pktfs_cli::gendocs;
-use pktfs_cli::size::{parse_size, parse_size_u32, SIZE_FORMS};
 use pktfs_fs::media::space::human_bytes as human;
 use pktfs_fs::{FormatOptions, Volume};
 use pktfs_layout::{Geometry, GeometryParams};
+use pktfs_support::gendocs;
+use pktfs_support::size::{parse_size, parse_size_u32, SIZE_FORMS};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -101,31 +101,31 @@ fn existing_contents(path: &Path) -> Result<Option<String>, String> {
 }
 
 fn print_geometry(g: &Geometry) {
-    pktfs_cli::outln!(
+    pktfs_support::outln!(
         "image          {} ({} bytes)",
         human(g.image_len_bytes),
         g.image_len_bytes
     );
-    pktfs_cli::outln!(
+    pktfs_support::outln!(
         "packet buffers {} x {} B = {} at offset {}",
         g.buffer_count,
         g.buffer_size_bytes,
         human(g.buffer_region_bytes()),
         g.buffer_offset
     );
-    pktfs_cli::outln!(
+    pktfs_support::outln!(
         "records        {} x 64 B = {} at offset {}",
         g.record_count,
         human((g.record_count + 1) * 64),
         g.record_offset
     );
-    pktfs_cli::outln!(
+    pktfs_support::outln!(
         "inodes         {} x 192 B = {} at offset {}",
         g.inode_count,
         human((g.inode_count as u64 + 1) * 192),
         g.inode_offset
     );
-    pktfs_cli::outln!(
+    pktfs_support::outln!(
         "journal        {} slots x {} B at offset {}",
         g.journal_slots,
         g.journal_slot_bytes,
@@ -187,7 +187,7 @@ fn run(a: Args) -> Result<(), String> {
         b.finish_and_clear();
     }
     if !a.quiet {
-        pktfs_cli::outln!("formatted {}", a.image.display());
+        pktfs_support::outln!("formatted {}", a.image.display());
         print_geometry(&g);
     }
     Ok(())
@@ -198,7 +198,11 @@ fn main() -> ExitCode {
         Some(dir) => gendocs::generate(Args::command(), &dir),
         None => run(Args::parse()),
     };
-    pktfs_cli::finish("mkfs.pktfs", r.map_err(pktfs_cli::CliError::Failed), |_| {})
+    pktfs_support::finish(
+        "mkfs.pktfs",
+        r.map_err(pktfs_support::CliError::Failed),
+        |_| {},
+    )
 }
 
 #[cfg(test)]

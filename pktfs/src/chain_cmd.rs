@@ -82,13 +82,13 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
     })?;
     let rows = rows.as_array().cloned().unwrap_or_default();
     if a.json {
-        pktfs_cli::outln!(
+        pktfs_support::outln!(
             "{}",
             serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
         );
         return Ok(());
     }
-    pktfs_cli::outln!(
+    pktfs_support::outln!(
         "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  {:<5}  state",
         "record",
         "file_off",
@@ -102,7 +102,7 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
     );
     let n = |r: &Value, k: &str| r[k].as_u64().unwrap_or(0);
     for r in &rows {
-        pktfs_cli::outln!(
+        pktfs_support::outln!(
             "{:>8} {:>12} {:>8} {:>9} {:>6} {:>8}  {:<30} {:>12}  {:<5}  {}",
             n(r, "record"),
             n(r, "file_offset"),
@@ -129,12 +129,12 @@ pub fn chain(a: ChainArgs) -> Result<(), String> {
         .filter(|r| r["damaged"].as_bool() == Some(true))
         .count();
     if bad > 0 {
-        pktfs_cli::outln!(
+        pktfs_support::outln!(
             "{} records, {bad} damaged (reads of their ranges fail with EIO)",
             rows.len()
         );
     } else {
-        pktfs_cli::outln!("{} records", rows.len());
+        pktfs_support::outln!("{} records", rows.len());
     }
     Ok(())
 }
@@ -356,11 +356,11 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
     let req = serde_json::json!({"op": "stat"});
     let j = ask(&a.image, &req, &mut |_| {}, |v| Ok(control::stat_json(v)))?;
     if a.json {
-        pktfs_cli::outln!("{j}");
+        pktfs_support::outln!("{j}");
         return Ok(());
     }
     let n = |k: &str| j[k].as_u64().unwrap_or(0);
-    pktfs_cli::outln!(
+    pktfs_support::outln!(
         "image        {} bytes, {}",
         n("image_bytes"),
         if j["clean"].as_bool() == Some(true) {
@@ -369,17 +369,17 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
             "in use or not cleanly closed"
         }
     );
-    pktfs_cli::outln!(
+    pktfs_support::outln!(
         "buffers      {} x {} B, {} free",
         n("buffers"),
         n("buffer_size"),
         n("buffers_free")
     );
-    pktfs_cli::outln!("inodes       {}, {} free", n("inodes"), n("inodes_free"));
-    pktfs_cli::outln!("records      {}, {} free", n("records"), n("records_free"));
-    pktfs_cli::outln!("mounts       {}", n("mount_count"));
+    pktfs_support::outln!("inodes       {}, {} free", n("inodes"), n("inodes_free"));
+    pktfs_support::outln!("records      {}, {} free", n("records"), n("records_free"));
+    pktfs_support::outln!("mounts       {}", n("mount_count"));
     if n("remote_objects") > 0 {
-        pktfs_cli::outln!(
+        pktfs_support::outln!(
             "tiered       {} bytes in {} objects",
             n("remote_bytes"),
             n("remote_objects")
@@ -387,11 +387,11 @@ pub fn stat(a: StatArgs) -> Result<(), String> {
     }
     if let Some(t) = j["tier"].as_object() {
         for (k, v) in t {
-            pktfs_cli::outln!("tier         {k}: {v}");
+            pktfs_support::outln!("tier         {k}: {v}");
         }
     }
     if let Some(f) = j["failed"].as_str() {
-        pktfs_cli::outln!("STOPPED      {f}");
+        pktfs_support::outln!("STOPPED      {f}");
     }
     Ok(())
 }

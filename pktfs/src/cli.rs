@@ -2,7 +2,7 @@
 //! names resolve), the durability options (`--persist`, `--verify`, also
 //! `-o persist=`/`-o verify=` for mount), how an image's open error is
 //! worded (the path named once), and a pre-flight check that an address
-//! can be listened on. Sizes are [`pktfs_cli::size`]'s, shared with mkfs.
+//! can be listened on. Sizes are [`pktfs_support::size`]'s, shared with mkfs.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::Path;
@@ -126,7 +126,7 @@ pub fn open_volume(
     opts: &pktfs_fs::OpenOptions,
     note: impl FnMut(&str),
 ) -> Result<pktfs_fs::Volume, pktfs_fs::FsError> {
-    pktfs_cli::holder::wait_for_release(
+    pktfs_support::holder::wait_for_release(
         image,
         || pktfs_fs::Volume::open(image, opts),
         is_locked,

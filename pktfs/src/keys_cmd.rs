@@ -199,45 +199,47 @@ pub fn run(a: KeysArgs) -> Result<(), String> {
             }
             note_readable(&image);
             if json {
-                pktfs_cli::outln!("{k}");
+                pktfs_support::outln!("{k}");
                 return Ok(());
             }
             let id = k["access_key_id"].as_str().unwrap_or("");
             let secret = k["secret_access_key"].as_str().unwrap_or("");
-            pktfs_cli::outln!("access key id:     {id}");
-            pktfs_cli::outln!("secret access key: {secret}");
-            pktfs_cli::outln!("name:              {}", k["name"].as_str().unwrap_or(""));
-            pktfs_cli::outln!("grants:            {}", grants_text(&k["grants"]));
-            pktfs_cli::outln!(
+            pktfs_support::outln!("access key id:     {id}");
+            pktfs_support::outln!("secret access key: {secret}");
+            pktfs_support::outln!("name:              {}", k["name"].as_str().unwrap_or(""));
+            pktfs_support::outln!("grants:            {}", grants_text(&k["grants"]));
+            pktfs_support::outln!(
                 "The secret is shown this once (pktfs keys list does not show it). \
                  Use the key with `aws configure`, or:"
             );
-            pktfs_cli::outln!("  export AWS_ACCESS_KEY_ID={id} AWS_SECRET_ACCESS_KEY='{secret}'");
-            pktfs_cli::outln!("  aws --endpoint-url http://HOST:PORT s3 ls");
+            pktfs_support::outln!(
+                "  export AWS_ACCESS_KEY_ID={id} AWS_SECRET_ACCESS_KEY='{secret}'"
+            );
+            pktfs_support::outln!("  aws --endpoint-url http://HOST:PORT s3 ls");
             Ok(())
         }
         KeysWhat::List { image, json } => {
             let l = ask(&image, &json!({"op": "keys_list"}), false, admin::list)?;
             if json {
-                pktfs_cli::outln!("{l}");
+                pktfs_support::outln!("{l}");
                 return Ok(());
             }
             let rows = l.as_array().cloned().unwrap_or_default();
             if rows.is_empty() {
-                pktfs_cli::outln!(
+                pktfs_support::outln!(
                     "no access keys (pktfs keys add {} NAME --grant BUCKET=rw makes one)",
                     image.display()
                 );
                 return Ok(());
             }
-            pktfs_cli::outln!(
+            pktfs_support::outln!(
                 "{:<20}  {:<20}  {:<20}  grants",
                 "access key id",
                 "created",
                 "name"
             );
             for k in &rows {
-                pktfs_cli::outln!(
+                pktfs_support::outln!(
                     "{:<20}  {:<20}  {:<20}  {}",
                     k["access_key_id"].as_str().unwrap_or(""),
                     created_text(&k["created_unix_s"]),
@@ -260,15 +262,15 @@ pub fn run(a: KeysArgs) -> Result<(), String> {
                     admin::remove_all,
                 )?;
                 match r["removed"].as_u64() {
-                    Some(n) => pktfs_cli::outln!("removed {n} access keys"),
-                    None => pktfs_cli::outln!("removed the access key store"),
+                    Some(n) => pktfs_support::outln!("removed {n} access keys"),
+                    None => pktfs_support::outln!("removed the access key store"),
                 }
                 return Ok(());
             }
             let id = access_key_id.unwrap_or_default();
             let req = json!({"op": "keys_rm", "access_key_id": id});
             let k = ask(&image, &req, true, |v| admin::remove(v, &id))?;
-            pktfs_cli::outln!(
+            pktfs_support::outln!(
                 "removed access key {} ({})",
                 k["access_key_id"].as_str().unwrap_or(&id),
                 k["name"].as_str().unwrap_or("")

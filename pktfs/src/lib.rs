@@ -5,7 +5,7 @@
 
 pub mod chain_cmd;
 pub mod cli;
-pub use pktfs_cli::gendocs;
+pub use pktfs_support::gendocs;
 pub mod keys_cmd;
 pub mod logging;
 pub mod mount_cmd;

@@ -12,7 +12,7 @@ use pktfs::{
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use pktfs_cli::CliError;
+use pktfs_support::CliError;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -38,7 +38,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Mount an image through FUSE.
-    #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
+    #[command(after_help = pktfs_support::size::SIZE_FORMS)]
     Mount(mount_cmd::MountArgs),
     /// Serve an image over HTTP (and raw TCP) without FUSE.
     Serve(net_cmd::ServeArgs),
@@ -57,22 +57,22 @@ enum Cmd {
     /// Show an image's superblock, geometry and usage.
     Stat(chain_cmd::StatArgs),
     /// Quick start: create a default image if needed, mount it, serve it.
-    #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
+    #[command(after_help = pktfs_support::size::SIZE_FORMS)]
     Up(net_cmd::UpArgs),
     /// Receive one TCP stream into one file (one copy, durable, every
     /// record checksummed); exit 0 when the stream ended cleanly.
-    #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
+    #[command(after_help = pktfs_support::size::SIZE_FORMS)]
     Recv(stream_cmd::RecvArgs),
     /// Check every payload checksum of an image, mounted or not, and name
     /// damaged files and ranges (exit 0 clean, 4 damage, 8 error).
-    #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
+    #[command(after_help = pktfs_support::size::SIZE_FORMS)]
     Scrub(scrub_cmd::ScrubArgs),
     /// Tier an image's cold data to an S3-compatible store now, bring it
     /// back, or collect unreferenced objects (the image not mounted).
     Tier(tier_cmd::TierCmdArgs),
     /// Build a new image from a bucket an image tiered to: every file
     /// tiered before the newest snapshot, byte-identical.
-    #[command(after_help = pktfs_cli::size::SIZE_FORMS)]
+    #[command(after_help = pktfs_support::size::SIZE_FORMS)]
     Restore(tier_cmd::RestoreArgs),
     /// Manage the S3 access keys an image keeps: add, list, rm.
     #[command(after_help = keys_cmd::KEYS_HELP)]
@@ -128,7 +128,7 @@ fn main() -> ExitCode {
 /// The one place `pktfs` ends: the error printed once (and logged when
 /// stderr goes nowhere: a daemon's is gone), its status returned.
 fn finish(r: Result<(), CliError>) -> ExitCode {
-    pktfs_cli::finish("pktfs", r, |e| {
+    pktfs_support::finish("pktfs", r, |e| {
         if logging::away_from_stderr() {
             tracing::error!("{e}");
         }
@@ -146,8 +146,8 @@ fn run(cmd: Cmd) -> Result<(), CliError> {
         Cmd::Tier(a) => tier_cmd::run(a)?,
         Cmd::Restore(a) => tier_cmd::restore(a)?,
         Cmd::Keys(a) => keys_cmd::run(a)?,
-        Cmd::Scrub(a) => return pktfs_cli::status(scrub_cmd::run(a)),
-        Cmd::Recv(a) => return pktfs_cli::status(stream_cmd::recv(a)?),
+        Cmd::Scrub(a) => return pktfs_support::status(scrub_cmd::run(a)),
+        Cmd::Recv(a) => return pktfs_support::status(stream_cmd::recv(a)?),
         Cmd::Machine { json } => {
             let m = pktfs_fs::media::machine::Machine::measure();
             if json {

@@ -198,7 +198,7 @@ fn spawn_daemon(a: &MountArgs) -> Result<(), String> {
     let line = line.trim_end();
     if let Some(mode) = line.strip_prefix(READY) {
         // The daemon says which persist mode `auto` (or -o persist=) chose.
-        pktfs_cli::outln!(
+        pktfs_support::outln!(
             "pktfs: {} mounted on {} ({} persistence)",
             image.display(),
             mp.display(),

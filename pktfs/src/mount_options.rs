@@ -92,7 +92,7 @@ fn num<T: std::str::FromStr>(k: &str, v: &str) -> Result<T, String> {
 
 /// A byte count in the form every pktfs size takes (`max_write=1M`).
 fn bytes(k: &str, v: &str) -> Result<u32, String> {
-    pktfs_cli::size::parse_size_u32(v).map_err(|e| format!("mount option {k}={v}: {e}"))
+    pktfs_support::size::parse_size_u32(v).map_err(|e| format!("mount option {k}={v}: {e}"))
 }
 
 fn secs(k: &str, v: &str) -> Result<Duration, String> {

@@ -449,7 +449,7 @@ pub struct UpArgs {
     pub mountpoint: Option<PathBuf>,
     /// Size of a new image, e.g. 512M, 4G, 4GiB (default: 1G, at most half
     /// the free space where it goes).
-    #[arg(long, value_name = "SIZE", value_parser = pktfs_cli::size::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = pktfs_support::size::parse_size)]
     pub size: Option<u64>,
     /// HTTP address, HOST:PORT.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080",
@@ -562,18 +562,18 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
     let control = start_control(&vol, &a.image, extra.clone())?;
-    let sig = pktfs_cli::signal::shutdown_signal()?;
+    let sig = pktfs_support::signal::shutdown_signal()?;
     let svc = start_services(vol.clone(), &net, None, extra)?;
-    pktfs_cli::sayln!(
+    pktfs_support::sayln!(
         "pktfs: serving {} ({} persistence)",
         a.image.display(),
         vol.persistence()
     );
-    pktfs_cli::sayln!("{}", describe(&svc, &net).trim_end());
+    pktfs_support::sayln!("{}", describe(&svc, &net).trim_end());
     if let Some(t) = &tier {
-        pktfs_cli::sayln!("  tier  {}", t.target());
+        pktfs_support::sayln!("  tier  {}", t.target());
     }
-    pktfs_cli::sayln!("Ctrl-C stops.");
+    pktfs_support::sayln!("Ctrl-C stops.");
     let _ = sig.recv();
     eprintln!("pktfs: stopping");
     let st = svc.shutdown();
@@ -808,7 +808,7 @@ fn run_up(
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
     let control = start_control(&vol, image, extra.clone())?;
-    let sig = pktfs_cli::signal::shutdown_signal()?;
+    let sig = pktfs_support::signal::shutdown_signal()?;
     // The mount, when this build has it and it works here.
     let mp = a.mountpoint.clone().unwrap_or_else(default_mountpoint);
     let mut mount_note = String::new();
@@ -841,24 +841,26 @@ fn run_up(
     };
     let svc = start_services(vol.clone(), &net, on_change, extra)?;
     let g = vol.geometry();
-    pktfs_cli::sayln!(
+    pktfs_support::sayln!(
         "pktfs is up: {} {} ({} MiB, {} persistence)",
         if created { "created" } else { "using" },
         image.display(),
         g.image_len_bytes >> 20,
         vol.persistence()
     );
-    pktfs_cli::sayln!("{}", describe(&svc, &net).trim_end());
+    pktfs_support::sayln!("{}", describe(&svc, &net).trim_end());
     match &mount {
-        Some(_) => pktfs_cli::sayln!("  mount {}", mp.display()),
-        None => pktfs_cli::sayln!("  mount {mount_note}"),
+        Some(_) => pktfs_support::sayln!("  mount {}", mp.display()),
+        None => pktfs_support::sayln!("  mount {mount_note}"),
     }
     if let Some(t) = &tier {
-        pktfs_cli::sayln!("  tier  {}", t.target());
+        pktfs_support::sayln!("  tier  {}", t.target());
     }
     match token_file {
-        Some(t) => pktfs_cli::sayln!("  token {}", t.display()),
-        None => pktfs_cli::sayln!("  token none (--insecure-no-auth: every local user may use it)"),
+        Some(t) => pktfs_support::sayln!("  token {}", t.display()),
+        None => {
+            pktfs_support::sayln!("  token none (--insecure-no-auth: every local user may use it)")
+        }
     }
     let http = svc.http_addr().expect("listening");
     let exe = std::env::args().next().unwrap_or_else(|| "pktfs".into());
@@ -907,11 +909,11 @@ fn run_up(
         "the file as its packets",
     ));
     let w = tries.iter().map(|t| t.0.len()).max().unwrap_or(0);
-    pktfs_cli::sayln!("Try:");
+    pktfs_support::sayln!("Try:");
     for (cmd, what) in &tries {
-        pktfs_cli::sayln!("  {cmd:<w$}   # {what}");
+        pktfs_support::sayln!("  {cmd:<w$}   # {what}");
     }
-    pktfs_cli::sayln!(
+    pktfs_support::sayln!(
         "Ctrl-C stops{}.",
         if mount.is_some() { " and unmounts" } else { "" }
     );

@@ -72,7 +72,7 @@ fn open(image: &Path, writable: bool) -> Result<Volume, String> {
         Err(ControlError::NotServed(_)) => {}
         Ok(_) => {
             let canon = image.canonicalize().unwrap_or_else(|_| image.to_path_buf());
-            let mounted = pktfs_cli::holder::mounts()
+            let mounted = pktfs_support::holder::mounts()
                 .unwrap_or_default()
                 .into_iter()
                 .find(|m| m.source == canon);
@@ -171,11 +171,11 @@ pub fn ls(a: LsArgs) -> Result<(), String> {
     for (name, ino) in rows {
         let name = String::from_utf8_lossy(&name);
         if !a.long {
-            pktfs_cli::outln!("{name}");
+            pktfs_support::outln!("{name}");
             continue;
         }
         let e = v.getattr(ino).map_err(|e| format!("{name}: {e}"))?;
-        pktfs_cli::outln!(
+        pktfs_support::outln!(
             "{}{:04o} {:>3} {:>5} {:>5} {:>12} {name}",
             kind_char(e.kind),
             e.perm & 0o7777,
@@ -191,7 +191,7 @@ pub fn ls(a: LsArgs) -> Result<(), String> {
 pub fn cat(a: CatArgs) -> Result<(), String> {
     let v = open(&a.image, false)?;
     read_file(&v, &a.path, |b| {
-        pktfs_cli::stdout::bytes(b);
+        pktfs_support::stdout::bytes(b);
         Ok(())
     })?;
     close(v, &a.image)

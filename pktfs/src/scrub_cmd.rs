@@ -23,7 +23,7 @@ pub struct ScrubArgs {
     pub json: bool,
     /// Limit the scrub to this many payload bytes per second (a SIZE:
     /// 200M, 1G, 1GiB), so it leaves room for service.
-    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = pktfs_cli::size::parse_size)]
+    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = pktfs_support::size::parse_size)]
     pub rate: Option<u64>,
 }
 
@@ -31,7 +31,8 @@ pub struct ScrubArgs {
 /// `fuse.pktfs` mount there).
 fn image_of_mount(dir: &Path) -> Result<PathBuf, String> {
     let dir = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mounts = pktfs_cli::holder::mounts().map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    let mounts =
+        pktfs_support::holder::mounts().map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
     mounts
         .into_iter()
         .find(|m| m.mountpoint == dir)
@@ -95,7 +96,7 @@ fn scrub(a: &ScrubArgs) -> Result<i32, String> {
     }
     let damage = rep["damage"].as_array().cloned().unwrap_or_default();
     if a.json {
-        pktfs_cli::outln!("{rep}");
+        pktfs_support::outln!("{rep}");
     } else {
         for d in &damage {
             let (path, what) = (
@@ -104,18 +105,18 @@ fn scrub(a: &ScrubArgs) -> Result<i32, String> {
             );
             let why = d["why"].as_str().unwrap_or("");
             if what == "data" {
-                pktfs_cli::outln!(
+                pktfs_support::outln!(
                     "{path}: bytes [{}, {}) damaged: {why}",
                     d["start"].as_u64().unwrap_or(0),
                     d["end"].as_u64().unwrap_or(0)
                 );
             } else {
-                pktfs_cli::outln!("{path}: {what} damaged: {why}");
+                pktfs_support::outln!("{path}: {what} damaged: {why}");
             }
         }
         let bytes = rep["bytes"].as_u64().unwrap_or(0);
         let secs = rep["elapsed_s"].as_f64().unwrap_or(0.0);
-        pktfs_cli::outln!(
+        pktfs_support::outln!(
             "pktfs scrub: {}: {} files, {} records, {} bytes checked in {:.3} s ({:.2} GB/s); {}",
             image.display(),
             rep["files"].as_u64().unwrap_or(0),

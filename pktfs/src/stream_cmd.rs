@@ -55,7 +55,7 @@ fn commit_policy(s: &str) -> Result<CommitPolicy, String> {
         "chunk" => CommitPolicy::EveryChunk,
         "end" => CommitPolicy::AtEnd,
         n => CommitPolicy::EveryBytes(
-            pktfs_cli::size::parse_size(n)
+            pktfs_support::size::parse_size(n)
                 .map_err(|e| format!("--commit: {e} (or chunk, end)"))?
                 .max(1),
         ),

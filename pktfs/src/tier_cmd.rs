@@ -58,13 +58,13 @@ pub struct TierArgs {
     pub tier_low: Option<f64>,
     /// Size of the segment objects small files are packed into
     /// [default: 32M].
-    #[arg(long, value_name = "SIZE", value_parser = pktfs_cli::size::parse_size, requires = "tier")]
+    #[arg(long, value_name = "SIZE", value_parser = pktfs_support::size::parse_size, requires = "tier")]
     pub tier_segment: Option<u64>,
     /// Uploads in flight at once [default: 4].
     #[arg(long, value_name = "N", requires = "tier")]
     pub tier_concurrency: Option<usize>,
     /// Upload bandwidth limit per second, e.g. 100M [default: none].
-    #[arg(long, value_name = "SIZE", value_parser = pktfs_cli::size::parse_size, requires = "tier")]
+    #[arg(long, value_name = "SIZE", value_parser = pktfs_support::size::parse_size, requires = "tier")]
     pub tier_bandwidth: Option<u64>,
     /// While clients are writing, tier-out that PM use does not force
     /// (below the high watermark) goes at most this fast, so ingest keeps
@@ -235,7 +235,7 @@ fn size_or_off(s: &str) -> Result<SizeOrOff, String> {
     if s == "off" {
         return Ok(SizeOrOff(None));
     }
-    pktfs_cli::size::parse_size(s)
+    pktfs_support::size::parse_size(s)
         .map(|n| SizeOrOff(Some(n)))
         .map_err(|e| format!("{e} (a size such as 32M, or off)"))
 }
@@ -413,12 +413,12 @@ pub fn run(a: TierCmdArgs) -> Result<(), String> {
                 None
             };
             if json {
-                pktfs_cli::outln!(
+                pktfs_support::outln!(
                     "{}",
                     serde_json::json!({"pass": rep, "seconds": secs, "snapshot": snap})
                 );
             } else {
-                pktfs_cli::outln!(
+                pktfs_support::outln!(
                     "tiered {} of {} files ({} bytes) into {} objects in {secs:.2}s; {} errors{}",
                     rep.files_tiered,
                     rep.files_chosen,
@@ -443,14 +443,14 @@ pub fn run(a: TierCmdArgs) -> Result<(), String> {
                     .tier_recall(r.ino, u64::MAX)
                     .map_err(|e| e.to_string())?;
             }
-            pktfs_cli::outln!("recalled {n} bytes into PM");
+            pktfs_support::outln!("recalled {n} bytes into PM");
             drop(t);
             close(vol)
         }
         TierWhat::Collect { image, tier } => {
             let (vol, t) = open_for_tier(&image, &tier)?;
             let rep = t.collect_now().map_err(|e| e.to_string())?;
-            pktfs_cli::outln!(
+            pktfs_support::outln!(
                 "{} objects listed, {} deleted ({} bytes), {} compacted",
                 rep.objects_listed,
                 rep.objects_deleted,
@@ -473,7 +473,7 @@ pub struct RestoreArgs {
     pub image: PathBuf,
     /// Size of the new image (default: the size of the image the snapshot
     /// was taken of).
-    #[arg(long, value_name = "SIZE", value_parser = pktfs_cli::size::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = pktfs_support::size::parse_size)]
     pub size: Option<u64>,
     /// Restore from this snapshot number (default: the newest).
     #[arg(long, value_name = "N")]
@@ -504,9 +504,9 @@ pub fn restore(a: RestoreArgs) -> Result<(), String> {
         pktfs_tier::restore_from_bucket(&store, &a.from, &a.image, a.size, a.snapshot, a.force)
             .map_err(|e| e.to_string())?;
     if a.json {
-        pktfs_cli::outln!("{}", serde_json::to_value(&rep).unwrap_or_default());
+        pktfs_support::outln!("{}", serde_json::to_value(&rep).unwrap_or_default());
     } else {
-        pktfs_cli::outln!("{}", rep.to_text());
+        pktfs_support::outln!("{}", rep.to_text());
     }
     Ok(())
 }

@@ -73,7 +73,7 @@ impl ChildDir {
 /// the memory of the next runs.
 pub fn wait_for_parent() {
     let (tx, done) = std::sync::mpsc::channel::<()>();
-    match pktfs_cli::signal::shutdown_signal() {
+    match pktfs_support::signal::shutdown_signal() {
         Ok(sig) => {
             let tx = tx.clone();
             std::thread::spawn(move || {

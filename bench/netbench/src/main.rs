@@ -166,7 +166,7 @@ fn main() {
     // Ctrl-C or `kill`: this run's directories go with it (the children
     // remove their own when their stdin closes or the signal reaches them;
     // nginx dies with its parent).
-    match pktfs_cli::signal::shutdown_signal() {
+    match pktfs_support::signal::shutdown_signal() {
         Ok(sig) => {
             std::thread::spawn(move || {
                 if sig.recv().is_ok() {

@@ -12,7 +12,7 @@ use pktfs::{logging, mount_cmd, mount_options};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pktfs_cli::CliError;
+use pktfs_support::CliError;
 
 /// mount(8)'s status for an incorrect invocation.
 const USAGE: u8 = 1;
@@ -25,7 +25,7 @@ fn usage() -> CliError {
 }
 
 fn main() -> ExitCode {
-    pktfs_cli::finish("mount.pktfs", run(), |e| {
+    pktfs_support::finish("mount.pktfs", run(), |e| {
         if logging::away_from_stderr() {
             tracing::error!("{e}");
         }
