@@ -263,10 +263,13 @@ pub fn open_session(
     let v: Value = serde_json::from_slice(&got[..nl])
         .map_err(|e| ControlError::Refused(format!("bad answer from the holder: {e}")))?;
     if v["ok"].as_bool() != Some(true) {
+        let why = v["error"].as_str().unwrap_or("refused").to_string();
         return Err(if v["busy"].as_bool() == Some(true) {
             ControlError::Busy(image.to_path_buf())
+        } else if v["stale"].as_bool() == Some(true) {
+            ControlError::Stale(why)
         } else {
-            ControlError::Refused(v["error"].as_str().unwrap_or("refused").to_string())
+            ControlError::Refused(why)
         });
     }
     Ok((v["result"].clone(), Session { s, rest }))

@@ -51,6 +51,10 @@ pub enum ControlError {
     /// The holder answered with an error.
     #[error("{0}")]
     Refused(String),
+    /// The holder answered that the file asked about is not there any
+    /// more (deleted, or its inode number names another file now).
+    #[error("{0}")]
+    Stale(String),
     /// The process listening on the image's name is not trusted with it
     /// (not root, the image's owner, or this user): nothing was sent to it.
     #[error(

@@ -126,6 +126,7 @@ impl File {
             // every attempt), else the error as it is.
             Err(e @ (Error::Remote { .. } | Error::Busy(_))) => match self.read_held(bufs, off) {
                 Err(NoHold::NoHolder) => Err(e),
+                Err(NoHold::Stale) => Err(Error::Stale(self.ino as u64)),
                 Err(NoHold::Refused(why)) => Err(Error::Holder(why)),
                 Ok(n) => Ok(n),
             },
@@ -245,6 +246,7 @@ impl File {
                  (fsck, or a holder stopping); try again"
                     .into(),
             ),
+            NoHold::Stale => Error::Stale(self.ino as u64),
             NoHold::Refused(m) => Error::Holder(m),
         })?;
         let segs = crate::lend::held(&self.shared.map, &h)?;

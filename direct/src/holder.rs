@@ -43,6 +43,8 @@ pub(crate) struct Held {
 pub(crate) enum NoHold {
     /// No process holds the image.
     NoHolder,
+    /// The holder says the file is not there any more.
+    Stale,
     /// It did not serve the request (why).
     Refused(String),
 }
@@ -60,6 +62,7 @@ pub(crate) fn hold(
     let (v, mut session) = match pktfs_control::open_session(image, &req, None) {
         Ok(x) => x,
         Err(pktfs_control::ControlError::NotServed(_)) => return Err(NoHold::NoHolder),
+        Err(pktfs_control::ControlError::Stale(_)) => return Err(NoHold::Stale),
         Err(e) => return Err(NoHold::Refused(e.to_string())),
     };
     let bad = |why: &str| NoHold::Refused(format!("the holder's answer makes no sense: {why}"));

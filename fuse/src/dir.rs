@@ -99,9 +99,10 @@ impl PktFuse {
                     Generation(0),
                 ) {
                     // Did not fit: not handed to the kernel.
-                    self.unpin(a.ino, 1);
+                    self.vol.unpin(a.ino, 1);
                     return reply.ok();
                 }
+                self.kernel_got(a.ino);
             }
         }
     }

@@ -531,6 +531,7 @@ pub fn mount(vol: Arc<Volume>, mountpoint: &Path, opts: &MountOptions) -> Result
             atime: opts.atime,
         },
         notifier: Default::default(),
+        kernel_refs: Default::default(),
     };
     let late_notifier = fs.notifier.clone();
     let root = nix::unistd::geteuid().is_root();

@@ -102,7 +102,10 @@ impl Filesystem for PktFuse {
         shield(&self.vol, || {
             // Each entry the kernel gets counts as one lookup reference.
             match self.vol.lookup_pinned(parent.0, name_bytes(name)) {
-                Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
+                Ok(a) => {
+                    self.kernel_got(a.ino);
+                    reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0))
+                }
                 Err(e) => reply.error(err(&e)),
             }
         })
@@ -110,6 +113,11 @@ impl Filesystem for PktFuse {
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
         shield(&self.vol, || self.unpin(ino.0, nlookup))
+    }
+
+    fn destroy(&mut self) {
+        // The kernel's references end with the session.
+        self.release_kernel_refs();
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
@@ -189,7 +197,10 @@ impl Filesystem for PktFuse {
                 .vol
                 .create_node_pinned(parent.0, name_bytes(name), k, m, rdev);
             match r {
-                Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
+                Ok(a) => {
+                    self.kernel_got(a.ino);
+                    reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0))
+                }
                 Err(e) => reply.error(err(&e)),
             }
         })
@@ -210,7 +221,10 @@ impl Filesystem for PktFuse {
                 self.vol
                     .create_node_pinned(parent.0, name_bytes(name), FileType::Directory, m, 0);
             match r {
-                Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
+                Ok(a) => {
+                    self.kernel_got(a.ino);
+                    reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0))
+                }
                 Err(e) => reply.error(err(&e)),
             }
         })
@@ -251,7 +265,10 @@ impl Filesystem for PktFuse {
                 req.gid(),
             );
             match r {
-                Ok(a) => reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0)),
+                Ok(a) => {
+                    self.kernel_got(a.ino);
+                    reply.entry(&self.tune.entry_ttl, &file_attr(&a), Generation(0))
+                }
                 Err(e) => reply.error(err(&e)),
             }
         })
@@ -638,6 +655,7 @@ impl Filesystem for PktFuse {
                 Ok(a) => a,
                 Err(e) => return reply.error(err(&e)),
             };
+            self.kernel_got(a.ino);
             let f = self.open_flags();
             reply.created(
                 &self.tune.entry_ttl,

@@ -2,7 +2,8 @@
 //! kernel notifier) and the helpers its operations share: pinning for
 //! the kernel's references, open flags, atime, ownership of new inodes.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use fuser::{FopenFlags, Generation, INodeNo, Notifier, ReplyEntry, Request};
@@ -31,6 +32,12 @@ pub(crate) struct PktFuse {
     /// Tells the kernel about changes it did not ask for (a write that
     /// cleared setuid); set once the session exists.
     pub notifier: Arc<OnceLock<Notifier>>,
+    /// The lookup references the kernel holds, by inode: each one pins its
+    /// inode in the Volume until the kernel forgets it. A session that ends
+    /// (unmount) without the kernel's last forgets gives the rest back here
+    /// (`release_kernel_refs`), or files deleted while the kernel knew them
+    /// would keep their space for as long as the Volume stays open.
+    pub kernel_refs: Mutex<HashMap<u64, u64>>,
 }
 
 impl PktFuse {
@@ -38,7 +45,35 @@ impl PktFuse {
     /// before its number can be reused, `Volume::free_inode_storage`, so a
     /// create on another thread needs no lock against this.)
     pub(super) fn unpin(&self, ino: u64, n: u64) {
+        {
+            let mut r = self.kernel_refs.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(c) = r.get_mut(&ino) {
+                *c = c.saturating_sub(n);
+                if *c == 0 {
+                    r.remove(&ino);
+                }
+            }
+        }
         self.vol.unpin(ino, n)
+    }
+
+    /// The kernel now holds one more lookup reference to `ino` (pinned by
+    /// the Volume call that made the entry).
+    pub(super) fn kernel_got(&self, ino: u64) {
+        *self
+            .kernel_refs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(ino)
+            .or_insert(0) += 1;
+    }
+
+    /// The session is over: give back every reference the kernel did not.
+    pub(super) fn release_kernel_refs(&self) {
+        let refs = std::mem::take(&mut *self.kernel_refs.lock().unwrap_or_else(|p| p.into_inner()));
+        for (ino, n) in refs {
+            self.vol.unpin(ino, n);
+        }
     }
 
     /// How files are opened: no FLUSH on close (there is nothing to flush:
@@ -85,7 +120,10 @@ impl PktFuse {
     /// `create_node_pinned`).
     pub(super) fn entry(&self, reply: ReplyEntry, a: &Attr) {
         match self.vol.pin(a.ino) {
-            Ok(()) => reply.entry(&self.tune.entry_ttl, &file_attr(a), Generation(0)),
+            Ok(()) => {
+                self.kernel_got(a.ino);
+                reply.entry(&self.tune.entry_ttl, &file_attr(a), Generation(0))
+            }
             Err(e) => reply.error(err(&e)),
         }
     }
@@ -133,5 +171,12 @@ impl PktFuse {
     pub(super) fn chain_json(&self, ino: u64) -> Result<Vec<u8>, FsError> {
         let rows = self.vol.chain(ino)?.iter().map(|r| r.to_json()).collect();
         Ok(serde_json::Value::Array(rows).to_string().into_bytes())
+    }
+}
+
+impl Drop for PktFuse {
+    fn drop(&mut self) {
+        // A session torn down without `destroy` (the kernel gone first).
+        self.release_kernel_refs();
     }
 }

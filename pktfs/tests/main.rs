@@ -23,6 +23,7 @@ mod many_common;
 mod chain_pcap;
 mod cli_conventions;
 mod crash_kill;
+mod direct_shim;
 mod fsx;
 mod fuse_cli;
 mod fuse_posix_acl;

@@ -28,6 +28,7 @@ mod crash_seq;
 mod crash_tier;
 mod dir_times;
 mod direct_holder;
+mod direct_stress;
 mod fsck_crash;
 mod fsck_detect;
 mod fsck_fuzz;

@@ -51,6 +51,28 @@ fn num(req: &Value, k: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("direct_hold needs a number \"{k}\""))
 }
 
+/// Why a hold was not taken: the answer's error line.
+pub(crate) enum HoldError {
+    /// The file asked about is not there any more (`"stale": true`).
+    Stale(String),
+    Other(String),
+}
+
+impl HoldError {
+    pub fn answer(&self) -> Value {
+        match self {
+            HoldError::Stale(e) => json!({"ok": false, "stale": true, "error": e}),
+            HoldError::Other(e) => json!({"ok": false, "error": e}),
+        }
+    }
+}
+
+impl From<String> for HoldError {
+    fn from(e: String) -> HoldError {
+        HoldError::Other(e)
+    }
+}
+
 /// Serve one `direct_hold`: answer it, then keep the hold until the
 /// reader closes the connection. Errors are answered by the caller.
 pub(crate) fn serve_hold(
@@ -58,24 +80,26 @@ pub(crate) fn serve_hold(
     req: &Value,
     out: &mut UnixStream,
     holds: &Arc<AtomicUsize>,
-) -> Result<(), String> {
+) -> Result<(), HoldError> {
     let (ino, birth) = (num(req, "ino")?, num(req, "birth")?);
     let (off, len) = (num(req, "off")?, num(req, "len")?);
     if len > MAX_HOLD_BYTES {
-        return Err(format!(
-            "a hold covers at most {MAX_HOLD_BYTES} bytes; {len} asked"
-        ));
+        return Err(format!("a hold covers at most {MAX_HOLD_BYTES} bytes; {len} asked").into());
     }
     if holds.fetch_add(1, Ordering::SeqCst) >= MAX_HOLDS {
         holds.fetch_sub(1, Ordering::SeqCst);
-        return Err(format!("busy: {MAX_HOLDS} holds live already; try again"));
+        return Err(format!("busy: {MAX_HOLDS} holds live already; try again").into());
     }
     let _slot = HoldSlot(holds.clone());
-    let stale = || format!("inode {ino} is not the file asked for (deleted or replaced)");
-    if vol.inode_birth(ino).map_err(|e| e.to_string())? != birth {
+    let stale = || HoldError::Stale(format!("inode {ino} is not the file asked for (deleted or replaced)"));
+    let fs_err = |e: pktfs_fs::FsError| match e {
+        pktfs_fs::FsError::NotFound => stale(),
+        e => HoldError::Other(e.to_string()),
+    };
+    if vol.inode_birth(ino).map_err(fs_err)? != birth {
         return Err(stale());
     }
-    let hold = vol.tx_hold(ino, off, len).map_err(|e| e.to_string())?;
+    let hold = vol.tx_hold(ino, off, len).map_err(fs_err)?;
     // The hold was taken on the inode as it is now: still the same file?
     if vol.inode_birth(ino).ok() != Some(birth) {
         return Err(stale());

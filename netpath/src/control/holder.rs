@@ -281,7 +281,7 @@ fn serve(
         // MAX_CONNECTIONS slots, on its own bound (`direct::MAX_HOLDS`).
         drop(slot);
         if let Err(e) = super::direct::serve_hold(vol, &req, &mut out, holds) {
-            send(&mut out, &json!({"ok": false, "error": e}));
+            send(&mut out, &e.answer());
         }
         return;
     }
