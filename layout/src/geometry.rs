@@ -10,9 +10,13 @@
 //! ```
 
 use crate::inode::INODE_SIZE;
-use crate::journal::{JOURNAL_SLOTS, JOURNAL_SLOT_BYTES};
 use crate::{PmOffset, RecordId, RECORD_SIZE};
 
+/// Journal slots in every image (what a slot holds is the journal
+/// module's).
+pub const JOURNAL_SLOTS: u32 = 16;
+/// Bytes of one journal slot.
+pub const JOURNAL_SLOT_BYTES: u32 = 1024;
 pub const MIN_IMAGE_BYTES: u64 = 1 << 20;
 pub const MIN_BUFFER_SIZE: u32 = 512;
 pub const MAX_BUFFER_SIZE: u32 = 1 << 20;

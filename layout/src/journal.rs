@@ -14,8 +14,9 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::{crc32c, crc32c_append, read_raw, Corrupt, Geometry, PmOffset};
 
-pub const JOURNAL_SLOTS: u32 = 16;
-pub const JOURNAL_SLOT_BYTES: u32 = 1024;
+/// How many slots there are and their size are the geometry's (they fix
+/// where the inode table starts); here for the slot format's users.
+pub use crate::geometry::{JOURNAL_SLOTS, JOURNAL_SLOT_BYTES};
 pub const JOURNAL_HEADER_BYTES: usize = 64;
 pub const JOURNAL_MAX_ENTRIES: usize = (JOURNAL_SLOT_BYTES as usize - JOURNAL_HEADER_BYTES) / 16;
 pub const COMMIT_MAGIC: u64 = u64::from_le_bytes(*b"PKTJRNL1");

@@ -2,6 +2,7 @@
 //! responses", S3 API reference), and the error the endpoint answers with.
 //!
 //! The body of an error answer is [`crate::xml::error`]; [`S3Error::to_xml`]
+//! (which the xml module defines, so that the codes depend on nothing)
 //! writes it for one error.
 
 use std::fmt;
@@ -167,12 +168,6 @@ impl S3Error {
     pub fn status(&self) -> u16 {
         self.code.status()
     }
-
-    /// The error's XML body, for `resource` (the request's path) and the
-    /// request's ID.
-    pub fn to_xml(&self, resource: &str, request_id: &str) -> String {
-        crate::xml::error(self.code.as_str(), &self.message, resource, request_id)
-    }
 }
 
 impl From<Code> for S3Error {
@@ -246,13 +241,10 @@ mod tests {
     }
 
     #[test]
-    fn error_display_and_xml() {
+    fn error_display() {
         let e = S3Error::new(Code::NoSuchKey, "no object \"a<b\" in bucket logs");
         assert_eq!(e.to_string(), "NoSuchKey: no object \"a<b\" in bucket logs");
         assert_eq!(e.status(), 404);
-        let x = e.to_xml("/logs/a<b", "4442587FB7D0A2F9");
-        assert!(x.contains("<Code>NoSuchKey</Code>"), "{x}");
-        assert!(x.contains("a&lt;b"), "{x}");
         let d = S3Error::from(Code::SlowDown);
         assert_eq!(d.message, "Please reduce your request rate.");
     }

@@ -17,7 +17,7 @@
 //! `>= 2.5x nginx` target could read in that run at that run's costs per
 //! request.
 
-use crate::report::{get, Results};
+use crate::results::{get, Results};
 
 /// A server's CPU ceiling in one run, and how much of it was reached.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::child::{tree_cpu, tree_cpu_s};
 use crate::client::{own_small_puts, paced_puts, wrk_small_puts, Load, WrkOpts};
-use crate::report::Results;
+use crate::results::Results;
 
 /// A server under load: its address and the process whose CPU (with its
 /// children's) is its cost.

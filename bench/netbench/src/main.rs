@@ -81,6 +81,7 @@ mod ns_scaling;
 mod order;
 mod pktfs_server;
 mod report;
+mod results;
 mod transfer;
 mod volume_costs;
 
@@ -273,7 +274,7 @@ fn main() {
     } else {
         None
     };
-    let mut results: report::Results = Vec::new();
+    let mut results: results::Results = Vec::new();
 
     if want(Section::Put) || want(Section::Get) {
         transfer::run(

@@ -17,7 +17,7 @@ const CYCLES: usize = 20_000;
 /// three changes a cycle, each a durable commit, clwb) by one thread, by
 /// one thread per CPU each in a directory of its own, and by as many in
 /// one shared directory. The layouts take turns within each round.
-pub fn ns_scaling(dir: &Path, results: &mut crate::report::Results) {
+pub fn ns_scaling(dir: &Path, results: &mut crate::results::Results) {
     let p = dir.join("ns.img");
     let v = crate::volume_costs::new_volume(&p, PersistChoice::Clwb);
     let cpus = std::thread::available_parallelism()

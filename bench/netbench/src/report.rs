@@ -1,25 +1,12 @@
-//! The results table, and the summary of issue 11's targets: each target's
-//! measured ratio and whether it was met, computed from this run's rows.
+//! The results table, and the summary of the network path's targets
+//! (docs/BENCHMARKS.md): each target's measured ratio and whether it was
+//! met, computed from this run's rows.
+
+use crate::results::{get, get_unit, Results};
 
 /// The row of a server's CPU per request at one connection (a target,
 /// the polling floor, and the note on dear wake-ups read it).
 const CPU_1CONN: &str = "1 KiB PUT, 1 conn: server CPU per request";
-
-/// (measurement, server, median, unit) rows, in the order measured.
-pub type Results = Vec<(String, String, f64, String)>;
-
-/// The value of the first row whose measurement starts with `what` for
-/// `server`.
-pub fn get(r: &Results, what: &str, server: &str) -> Option<f64> {
-    get_unit(r, what, server).map(|x| x.0)
-}
-
-/// [`get`] with the row's unit.
-fn get_unit<'r>(r: &'r Results, what: &str, server: &str) -> Option<(f64, &'r str)> {
-    r.iter()
-        .find(|(w, s, v, _)| w.starts_with(what) && s == server && !v.is_nan())
-        .map(|x| (x.2, x.3.as_str()))
-}
 
 fn fmt_value(v: f64, unit: &str) -> String {
     match unit {

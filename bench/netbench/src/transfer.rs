@@ -16,7 +16,7 @@ use crate::baseline::{copy_file, copy_windows, start_baseline, Base, Baseline};
 use crate::client::{get_big, put_big};
 use crate::load::median;
 use crate::pktfs_server::{image_file, start_pktfs, PktfsServer, PktfsSpec};
-use crate::report::Results;
+use crate::results::Results;
 
 /// CPU time of this whole process (all threads, also finished ones), s.
 fn cpu_s() -> f64 {

@@ -48,7 +48,7 @@ fn land_request<'v>(v: &'v Volume, buf: &mut RxBuf<'v>, at: &mut u32) -> u32 {
 /// when they run cold, as a server's do after its vCPU halted between two
 /// requests of one connection (docs/DESIGN.md, "The event loops": why the
 /// loops busy-poll). The eviction is outside the timed calls.
-fn cold_costs(v: &Volume, d: u64, mode: &str, results: &mut crate::report::Results) {
+fn cold_costs(v: &Volume, d: u64, mode: &str, results: &mut crate::results::Results) {
     let evict: Vec<u8> = (0..8u32 << 20).map(|i| i as u8).collect();
     let n = 2_000;
     let (mut before, mut total) = (0f64, 0f64);
@@ -87,7 +87,7 @@ fn cold_costs(v: &Volume, d: u64, mode: &str, results: &mut crate::report::Resul
 
 /// Where a small PUT's time goes without sockets: the Volume calls the
 /// server makes for one 1 KiB upload, and CRC32C speed.
-pub fn volume_costs(dir: &Path, results: &mut crate::report::Results) {
+pub fn volume_costs(dir: &Path, results: &mut crate::results::Results) {
     let p = dir.join("calls.img");
     for persist in [PersistChoice::Clwb, PersistChoice::Eadr] {
         let v = new_volume(&p, persist);

@@ -98,14 +98,6 @@ fn after_open(fd: c_int, flags: c_int) -> c_int {
     fd
 }
 
-/// Ask the daemon serving `fd` a read ioctl; false on any error.
-pub(crate) fn ioctl_read(fd: c_int, cmd: u32, out: &mut [u8]) -> bool {
-    // SAFETY: `out` is valid for the size the command encodes (its
-    // length, checked by the caller against the command), and ioctl does
-    // not keep the pointer.
-    unsafe { libc::ioctl(fd, cmd as _, out.as_mut_ptr()) == 0 }
-}
-
 /// A direct read for `fd`'s entry at `off` into the program's buffers;
 /// None: let the kernel do it.
 fn read_into(e: &Entry, fd: c_int, bufs: &mut [IoSliceMut<'_>], off: u64) -> Option<usize> {

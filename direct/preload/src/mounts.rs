@@ -65,7 +65,7 @@ fn source_of(dev: u64) -> Option<String> {
 /// Ask the daemon serving `fd`'s file which image it maps.
 fn identity(fd: i32) -> Option<Identity> {
     let mut out = [0u8; 32];
-    if !crate::interpose::ioctl_read(fd, IOC_IDENTITY, &mut out) {
+    if !crate::real::ioctl_read(fd, IOC_IDENTITY, &mut out) {
         return None;
     }
     Identity::from_bytes(&out)

@@ -15,6 +15,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use libc::{iovec, off64_t, off_t, size_t, ssize_t, FILE};
 
+/// Ask the daemon serving `fd` a read ioctl; false on any error. The shim
+/// does not interpose `ioctl`, so the C library's is the real one.
+pub(crate) fn ioctl_read(fd: c_int, cmd: u32, out: &mut [u8]) -> bool {
+    // SAFETY: `out` is valid for the size the command encodes (its
+    // length, checked by the caller against the command), and ioctl does
+    // not keep the pointer.
+    unsafe { libc::ioctl(fd, cmd as _, out.as_mut_ptr()) == 0 }
+}
+
 /// Look `name` up in the objects loaded after the shim; 0 if none has it.
 fn next(name: &CStr) -> usize {
     // SAFETY: `name` is a NUL-terminated string; RTLD_NEXT is a valid

@@ -2,7 +2,7 @@
 
 use super::writer::Doc;
 use crate::checksum::Algorithm;
-use crate::error::Code;
+use crate::error::{Code, S3Error};
 
 /// An error answer's body. `<Error>` is the one S3 body without the
 /// namespace.
@@ -13,6 +13,14 @@ pub fn error(code: &str, message: &str, resource: &str, request_id: &str) -> Str
         .text("Resource", resource)
         .text("RequestId", request_id);
     d.finish()
+}
+
+impl S3Error {
+    /// The error's XML body ([`error`]), for `resource` (the request's
+    /// path) and the request's ID.
+    pub fn to_xml(&self, resource: &str, request_id: &str) -> String {
+        error(self.code.as_str(), &self.message, resource, request_id)
+    }
 }
 
 /// GetBucketLocation: `<LocationConstraint>` with the region, empty for

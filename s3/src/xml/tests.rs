@@ -8,7 +8,7 @@ use quick_xml::events::Event;
 
 use super::*;
 use crate::checksum::Algorithm;
-use crate::error::Code;
+use crate::error::{Code, S3Error};
 use crate::names::percent_decode;
 
 /// A document read back: the root's `xmlns` (if any) and every leaf
@@ -132,6 +132,17 @@ fn error_body() {
     assert_eq!(r.one("Error/Resource"), "/b/a&b");
     assert_eq!(r.one("Error/RequestId"), "4442587FB7D0A2F9");
     assert!(x.contains("&lt;key&gt; &amp; &quot;quotes&quot;"), "{x}");
+}
+
+#[test]
+fn an_s3_error_as_its_body() {
+    let e = S3Error::new(Code::NoSuchKey, "no object \"a<b\" in bucket logs");
+    let x = e.to_xml("/logs/a<b", "4442587FB7D0A2F9");
+    let r = read_back(&x);
+    assert_eq!(r.one("Error/Code"), "NoSuchKey");
+    assert_eq!(r.one("Error/Message"), "no object \"a<b\" in bucket logs");
+    assert_eq!(r.one("Error/Resource"), "/logs/a<b");
+    assert!(x.contains("a&lt;b"), "{x}");
 }
 
 #[test]
