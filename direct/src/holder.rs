@@ -61,7 +61,11 @@ pub(crate) fn hold(
     let req = json!({"op": "direct_hold", "ino": ino, "birth": birth, "off": off, "len": len});
     let (v, mut session) = match pktfs_control::open_session(image, &req, None) {
         Ok(x) => x,
-        Err(pktfs_control::ControlError::NotServed(_)) => return Err(NoHold::NoHolder),
+        // Nothing listens on the image's name, or the image file cannot be
+        // named at all (a snapshot, a removed path): no holder to ask.
+        Err(pktfs_control::ControlError::NotServed(_) | pktfs_control::ControlError::Io { .. }) => {
+            return Err(NoHold::NoHolder)
+        }
         Err(pktfs_control::ControlError::Stale(_)) => return Err(NoHold::Stale),
         Err(e) => return Err(NoHold::Refused(e.to_string())),
     };

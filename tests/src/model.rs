@@ -9,6 +9,7 @@
 //! - [`crash`]: crash-state enumeration (Chipmunk-style: just before every
 //!   fence, any subset of the in-flight lines may have reached the media)
 //!   and the per-image check (fsck, recovery, tree equality, usability).
+//! - [`direct`]: the tree as a direct reader sees it in a copy of the image.
 //! - [`gen`]: proptest strategies for operation sequences.
 //! - [`ace`]: the seeded tree and the every-operation list of the crash suite.
 //! - `op`: the [`Op`] list; `apply`: what each does to the model
@@ -18,6 +19,7 @@
 pub mod ace;
 mod apply;
 pub mod crash;
+pub mod direct;
 pub mod gen;
 mod op;
 pub mod tier;

@@ -2,7 +2,8 @@
 //! with clean remounts and crashes at random fences (through the recording
 //! backend), run against the in-memory model; the whole tree (names, types,
 //! sizes, contents, modes, owners, link counts, hard-link identity, xattrs,
-//! rdev) is compared after every operation, remount and crash. A crash must
+//! rdev) is compared after every operation, remount and crash, and so is
+//! what a direct reader (pktfs-direct) finds in a copy of the image. A crash must
 //! leave the operation in flight entirely done or entirely undone.
 //!
 //! ENOSPC is an allowed outcome of any operation (the model cannot predict
@@ -107,7 +108,7 @@ impl Harness {
         self.v.as_ref().expect("volume open")
     }
 
-    fn compare(&self, when: &str) -> Result<(), String> {
+    fn compare(&mut self, when: &str) -> Result<(), String> {
         let t = dump(self.v())?;
         let m = self.model.tree();
         if t != m {
@@ -116,7 +117,9 @@ impl Harness {
                 t.diff(&m, 10)
             ));
         }
-        Ok(())
+        // And a direct reader of the image sees the same tree.
+        let image = self.v.as_mut().expect("volume open").snapshot();
+        pktfs_tests::model::direct::check(&image, &t).map_err(|e| format!("{when}: {e}"))
     }
 
     fn op(&mut self, op: Op) -> Result<(), String> {
