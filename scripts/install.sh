@@ -14,12 +14,15 @@
 # the systemd units pktfs-mount@.service and pktfs-serve@.service
 # (lib/systemd/system; see docs/MOUNT.md, "systemd"). All of it is made
 # from the binaries' own command-line definitions (their hidden gen-docs).
+# And direct reading (docs/DIRECT.md): lib/libpktfs_direct.so (the
+# library's C ABI), include/pktfs_direct.h, and lib/libpktfs_preload.so
+# (the preload shim), then ldconfig.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 dest="${1:-/sbin}"
 prefix="${PREFIX:-/usr/local}"
 cd "$repo"
-cargo build --release -q -p pktfs -p pktfs-mkfs -p pktfs-fsck
+cargo build --release -q -p pktfs -p pktfs-mkfs -p pktfs-fsck -p pktfs-direct -p pktfs-preload
 out="${CARGO_TARGET_DIR:-$repo/target}/release"
 mkdir -p "$dest"
 for b in pktfs mount-pktfs mkfs-pktfs fsck-pktfs; do
@@ -50,3 +53,9 @@ for u in pktfs-mount@.service pktfs-serve@.service; do
     chmod 0644 "$prefix/lib/systemd/system/$u"
 done
 echo "installed under $prefix: man pages (man 8 pktfs), bash/zsh/fish completions, systemd units pktfs-mount@ and pktfs-serve@"
+
+install -d "$prefix/lib" "$prefix/include"
+install -m 0755 "$out/libpktfs_direct.so" "$out/libpktfs_preload.so" "$prefix/lib/"
+install -m 0644 direct/include/pktfs_direct.h "$prefix/include/"
+command -v ldconfig >/dev/null && ldconfig || true
+echo "installed under $prefix: lib/libpktfs_direct.so, include/pktfs_direct.h, lib/libpktfs_preload.so (docs/DIRECT.md)"
