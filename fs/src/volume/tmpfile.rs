@@ -12,7 +12,7 @@ use super::digest::{Bound, ContentDigest, Precondition};
 use super::failstop::OrStop;
 use super::ns::FIRST_COOKIE;
 use super::rx::RxPiece;
-use super::{check_name, now_ns, write_new_inode, Attr, Inode, Volume};
+use super::{check_name, now_ns, write_new_inode, Attr, Inode, InodeWrite, Rec, Volume};
 use crate::error::{FsError, Result};
 
 impl Volume {
@@ -137,8 +137,16 @@ impl Volume {
             self.rx_abort(tail);
             return Err(e);
         }
+        let ask = LinkAsk {
+            ino,
+            dir,
+            name,
+            replace,
+            cond,
+            describe,
+        };
         let mut tail = Some(tail);
-        let r = self.rx_link_inner(ino, &mut tail, dir, name, replace, cond, describe);
+        let r = self.rx_link_inner(&ask, &mut tail);
         // Pieces the commit did not take (an error before the splice).
         if let Some(t) = tail.take() {
             self.rx_abort(t);
@@ -154,193 +162,203 @@ impl Volume {
     /// The body of [`Self::rx_link`]; takes `tail` only once nothing can
     /// fail but the splice's own record allocation (which drops the
     /// pieces' references itself).
-    #[allow(clippy::too_many_arguments)]
+    ///
+    /// Look up what the name leads to, lock the inodes by number, and
+    /// check that the name still leads there (ns.rs, "Locking"); no lock
+    /// is held between the lookup and the locks, so an upload waiting for
+    /// a directory another upload holds across its commit delays nobody
+    /// else. The first try is a fast path ([`Self::rx_link_fast`]); later
+    /// tries take the ordered way ([`Self::rx_link_ordered`]). Either
+    /// goes on to [`Self::rx_link_locked`] once it holds the locks.
     fn rx_link_inner(
         &self,
-        ino: u64,
+        ask: &LinkAsk<'_>,
         tail: &mut Option<Vec<RxPiece<'_>>>,
-        dir: u64,
-        name: &[u8],
-        replace: bool,
-        cond: Option<Precondition<'_>>,
-        describe: bool,
-    ) -> Result<(bool, Option<u64>, Option<ContentDigest>)> {
+    ) -> Result<LinkOutcome> {
         self.check_writable()?;
-        check_name(name)?;
-        // Look up what the name leads to, lock the inodes by number, and
-        // check that the name still leads there (ns.rs, "Locking"); no lock
-        // is held between the lookup and the locks, so an upload waiting
-        // for a directory another upload holds across its commit delays
-        // nobody else.
-        //
-        // The first try is a fast path: the lookup under the directory's
-        // write lock, kept if the other inodes can be taken without
-        // waiting (never out of number order); later tries look up under
-        // its read lock and lock in number order.
-        let mut arcs: SmallVec<[_; 3]>;
-        let (mut fast_d, mut fast_t, mut fast_v);
-        let mut tries = 0;
-        let (mut guards, inos, victim, victim_cookie) = loop {
-            tries += 1;
-            if tries > super::ns::BINDING_RETRIES {
-                return Err(FsError::Contended("the name"));
+        check_name(ask.name)?;
+        if let Some(done) = self.rx_link_fast(ask, tail)? {
+            return Ok(done);
+        }
+        // The fast try was the first of BINDING_RETRIES.
+        for _ in 1..super::ns::BINDING_RETRIES {
+            if let Some(done) = self.rx_link_ordered(ask, tail)? {
+                return Ok(done);
             }
-            let darc = self.inode(dir)?;
-            let lookup = |d: &super::Inode| {
-                if d.attr.kind != FileType::Directory {
-                    return Err(FsError::NotDir);
-                }
-                Ok(d.names.get(name).map(|&c| {
-                    let r = &d.data[&c].r;
-                    (r.dirent_ino(), r.dirent_dtype(), c)
-                }))
-            };
-            let mut dguard = None;
-            let victim = if tries == 1 {
-                fast_d = Some(darc.clone());
-                let d = super::wlock(fast_d.as_ref().expect("just set"))?;
-                let v = lookup(&d)?;
-                dguard = Some(d);
-                v
-            } else {
-                lookup(&*super::rlock(&darc)?)?
-            };
-            if let Some((v, dtype, _)) = victim {
-                if !replace {
-                    return Err(FsError::Exists);
-                }
-                if cond.is_some() && v as u64 == ino {
-                    // Not a case a conditional upload makes (its file is new).
-                    return Err(FsError::Invalid("a conditional link of a file onto itself"));
-                }
-                if dtype == FileType::Directory.dtype() {
-                    return Err(FsError::IsDir);
-                }
-                if v as u64 == ino {
-                    // Already linked under this name (a repeated call).
-                    return match tail.as_ref().is_some_and(|t| !t.is_empty()) {
-                        false => Ok((true, None, None)),
-                        true => Err(FsError::Invalid("not an unnamed file")),
-                    };
-                }
-            }
-            let mut inos: SmallVec<[u32; 3]> = SmallVec::new();
-            inos.extend([dir as u32, ino as u32]);
-            inos.extend(victim.map(|v| v.0));
-            inos.sort_unstable();
-            inos.dedup();
-            if let Some(d) = dguard {
-                fast_t = self.inode(ino).ok();
-                fast_v = victim.and_then(|(v, ..)| self.inode(v as u64).ok());
-                let tg = fast_t.as_ref().and_then(super::ns::try_wlock);
-                let vg = fast_v.as_ref().and_then(super::ns::try_wlock);
-                if let Some(tg) = tg {
-                    if victim.is_none() || vg.is_some() {
-                        let mut guards: SmallVec<[_; 3]> = SmallVec::new();
-                        guards.extend([(dir as u32, d), (ino as u32, tg)]);
-                        if let (Some((v, ..)), Some(vg)) = (victim, vg) {
-                            guards.push((v, vg));
-                        }
-                        // In the order of `inos`, which indexes them.
-                        guards.sort_unstable_by_key(|g| g.0);
-                        // Looked up under the write lock still held.
-                        let (victim, cookie) = match victim {
-                            Some((v, t, c)) => (Some((v, t)), Some(c)),
-                            None => (None, None),
-                        };
-                        break (guards, inos, victim, cookie);
-                    }
-                }
-                continue; // the ordered path
-            }
-            arcs = SmallVec::new();
-            let mut freed = false;
-            for &n in &inos {
-                let a = match n as u64 == dir {
-                    true => Ok(darc.clone()),
-                    false => self.inode(n as u64),
-                };
-                let a = match a {
-                    Ok(a) => a,
-                    // The file the name led to, freed since the lookup.
-                    Err(FsError::NotFound) if n as u64 != ino => {
-                        freed = true;
-                        break;
-                    }
-                    Err(e) => return Err(e),
-                };
-                arcs.push((n, a));
-            }
-            if freed {
-                continue;
-            }
-            let mut guards: SmallVec<[_; 3]> = SmallVec::new();
-            for (n, a) in &arcs {
-                match super::wlock(a) {
-                    Ok(g) => guards.push((*n, g)),
-                    Err(FsError::NotFound) if *n as u64 == ino => return Err(FsError::NotFound),
-                    // Freed since the lookup (the directory or the file
-                    // the name led to): look again.
-                    Err(FsError::NotFound) => {
-                        freed = true;
-                        break;
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            if freed {
-                continue;
-            }
-            let d = &guards[inos.iter().position(|m| *m == dir as u32).expect("locked")].1;
-            // Where the name leads now, under the directory's write lock
-            // (the cookie too: the same file may have been named anew).
-            let now_bound = d.names.get(name).map(|&c| (d.data[&c].r.dirent_ino(), c));
-            if now_bound.map(|b| b.0) != victim.map(|v| v.0) {
-                continue;
-            }
-            break (
-                guards,
-                inos,
-                victim.map(|(v, t, _)| (v, t)),
-                now_bound.map(|b| b.1),
-            );
+        }
+        Err(FsError::Contended("the name"))
+    }
+
+    /// Lock and check, the fast way: the lookup under the directory's
+    /// write lock, kept if the file and the file the name leads to can be
+    /// taken without waiting (never out of number order). `None`: one of
+    /// them is held by someone else; take the ordered way.
+    fn rx_link_fast(
+        &self,
+        ask: &LinkAsk<'_>,
+        tail: &mut Option<Vec<RxPiece<'_>>>,
+    ) -> Result<Option<LinkOutcome>> {
+        // Declared before the guards, so that they outlive them.
+        let (darc, tarc, varc);
+        darc = self.inode(ask.dir)?;
+        let d = super::wlock(&darc)?;
+        let victim = link_lookup(&d, ask.name)?;
+        if let Some(done) = link_target_check(ask, victim, tail)? {
+            return Ok(Some(done));
+        }
+        tarc = self.inode(ask.ino).ok();
+        varc = victim.and_then(|(v, ..)| self.inode(v as u64).ok());
+        let tg = tarc.as_ref().and_then(super::ns::try_wlock);
+        let vg = varc.as_ref().and_then(super::ns::try_wlock);
+        let Some(tg) = tg else {
+            return Ok(None);
         };
-        let idx = |n: u32| inos.iter().position(|m| *m == n).expect("locked");
-        let (ti, di) = (idx(ino as u32), idx(dir as u32));
-        if let Some(cond) = cond {
-            // Under the directory's and the victim's write locks: what the
-            // name leads to cannot change until the commit below.
-            let bound = match victim {
-                Some((v, _)) => self.bound_locked(&guards[idx(v)].1)?,
-                None => Bound::Absent,
+        if victim.is_some() && vg.is_none() {
+            return Ok(None);
+        }
+        let mut guards: SmallVec<[_; 3]> = SmallVec::new();
+        guards.extend([(ask.dir as u32, d), (ask.ino as u32, tg)]);
+        if let (Some((v, ..)), Some(vg)) = (victim, vg) {
+            guards.push((v, vg));
+        }
+        // Looked up under the write lock still held.
+        let mut l = LinkLocks::new(guards, ask, victim.map(|(v, _, c)| (v, c)));
+        self.rx_link_locked(ask, tail, &mut l).map(Some)
+    }
+
+    /// Lock and check, the ordered way: the lookup under the directory's
+    /// read lock, every inode then locked in ascending number, and the
+    /// name checked again under the directory's write lock. `None`: the
+    /// name moved, or an inode it led to was freed, in between; look again.
+    fn rx_link_ordered(
+        &self,
+        ask: &LinkAsk<'_>,
+        tail: &mut Option<Vec<RxPiece<'_>>>,
+    ) -> Result<Option<LinkOutcome>> {
+        let (dir, ino) = (ask.dir, ask.ino);
+        let darc = self.inode(dir)?;
+        let victim = link_lookup(&*super::rlock(&darc)?, ask.name)?;
+        if let Some(done) = link_target_check(ask, victim, tail)? {
+            return Ok(Some(done));
+        }
+        let mut inos: SmallVec<[u32; 3]> = SmallVec::new();
+        inos.extend([dir as u32, ino as u32]);
+        inos.extend(victim.map(|v| v.0));
+        inos.sort_unstable();
+        inos.dedup();
+        let mut arcs: SmallVec<[_; 3]> = SmallVec::new();
+        for &n in &inos {
+            let a = match n as u64 == dir {
+                true => Ok(darc.clone()),
+                false => self.inode(n as u64),
             };
-            if !cond(&bound) {
-                return Err(FsError::PreconditionFailed);
+            match a {
+                Ok(a) => arcs.push((n, a)),
+                // The file the name led to, freed since the lookup.
+                Err(FsError::NotFound) if n as u64 != ino => return Ok(None),
+                Err(e) => return Err(e),
             }
         }
-        if guards[ti].1.attr.nlink != 0 || guards[ti].1.attr.kind != FileType::Regular {
-            return Err(FsError::Invalid("not an unnamed file"));
+        let mut guards: SmallVec<[_; 3]> = SmallVec::new();
+        for (n, a) in &arcs {
+            match super::wlock(a) {
+                Ok(g) => guards.push((*n, g)),
+                Err(FsError::NotFound) if *n as u64 == ino => return Err(FsError::NotFound),
+                // Freed since the lookup (the directory or the file the
+                // name led to): look again.
+                Err(FsError::NotFound) => return Ok(None),
+                Err(e) => return Err(e),
+            }
         }
+        let mut l = LinkLocks::new(guards, ask, None);
+        // Where the name leads now, under the directory's write lock (the
+        // cookie too: the same file may have been named anew).
+        let d = l.dir();
+        let now_bound = d.names.get(ask.name).map(|&c| (d.data[&c].r.dirent_ino(), c));
+        if now_bound.map(|b| b.0) != victim.map(|v| v.0) {
+            return Ok(None);
+        }
+        l.set_victim(now_bound);
+        self.rx_link_locked(ask, tail, &mut l).map(Some)
+    }
+
+    /// [`Self::rx_link`] with the directory, the file and what the name
+    /// leads to write-locked, in its phases: the checks that need the
+    /// locks; the name's record (everything fallible first, before the
+    /// transaction or any DRAM state changes); the file (its write-back,
+    /// its attributes, its tail); the name; the directory's times; the
+    /// commit; then DRAM follows.
+    fn rx_link_locked(
+        &self,
+        ask: &LinkAsk<'_>,
+        tail: &mut Option<Vec<RxPiece<'_>>>,
+        l: &mut LinkLocks<'_>,
+    ) -> Result<LinkOutcome> {
+        self.rx_link_check_locked(ask, l)?;
         let now = now_ns();
         // The directory's new mtime/ctime ride on the new dirent
         // (FLAG_DIR_TIME, FORMAT.md) instead of a switch of its attribute
         // slot: naming the file is then one 8-byte publish, not a journalled
         // commit. Only when the clock is past the slot's ctime (it always
         // is, unless the clock went back): otherwise the slot switches.
-        let dir_time = (now > guards[di].1.attr.ctime_ns).then_some(now);
-        // Everything fallible first, before the transaction or any DRAM
-        // state changes: the dirent's record (written, still unreachable).
+        let dir_time = (now > l.dir().attr.ctime_ns).then_some(now);
+        let name = self.rx_link_write_name(ask, l, dir_time)?;
+        // The file: its tail pieces and its new attributes (named, sized).
+        // Nothing reaches it until the name below is published, so its
+        // changes are written in place rather than journalled.
+        let mut commit = Commit::new();
+        self.write_back_unnamed(&mut commit, l.file());
+        let ta = named_attr(l, now);
+        let pieces = tail.take().unwrap_or_default();
+        if let Err(e) = self.place_tail(&mut commit, l.file(), pieces, ta, now) {
+            name.undo(self);
+            return Err(e);
+        }
+        commit.make_unreachable();
+        self.rx_link_publish_name(&mut commit, ask, l, name, dir_time, now);
+        self.touch_dir(&mut commit, l.dir(), dir_time, now);
+        commit.apply(self);
+        Ok(self.rx_link_after(ask, l))
+    }
+
+    /// The checks that need the locks: the precondition, on what the name
+    /// leads to (under the directory's and that file's write locks, it
+    /// cannot change until the commit), and that the file is still
+    /// unnamed.
+    fn rx_link_check_locked(&self, ask: &LinkAsk<'_>, l: &mut LinkLocks<'_>) -> Result<()> {
+        if let Some(cond) = ask.cond {
+            let bound = match l.victim_inode() {
+                Some(v) => self.bound_locked(v)?,
+                None => Bound::Absent,
+            };
+            if !cond(&bound) {
+                return Err(FsError::PreconditionFailed);
+            }
+        }
+        let t = &l.file().attr;
+        if t.nlink != 0 || t.kind != FileType::Regular {
+            return Err(FsError::Invalid("not an unnamed file"));
+        }
+        Ok(())
+    }
+
+    /// The name's record, written and still unreachable: a new dirent
+    /// (carrying the directory's times when `dir_time`), or, when the name
+    /// replaces a file, the record its dirent is rewritten into.
+    fn rx_link_write_name(
+        &self,
+        ask: &LinkAsk<'_>,
+        l: &mut LinkLocks<'_>,
+        dir_time: Option<i64>,
+    ) -> Result<NewName> {
         let id = self.alloc_records(1)?[0];
-        let cookie = match victim_cookie {
-            Some(c) => c,
-            None => guards[di].1.next_seq.max(FIRST_COOKIE),
-        };
-        let fresh = match victim {
-            Some(_) => None,
+        let (cookie, fresh) = match l.victim {
+            Some((_, c)) => (c, None),
             None => {
-                match self.new_dirent_pub(id, name, ino as u32, FileType::Regular, cookie, dir_time)
-                {
-                    Ok(r) => Some(r),
+                let cookie = l.dir().next_seq.max(FIRST_COOKIE);
+                let kind = FileType::Regular;
+                match self.new_dirent_pub(id, ask.name, ask.ino as u32, kind, cookie, dir_time) {
+                    Ok(r) => (cookie, Some(r)),
                     Err(e) => {
                         self.free_records_now(&[id]);
                         return Err(e);
@@ -348,25 +366,12 @@ impl Volume {
                 }
             }
         };
-        // Undo of the above if the splice below fails: the record, and the
-        // name bytes a fresh dirent took.
-        let undo_name = |v: &Volume| {
-            v.free_records_now(&[id]);
-            if let Some(r) = &fresh {
-                v.release_payload(&[r.slice()]);
-            }
-        };
-        // The file: its tail pieces and its new attributes (named, sized).
-        // Nothing reaches it until the name below is published, so its
-        // changes are written in place rather than journalled.
-        let mut commit = Commit::new();
-        // Named into a setgid directory: the directory's group, as a file
-        // created there takes it (the setgid-directory rule, `make_node`).
-        let d = &guards[di].1.attr;
-        let dir_group = (d.mode & super::ns::S_ISGID != 0).then_some(d.gid);
-        let t = &mut guards[ti].1;
-        // Made on another thread, its inode's write-back waits for that
-        // thread's fence, not this commit's: write it back here too.
+        Ok(NewName { id, cookie, fresh })
+    }
+
+    /// Made on another thread, an unnamed file's inode write-back waits for
+    /// that thread's fence, not this commit's: write it back here too.
+    fn write_back_unnamed(&self, commit: &mut Commit, t: &Inode) {
         let inode_pos = self.geo.inode_pos(t.ino).0;
         if t.unfenced_by
             .is_some_and(|by| by != crate::media::FlushThread::current())
@@ -377,62 +382,61 @@ impl Volume {
         if cfg!(debug_assertions) {
             commit.store_reach(inode_pos, pktfs_layout::inode::INODE_SIZE as u64);
         }
-        let mut ta = t.attr;
-        ta.nlink = 1;
-        ta.ctime_ns = now;
-        if let Some(g) = dir_group {
-            ta.gid = g;
-        }
-        // Nothing could read an unnamed file: it was last "accessed" when
-        // it came into being, which for a file made ahead of its upload
-        // (netpath's spares) is now, not when it was made.
-        ta.atime_ns = now;
-        let pieces = tail.take().unwrap_or_default();
+    }
+
+    /// Place the tail: `pieces` appended at the end of the unnamed file
+    /// `t`, spliced in with its new attributes `ta` (sized, modified
+    /// `now`); with no pieces, only the attributes. On error nothing
+    /// changed and the pieces' references were dropped.
+    fn place_tail(
+        &self,
+        commit: &mut Commit,
+        t: &mut Inode,
+        pieces: Vec<RxPiece<'_>>,
+        mut ta: AttrSlot,
+        now: i64,
+    ) -> Result<()> {
         if pieces.is_empty() {
-            self.set_attr(&mut commit, t, ta);
-        } else {
-            let off = ta.size;
-            let (ps, at) = match self.place_at_end(t, pieces) {
-                Ok(x) => x,
-                Err(e) => {
-                    undo_name(self);
-                    return Err(e);
-                }
-            };
-            ta.size = at;
-            ta.mtime_ns = now;
-            if let Err(e) = self.splice_range_tx(&mut commit, t, off, at, ps, ta) {
-                undo_name(self);
-                return Err(e);
-            }
+            self.set_attr(commit, t, ta);
+            return Ok(());
         }
-        commit.make_unreachable();
-        // The name.
-        match (victim, fresh) {
-            (Some((v, _)), _) => {
-                self.replace_dirent_pub(
-                    &mut commit,
-                    &mut guards[di].1,
-                    cookie,
-                    id,
-                    ino as u32,
-                    FileType::Regular,
-                    dir_time,
-                );
-                let g = &mut guards[idx(v)].1;
-                let mut va = g.attr;
+        let off = ta.size;
+        let (ps, at) = self.place_at_end(t, pieces)?;
+        ta.size = at;
+        ta.mtime_ns = now;
+        self.splice_range_tx(commit, t, off, at, ps, ta)
+    }
+
+    /// The name: the dirent linked at the directory's tail, or rewritten
+    /// in place over the file it replaces, which loses a link.
+    fn rx_link_publish_name(
+        &self,
+        commit: &mut Commit,
+        ask: &LinkAsk<'_>,
+        l: &mut LinkLocks<'_>,
+        name: NewName,
+        dir_time: Option<i64>,
+        now: i64,
+    ) {
+        let NewName { id, cookie, fresh } = name;
+        match fresh {
+            None => {
+                let kind = FileType::Regular;
+                let ino = ask.ino as u32;
+                self.replace_dirent_pub(commit, l.dir(), cookie, id, ino, kind, dir_time);
+                let v = l.victim_inode().expect("a replaced file when no dirent is new");
+                let mut va = v.attr;
                 va.nlink -= 1;
                 va.ctime_ns = now;
                 // As unlink: persisted while linked or kept open.
-                if va.nlink > 0 || g.pins > 0 {
-                    self.set_attr(&mut commit, g, va);
+                if va.nlink > 0 || v.pins > 0 {
+                    self.set_attr(commit, v, va);
                 } else {
-                    g.attr = va;
+                    v.attr = va;
                 }
             }
-            (None, rec) => {
-                let rec = rec.expect("a new dirent when nothing is replaced");
-                let d = &mut guards[di].1;
+            Some(rec) => {
+                let d = l.dir();
                 commit.store(
                     d.ino,
                     self.data_link_before(d, cookie),
@@ -440,40 +444,198 @@ impl Volume {
                     Some((self.geo.record_pos(id).0, 64)),
                 );
                 d.data.insert(cookie, rec);
-                d.names.insert(name.into(), cookie);
+                d.names.insert(ask.name.into(), cookie);
                 d.next_seq = cookie + 1;
             }
         }
-        let d = &mut guards[di].1;
+    }
+
+    /// The directory's times: carried by the new dirent when `dir_time`
+    /// (the next slot switch keeps them), else a switch of its slot.
+    fn touch_dir(&self, commit: &mut Commit, d: &mut Inode, dir_time: Option<i64>, now: i64) {
         let mut da = d.attr;
         da.mtime_ns = now;
         da.ctime_ns = now;
         if dir_time.is_some() {
-            d.attr = da; // carried by the dirent; the next slot switch keeps it
+            d.attr = da;
         } else {
-            self.set_attr(&mut commit, d, da);
+            self.set_attr(commit, d, da);
         }
-        commit.apply(self);
-        let t = &mut guards[ti].1;
+    }
+
+    /// DRAM follows the commit: the file is durable and named (its
+    /// creation pin spent), described if asked, and a replaced file
+    /// nothing holds any more is pinned for the caller.
+    fn rx_link_after(&self, ask: &LinkAsk<'_>, l: &mut LinkLocks<'_>) -> LinkOutcome {
+        let t = l.file();
         t.unfenced_by = None;
         t.pins = t.pins.saturating_sub(1);
         // The version just named, described while it is still locked (a
         // later change cannot slip in before the caller asks).
-        let digest = match describe {
+        let digest = match ask.describe {
             true => self.digest_locked(t).ok(),
             false => None,
         };
-        // A replaced file nothing holds any more: pinned for the caller,
-        // whose `Linked` frees it when dropped (`unpin`).
+        // Pinned for the caller, whose `Linked` frees it when dropped
+        // (`unpin`).
         let mut pinned = None;
-        if let Some((v, _)) = victim {
-            let g = &mut guards[idx(v)].1;
+        if let (Some((v, _)), Some(g)) = (l.victim, l.victim_inode()) {
             if g.attr.nlink == 0 && g.pins == 0 {
                 g.pins = 1;
                 pinned = Some(v as u64);
             }
         }
-        Ok((victim.is_some(), pinned, digest))
+        (l.victim.is_some(), pinned, digest)
+    }
+}
+
+/// What [`Volume::rx_link`] and its variants were asked: name the unnamed
+/// file `ino` `dir/name`.
+struct LinkAsk<'a> {
+    ino: u64,
+    dir: u64,
+    name: &'a [u8],
+    replace: bool,
+    cond: Option<Precondition<'a>>,
+    /// Take the named version's digest ([`Linked::digest`]).
+    describe: bool,
+}
+
+/// What a link did: whether it replaced a file, the replaced file when
+/// pinned for the caller, and the named version's digest when asked.
+type LinkOutcome = (bool, Option<u64>, Option<ContentDigest>);
+
+/// What `name` leads to in the directory `d`: the inode, its dirent's
+/// dtype and cookie.
+fn link_lookup(d: &Inode, name: &[u8]) -> Result<Option<(u32, u8, u64)>> {
+    if d.attr.kind != FileType::Directory {
+        return Err(FsError::NotDir);
+    }
+    Ok(d.names.get(name).map(|&c| {
+        let r = &d.data[&c].r;
+        (r.dirent_ino(), r.dirent_dtype(), c)
+    }))
+}
+
+/// What the name leads to, against what was asked: an error, `Some` when
+/// the file already has this name (a repeated call: nothing to do), else
+/// `None`, go on.
+fn link_target_check(
+    ask: &LinkAsk<'_>,
+    victim: Option<(u32, u8, u64)>,
+    tail: &Option<Vec<RxPiece<'_>>>,
+) -> Result<Option<LinkOutcome>> {
+    let Some((v, dtype, _)) = victim else {
+        return Ok(None);
+    };
+    if !ask.replace {
+        return Err(FsError::Exists);
+    }
+    if ask.cond.is_some() && v as u64 == ask.ino {
+        // Not a case a conditional upload makes (its file is new).
+        return Err(FsError::Invalid("a conditional link of a file onto itself"));
+    }
+    if dtype == FileType::Directory.dtype() {
+        return Err(FsError::IsDir);
+    }
+    if v as u64 == ask.ino {
+        // Already linked under this name (a repeated call).
+        return match tail.as_ref().is_some_and(|t| !t.is_empty()) {
+            false => Ok(Some((true, None, None))),
+            true => Err(FsError::Invalid("not an unnamed file")),
+        };
+    }
+    Ok(None)
+}
+
+/// The file's attributes once named: one link, changed `now`, and last
+/// "accessed" `now` (nothing could read an unnamed file: it was last
+/// accessed when it came into being, which for a file made ahead of its
+/// upload, netpath's spares, is now, not when it was made). Named into a
+/// setgid directory, it takes the directory's group, as a file created
+/// there does (the setgid-directory rule, `make_node`).
+fn named_attr(l: &mut LinkLocks<'_>, now: i64) -> AttrSlot {
+    let d = &l.dir().attr;
+    let dir_group = (d.mode & super::ns::S_ISGID != 0).then_some(d.gid);
+    let mut ta = l.file().attr;
+    ta.nlink = 1;
+    ta.ctime_ns = now;
+    if let Some(g) = dir_group {
+        ta.gid = g;
+    }
+    ta.atime_ns = now;
+    ta
+}
+
+/// The inodes a link changes, write-locked in ascending number: the
+/// directory, the unnamed file, and the file the name leads to (the
+/// victim, replaced), with that file's number and dirent cookie.
+struct LinkLocks<'a> {
+    guards: SmallVec<[(u32, InodeWrite<'a>); 3]>,
+    /// Where the directory, the file and the victim are in `guards`.
+    di: usize,
+    ti: usize,
+    vi: Option<usize>,
+    victim: Option<(u32, u64)>,
+}
+
+impl<'a> LinkLocks<'a> {
+    /// `guards` of the directory, the file and, when `victim`, the file
+    /// the name leads to.
+    fn new(
+        mut guards: SmallVec<[(u32, InodeWrite<'a>); 3]>,
+        ask: &LinkAsk<'_>,
+        victim: Option<(u32, u64)>,
+    ) -> LinkLocks<'a> {
+        guards.sort_unstable_by_key(|g| g.0);
+        let at = |n: u32| guards.iter().position(|g| g.0 == n).expect("locked");
+        let (di, ti) = (at(ask.dir as u32), at(ask.ino as u32));
+        let mut l = LinkLocks {
+            guards,
+            di,
+            ti,
+            vi: None,
+            victim: None,
+        };
+        l.set_victim(victim);
+        l
+    }
+    fn set_victim(&mut self, victim: Option<(u32, u64)>) {
+        self.victim = victim;
+        self.vi = victim.map(|(v, _)| {
+            self.guards
+                .iter()
+                .position(|g| g.0 == v)
+                .expect("locked")
+        });
+    }
+    fn dir(&mut self) -> &mut Inode {
+        &mut self.guards[self.di].1
+    }
+    fn file(&mut self) -> &mut Inode {
+        &mut self.guards[self.ti].1
+    }
+    fn victim_inode(&mut self) -> Option<&mut Inode> {
+        Some(&mut self.guards[self.vi?].1)
+    }
+}
+
+/// The name's record, written before anything else changes: its cookie,
+/// and the new dirent when the name was free.
+struct NewName {
+    id: RecordId,
+    cookie: u64,
+    fresh: Option<Rec>,
+}
+
+impl NewName {
+    /// Undo of [`Volume::rx_link_write_name`] when the tail cannot be
+    /// placed: the record, and the name bytes a new dirent took.
+    fn undo(&self, v: &Volume) {
+        v.free_records_now(&[self.id]);
+        if let Some(r) = &self.fresh {
+            v.release_payload(&[r.slice()]);
+        }
     }
 }
 
