@@ -141,6 +141,9 @@ impl Volume {
 
     /// [`Self::rename`] with both parents, the inode moved (`s`) and the
     /// one replaced or exchanged (`dst`) write-locked, the names checked.
+    /// In its phases: the checks that need the locks; the dirents (to a
+    /// free name, over a file it replaces, or exchanged); what every
+    /// rename changes besides; one commit; DRAM follows.
     fn rename_locked(
         &self,
         l: &mut Locked<'_>,
@@ -150,147 +153,28 @@ impl Volume {
         dst: Option<(u32, FileType)>,
         flags: RenameFlags,
     ) -> Result<()> {
-        if !flags.exchange {
-            if let Some((d, dkind)) = dst {
-                match (skind == FileType::Directory, dkind == FileType::Directory) {
-                    (true, false) => return Err(FsError::NotDir),
-                    (false, true) => return Err(FsError::IsDir),
-                    (true, true) if !l.get(d).names.is_empty() => return Err(FsError::NotEmpty),
-                    _ => {}
-                }
-            }
-        }
         let moves_dir = skind == FileType::Directory && sp != dp;
-        let dst_is_dir = matches!(dst, Some((_, FileType::Directory)));
-        // Moving a directory adds a link to dp, unless it replaces a directory
-        // there (net zero).
-        let replaces_dir = dst_is_dir && !flags.exchange;
-        if moves_dir && !replaces_dir && l.get(dp).attr.nlink >= MAX_NLINK {
-            return Err(FsError::TooManyLinks);
-        }
+        Self::rename_check_locked(l, dp, skind, dst, flags, moves_dir)?;
         let now = now_ns();
         let mut commit = Commit::new();
         let scookie = l.get(sp).names[sn];
+        let (src, to) = ((sp, scookie), (dp, dn));
         match (dst, flags.exchange) {
-            (None, _) => {
-                let id = self.alloc_records(1)?[0];
-                let cookie = l.get(dp).next_seq.max(FIRST_COOKIE);
-                // Write the new dirent first (it may fail for space), then
-                // unlink the old one and link the new one at dp's tail.
-                let rec =
-                    match self.new_dirent(id, dn, None, s, skind, cookie, RecordId::NONE, None) {
-                        Ok(r) => r,
-                        Err(e) => {
-                            self.free_records_now(&[id]);
-                            return Err(e);
-                        }
-                    };
-                self.unlink_dirent(&mut commit, l.get(sp), scookie);
-                let d = l.get(dp);
-                commit.store(
-                    d.ino,
-                    self.data_link_before(d, cookie),
-                    id.0,
-                    Some((self.geo.record_pos(id).0, 64)),
-                );
-                d.data.insert(cookie, rec);
-                d.names.insert(dn.into(), cookie);
-                d.next_seq = cookie + 1;
-            }
-            (Some((d, dkind)), false) => {
-                let id = self.alloc_records(1)?[0];
-                let dcookie = l.get(dp).names[dn];
-                self.unlink_dirent(&mut commit, l.get(sp), scookie);
-                self.replace_dirent(&mut commit, l.get(dp), dcookie, id, s, skind, None);
-                let victim = l.get(d);
-                let mut va = victim.attr;
-                va.ctime_ns = now;
-                va.nlink = if dkind == FileType::Directory {
-                    0
-                } else {
-                    va.nlink - 1
-                };
-                // As unlink: persisted while linked or kept open.
-                if va.nlink > 0 || victim.pins > 0 {
-                    self.set_attr(&mut commit, victim, va);
-                } else {
-                    victim.attr = va;
-                }
-                if dkind == FileType::Directory {
-                    // dp loses the replaced subdirectory.
-                    let dpi = l.get(dp);
-                    let mut a = dpi.attr;
-                    a.nlink -= 1;
-                    self.set_attr(&mut commit, dpi, a);
-                }
-            }
-            (Some((d, dkind)), true) => {
-                let ids = self.alloc_records(2)?;
-                let dcookie = l.get(dp).names[dn];
-                self.replace_dirent(&mut commit, l.get(sp), scookie, ids[0], d, dkind, None);
-                self.replace_dirent(&mut commit, l.get(dp), dcookie, ids[1], s, skind, None);
-                if sp != dp {
-                    let dmoves = dkind == FileType::Directory;
-                    if dmoves {
-                        let x = l.get(d);
-                        let mut a = x.attr;
-                        a.parent = sp;
-                        a.ctime_ns = now;
-                        self.set_attr(&mut commit, x, a);
-                        self.ns.lock().or_stop().dir_parent.insert(d, sp);
-                    }
-                    let delta = |v: &mut u32, plus: bool, minus: bool| {
-                        if plus && !minus {
-                            *v += 1;
-                        }
-                        if minus && !plus {
-                            *v -= 1;
-                        }
-                    };
-                    let sdir = skind == FileType::Directory;
-                    let x = l.get(sp);
-                    let mut a = x.attr;
-                    delta(&mut a.nlink, dmoves, sdir);
-                    self.set_attr(&mut commit, x, a);
-                    let x = l.get(dp);
-                    let mut a = x.attr;
-                    delta(&mut a.nlink, sdir, dmoves);
-                    self.set_attr(&mut commit, x, a);
-                } else {
-                    let x = l.get(d);
-                    let mut a = x.attr;
-                    a.ctime_ns = now;
-                    self.set_attr(&mut commit, x, a);
-                }
-            }
+            (None, _) => self.rename_to_free_name(&mut commit, l, src, to, (s, skind))?,
+            (Some(d), false) => self.rename_over(&mut commit, l, src, to, (s, skind), d, now)?,
+            (Some(d), true) => self.rename_exchange(&mut commit, l, src, to, (s, skind), d, now)?,
         }
-        // Common: times on both parents, ctime on the moved inode, and a
-        // moved directory's parent link and its parents' link counts.
-        for p in [sp, dp] {
-            let x = l.get(p);
-            let mut a = x.attr;
-            a.mtime_ns = now;
-            a.ctime_ns = now;
-            self.set_attr(&mut commit, x, a);
-        }
-        if moves_dir && !flags.exchange {
-            let x = l.get(sp);
-            let mut a = x.attr;
-            a.nlink -= 1;
-            self.set_attr(&mut commit, x, a);
-            let x = l.get(dp);
-            let mut a = x.attr;
-            a.nlink += 1;
-            self.set_attr(&mut commit, x, a);
-        }
-        let x = l.get(s);
-        let mut a = x.attr;
-        a.ctime_ns = now;
-        if skind == FileType::Directory {
-            a.parent = dp;
-        }
-        self.set_attr(&mut commit, x, a);
+        self.rename_common(
+            &mut commit,
+            l,
+            (sp, dp),
+            (s, skind),
+            moves_dir && !flags.exchange,
+            now,
+        );
         commit.apply(self);
+        // DRAM follows: the rename map, and a replaced inode nothing
+        // holds any more freed.
         if skind == FileType::Directory {
             self.ns.lock().or_stop().dir_parent.insert(s, dp);
         }
@@ -306,5 +190,204 @@ impl Volume {
             }
         }
         Ok(())
+    }
+
+    /// The checks that need the locks: a replaced inode must be of the
+    /// moved one's kind (an empty directory for a directory), and a
+    /// directory moved to another parent must not take that parent past
+    /// its link limit (unless it replaces a directory there: net zero).
+    fn rename_check_locked(
+        l: &mut Locked<'_>,
+        dp: u32,
+        skind: FileType,
+        dst: Option<(u32, FileType)>,
+        flags: RenameFlags,
+        moves_dir: bool,
+    ) -> Result<()> {
+        if !flags.exchange {
+            if let Some((d, dkind)) = dst {
+                match (skind == FileType::Directory, dkind == FileType::Directory) {
+                    (true, false) => return Err(FsError::NotDir),
+                    (false, true) => return Err(FsError::IsDir),
+                    (true, true) if !l.get(d).names.is_empty() => return Err(FsError::NotEmpty),
+                    _ => {}
+                }
+            }
+        }
+        let dst_is_dir = matches!(dst, Some((_, FileType::Directory)));
+        let replaces_dir = dst_is_dir && !flags.exchange;
+        if moves_dir && !replaces_dir && l.get(dp).attr.nlink >= MAX_NLINK {
+            return Err(FsError::TooManyLinks);
+        }
+        Ok(())
+    }
+
+    /// To a free name: a new dirent written first (it may fail for space),
+    /// then the old one unlinked and the new one linked at dp's tail.
+    fn rename_to_free_name(
+        &self,
+        commit: &mut Commit,
+        l: &mut Locked<'_>,
+        (sp, scookie): (u32, u64),
+        (dp, dn): (u32, &[u8]),
+        (s, skind): (u32, FileType),
+    ) -> Result<()> {
+        let id = self.alloc_records(1)?[0];
+        let cookie = l.get(dp).next_seq.max(FIRST_COOKIE);
+        let rec = match self.new_dirent(id, dn, None, s, skind, cookie, RecordId::NONE, None) {
+            Ok(r) => r,
+            Err(e) => {
+                self.free_records_now(&[id]);
+                return Err(e);
+            }
+        };
+        self.unlink_dirent(commit, l.get(sp), scookie);
+        let d = l.get(dp);
+        commit.store(
+            d.ino,
+            self.data_link_before(d, cookie),
+            id.0,
+            Some((self.geo.record_pos(id).0, 64)),
+        );
+        d.data.insert(cookie, rec);
+        d.names.insert(dn.into(), cookie);
+        d.next_seq = cookie + 1;
+        Ok(())
+    }
+
+    /// Over a file it replaces: the old dirent unlinked, the target's
+    /// rewritten to name `s`; the replaced inode loses its link (all of
+    /// them, a directory, whose parent loses a link too).
+    #[allow(clippy::too_many_arguments)]
+    fn rename_over(
+        &self,
+        commit: &mut Commit,
+        l: &mut Locked<'_>,
+        (sp, scookie): (u32, u64),
+        (dp, dn): (u32, &[u8]),
+        (s, skind): (u32, FileType),
+        (d, dkind): (u32, FileType),
+        now: i64,
+    ) -> Result<()> {
+        let id = self.alloc_records(1)?[0];
+        let dcookie = l.get(dp).names[dn];
+        self.unlink_dirent(commit, l.get(sp), scookie);
+        self.replace_dirent(commit, l.get(dp), dcookie, id, s, skind, None);
+        let victim = l.get(d);
+        let mut va = victim.attr;
+        va.ctime_ns = now;
+        va.nlink = if dkind == FileType::Directory {
+            0
+        } else {
+            va.nlink - 1
+        };
+        // As unlink: persisted while linked or kept open.
+        if va.nlink > 0 || victim.pins > 0 {
+            self.set_attr(commit, victim, va);
+        } else {
+            victim.attr = va;
+        }
+        if dkind == FileType::Directory {
+            // dp loses the replaced subdirectory.
+            let dpi = l.get(dp);
+            let mut a = dpi.attr;
+            a.nlink -= 1;
+            self.set_attr(commit, dpi, a);
+        }
+        Ok(())
+    }
+
+    /// RENAME_EXCHANGE: both dirents rewritten, each naming the other's
+    /// inode. Between two parents, an exchanged directory changes parent
+    /// and the parents' link counts follow the directories; within one,
+    /// the other inode's ctime changes.
+    #[allow(clippy::too_many_arguments)]
+    fn rename_exchange(
+        &self,
+        commit: &mut Commit,
+        l: &mut Locked<'_>,
+        (sp, scookie): (u32, u64),
+        (dp, dn): (u32, &[u8]),
+        (s, skind): (u32, FileType),
+        (d, dkind): (u32, FileType),
+        now: i64,
+    ) -> Result<()> {
+        let ids = self.alloc_records(2)?;
+        let dcookie = l.get(dp).names[dn];
+        self.replace_dirent(commit, l.get(sp), scookie, ids[0], d, dkind, None);
+        self.replace_dirent(commit, l.get(dp), dcookie, ids[1], s, skind, None);
+        if sp == dp {
+            let x = l.get(d);
+            let mut a = x.attr;
+            a.ctime_ns = now;
+            self.set_attr(commit, x, a);
+            return Ok(());
+        }
+        let dmoves = dkind == FileType::Directory;
+        if dmoves {
+            let x = l.get(d);
+            let mut a = x.attr;
+            a.parent = sp;
+            a.ctime_ns = now;
+            self.set_attr(commit, x, a);
+            self.ns.lock().or_stop().dir_parent.insert(d, sp);
+        }
+        let delta = |v: &mut u32, plus: bool, minus: bool| {
+            if plus && !minus {
+                *v += 1;
+            }
+            if minus && !plus {
+                *v -= 1;
+            }
+        };
+        let sdir = skind == FileType::Directory;
+        let x = l.get(sp);
+        let mut a = x.attr;
+        delta(&mut a.nlink, dmoves, sdir);
+        self.set_attr(commit, x, a);
+        let x = l.get(dp);
+        let mut a = x.attr;
+        delta(&mut a.nlink, sdir, dmoves);
+        self.set_attr(commit, x, a);
+        Ok(())
+    }
+
+    /// What every rename changes besides its dirents: times on both
+    /// parents, a directory moved (not exchanged) to another parent's
+    /// link from the old parent to the new, and the moved inode's ctime
+    /// (and a directory's parent link).
+    fn rename_common(
+        &self,
+        commit: &mut Commit,
+        l: &mut Locked<'_>,
+        (sp, dp): (u32, u32),
+        (s, skind): (u32, FileType),
+        moves_dir_link: bool,
+        now: i64,
+    ) {
+        for p in [sp, dp] {
+            let x = l.get(p);
+            let mut a = x.attr;
+            a.mtime_ns = now;
+            a.ctime_ns = now;
+            self.set_attr(commit, x, a);
+        }
+        if moves_dir_link {
+            let x = l.get(sp);
+            let mut a = x.attr;
+            a.nlink -= 1;
+            self.set_attr(commit, x, a);
+            let x = l.get(dp);
+            let mut a = x.attr;
+            a.nlink += 1;
+            self.set_attr(commit, x, a);
+        }
+        let x = l.get(s);
+        let mut a = x.attr;
+        a.ctime_ns = now;
+        if skind == FileType::Directory {
+            a.parent = dp;
+        }
+        self.set_attr(commit, x, a);
     }
 }
