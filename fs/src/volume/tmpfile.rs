@@ -274,7 +274,10 @@ impl Volume {
         // Where the name leads now, under the directory's write lock (the
         // cookie too: the same file may have been named anew).
         let d = l.dir();
-        let now_bound = d.names.get(ask.name).map(|&c| (d.data[&c].r.dirent_ino(), c));
+        let now_bound = d
+            .names
+            .get(ask.name)
+            .map(|&c| (d.data[&c].r.dirent_ino(), c));
         if now_bound.map(|b| b.0) != victim.map(|v| v.0) {
             return Ok(None);
         }
@@ -424,7 +427,9 @@ impl Volume {
                 let kind = FileType::Regular;
                 let ino = ask.ino as u32;
                 self.replace_dirent_pub(commit, l.dir(), cookie, id, ino, kind, dir_time);
-                let v = l.victim_inode().expect("a replaced file when no dirent is new");
+                let v = l
+                    .victim_inode()
+                    .expect("a replaced file when no dirent is new");
                 let mut va = v.attr;
                 va.nlink -= 1;
                 va.ctime_ns = now;
@@ -602,12 +607,7 @@ impl<'a> LinkLocks<'a> {
     }
     fn set_victim(&mut self, victim: Option<(u32, u64)>) {
         self.victim = victim;
-        self.vi = victim.map(|(v, _)| {
-            self.guards
-                .iter()
-                .position(|g| g.0 == v)
-                .expect("locked")
-        });
+        self.vi = victim.map(|(v, _)| self.guards.iter().position(|g| g.0 == v).expect("locked"));
     }
     fn dir(&mut self) -> &mut Inode {
         &mut self.guards[self.di].1
