@@ -16,7 +16,7 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use pktfs_fs::Volume;
-use pktfs_layout::FileType;
+use pktfs_layout::{FileType, Superblock};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -212,101 +212,17 @@ fn push_entry(out: &mut Vec<u8>, body: &[u8]) {
     out.extend_from_slice(&pktfs_layout::crc32c(body).to_le_bytes());
 }
 
-/// Walk the volume from the root and encode it.
+/// Walk the volume from the root and encode it: every inode's entry
+/// before the first name that leads to it, a directory's inode before any
+/// name in it; then the header and the list of the objects named.
 pub fn capture(vol: &Volume, seq: u64) -> Result<Snapshot, SnapshotError> {
     let sb = vol.superblock();
-    let mut objects = BTreeSet::new();
-    let mut entries: Vec<u8> = Vec::new();
-    let mut n_entries = 0u32;
+    let mut c = Capture::default();
     let mut seen: HashMap<u64, ()> = HashMap::new();
-    let (mut files, mut complete_files, mut partial_files) = (0u64, 0u64, 0u64);
     let mut queue = VecDeque::new();
     let root = vol.root();
-    let mut emit_inode =
-        |ino: u64, entries: &mut Vec<u8>| -> Result<Option<FileType>, SnapshotError> {
-            let a = match vol.getattr(ino) {
-                Ok(a) => a,
-                Err(pktfs_fs::FsError::NotFound) => return Ok(None), // removed meanwhile
-                Err(e) => return Err(e.into()),
-            };
-            let mut xattrs = Vec::new();
-            for name in vol.listxattr(ino).unwrap_or_default() {
-                if let Ok(v) = vol.getxattr(ino, &name) {
-                    xattrs.push((name, v));
-                }
-            }
-            let target = if a.kind == FileType::Symlink {
-                vol.readlink(ino)?
-            } else {
-                Vec::new()
-            };
-            let mut extents = Vec::new();
-            let mut complete = true;
-            if a.kind == FileType::Regular {
-                files += 1;
-                for c in vol.chain(ino)? {
-                    match c.remote {
-                        Some((obj, obj_off)) => {
-                            objects.insert(obj);
-                            extents.push(ExtentRaw {
-                                file_off: c.file_off.into(),
-                                obj: obj.into(),
-                                obj_off: obj_off.into(),
-                                seq: c.seq.into(),
-                                timestamp_ns: c.timestamp_ns.into(),
-                                len: c.len.into(),
-                                crc: c.payload_crc.into(),
-                                flags: if c.from_network {
-                                    EXTENT_FROM_NETWORK
-                                } else {
-                                    0
-                                } | if c.kernel_time { EXTENT_KERNEL_TIME } else { 0 },
-                                reserved: [0; 7],
-                            });
-                        }
-                        None => complete = false,
-                    }
-                }
-                if complete {
-                    complete_files += 1;
-                } else {
-                    partial_files += 1;
-                }
-            }
-            let head = InodeRaw {
-                ino: ino.into(),
-                size: a.size.into(),
-                atime_ns: (a.atime_ns as u64).into(),
-                mtime_ns: (a.mtime_ns as u64).into(),
-                ctime_ns: (a.ctime_ns as u64).into(),
-                dtype: a.kind.dtype(),
-                flags: if complete { FLAG_COMPLETE } else { 0 },
-                reserved: [0; 2],
-                perm: a.perm.into(),
-                uid: a.uid.into(),
-                gid: a.gid.into(),
-                rdev: a.rdev.into(),
-                xattrs: (xattrs.len() as u32).into(),
-                extents: (extents.len() as u32).into(),
-                target_len: (target.len() as u32).into(),
-            };
-            let mut body = vec![ENTRY_INODE];
-            body.extend_from_slice(head.as_bytes());
-            body.extend_from_slice(&target);
-            for (n, v) in &xattrs {
-                body.extend_from_slice(&(n.len() as u32).to_le_bytes());
-                body.extend_from_slice(&(v.len() as u32).to_le_bytes());
-                body.extend_from_slice(n);
-                body.extend_from_slice(v);
-            }
-            for e in &extents {
-                body.extend_from_slice(e.as_bytes());
-            }
-            push_entry(entries, &body);
-            Ok(Some(a.kind))
-        };
-    emit_inode(root, &mut entries)?;
-    n_entries += 1;
+    c.inode(vol, root)?;
+    c.n_entries += 1;
     seen.insert(root, ());
     queue.push_back(root);
     while let Some(dir) = queue.pop_front() {
@@ -320,9 +236,9 @@ pub fn capture(vol: &Volume, seq: u64) -> Result<Snapshot, SnapshotError> {
                 continue;
             }
             if let std::collections::hash_map::Entry::Vacant(v) = seen.entry(d.ino) {
-                match emit_inode(d.ino, &mut entries)? {
+                match c.inode(vol, d.ino)? {
                     Some(k) => {
-                        n_entries += 1;
+                        c.n_entries += 1;
                         v.insert(());
                         if k == FileType::Directory {
                             queue.push_back(d.ino);
@@ -331,43 +247,167 @@ pub fn capture(vol: &Volume, seq: u64) -> Result<Snapshot, SnapshotError> {
                     None => continue,
                 }
             }
-            let mut body = vec![ENTRY_NAME];
-            body.extend_from_slice(&dir.to_le_bytes());
-            body.extend_from_slice(&d.ino.to_le_bytes());
-            body.extend_from_slice(&d.name);
-            push_entry(&mut entries, &body);
-            n_entries += 1;
+            c.name(dir, d.ino, &d.name);
         }
     }
-    let mut head = HeaderRaw {
-        magic: SNAPSHOT_MAGIC,
-        seq: seq.into(),
-        created_ns: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
-            .into(),
-        uuid: sb.uuid,
-        image_len_bytes: sb.geometry.image_len_bytes.into(),
-        objects: (objects.len() as u32).into(),
-        entries: n_entries.into(),
-        root: (root as u32).into(),
-        crc: 0.into(),
-    };
-    head.crc = pktfs_layout::crc32c(&head.as_bytes()[..60]).into();
-    let mut bytes = Vec::with_capacity(HEADER_BYTES + objects.len() * 8 + 4 + entries.len());
-    bytes.extend_from_slice(head.as_bytes());
-    let list: Vec<u8> = objects.iter().flat_map(|o| o.to_le_bytes()).collect();
-    bytes.extend_from_slice(&list);
-    bytes.extend_from_slice(&pktfs_layout::crc32c(&list).to_le_bytes());
-    bytes.extend_from_slice(&entries);
-    Ok(Snapshot {
-        bytes,
-        referenced_objects: objects,
-        files,
-        complete_files,
-        partial_files,
-    })
+    Ok(c.finish(&sb, seq, root))
+}
+
+/// A snapshot being captured: its entries so far, the objects they name,
+/// and the counts of files.
+#[derive(Default)]
+struct Capture {
+    objects: BTreeSet<u64>,
+    entries: Vec<u8>,
+    n_entries: u32,
+    files: u64,
+    complete_files: u64,
+    partial_files: u64,
+}
+
+impl Capture {
+    /// The entry of inode `ino` (not counted: the caller counts it): its
+    /// attributes, xattrs, a symlink's target, a regular file's remote
+    /// extents. `None`: it was removed meanwhile (no entry).
+    fn inode(&mut self, vol: &Volume, ino: u64) -> Result<Option<FileType>, SnapshotError> {
+        let a = match vol.getattr(ino) {
+            Ok(a) => a,
+            Err(pktfs_fs::FsError::NotFound) => return Ok(None), // removed meanwhile
+            Err(e) => return Err(e.into()),
+        };
+        let mut xattrs = Vec::new();
+        for name in vol.listxattr(ino).unwrap_or_default() {
+            if let Ok(v) = vol.getxattr(ino, &name) {
+                xattrs.push((name, v));
+            }
+        }
+        let target = if a.kind == FileType::Symlink {
+            vol.readlink(ino)?
+        } else {
+            Vec::new()
+        };
+        let (extents, complete) = match a.kind {
+            FileType::Regular => self.file_extents(vol, ino)?,
+            _ => (Vec::new(), true),
+        };
+        let head = InodeRaw {
+            ino: ino.into(),
+            size: a.size.into(),
+            atime_ns: (a.atime_ns as u64).into(),
+            mtime_ns: (a.mtime_ns as u64).into(),
+            ctime_ns: (a.ctime_ns as u64).into(),
+            dtype: a.kind.dtype(),
+            flags: if complete { FLAG_COMPLETE } else { 0 },
+            reserved: [0; 2],
+            perm: a.perm.into(),
+            uid: a.uid.into(),
+            gid: a.gid.into(),
+            rdev: a.rdev.into(),
+            xattrs: (xattrs.len() as u32).into(),
+            extents: (extents.len() as u32).into(),
+            target_len: (target.len() as u32).into(),
+        };
+        let mut body = vec![ENTRY_INODE];
+        body.extend_from_slice(head.as_bytes());
+        body.extend_from_slice(&target);
+        for (n, v) in &xattrs {
+            body.extend_from_slice(&(n.len() as u32).to_le_bytes());
+            body.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            body.extend_from_slice(n);
+            body.extend_from_slice(v);
+        }
+        for e in &extents {
+            body.extend_from_slice(e.as_bytes());
+        }
+        push_entry(&mut self.entries, &body);
+        Ok(Some(a.kind))
+    }
+
+    /// A regular file's remote extents, each object they name noted, and
+    /// whether every byte is in them (or in holes); counted as a complete
+    /// or partial file.
+    fn file_extents(
+        &mut self,
+        vol: &Volume,
+        ino: u64,
+    ) -> Result<(Vec<ExtentRaw>, bool), SnapshotError> {
+        self.files += 1;
+        let mut extents = Vec::new();
+        let mut complete = true;
+        for c in vol.chain(ino)? {
+            match c.remote {
+                Some((obj, obj_off)) => {
+                    self.objects.insert(obj);
+                    extents.push(ExtentRaw {
+                        file_off: c.file_off.into(),
+                        obj: obj.into(),
+                        obj_off: obj_off.into(),
+                        seq: c.seq.into(),
+                        timestamp_ns: c.timestamp_ns.into(),
+                        len: c.len.into(),
+                        crc: c.payload_crc.into(),
+                        flags: if c.from_network {
+                            EXTENT_FROM_NETWORK
+                        } else {
+                            0
+                        } | if c.kernel_time { EXTENT_KERNEL_TIME } else { 0 },
+                        reserved: [0; 7],
+                    });
+                }
+                None => complete = false,
+            }
+        }
+        if complete {
+            self.complete_files += 1;
+        } else {
+            self.partial_files += 1;
+        }
+        Ok((extents, complete))
+    }
+
+    /// The entry of a name: `name` in directory `dir` is inode `ino`.
+    fn name(&mut self, dir: u64, ino: u64, name: &[u8]) {
+        let mut body = vec![ENTRY_NAME];
+        body.extend_from_slice(&dir.to_le_bytes());
+        body.extend_from_slice(&ino.to_le_bytes());
+        body.extend_from_slice(name);
+        push_entry(&mut self.entries, &body);
+        self.n_entries += 1;
+    }
+
+    /// The snapshot: its header, the objects named, then the entries.
+    fn finish(self, sb: &Superblock, seq: u64, root: u64) -> Snapshot {
+        let mut head = HeaderRaw {
+            magic: SNAPSHOT_MAGIC,
+            seq: seq.into(),
+            created_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0)
+                .into(),
+            uuid: sb.uuid,
+            image_len_bytes: sb.geometry.image_len_bytes.into(),
+            objects: (self.objects.len() as u32).into(),
+            entries: self.n_entries.into(),
+            root: (root as u32).into(),
+            crc: 0.into(),
+        };
+        head.crc = pktfs_layout::crc32c(&head.as_bytes()[..60]).into();
+        let mut bytes =
+            Vec::with_capacity(HEADER_BYTES + self.objects.len() * 8 + 4 + self.entries.len());
+        bytes.extend_from_slice(head.as_bytes());
+        let list: Vec<u8> = self.objects.iter().flat_map(|o| o.to_le_bytes()).collect();
+        bytes.extend_from_slice(&list);
+        bytes.extend_from_slice(&pktfs_layout::crc32c(&list).to_le_bytes());
+        bytes.extend_from_slice(&self.entries);
+        Snapshot {
+            bytes,
+            referenced_objects: self.objects,
+            files: self.files,
+            complete_files: self.complete_files,
+            partial_files: self.partial_files,
+        }
+    }
 }
 
 fn parse_header(b: &[u8]) -> Result<HeaderRaw, SnapshotError> {
