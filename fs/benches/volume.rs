@@ -7,6 +7,7 @@
 //! Image: a file on /dev/shm (persist mode `auto` picks clwb there; set
 //! PKTFS_PERSIST=eadr|msync|clwb to override).
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use pktfs_fs::media::PersistChoice;
@@ -70,12 +71,20 @@ fn main() {
         runs
     );
     println!();
+    let chunk = sequential_append(&mut v, gib, runs);
+    random_overwrite(&mut v, &chunk, quick, runs);
+    create_unlink(&v, quick, runs);
+    drop(v);
+    open_records(&dir.path().join("records.img"), persist, quick, runs);
+}
 
-    // 1. Sequential append of `gib` in 1 MiB writes vs a non-temporal copy +
-    //    sfence of the same bytes into the same mapping (free buffer space at
-    //    the far end of the region, which the volume does not reach).
-    //    Two sources: a 256 MiB buffer streamed from DRAM (what appending a
-    //    large file really reads) and one cache-hot 1 MiB chunk repeated.
+/// 1. Sequential append of `gib` in 1 MiB writes vs a non-temporal copy +
+///    sfence of the same bytes into the same mapping (free buffer space at
+///    the far end of the region, which the volume does not reach).
+///    Two sources: a 256 MiB buffer streamed from DRAM (what appending a
+///    large file really reads) and one cache-hot 1 MiB chunk repeated.
+///    Returns that chunk.
+fn sequential_append(v: &mut Volume, gib: u64, runs: usize) -> Vec<u8> {
     let g = *v.geometry();
     let big: Vec<u8> = (0..256usize << 20)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
@@ -121,16 +130,18 @@ fn main() {
             a / b
         );
     }
-    let chunk = hot.clone();
-    drop(big);
+    hot
+}
 
-    // 2. 4 KiB random overwrites inside a 256 MiB file vs 4 KiB nt copy +
-    //    persist at the same random offsets of free space.
+/// 2. 4 KiB random overwrites inside a 256 MiB file vs 4 KiB nt copy +
+///    persist at the same random offsets of free space.
+fn random_overwrite(v: &mut Volume, chunk: &[u8], quick: bool, runs: usize) {
+    let g = *v.geometry();
     let file_len: u64 = if quick { 64 << 20 } else { 256 << 20 };
     let f = v.create(v.root(), b"rand", 0o644, 0, 0).unwrap();
     let mut off = 0;
     while off < file_len {
-        v.write(f.ino, off, &chunk).unwrap();
+        v.write(f.ino, off, chunk).unwrap();
         off += chunk.len() as u64;
     }
     let n_ops = if quick { 20_000 } else { 100_000 };
@@ -158,8 +169,10 @@ fn main() {
     let (a, b) = (median(vol_iops), median(ref_iops));
     println!("4 KiB random overwrite ({} MiB file)     pktfs {:6.0}k IOPS  nt-copy+sfence {:6.0}k IOPS ratio {:.2}x", file_len >> 20, a / 1e3, b / 1e3, a / b);
     v.unlink(v.root(), b"rand").unwrap();
+}
 
-    // 3. create + unlink of 100,000 files vs the same on tmpfs (std::fs).
+/// 3. create + unlink of 100,000 files vs the same on tmpfs (std::fs).
+fn create_unlink(v: &Volume, quick: bool, runs: usize) {
     let n_files = if quick { 20_000 } else { 100_000 };
     let mut vol_ops = Vec::new();
     let mut tmpfs_ops = Vec::new();
@@ -189,11 +202,11 @@ fn main() {
     }
     let (a, b) = (median(vol_ops), median(tmpfs_ops));
     println!("create+unlink {n_files} files              pktfs {:6.0}k ops/s tmpfs syscalls {:6.0}k ops/s ratio {:.2}x", a / 1e3, b / 1e3, a / b);
-    drop(v);
+}
 
-    // 4. Open (recovery walk) of an image holding 1,000,000 records.
+/// 4. Open (recovery walk) of an image `img2` holding 1,000,000 records.
+fn open_records(img2: &Path, persist: PersistChoice, quick: bool, runs: usize) {
     let n_records: u64 = if quick { 200_000 } else { 1_000_000 };
-    let img2 = dir.path().join("records.img");
     let params = GeometryParams {
         image_len_bytes: 512 << 20,
         buffer_size_bytes: 2048,
@@ -201,7 +214,7 @@ fn main() {
         record_count: Some(n_records + 10_000),
     };
     Volume::format(
-        &img2,
+        img2,
         &FormatOptions {
             params,
             label: None,
@@ -211,7 +224,7 @@ fn main() {
     .unwrap();
     {
         let v = Volume::open(
-            &img2,
+            img2,
             &OpenOptions {
                 persist,
                 ..Default::default()
@@ -237,7 +250,7 @@ fn main() {
     for _ in 0..runs {
         let t = Instant::now();
         let mut v = Volume::open(
-            &img2,
+            img2,
             &OpenOptions {
                 persist,
                 ..Default::default()
