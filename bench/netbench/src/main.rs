@@ -148,15 +148,6 @@ fn main() {
     // The machine sets the pace (clwb or not, CRC32C speed): say which.
     let machine = pktfs_fs::media::machine::Machine::measure();
     println!("netbench on {machine}");
-    let size = args.size_mib << 20;
-    let reps = args.reps as usize;
-    let secs = args.secs;
-    let rounds = args.rounds as usize;
-    let conns_list: Vec<usize> = args.conns.iter().map(|&c| c as usize).collect();
-    let wrk_threads = args.wrk_threads as usize;
-    let mut many = args.many_conns as usize;
-    let many_secs = args.many_secs;
-    let many_rounds = args.many_rounds as usize;
     let want = |s: Section| args.wants(s);
     let [shm, ext4_base] = child::own_dirs();
     for d in [&shm, &ext4_base] {
@@ -164,9 +155,76 @@ fn main() {
             fail(&format!("cannot make {}: {e}", d.display()));
         }
     }
-    // Ctrl-C or `kill`: this run's directories go with it (the children
-    // remove their own when their stdin closes or the signal reaches them;
-    // nginx dies with its parent).
+    remove_own_dirs_on_signal();
+    let nofile = child::raise_nofile();
+    let mut notes: Vec<String> = Vec::new();
+    let many = print_plan(&args, &shm, &ext4_base, nofile, &mut notes);
+    let specs = pktfs_specs(&machine, &mut notes);
+    let nginx = if want(Section::Put) || want(Section::Small) || want(Section::C10k) {
+        start_nginx(&args, &shm, many, nofile, &mut notes)
+    } else {
+        None
+    };
+    let mut results: results::Results = Vec::new();
+
+    if want(Section::Put) || want(Section::Get) {
+        transfer::run(
+            &transfer::Opts {
+                shm: &shm,
+                ext4_dir: &ext4_base,
+                size: args.size_mib << 20,
+                reps: args.reps as usize,
+                pktfs: &specs,
+                nginx: nginx.as_ref().map(|n| (n.addr, n.pid())),
+                put: want(Section::Put),
+                get: want(Section::Get),
+            },
+            &mut results,
+        );
+    }
+    if want(Section::Small) || want(Section::C10k) || want(Section::Paced) {
+        let dirs = (shm.as_path(), ext4_base.as_path());
+        let loads = Loads {
+            args: &args,
+            specs: &specs,
+            dirs,
+            many,
+        };
+        loads.run(nginx.as_ref(), &mut notes, &mut results);
+    }
+    if want(Section::Volume) {
+        volume_costs::volume_costs(&shm, &mut results);
+        ns_scaling::ns_scaling(&shm, &mut results);
+    }
+    drop(nginx);
+
+    report::print_table(&results);
+    let pktfs_names: Vec<&str> = specs
+        .iter()
+        .filter(|s| s.persist == PersistChoice::Clwb)
+        .map(|s| s.name.as_str())
+        .collect();
+    let emulated: Vec<&str> = specs
+        .iter()
+        .filter(|s| s.persist == PersistChoice::Clflushopt)
+        .map(|s| s.name.as_str())
+        .collect();
+    report::print_summary(
+        &results,
+        &machine.to_string(),
+        &pktfs_names,
+        &emulated,
+        many,
+        &notes,
+    );
+    let _ = std::fs::remove_dir_all(&shm);
+    let _ = std::fs::remove_dir_all(&ext4_base);
+}
+
+/// Ctrl-C or `kill`: this run's directories go with it (the children
+/// remove their own when their stdin closes or the signal reaches them;
+/// nginx dies with its parent).
+fn remove_own_dirs_on_signal() {
     match pktfs_support::signal::shutdown_signal() {
         Ok(sig) => {
             std::thread::spawn(move || {
@@ -179,21 +237,35 @@ fn main() {
         }
         Err(e) => println!("{e}: a run stopped by a signal leaves its directories"),
     }
-    let nofile = child::raise_nofile();
-    let mut notes: Vec<String> = Vec::new();
+}
 
+/// Print what the run will do and where; returns the many-connection
+/// run's connections, lowered (with a note) to what RLIMIT_NOFILE holds.
+fn print_plan(
+    args: &cli::RunOpts,
+    shm: &Path,
+    ext4_base: &Path,
+    nofile: u64,
+    notes: &mut Vec<String>,
+) -> usize {
+    let rounds = args.rounds as usize;
+    let many = args.many_conns as usize;
+    let conns_list: Vec<usize> = args.conns.iter().map(|&c| c as usize).collect();
     println!(
-        "# netbench: {} MiB transfers, {reps} reps (median); 1 KiB PUTs at {conns_list:?} connections, \
-         {rounds} rounds of {:.0} s per server; {many} connections: {many_rounds} rounds of {many_secs} s",
-        size >> 20,
-        (secs / rounds as f64).max(1.0)
+        "# netbench: {} MiB transfers, {} reps (median); 1 KiB PUTs at {conns_list:?} connections, \
+         {rounds} rounds of {:.0} s per server; {many} connections: {} rounds of {} s",
+        args.size_mib,
+        args.reps,
+        (args.secs / rounds as f64).max(1.0),
+        args.many_rounds,
+        args.many_secs
     );
     println!(
         "machine: {} CPUs; /dev/shm is {}, ext4 baseline dir {} is {}; RLIMIT_NOFILE {nofile}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        fs_type(&shm),
+        fs_type(shm),
         ext4_base.display(),
-        fs_type(&ext4_base)
+        fs_type(ext4_base)
     );
     if many + 64 > nofile as usize {
         let fit = (nofile as usize).saturating_sub(64);
@@ -202,11 +274,17 @@ fn main() {
         );
         println!("{msg}");
         notes.push(msg);
-        many = fit;
+        return fit;
     }
+    many
+}
 
-    // The pktfs servers: clwb (the targets' mode) on the io_uring loops
-    // and on threads, and eadr.
+/// The pktfs servers: clwb (the targets' mode) on the io_uring loops, on
+/// epoll and on threads, eadr, and clflushopt where the CPU has clwb too.
+fn pktfs_specs(
+    machine: &pktfs_fs::media::machine::Machine,
+    notes: &mut Vec<String>,
+) -> Vec<PktfsSpec> {
     let mut specs: Vec<PktfsSpec> = Vec::new();
     match pktfs_server::uring_usable() {
         Ok(()) => specs.push(PktfsSpec::new(
@@ -254,64 +332,129 @@ fn main() {
         println!("{msg}");
         notes.push(msg);
     }
+    specs
+}
 
-    let nginx = if want(Section::Put) || want(Section::Small) || want(Section::C10k) {
-        match nginx::start(args.nginx.as_deref(), &shm, many.max(1024), nofile) {
-            Ok(n) => {
-                println!(
-                    "nginx: {}, {} workers x {} connections, on {}",
-                    n.version, n.workers, n.worker_connections, n.addr
-                );
-                Some(n)
-            }
-            Err(why) => {
-                let msg = format!("nginx: {why}; skipped");
-                println!("{msg}");
-                notes.push(msg);
-                None
+/// Our own nginx, when installed (a note when not).
+fn start_nginx(
+    args: &cli::RunOpts,
+    shm: &Path,
+    many: usize,
+    nofile: u64,
+    notes: &mut Vec<String>,
+) -> Option<nginx::Nginx> {
+    match nginx::start(args.nginx.as_deref(), shm, many.max(1024), nofile) {
+        Ok(n) => {
+            println!(
+                "nginx: {}, {} workers x {} connections, on {}",
+                n.version, n.workers, n.worker_connections, n.addr
+            );
+            Some(n)
+        }
+        Err(why) => {
+            let msg = format!("nginx: {why}; skipped");
+            println!("{msg}");
+            notes.push(msg);
+            None
+        }
+    }
+}
+
+/// The loads against servers that are processes of their own: 1 KiB PUTs
+/// at each connection count, paced, and at many connections.
+struct Loads<'a> {
+    args: &'a cli::RunOpts,
+    specs: &'a [PktfsSpec],
+    /// /dev/shm's directory and the ext4 baseline's.
+    dirs: (&'a Path, &'a Path),
+    many: usize,
+}
+
+/// The paced run: the loops with and without polling, against
+/// network-only.
+const PACED_NAMES: [&str; 3] = ["pktfs clwb uring", NOPOLL, "network-only"];
+
+impl Loads<'_> {
+    fn run(
+        &self,
+        nginx: Option<&nginx::Nginx>,
+        notes: &mut Vec<String>,
+        results: &mut results::Results,
+    ) {
+        let args = self.args;
+        let want = |s: Section| args.wants(s);
+        let have_wrk = client::have_wrk();
+        let script = self.dirs.0.join("put.lua");
+        client::write_put_script(&script);
+        let children = self.spawn_children();
+        for c in &children {
+            if c.name.contains("uring") && !http_on_uring(&c.io) {
+                notes.push(format!(
+                    "{}: Config.io = Uring, but this build serves HTTP with threads ({}): \
+                     its rows measure threads until HTTP moves onto the loops",
+                    c.name, c.io
+                ));
             }
         }
-    } else {
-        None
-    };
-    let mut results: results::Results = Vec::new();
-
-    if want(Section::Put) || want(Section::Get) {
-        transfer::run(
-            &transfer::Opts {
-                shm: &shm,
-                ext4_dir: &ext4_base,
-                size,
-                reps,
-                pktfs: &specs,
-                nginx: nginx.as_ref().map(|n| (n.addr, n.pid())),
-                put: want(Section::Put),
-                get: want(Section::Get),
-            },
-            &mut results,
-        );
+        let servers = load_servers(&children, nginx);
+        let rounds = args.rounds as usize;
+        let o = LoadOpts {
+            rounds,
+            secs_per_run: (args.secs / rounds as f64).max(1.0),
+            wrk_threads: args.wrk_threads as usize,
+            script: have_wrk.then(|| script.clone()),
+        };
+        if !have_wrk {
+            let msg =
+                "wrk: not installed (apt-get install wrk); small PUTs use the built-in client, \
+                       no p99, no many-connection run"
+                    .to_string();
+            println!("{msg}");
+            notes.push(msg);
+        }
+        if want(Section::Small) {
+            load::small_puts(&servers, &self.conns_list(), &o, results);
+        }
+        if want(Section::Paced) {
+            let paced_servers: Vec<LoadServer> = servers
+                .iter()
+                .filter(|s| PACED_NAMES.contains(&s.name.as_str()))
+                .cloned()
+                .collect();
+            load::paced(
+                &paced_servers,
+                std::time::Duration::from_micros(args.paced_us),
+                &o,
+                results,
+            );
+        }
+        if want(Section::C10k) && have_wrk {
+            let many_names = self.many_names();
+            let many_servers: Vec<LoadServer> = servers
+                .iter()
+                .filter(|s| many_names.contains(&s.name.as_str()))
+                .cloned()
+                .collect();
+            let mo = LoadOpts {
+                rounds: args.many_rounds as usize,
+                secs_per_run: args.many_secs,
+                ..o.clone()
+            };
+            load::many_conns(&many_servers, self.many, &mo, 10.0, results);
+        }
+        drop(children);
     }
 
-    if want(Section::Small) || want(Section::C10k) || want(Section::Paced) {
-        let have_wrk = client::have_wrk();
-        let script = shm.join("put.lua");
-        client::write_put_script(&script);
-        let max_small = conns_list.iter().copied().max().unwrap_or(16);
-        let max_conns = max_small.max(many);
-        // Children: baselines and pktfs servers, each a process of its own.
-        let mut children: Vec<ChildServer> = Vec::new();
-        let mut spawn = |name: &str, a: Vec<String>| match ChildServer::spawn(name, &a) {
-            Ok(c) => {
-                println!("{name}: pid {}, on {}, io {}", c.pid(), c.addr, c.io);
-                children.push(c);
-            }
-            Err(e) => println!("{e}; skipped"),
-        };
-        // pktfs on the loops (the mode meant for many connections; on
-        // threads where io_uring is unusable), the network-only baseline
-        // and nginx take the many-connection run.
-        let many_names = [
-            if specs.iter().any(|s| s.name == "pktfs clwb uring") {
+    fn conns_list(&self) -> Vec<usize> {
+        self.args.conns.iter().map(|&c| c as usize).collect()
+    }
+
+    /// pktfs on the loops (the mode meant for many connections; on
+    /// threads where io_uring is unusable), the network-only baseline
+    /// and nginx take the many-connection run.
+    fn many_names(&self) -> [&'static str; 4] {
+        [
+            if self.specs.iter().any(|s| s.name == "pktfs clwb uring") {
                 "pktfs clwb uring"
             } else {
                 "pktfs clwb threads"
@@ -319,15 +462,30 @@ fn main() {
             EPOLL,
             "network-only",
             "nginx",
-        ];
-        // The paced run: the loops with and without polling, against
-        // network-only.
-        let paced_names = ["pktfs clwb uring", NOPOLL, "network-only"];
-        // Without the small-PUT rows only those run.
+        ]
+    }
+
+    /// Children: baselines and pktfs servers, each a process of its own;
+    /// without the small-PUT rows only those the other loads run.
+    fn spawn_children(&self) -> Vec<ChildServer> {
+        let args = self.args;
+        let want = |s: Section| args.wants(s);
+        let (shm, ext4_base) = self.dirs;
+        let max_small = self.conns_list().into_iter().max().unwrap_or(16);
+        let max_conns = max_small.max(self.many);
+        let many_names = self.many_names();
         let needed = |name: &str| {
             want(Section::Small)
                 || (want(Section::C10k) && many_names.contains(&name))
-                || (want(Section::Paced) && paced_names.contains(&name))
+                || (want(Section::Paced) && PACED_NAMES.contains(&name))
+        };
+        let mut children: Vec<ChildServer> = Vec::new();
+        let mut spawn = |name: &str, a: Vec<String>| match ChildServer::spawn(name, &a) {
+            Ok(c) => {
+                println!("{name}: pid {}, on {}, io {}", c.pid(), c.addr, c.io);
+                children.push(c);
+            }
+            Err(e) => println!("{e}; skipped"),
         };
         for kind in baseline::SERVABLE.iter().filter(|k| needed(k)) {
             let dir = if kind.starts_with("ext4") {
@@ -351,7 +509,7 @@ fn main() {
             spawn(kind, a.iter().map(|s| s.to_string()).collect());
         }
         let image_bytes = args.image_mib << 20;
-        for s in specs.iter().filter(|s| needed(&s.name)) {
+        for s in self.specs.iter().filter(|s| needed(&s.name)) {
             let mut s = s.clone();
             s.max_connections = max_conns + 64;
             let dir = shm.join(s.name.replace(' ', "-"));
@@ -360,7 +518,7 @@ fn main() {
         // The same loops without busy polling, beside them in the small-PUT
         // rows: what polling buys in latency and costs in CPU.
         if want(Section::Small) || want(Section::Paced) {
-            if let Some(s) = specs.iter().find(|s| s.name == "pktfs clwb uring") {
+            if let Some(s) = self.specs.iter().find(|s| s.name == "pktfs clwb uring") {
                 let mut s = s.clone();
                 s.name = NOPOLL.into();
                 s.max_connections = max_conns + 64;
@@ -369,107 +527,32 @@ fn main() {
                 spawn(&s.name, pktfs_server::child_args(&s, &dir, image_bytes));
             }
         }
-        for c in &children {
-            if c.name.contains("uring") && !http_on_uring(&c.io) {
-                notes.push(format!(
-                    "{}: Config.io = Uring, but this build serves HTTP with threads ({}): \
-                     its rows measure threads until HTTP moves onto the loops",
-                    c.name, c.io
-                ));
-            }
-        }
-        let ls = |c: &ChildServer| LoadServer {
-            name: c.name.clone(),
-            addr: c.addr,
-            pid: c.pid(),
-        };
-        let mut servers: Vec<LoadServer> = children.iter().map(ls).collect();
-        if let Some(n) = &nginx {
-            // Before ext4, which stays last.
-            let at = servers
-                .iter()
-                .position(|s| s.name.starts_with("ext4"))
-                .unwrap_or(servers.len());
-            servers.insert(
-                at,
-                LoadServer {
-                    name: "nginx".into(),
-                    addr: n.addr,
-                    pid: n.pid(),
-                },
-            );
-        }
-        let o = LoadOpts {
-            rounds,
-            secs_per_run: (secs / rounds as f64).max(1.0),
-            wrk_threads,
-            script: have_wrk.then(|| script.clone()),
-        };
-        if !have_wrk {
-            let msg =
-                "wrk: not installed (apt-get install wrk); small PUTs use the built-in client, \
-                       no p99, no many-connection run"
-                    .to_string();
-            println!("{msg}");
-            notes.push(msg);
-        }
-        if want(Section::Small) {
-            load::small_puts(&servers, &conns_list, &o, &mut results);
-        }
-        if want(Section::Paced) {
-            let paced_servers: Vec<LoadServer> = servers
-                .iter()
-                .filter(|s| paced_names.contains(&s.name.as_str()))
-                .cloned()
-                .collect();
-            load::paced(
-                &paced_servers,
-                std::time::Duration::from_micros(args.paced_us),
-                &o,
-                &mut results,
-            );
-        }
-        if want(Section::C10k) && have_wrk {
-            let many_servers: Vec<LoadServer> = servers
-                .iter()
-                .filter(|s| many_names.contains(&s.name.as_str()))
-                .cloned()
-                .collect();
-            let mo = LoadOpts {
-                rounds: many_rounds,
-                secs_per_run: many_secs,
-                ..o.clone()
-            };
-            load::many_conns(&many_servers, many, &mo, 10.0, &mut results);
-        }
-        drop(children);
+        children
     }
+}
 
-    if want(Section::Volume) {
-        volume_costs::volume_costs(&shm, &mut results);
-        ns_scaling::ns_scaling(&shm, &mut results);
+/// What the loads run against: the children, and nginx before ext4
+/// (which stays last).
+fn load_servers(children: &[ChildServer], nginx: Option<&nginx::Nginx>) -> Vec<LoadServer> {
+    let ls = |c: &ChildServer| LoadServer {
+        name: c.name.clone(),
+        addr: c.addr,
+        pid: c.pid(),
+    };
+    let mut servers: Vec<LoadServer> = children.iter().map(ls).collect();
+    if let Some(n) = nginx {
+        let at = servers
+            .iter()
+            .position(|s| s.name.starts_with("ext4"))
+            .unwrap_or(servers.len());
+        servers.insert(
+            at,
+            LoadServer {
+                name: "nginx".into(),
+                addr: n.addr,
+                pid: n.pid(),
+            },
+        );
     }
-    drop(nginx);
-
-    report::print_table(&results);
-    let pktfs_names: Vec<&str> = specs
-        .iter()
-        .filter(|s| s.persist == PersistChoice::Clwb)
-        .map(|s| s.name.as_str())
-        .collect();
-    let emulated: Vec<&str> = specs
-        .iter()
-        .filter(|s| s.persist == PersistChoice::Clflushopt)
-        .map(|s| s.name.as_str())
-        .collect();
-    report::print_summary(
-        &results,
-        &machine.to_string(),
-        &pktfs_names,
-        &emulated,
-        many,
-        &notes,
-    );
-    let _ = std::fs::remove_dir_all(&shm);
-    let _ = std::fs::remove_dir_all(&ext4_base);
+    servers
 }
