@@ -14,9 +14,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::encode::{hex32, parse_hex32};
-use super::key::{finish, HmacSha256, SigningKey};
+use super::key::{finish, update_scope, HmacSha256, SigningKey};
 use super::time::AmzTime;
-use super::verify::update_scope;
 use super::{AuthError, EMPTY_SHA256_HEX};
 
 const SHA256_EMPTY: [u8; 32] = [

@@ -20,6 +20,18 @@ pub(crate) fn finish(m: HmacSha256) -> [u8; 32] {
     m.finalize().into_bytes().into()
 }
 
+/// Feeds the scope, `date/region/s3/aws4_request`, to a MAC (the
+/// string to sign and every aws-chunked chunk's name it).
+pub(crate) fn update_scope(m: &mut impl Mac, date: &str, region: &str) {
+    m.update(date.as_bytes());
+    m.update(b"/");
+    m.update(region.as_bytes());
+    m.update(b"/");
+    m.update(SERVICE.as_bytes());
+    m.update(b"/");
+    m.update(TERMINATOR.as_bytes());
+}
+
 fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
     let mut m = mac(key);
     m.update(data);

@@ -7,20 +7,9 @@ use subtle::ConstantTimeEq;
 use super::canonical::{build, with_scratch};
 use super::chunked::ChunkVerifier;
 use super::encode::hex32;
-use super::key::{finish, SigningKey};
+use super::key::{finish, update_scope, SigningKey};
 use super::time::AmzTime;
-use super::{sha256, AuthError, Claim, PayloadMode, Request, ALGORITHM, SERVICE, TERMINATOR};
-
-/// Feeds `date/region/s3/aws4_request` to a MAC.
-pub(crate) fn update_scope(m: &mut impl Mac, date: &str, region: &str) {
-    m.update(date.as_bytes());
-    m.update(b"/");
-    m.update(region.as_bytes());
-    m.update(b"/");
-    m.update(SERVICE.as_bytes());
-    m.update(b"/");
-    m.update(TERMINATOR.as_bytes());
-}
+use super::{sha256, AuthError, Claim, PayloadMode, Request, ALGORITHM};
 
 /// The signature of the string to sign over a canonical request's hash.
 pub(crate) fn request_signature(
