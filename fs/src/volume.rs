@@ -46,6 +46,7 @@ mod perm_tests;
 mod pinned;
 mod recover;
 mod remote;
+mod superblocks;
 #[cfg(test)]
 mod remote_tests;
 mod rx;
@@ -102,7 +103,7 @@ use crate::media::{ExclusivePm, PersistMode, Pm};
 use alloc::Alloc;
 use commit::{Commit, JournalSlots, SlotState};
 use failstop::OrStop;
-pub(crate) use lifecycle::{mark_mounted, write_superblocks};
+pub(crate) use superblocks::{mark_mounted, write_superblocks};
 use lockrank::{InodeLock, RankedMutex};
 
 /// An in-memory inode and its lock (ranked by its number: `lockrank`).

@@ -5,12 +5,13 @@
 
 use std::path::Path;
 
-use pktfs_layout::superblock::{self, STATE_CLEAN, STATE_MOUNTED};
+use pktfs_layout::superblock::{self, STATE_CLEAN};
 use pktfs_layout::{AttrSlot, FileType, Geometry, GeometryParams, RecordId, Superblock, ROOT_INO};
 use rustc_hash::FxHashMap;
 
 use super::alloc::Alloc;
 use super::commit::JournalSlots;
+use super::superblocks::write_superblocks;
 use super::lockrank::{Rank, RankedMutex};
 use super::{
     itable, now_ns, recover, remote, verify, write_new_inode, FormatOptions, InodeRef, Namespace,
@@ -201,36 +202,6 @@ impl Drop for Volume {
         // orderly drop still records a clean shutdown.
         let _ = self.mark_clean();
     }
-}
-
-/// Rewrite both superblocks. At any instant at least one copy must be valid,
-/// so the copy that is *not* valid now (a crash tore it earlier) is written
-/// first; when both are valid, the primary goes first and the backup keeps
-/// the old state until the primary is durable.
-pub(crate) fn write_superblocks(pm: &Pm, sb: &Superblock) {
-    let b = sb.to_bytes();
-    let backup_ok = Superblock::from_bytes(
-        pm.slice(superblock::BACKUP_OFFSET, 256),
-        superblock::BACKUP_OFFSET,
-        pm.len(),
-    )
-    .is_ok();
-    let order = if backup_ok {
-        [superblock::PRIMARY_OFFSET, superblock::BACKUP_OFFSET]
-    } else {
-        [superblock::BACKUP_OFFSET, superblock::PRIMARY_OFFSET]
-    };
-    for off in order {
-        pm.write(off, &b);
-        pm.persist(off, 256);
-    }
-}
-
-pub(crate) fn mark_mounted(pm: &Pm, sb: &mut Superblock) {
-    sb.state = STATE_MOUNTED;
-    sb.mount_count = sb.mount_count.saturating_add(1); // a hostile count must not overflow
-    sb.last_mount_ns = now_ns() as u64;
-    write_superblocks(pm, sb);
 }
 
 impl Volume {
