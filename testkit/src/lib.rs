@@ -18,3 +18,5 @@ pub mod tmpfs;
 pub mod fuse_common;
 #[cfg(feature = "net")]
 pub mod net_common;
+#[cfg(feature = "s3")]
+pub mod s3_common;

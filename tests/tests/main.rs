@@ -24,6 +24,7 @@ mod core_threads;
 mod crash_acl;
 mod crash_keys;
 mod crash_ops;
+mod crash_s3;
 mod crash_seq;
 mod crash_tier;
 mod dir_times;

@@ -173,8 +173,22 @@ pub fn record_custom(
     trees: Vec<Tree>,
     run: impl FnOnce(&Volume, &dyn Fn(u64)) -> Result<(), String>,
 ) -> Result<Workload, String> {
-    let v = Volume::open_pm(Pm::recording(base.to_vec()), false)
-        .map_err(|e| format!("{name}: open: {e}"))?;
+    record_shared(name, base, trees, |v, step| run(v, step))
+}
+
+/// [`record_custom`] with the Volume shared (`Arc`), for a workload that
+/// hands it to a server (netpath's `Services` take an `Arc<Volume>`);
+/// `run` must have stopped what it started with the Volume when it returns.
+pub fn record_shared(
+    name: &str,
+    base: Arc<Vec<u8>>,
+    trees: Vec<Tree>,
+    run: impl FnOnce(&Arc<Volume>, &dyn Fn(u64)) -> Result<(), String>,
+) -> Result<Workload, String> {
+    let v = Arc::new(
+        Volume::open_pm(Pm::recording(base.to_vec()), false)
+            .map_err(|e| format!("{name}: open: {e}"))?,
+    );
     super::tier::use_store(&v);
     let n = trees.len().checked_sub(1).ok_or("no trees")?;
     run(&v, &|k| v.pm().mark(k))?;
