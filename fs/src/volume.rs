@@ -80,7 +80,7 @@ use pktfs_layout::{
 };
 
 pub use acl::{Acl, AclEntry, AclKind, ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
-pub use alloc::Slice;
+pub use alloc::{Slice, MAX_RECORD_BYTES};
 pub use digest::{Bound, ContentDigest, Precondition};
 pub use file::{FallocMode, Seg};
 pub use ns::{NewMode, RenameFlags};

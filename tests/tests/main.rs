@@ -28,6 +28,7 @@ mod crash_s3;
 mod crash_seq;
 mod crash_tier;
 mod dir_times;
+mod docs_claims;
 mod direct_holder;
 mod direct_stress;
 mod fsck_crash;
