@@ -243,7 +243,9 @@ pub fn open_session(
             break i;
         }
         if got.len() > MAX_ANSWER {
-            return Err(ControlError::Refused("the holder's answer is too long".into()));
+            return Err(ControlError::Refused(
+                "the holder's answer is too long".into(),
+            ));
         }
         use std::io::Read;
         let n = match (&s).read(&mut chunk) {

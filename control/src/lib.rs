@@ -101,4 +101,3 @@ pub fn locate(image: &Path) -> std::io::Result<(Vec<u8>, u32)> {
         m.uid(),
     ))
 }
-

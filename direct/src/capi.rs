@@ -68,7 +68,10 @@ fn guarded<T>(err: T, f: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
         Err(_) => {
-            fail(libc::EIO, "pktfs_direct: an internal error (a panic)".into());
+            fail(
+                libc::EIO,
+                "pktfs_direct: an internal error (a panic)".into(),
+            );
             err
         }
     }
@@ -292,7 +295,8 @@ pub unsafe extern "C" fn pktfs_pread(
             return -1;
         }
         // SAFETY: the caller's buffer of `len` bytes.
-        let b = unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, len.min(isize::MAX as usize)) };
+        let b =
+            unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, len.min(isize::MAX as usize)) };
         read_into(f, &mut [IoSliceMut::new(b)], off)
     })
 }

@@ -10,9 +10,9 @@ use pktfs_layout::{live, FileType};
 
 use crate::error::{Error, Result};
 use crate::holder::{Held, NoHold, MAX_HOLD_BYTES};
-use crate::lend::Seg;
 use crate::image::Shared;
 use crate::index::{Index, Loc};
+use crate::lend::Seg;
 use crate::section::Section;
 use crate::stat::Stat;
 use crate::verify::{crc_of, VerifyMode};
@@ -205,7 +205,12 @@ impl File {
     fn hold(&self, off: u64, len: u64) -> std::result::Result<Held, NoHold> {
         let g = &self.shared.g;
         let buffers = (g.buffer_offset, g.buffer_offset + g.buffer_region_bytes());
-        crate::holder::hold(&self.shared.path, (self.ino, self.birth), (off, len), buffers)
+        crate::holder::hold(
+            &self.shared.path,
+            (self.ino, self.birth),
+            (off, len),
+            buffers,
+        )
     }
 
     /// Lend `[off, off+len)` of the file to `f` without a copy: slices of
@@ -228,7 +233,8 @@ impl File {
         }
         if let Some(nw) = self.shared.no_writer() {
             // No writer can change anything while `nw` lives.
-            let (plan, _) = self.with_index_kept(|ix, _| self.shared.plan_lend(self.ino, ix, off, len))?;
+            let (plan, _) =
+                self.with_index_kept(|ix, _| self.shared.plan_lend(self.ino, ix, off, len))?;
             let mut segs = Vec::with_capacity(plan.len());
             for p in plan {
                 segs.push(match p {

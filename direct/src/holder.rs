@@ -14,7 +14,6 @@ use std::path::Path;
 
 use serde_json::json;
 
-
 /// Most bytes one hold covers (the holder's bound too).
 pub const MAX_HOLD_BYTES: u64 = 64 << 20;
 
@@ -78,7 +77,8 @@ pub(crate) fn hold(
         let (a, b) = (s[1].as_u64(), s[2].as_u64());
         let seg = match (kind, a, b) {
             ("i", Some(pos), Some(len)) => {
-                let inside = pos >= buffers.0 && pos.checked_add(len).is_some_and(|e| e <= buffers.1);
+                let inside =
+                    pos >= buffers.0 && pos.checked_add(len).is_some_and(|e| e <= buffers.1);
                 if !inside {
                     return Err(bad("a segment outside the buffer region"));
                 }
@@ -87,7 +87,9 @@ pub(crate) fn hold(
             ("f", Some(len), None) => {
                 let at = fetched_len;
                 fetched_len = fetched_len
-                    .checked_add(usize::try_from(len).map_err(|_| bad("a fetched segment too long"))?)
+                    .checked_add(
+                        usize::try_from(len).map_err(|_| bad("a fetched segment too long"))?,
+                    )
                     .ok_or_else(|| bad("fetched segments too long"))?;
                 HeldSeg::Fetched { at, len }
             }
@@ -95,7 +97,9 @@ pub(crate) fn hold(
             _ => return Err(bad("an unknown segment")),
         };
         total = total.saturating_add(match seg {
-            HeldSeg::Image { len, .. } | HeldSeg::Fetched { len, .. } | HeldSeg::Zero { len } => len,
+            HeldSeg::Image { len, .. } | HeldSeg::Fetched { len, .. } | HeldSeg::Zero { len } => {
+                len
+            }
         });
         segs.push(seg);
     }

@@ -14,10 +14,10 @@ use pktfs_layout::{live, Geometry, ROOT_INO};
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::index::Index;
-use crate::section::Section;
 use crate::map::Mapping;
+use crate::section::Section;
 use crate::stat::Stat;
-use crate::verify::{VerifyMode, Verified};
+use crate::verify::{Verified, VerifyMode};
 
 /// How to open an image for direct reading.
 #[derive(Clone, Debug, Default)]
@@ -182,7 +182,9 @@ impl Image {
     /// restarts: reads then fail with `Stale` until [`File::rebind`].
     pub fn open_ino(&self, ino: u64) -> Result<File> {
         let ino = checked_ino(ino)?;
-        let birth = self.shared.consistent(ino, |_| Ok(self.shared.inode(ino)?.birth))?;
+        let birth = self
+            .shared
+            .consistent(ino, |_| Ok(self.shared.inode(ino)?.birth))?;
         File::new(self.shared.clone(), ino, birth, None)
     }
 
@@ -234,7 +236,10 @@ impl Shared {
 
     pub(crate) fn verify_mode(&self) -> VerifyMode {
         self.verify.unwrap_or_else(|| {
-            let hint = self.map.load_u64(live::verify_hint_pos(&self.g)).unwrap_or(0);
+            let hint = self
+                .map
+                .load_u64(live::verify_hint_pos(&self.g))
+                .unwrap_or(0);
             VerifyMode::from_hint(hint).unwrap_or_default()
         })
     }
@@ -251,7 +256,10 @@ fn superblock(map: &Mapping, path: &Path) -> Result<Superblock> {
     for off in [PRIMARY_OFFSET, BACKUP_OFFSET] {
         let mut b = [0u8; 256];
         if !map.load_words(off, &mut b) {
-            return Err(not(format!("{} bytes is too short for an image", map.len())));
+            return Err(not(format!(
+                "{} bytes is too short for an image",
+                map.len()
+            )));
         }
         match Superblock::from_bytes(&b, off, map.len()) {
             Ok(sb) => {

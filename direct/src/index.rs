@@ -168,7 +168,10 @@ impl Shared {
         rec_crc: u32,
     ) -> Result<()> {
         if r.kind != RecordKind::Dirent {
-            return Err(corrupt(ino, "a directory holds a record that is not a dirent"));
+            return Err(corrupt(
+                ino,
+                "a directory holds a record that is not a dirent",
+            ));
         }
         let mut name = vec![0u8; r.len as usize].into_boxed_slice();
         if !self

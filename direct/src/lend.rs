@@ -36,7 +36,12 @@ pub(crate) struct NoWriter<'a> {
 
 impl Drop for NoWriter<'_> {
     fn drop(&mut self) {
-        let mut n = self.shared.lends.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut n = self
+            .shared
+            .lends
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         *n -= 1;
         if *n == 0 {
             if let Some(f) = &self.shared.file {
@@ -63,7 +68,12 @@ impl Shared {
 }
 
 /// The mapping's `[pos, pos+len)` while `_no_writer` holds the lock.
-pub(crate) fn unwritten<'a>(map: &'a Mapping, _no_writer: &'a NoWriter<'_>, pos: u64, len: u64) -> Result<&'a [u8]> {
+pub(crate) fn unwritten<'a>(
+    map: &'a Mapping,
+    _no_writer: &'a NoWriter<'_>,
+    pos: u64,
+    len: u64,
+) -> Result<&'a [u8]> {
     let n = usize::try_from(len).map_err(|_| too_long())?;
     if !map.contains(pos, len) {
         return Err(Error::Holder("a range outside the image".into()));
@@ -83,7 +93,9 @@ pub(crate) fn held<'a>(map: &'a Mapping, h: &'a Held) -> Result<Vec<Seg<'a>>> {
             HeldSeg::Image { pos, len } => {
                 let n = usize::try_from(len).map_err(|_| too_long())?;
                 if !map.contains(pos, len) {
-                    return Err(Error::Holder("the holder named bytes outside the image".into()));
+                    return Err(Error::Holder(
+                        "the holder named bytes outside the image".into(),
+                    ));
                 }
                 // SAFETY: inside the mapping (checked); the holder holds
                 // these buffers for as long as `h` lives (its connection is
@@ -92,7 +104,9 @@ pub(crate) fn held<'a>(map: &'a Mapping, h: &'a Held) -> Result<Vec<Seg<'a>>> {
                 Seg::Data(unsafe { map.slice(pos, n) })
             }
             HeldSeg::Fetched { at, len } => {
-                let end = at.checked_add(len as usize).filter(|&e| e <= h.fetched.len());
+                let end = at
+                    .checked_add(len as usize)
+                    .filter(|&e| e <= h.fetched.len());
                 let end = end.ok_or_else(|| Error::Holder("fetched bytes out of range".into()))?;
                 Seg::Data(&h.fetched[at..end])
             }

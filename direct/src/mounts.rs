@@ -17,7 +17,9 @@ pub struct PktfsMount {
 
 /// The pktfs mounts this process can see.
 pub fn mounts() -> std::io::Result<Vec<PktfsMount>> {
-    Ok(parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo")?))
+    Ok(parse_mountinfo(&std::fs::read_to_string(
+        "/proc/self/mountinfo",
+    )?))
 }
 
 /// The `fuse.pktfs` lines of a mountinfo table.
@@ -74,7 +76,8 @@ mod tests {
 
     #[test]
     fn pktfs_lines_with_device_mountpoint_and_source() {
-        let t = "36 35 0:31 / /mnt/a\\040b rw,nosuid - fuse.pktfs /dev/shm/p\\040m.img rw,user_id=0\n\
+        let t =
+            "36 35 0:31 / /mnt/a\\040b rw,nosuid - fuse.pktfs /dev/shm/p\\040m.img rw,user_id=0\n\
                  37 35 0:32 / /tmp rw - tmpfs tmpfs rw\n\
                  38 35 8:1 / / rw - ext4 /dev/sda1 rw\n";
         assert_eq!(

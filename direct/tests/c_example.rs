@@ -53,7 +53,15 @@ fn the_c_example_reads_files_byte_for_byte() {
     let cat = build(dir.path());
     let img = dir.path().join("img");
     let params = pktfs_layout::GeometryParams::for_size(32 << 20);
-    Volume::format(&img, &FormatOptions { params, label: None }, &mut |_, _| {}).unwrap();
+    Volume::format(
+        &img,
+        &FormatOptions {
+            params,
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     let data = pattern(1_500_000);
     {
         let v = Volume::open(&img, &OpenOptions::default()).unwrap();
@@ -76,7 +84,11 @@ fn the_c_example_reads_files_byte_for_byte() {
     // No holder: by copies, and lent under the image's shared lock.
     for mode in [&["/d/f"][..], &["/d/f", "--lend"][..]] {
         let o = run(mode);
-        assert!(o.status.success(), "{mode:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{mode:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         assert!(o.stdout == want, "{mode:?}: the bytes differ");
     }
     // With a holder: copies from the mapping.

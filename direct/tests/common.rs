@@ -20,8 +20,15 @@ pub fn held(size: u64) -> Held {
     };
     let path = dir.path().join("img");
     let params = pktfs_layout::GeometryParams::for_size(size);
-    Volume::format(&path, &FormatOptions { params, label: None }, &mut |_, _| {})
-        .expect("format");
+    Volume::format(
+        &path,
+        &FormatOptions {
+            params,
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .expect("format");
     let vol = Volume::open(&path, &OpenOptions::default()).expect("open");
     Held {
         _dir: dir,

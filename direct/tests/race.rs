@@ -14,7 +14,11 @@ use crate::common::{held, pattern};
 
 #[derive(Clone, Debug)]
 enum Op {
-    Write { off: u64, len: usize, seed: u64 },
+    Write {
+        off: u64,
+        len: usize,
+        seed: u64,
+    },
     Truncate(u64),
     /// Unlinked and made again, empty (handles on the old file go stale).
     Recreate,
@@ -199,7 +203,9 @@ fn reads_return_one_moment_of_the_file_while_the_holder_rewrites_it() {
     let ops = hist.finished.load(SeqCst);
     for r in readers {
         let (checked, stale, busy) = r.join().unwrap();
-        eprintln!("reader: {checked} reads checked, {stale} stale handles, {busy} busy; {ops} holder ops");
+        eprintln!(
+            "reader: {checked} reads checked, {stale} stale handles, {busy} busy; {ops} holder ops"
+        );
         assert!(checked > 100, "too few reads checked ({checked})");
     }
     assert!(ops > 100, "too few holder operations ({ops})");

@@ -94,14 +94,25 @@ fn names_symlinks_and_listings() {
     assert_eq!(img.lookup("/").unwrap(), v.root());
     assert_eq!(img.lookup("/..").unwrap(), v.root());
     assert_eq!(img.read_link("/a/rel").unwrap(), b"b/file");
-    assert_eq!(img.lstat_path("/a/rel").unwrap().kind, pktfs_direct::FileType::Symlink);
+    assert_eq!(
+        img.lstat_path("/a/rel").unwrap().kind,
+        pktfs_direct::FileType::Symlink
+    );
     let errno = |e: Error| e.errno();
     assert_eq!(errno(img.open_file("/nope").unwrap_err()), libc::ENOENT);
-    assert_eq!(errno(img.open_file("/a/b/file/x").unwrap_err()), libc::ENOTDIR);
+    assert_eq!(
+        errno(img.open_file("/a/b/file/x").unwrap_err()),
+        libc::ENOTDIR
+    );
     assert_eq!(errno(img.open_file("/a").unwrap_err()), libc::EISDIR);
     assert_eq!(errno(img.open_file("/abs").unwrap_err()), libc::EXDEV);
     assert_eq!(errno(img.open_file("/loop").unwrap_err()), libc::ELOOP);
-    let mut names: Vec<Vec<u8>> = img.read_dir("/a").unwrap().into_iter().map(|e| e.name).collect();
+    let mut names: Vec<Vec<u8>> = img
+        .read_dir("/a")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     names.sort();
     assert_eq!(names, vec![b"b".to_vec(), b"rel".to_vec(), b"up".to_vec()]);
     let mut holder = Vec::new();
@@ -110,8 +121,12 @@ fn names_symlinks_and_listings() {
         true
     })
     .unwrap();
-    let mut ours: Vec<(Vec<u8>, u64)> =
-        img.read_dir("/a").unwrap().into_iter().map(|e| (e.name, e.ino)).collect();
+    let mut ours: Vec<(Vec<u8>, u64)> = img
+        .read_dir("/a")
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.ino))
+        .collect();
     holder.sort();
     ours.sort();
     assert_eq!(ours, holder);
@@ -132,7 +147,11 @@ fn attributes_are_the_mounts() {
         assert_eq!(st.ino, a.ino, "{path}");
         assert_eq!(st.kind, a.kind, "{path}");
         assert_eq!(st.perm, a.perm, "{path}");
-        assert_eq!((st.uid, st.gid, st.nlink), (a.uid, a.gid, a.nlink), "{path}");
+        assert_eq!(
+            (st.uid, st.gid, st.nlink),
+            (a.uid, a.gid, a.nlink),
+            "{path}"
+        );
         assert_eq!(st.size, a.size, "{path}");
         assert_eq!(st.blocks, a.blocks, "{path}");
         assert_eq!(st.blksize, a.blksize, "{path}");

@@ -98,7 +98,10 @@ fn mounted(tag: &str) -> Mounted {
     f.write_all_at(b"island", 1_000_000).unwrap();
     f.set_len(3_000_000).unwrap();
     std::fs::create_dir_all(m.p("tree/a/b")).unwrap();
-    for (k, p) in ["tree/one", "tree/a/two", "tree/a/b/three"].iter().enumerate() {
+    for (k, p) in ["tree/one", "tree/a/two", "tree/a/b/three"]
+        .iter()
+        .enumerate()
+    {
         std::fs::write(m.p(p), pattern(100_000 * (k + 1), k as u64 + 7)).unwrap();
     }
     m
@@ -114,7 +117,10 @@ fn coreutils_python_and_tar_print_the_same_bytes_read_directly() {
         prereq::tool("sha256sum")
     );
     let m = mounted("shim-progs");
-    let script = m.path().join("..").join(format!("hash-{}.py", std::process::id()));
+    let script = m
+        .path()
+        .join("..")
+        .join(format!("hash-{}.py", std::process::id()));
     std::fs::write(
         &script,
         "import hashlib,sys\nfor p in sys.argv[1:]:\n    print(hashlib.sha256(open(p,'rb').read()).hexdigest(), p)\n",
@@ -134,7 +140,11 @@ fn coreutils_python_and_tar_print_the_same_bytes_read_directly() {
     ];
     for (cmd, direct) in &cases {
         let (plain, shimmed, s) = both(m.path(), cmd);
-        assert!(plain.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&plain.stderr));
+        assert!(
+            plain.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&plain.stderr)
+        );
         same(cmd, &plain, &shimmed);
         if *direct {
             assert!(
@@ -174,7 +184,11 @@ fn fio_verifies_under_the_shim() {
     let (plain, shimmed, s) = both(m.path(), &cmd);
     for o in [&plain, &shimmed] {
         let out = String::from_utf8_lossy(&o.stdout);
-        assert!(o.status.success(), "fio: {out}\n{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "fio: {out}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         assert!(out.contains("err= 0"), "fio reported errors: {out}");
         assert!(!out.contains("verify: bad"), "fio found bad blocks: {out}");
     }
@@ -243,11 +257,18 @@ print('\n'.join(out))
 fn what_a_program_sees_of_its_descriptors_is_the_same() {
     require!(prereq::fuse(), prereq::tool("python3"));
     let m = mounted("shim-sem");
-    let script = m.path().join("..").join(format!("sem-{}.py", std::process::id()));
+    let script = m
+        .path()
+        .join("..")
+        .join(format!("sem-{}.py", std::process::id()));
     std::fs::write(&script, SEMANTICS).unwrap();
     let cmd = ["python3", script.to_str().unwrap(), "big", "tree/a/b/three"];
     let (plain, shimmed, s) = both(m.path(), &cmd);
-    assert!(plain.status.success(), "{}", String::from_utf8_lossy(&plain.stderr));
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
     same(&cmd, &plain, &shimmed);
     assert!(s.direct_reads >= 10, "the shim served too little ({s:?})");
     let _ = std::fs::remove_file(&script);
@@ -264,7 +285,11 @@ fn damage_fails_the_same_way() {
     // One flipped byte in the image file, behind every pktfs process.
     {
         use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new().read(true).write(true).open(&m.image).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&m.image)
+            .unwrap();
         let mut b = [0u8];
         f.read_exact_at(&mut b, pos).unwrap();
         f.write_all_at(&[b[0] ^ 0x10], pos).unwrap();
@@ -284,7 +309,12 @@ fn damage_fails_the_same_way() {
 
 #[test]
 fn a_user_who_may_not_read_the_image_reads_through_the_kernel() {
-    require!(prereq::fuse(), prereq::root(), prereq::user("nobody"), prereq::tool("runuser"));
+    require!(
+        prereq::fuse(),
+        prereq::root(),
+        prereq::user("nobody"),
+        prereq::tool("runuser")
+    );
     let opts = pktfs_fuse::MountOptions {
         allow_other: true,
         ..Default::default()
@@ -294,7 +324,10 @@ fn a_user_who_may_not_read_the_image_reads_through_the_kernel() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(m.p("open"), std::fs::Permissions::from_mode(0o644)).unwrap();
     // The image is root's, 0600: nobody may map it.
-    assert_eq!(std::fs::metadata(&m.image).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&m.image).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let stats = tempfile::Builder::new().tempfile_in("/tmp").unwrap();
     std::fs::set_permissions(stats.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
     let as_nobody = |shim_on: bool| {
@@ -309,7 +342,11 @@ fn a_user_who_may_not_read_the_image_reads_through_the_kernel() {
         c.output().unwrap()
     };
     let plain = as_nobody(false);
-    assert!(plain.status.success(), "{}", String::from_utf8_lossy(&plain.stderr));
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
     let shimmed = as_nobody(true);
     same(&["sha256sum", "open"], &plain, &shimmed);
     let s = served(stats.path());
@@ -320,7 +357,10 @@ fn a_user_who_may_not_read_the_image_reads_through_the_kernel() {
 fn a_file_mapped_shared_and_written_is_read_through_the_kernel() {
     require!(prereq::fuse(), prereq::tool("python3"));
     let m = mounted("shim-mmap");
-    let script = m.path().join("..").join(format!("mmapw-{}.py", std::process::id()));
+    let script = m
+        .path()
+        .join("..")
+        .join(format!("mmapw-{}.py", std::process::id()));
     std::fs::write(
         &script,
         "import os,mmap,zlib\nfd=os.open('big',os.O_RDWR)\nm=mmap.mmap(fd,0)\nm[10:20]=b'0123456789'\n\
@@ -329,7 +369,11 @@ fn a_file_mapped_shared_and_written_is_read_through_the_kernel() {
     .unwrap();
     let cmd = ["python3", script.to_str().unwrap()];
     let (plain, shimmed, _) = both(m.path(), &cmd);
-    assert!(plain.status.success(), "{}", String::from_utf8_lossy(&plain.stderr));
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
     same(&cmd, &plain, &shimmed);
     let _ = std::fs::remove_file(&script);
 }

@@ -36,7 +36,9 @@ pub fn check(buf: &[u8], off: u64, file: Option<u16>) -> Result<Option<u16>, Str
         if w != 0 {
             let (m, f, pos) = (w >> 56, (w >> 40) as u16, w & 0xff_ffff);
             if m != MAGIC || pos != (at / 8) & 0xff_ffff {
-                return Err(format!("word {w:#018x} at offset {at} is not this offset's"));
+                return Err(format!(
+                    "word {w:#018x} at offset {at} is not this offset's"
+                ));
             }
             match seen {
                 Some(s) if s != f => {

@@ -15,22 +15,27 @@ use std::sync::Arc;
 use pktfs_fs::Volume;
 use pktfs_s3::keys::{Grant, KeyStore};
 use pktfs_s3::sigv4::{PayloadMode, Signer};
-use pktfs_tests::model::crash::{full_mode, record_shared, Explore, Explorer};
-use pktfs_tests::model::{dump, Tree};
 use pktfs_testkit::net_common::{serve, Conn, Response};
 use pktfs_testkit::s3_common::{now_s, signed};
+use pktfs_tests::model::crash::{full_mode, record_shared, Explore, Explorer};
+use pktfs_tests::model::{dump, Tree};
 
 const REGION: &str = "us-east-1";
 
 /// A fresh image with the bucket `b` and a key that may write it.
 fn base() -> (Arc<Vec<u8>>, Signer) {
-    let mut pm = Volume::format_in_memory(pktfs_layout::GeometryParams::for_size(16 << 20))
-        .expect("format");
+    let mut pm =
+        Volume::format_in_memory(pktfs_layout::GeometryParams::for_size(16 << 20)).expect("format");
     let v = Volume::open_pm(pktfs_fs::media::Pm::from_bytes(pm.snapshot()), false).unwrap();
     v.mkdir(v.root(), b"bkt", 0o755, 0, 0).unwrap();
     let mut ks = KeyStore::default();
     let k = ks
-        .add("w", vec!["bkt=rw".parse::<Grant>().unwrap()], &[3u8; 64], now_s())
+        .add(
+            "w",
+            vec!["bkt=rw".parse::<Grant>().unwrap()],
+            &[3u8; 64],
+            now_s(),
+        )
         .unwrap()
         .clone();
     v.set_s3_keys_blob(Some(&ks.encode())).unwrap();
@@ -92,16 +97,36 @@ fn workload(
 
     step(0);
     let o1 = bytes(100_000, 1);
-    ok(&ask(&mut c, put("/bkt/obj1", &o1, &[("x-amz-meta-colour", "blue")])), "PutObject");
+    ok(
+        &ask(
+            &mut c,
+            put("/bkt/obj1", &o1, &[("x-amz-meta-colour", "blue")]),
+        ),
+        "PutObject",
+    );
     after(vol);
 
     step(1);
-    let copy = signed(k, "PUT", "/bkt/obj2", "", &[("x-amz-copy-source", "/bkt/obj1")], b"", empty.clone());
+    let copy = signed(
+        k,
+        "PUT",
+        "/bkt/obj2",
+        "",
+        &[("x-amz-copy-source", "/bkt/obj1")],
+        b"",
+        empty,
+    );
     ok(&ask(&mut c, copy), "CopyObject");
     after(vol);
 
     step(2);
-    let made = ok(&ask(&mut c, signed(k, "POST", "/bkt/big", "uploads=", &[], b"", empty.clone())), "Create");
+    let made = ok(
+        &ask(
+            &mut c,
+            signed(k, "POST", "/bkt/big", "uploads=", &[], b"", empty),
+        ),
+        "Create",
+    );
     let id = made
         .split("<UploadId>")
         .nth(1)
@@ -114,7 +139,10 @@ fn workload(
     for n in 1..=1u32 {
         let part = bytes(5 << 20, 10 + n as u8);
         let q = format!("partNumber={n}&uploadId={id}");
-        let r = ask(&mut c, signed(k, "PUT", "/bkt/big", &q, &[], &part, sha(&part)));
+        let r = ask(
+            &mut c,
+            signed(k, "PUT", "/bkt/big", &q, &[], &part, sha(&part)),
+        );
         ok(&r, "UploadPart");
         etags.push(r.header("etag").expect("a part's ETag").to_string());
     }
@@ -127,9 +155,12 @@ fn workload(
         "PUT",
         "/bkt/big",
         &q,
-        &[("x-amz-copy-source", "/bkt/obj1"), ("x-amz-copy-source-range", "bytes=100-60099")],
+        &[
+            ("x-amz-copy-source", "/bkt/obj1"),
+            ("x-amz-copy-source-range", "bytes=100-60099"),
+        ],
         b"",
-        empty.clone(),
+        empty,
     );
     let body = ok(&ask(&mut c, pc), "UploadPartCopy");
     let tag = body
@@ -144,17 +175,37 @@ fn workload(
     step(4);
     let mut xml = String::from("<CompleteMultipartUpload>");
     for (n, t) in etags.iter().enumerate() {
-        xml.push_str(&format!("<Part><PartNumber>{}</PartNumber><ETag>{t}</ETag></Part>", n + 1));
+        xml.push_str(&format!(
+            "<Part><PartNumber>{}</PartNumber><ETag>{t}</ETag></Part>",
+            n + 1
+        ));
     }
     xml.push_str("</CompleteMultipartUpload>");
     let q = format!("uploadId={id}");
-    let r = ask(&mut c, signed(k, "POST", "/bkt/big", &q, &[], xml.as_bytes(), sha(xml.as_bytes())));
+    let r = ask(
+        &mut c,
+        signed(
+            k,
+            "POST",
+            "/bkt/big",
+            &q,
+            &[],
+            xml.as_bytes(),
+            sha(xml.as_bytes()),
+        ),
+    );
     ok(&r, "CompleteMultipartUpload");
     after(vol);
 
     step(5);
     let o1b = bytes(70_000, 2);
-    ok(&ask(&mut c, put("/bkt/obj1", &o1b, &[("content-type", "text/plain")])), "PutObject (replace)");
+    ok(
+        &ask(
+            &mut c,
+            put("/bkt/obj1", &o1b, &[("content-type", "text/plain")]),
+        ),
+        "PutObject (replace)",
+    );
     after(vol);
 
     drop(c);
@@ -167,14 +218,16 @@ fn crash_states_of_the_s3_commits_are_before_or_after_each_request() {
     let (base, key) = base();
     // The trees, from the same requests on a copy that does not record:
     // the tree before each request, and at the end.
-    let plain = Arc::new(
-        Volume::open_pm(pktfs_fs::media::Pm::from_bytes(base.to_vec()), false).unwrap(),
-    );
+    let plain =
+        Arc::new(Volume::open_pm(pktfs_fs::media::Pm::from_bytes(base.to_vec()), false).unwrap());
     let mut trees: Vec<Tree> = vec![dump(&plain).unwrap()];
     workload(&plain, &key, &|_| {}, &mut |v| trees.push(dump(v).unwrap())).unwrap();
     drop(plain);
     assert_eq!(trees.len(), 7);
-    assert!(trees[5].0.contains_key("/bkt/big"), "the multipart object is made");
+    assert!(
+        trees[5].0.contains_key("/bkt/big"),
+        "the multipart object is made"
+    );
 
     let w = record_shared("s3 commits", base, trees, |v, step| {
         workload(v, &key, step, &mut |_| {})

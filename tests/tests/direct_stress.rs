@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use pktfs_fs::{RenameFlags, SetAttr, Volume};
 use pktfs_netpath::control::Control;
+use pktfs_testkit::net_common;
 use pktfs_tests::direct_words::bytes;
 use pktfs_tests::model::tier;
-use pktfs_testkit::net_common;
 
 use crate::prereq;
 
@@ -85,7 +85,8 @@ fn operate(vol: &Volume, http: std::net::SocketAddr, dir: u64, f: &mut Files, rn
         0..=6 => {
             let off = rng.aligned(MAX_FILE);
             let len = 8 + rng.aligned(200_000);
-            vol.write(ino, off, &bytes(id, gen, off, len as usize)).unwrap();
+            vol.write(ino, off, &bytes(id, gen, off, len as usize))
+                .unwrap();
         }
         7..=8 => {
             let s = SetAttr {
@@ -100,7 +101,11 @@ fn operate(vol: &Volume, http: std::net::SocketAddr, dir: u64, f: &mut Files, rn
             let body = bytes(id, gen, 0, len as usize);
             let path = format!("/s/f{k}");
             let r = net_common::http(http, "PUT", &path, &[], &body);
-            assert!(r.status == 201 || r.status == 204, "PUT {path}: {}", r.status);
+            assert!(
+                r.status == 201 || r.status == 204,
+                "PUT {path}: {}",
+                r.status
+            );
         }
         12..=13 => {
             let j = rng.next(PATHS as u64) as u16;
@@ -186,7 +191,11 @@ fn spawn_reader(kind: &'static str, image: &Path, mnt: &Path, secs: u64, seed: u
     }
     c.arg(secs.max(1).to_string())
         .arg(seed.to_string())
-        .args(if kind == "lib" { ["/s", "/raw"] } else { ["s", "raw"] })
+        .args(if kind == "lib" {
+            ["/s", "/raw"]
+        } else {
+            ["s", "raw"]
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     Reader {
@@ -212,7 +221,10 @@ fn readers_get_no_wrong_byte_from_a_busy_holder_and_leave_nothing_behind() {
     });
     tier::use_store(&vol);
     let ctl = Control::start(vol.clone(), &image).expect("control socket");
-    let mnt = tempfile::Builder::new().prefix("pktfs-dstress-").tempdir().unwrap();
+    let mnt = tempfile::Builder::new()
+        .prefix("pktfs-dstress-")
+        .tempdir()
+        .unwrap();
     let opts = pktfs_fuse::MountOptions {
         attr_ttl: Duration::ZERO,
         entry_ttl: Duration::ZERO,
@@ -310,7 +322,10 @@ fn readers_get_no_wrong_byte_from_a_busy_holder_and_leave_nothing_behind() {
             "a {kind} reader read too little: {v}"
         );
     }
-    assert!(ops.load(Ordering::Relaxed) > 1000, "the holder did too little");
+    assert!(
+        ops.load(Ordering::Relaxed) > 1000,
+        "the holder did too little"
+    );
     assert!(!killed.lock().unwrap().is_empty(), "no reader was killed");
 
     // Nothing left behind: holds of killed readers are gone with their

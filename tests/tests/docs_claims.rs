@@ -21,10 +21,16 @@ fn doc(name: &str) -> String {
 fn records_are_at_most_as_long_as_the_documents_say() {
     assert_eq!(MAX_RECORD_BYTES, 256 << 10, "the documents say 256 KiB");
     for (file, says) in [
-        ("README.md", "up to 256 KiB, so a 1 MiB write is four records"),
+        (
+            "README.md",
+            "up to 256 KiB, so a 1 MiB write is four records",
+        ),
         ("README.md", "no record is longer than 256 KiB"),
         ("docs/FORMAT.md", "*writes* slices of at most 256 KiB"),
-        ("docs/SIZING.md", "run of up to 256 KiB, so a 1 MiB write is four"),
+        (
+            "docs/SIZING.md",
+            "run of up to 256 KiB, so a 1 MiB write is four",
+        ),
         ("docs/INTEGRITY.md", "a record is at most 256 KiB"),
     ] {
         let text = doc(file).split_whitespace().collect::<Vec<_>>().join(" ");
@@ -35,14 +41,21 @@ fn records_are_at_most_as_long_as_the_documents_say() {
         let chain = vol.chain(ino).unwrap();
         assert!(!chain.is_empty(), "{what}: no records");
         let longest = chain.iter().map(|r| r.len).max().unwrap();
-        assert!(longest <= MAX_RECORD_BYTES, "{what}: a record of {longest} bytes");
+        assert!(
+            longest <= MAX_RECORD_BYTES,
+            "{what}: a record of {longest} bytes"
+        );
         chain.len()
     };
     let root = vol.root();
     // A write of 1 MiB at an aligned offset: four records.
     let f = vol.create(root, b"w", 0o644, 0, 0).unwrap().ino;
     vol.write(f, 0, &data(1 << 20, 1)).unwrap();
-    assert_eq!(check(f, "a 1 MiB write"), 4, "README: a 1 MiB write is four records");
+    assert_eq!(
+        check(f, "a 1 MiB write"),
+        4,
+        "README: a 1 MiB write is four records"
+    );
     vol.write(f, 100, &data(3 << 20, 2)).unwrap();
     check(f, "an unaligned 3 MiB write");
     let c = vol.create(root, b"c", 0o644, 0, 0).unwrap().ino;
@@ -71,13 +84,23 @@ fn records_are_at_most_as_long_as_the_documents_say() {
 #[test]
 fn the_verify_modes_do_what_integrity_md_says() {
     let integrity = doc("docs/INTEGRITY.md");
-    assert!(integrity.contains("- **once** (default)"), "INTEGRITY.md: once is the default");
+    assert!(
+        integrity.contains("- **once** (default)"),
+        "INTEGRITY.md: once is the default"
+    );
     assert_eq!(OpenOptions::default().verify, VerifyMode::Once);
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
     let img = dir.path().join("img");
     let params = pktfs_layout::GeometryParams::for_size(16 << 20);
-    Volume::format(&img, &pktfs_fs::FormatOptions { params, label: None }, &mut |_, _| {})
-        .unwrap();
+    Volume::format(
+        &img,
+        &pktfs_fs::FormatOptions {
+            params,
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     // Where the file's one record lies (asking for the chain checks it, so
     // not in the mounts below).
     let (f, pos) = {
@@ -110,7 +133,11 @@ fn the_verify_modes_do_what_integrity_md_says() {
         // "every mount checks every record again on first use" (once).
         let mut v = open(mode);
         flip(&mut v);
-        assert_eq!(v.read(f, 0, 10).is_err(), first_read, "{mode}: the first read");
+        assert_eq!(
+            v.read(f, 0, 10).is_err(),
+            first_read,
+            "{mode}: the first read"
+        );
         flip(&mut v);
         drop(v);
         // A byte changes behind the Volume after a read (what scrub is
@@ -119,7 +146,11 @@ fn the_verify_modes_do_what_integrity_md_says() {
         let mut v = open(mode);
         assert!(v.read(f, 0, 10).is_ok(), "{mode}: a sound record reads");
         flip(&mut v);
-        assert_eq!(v.read(f, 0, 10).is_err(), after_a_read, "{mode}: a later read");
+        assert_eq!(
+            v.read(f, 0, 10).is_err(),
+            after_a_read,
+            "{mode}: a later read"
+        );
         flip(&mut v);
     }
 }

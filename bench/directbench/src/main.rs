@@ -147,7 +147,11 @@ fn fio(file: &Path, rw: &str, bs: &str, size: u64, secs: f64, shim: Option<&Path
         c.env("LD_PRELOAD", s);
     }
     let out = c.output().expect("running fio");
-    assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "fio: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("fio's JSON");
     let r = &v["jobs"][0]["read"];
     (
@@ -224,7 +228,13 @@ impl Drop for Setup {
     }
 }
 
-fn row(name: &str, unit: &str, runs: &[f64], reference: Option<(&str, &[f64])>, target: Option<f64>) -> Value {
+fn row(
+    name: &str,
+    unit: &str,
+    runs: &[f64],
+    reference: Option<(&str, &[f64])>,
+    target: Option<f64>,
+) -> Value {
     let m = median(runs);
     let (rname, rm, ratio) = match reference {
         Some((n, r)) => (Some(n), Some(median(r)), Some(m / median(r))),
@@ -348,12 +358,48 @@ fn main() {
     println!("| row | median | reference | ratio | target |");
     println!("|---|---|---|---|---|");
     let mut rows = vec![
-        row("library 4 KiB random read (ops/s)", "ops/s", &g("lib_rand"), Some(("tmpfs pread", &g("tmpfs_rand"))), Some(1.0)),
-        row("library 1 MiB sequential read (GB/s)", "GB/s", &g("lib_seq"), Some(("tmpfs pread", &g("tmpfs_seq"))), Some(1.0)),
-        row("fio psync 4 KiB randread under the shim (IOPS)", "IOPS", &g("fio_shim_rand"), Some(("fio on tmpfs", &g("fio_tmpfs_rand"))), Some(0.8)),
-        row("fio psync 4 KiB randread under the shim vs the plain mount (IOPS)", "IOPS", &g("fio_shim_rand"), Some(("fio on the mount", &g("fio_fuse_rand"))), Some(5.0)),
-        row("fio psync 1 MiB sequential read under the shim (GB/s)", "GB/s", &g("fio_shim_seq"), Some(("fio on tmpfs", &g("fio_tmpfs_seq"))), Some(0.8)),
-        row("fio psync 1 MiB sequential read on the plain mount (GB/s)", "GB/s", &g("fio_fuse_seq"), Some(("fio on tmpfs", &g("fio_tmpfs_seq"))), None),
+        row(
+            "library 4 KiB random read (ops/s)",
+            "ops/s",
+            &g("lib_rand"),
+            Some(("tmpfs pread", &g("tmpfs_rand"))),
+            Some(1.0),
+        ),
+        row(
+            "library 1 MiB sequential read (GB/s)",
+            "GB/s",
+            &g("lib_seq"),
+            Some(("tmpfs pread", &g("tmpfs_seq"))),
+            Some(1.0),
+        ),
+        row(
+            "fio psync 4 KiB randread under the shim (IOPS)",
+            "IOPS",
+            &g("fio_shim_rand"),
+            Some(("fio on tmpfs", &g("fio_tmpfs_rand"))),
+            Some(0.8),
+        ),
+        row(
+            "fio psync 4 KiB randread under the shim vs the plain mount (IOPS)",
+            "IOPS",
+            &g("fio_shim_rand"),
+            Some(("fio on the mount", &g("fio_fuse_rand"))),
+            Some(5.0),
+        ),
+        row(
+            "fio psync 1 MiB sequential read under the shim (GB/s)",
+            "GB/s",
+            &g("fio_shim_seq"),
+            Some(("fio on tmpfs", &g("fio_tmpfs_seq"))),
+            Some(0.8),
+        ),
+        row(
+            "fio psync 1 MiB sequential read on the plain mount (GB/s)",
+            "GB/s",
+            &g("fio_fuse_seq"),
+            Some(("fio on tmpfs", &g("fio_tmpfs_seq"))),
+            None,
+        ),
     ];
     // verify=always: the extra seconds per GB against once, beside the
     // seconds per GB CRC32C takes here.
@@ -370,10 +416,12 @@ fn main() {
         machine.crc32c_gb_per_s,
         median(&extra) / crc_ms_per_gb
     );
-    rows.push(json!({"name": "verify=always: extra ms per GB read (1 MiB sequential)", "unit": "ms/GB",
+    rows.push(
+        json!({"name": "verify=always: extra ms per GB read (1 MiB sequential)", "unit": "ms/GB",
         "runs": extra, "median": median(&extra), "reference": "CRC32C ms per GB (pktfs machine)",
         "reference_median": crc_ms_per_gb, "ratio": median(&extra) / crc_ms_per_gb,
-        "always_gb_per_s": g("lib_seq_always"), "once_gb_per_s": g("lib_seq_once")}));
+        "always_gb_per_s": g("lib_seq_always"), "once_gb_per_s": g("lib_seq_once")}),
+    );
     let commit = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .output()

@@ -81,8 +81,7 @@ fn after_open(fd: c_int, flags: c_int) -> c_int {
     // SAFETY: a zeroed stat64 is a valid out-parameter.
     let mut st: libc::stat64 = unsafe { std::mem::zeroed() };
     // SAFETY: `fd` is open (just returned) and `st` is a valid out-param.
-    if unsafe { real::fstat64(fd, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG
-    {
+    if unsafe { real::fstat64(fd, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
         return fd;
     }
     if crate::mapped_for_write(st.st_dev, st.st_ino) {
@@ -549,7 +548,11 @@ pub unsafe extern "C" fn fclose(f: *mut FILE) -> c_int {
 /// # Safety
 /// The C contract of freopen.
 #[no_mangle]
-pub unsafe extern "C" fn freopen(path: *const c_char, mode: *const c_char, f: *mut FILE) -> *mut FILE {
+pub unsafe extern "C" fn freopen(
+    path: *const c_char,
+    mode: *const c_char,
+    f: *mut FILE,
+) -> *mut FILE {
     if !f.is_null() {
         // SAFETY: the program's stream.
         table::remove(unsafe { libc::fileno(f) });

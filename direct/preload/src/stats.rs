@@ -51,7 +51,11 @@ extern "C" fn write_at_exit() {
         BYTES.load(Relaxed),
         FELL_BACK.load(Relaxed)
     );
-    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).create(true).open(path) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    {
         let _ = f.write_all(line.as_bytes());
     }
 }

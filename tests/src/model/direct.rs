@@ -22,7 +22,10 @@ pub fn check(image: &[u8], t: &Tree) -> Result<(), String> {
     for p in t.0.keys().filter(|p| p.as_str() != "/") {
         let (dir, name) = p.rsplit_once('/').expect("absolute");
         let dir = if dir.is_empty() { "/" } else { dir };
-        children.entry(dir).or_default().insert(name.as_bytes().to_vec());
+        children
+            .entry(dir)
+            .or_default()
+            .insert(name.as_bytes().to_vec());
     }
     let mut inos: BTreeMap<&str, u64> = BTreeMap::new();
     for (p, e) in &t.0 {
@@ -61,7 +64,9 @@ pub fn check(image: &[u8], t: &Tree) -> Result<(), String> {
                     .collect();
                 let want = children.get(p.as_str()).cloned().unwrap_or_default();
                 if listed != want {
-                    return Err(format!("direct: {p}: lists {listed:?}, the Volume {want:?}"));
+                    return Err(format!(
+                        "direct: {p}: lists {listed:?}, the Volume {want:?}"
+                    ));
                 }
             }
             _ => {}
@@ -69,7 +74,10 @@ pub fn check(image: &[u8], t: &Tree) -> Result<(), String> {
         // Paths that are one inode in the Volume are one inode here.
         match inos.get(e.ident.as_str()) {
             Some(&i) if i != st.ino => {
-                return Err(format!("direct: {p} is inode {}, {} is {i}", st.ino, e.ident))
+                return Err(format!(
+                    "direct: {p} is inode {}, {} is {i}",
+                    st.ino, e.ident
+                ))
             }
             _ => {
                 inos.insert(&e.ident, st.ino);
