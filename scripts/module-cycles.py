@@ -24,10 +24,6 @@ ROOT = os.environ.get("PKTFS_ROOT") or os.path.dirname(os.path.dirname(os.path.a
 # involve. A known cycle may shrink but not grow, no other may appear, and
 # an entry whose cycle is gone must be removed. Empty is the goal.
 KNOWN = {
-    # Every handle (file, index, section, stat, ...) reaches the image's
-    # shared state (image::Shared) and Image opens them all: the shared
-    # state needs a module of its own, below both.
-    "pktfs-direct": {"file", "image", "index", "inode", "lend", "path", "section", "stat"},
 }
 
 MOD_DECL = re.compile(r"^\s*(?:pub(?:\([\w:\s]+\))?\s+)?mod\s+(\w+)\s*;", re.M)

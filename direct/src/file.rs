@@ -10,7 +10,7 @@ use pktfs_layout::{live, FileType};
 
 use crate::error::{Error, Result};
 use crate::holder::{Held, NoHold, MAX_HOLD_BYTES};
-use crate::image::Shared;
+use crate::shared::Shared;
 use crate::index::{Index, Loc};
 use crate::lend::Seg;
 use crate::section::Section;

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use pktfs_layout::superblock::{
     RoCompatFeatures, Superblock, BACKUP_OFFSET, INCOMPAT_SUPPORTED, PRIMARY_OFFSET,
 };
-use pktfs_layout::{live, Geometry, ROOT_INO};
+use pktfs_layout::{Geometry, ROOT_INO};
 
+use crate::base::Base;
 use crate::error::{Error, Result};
 use crate::file::File;
-use crate::index::Index;
 use crate::map::Mapping;
-use crate::section::Section;
+use crate::shared::Shared;
 use crate::stat::Stat;
 use crate::verify::{Verified, VerifyMode};
 
@@ -26,29 +26,6 @@ pub struct OpenOptions {
     /// holder's mode, `once` when no holder publishes one).
     pub verify: Option<VerifyMode>,
 }
-
-/// What every handle of one image shares.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub map: Mapping,
-    pub g: Geometry,
-    pub path: PathBuf,
-    pub verified: Verified,
-    pub uuid: [u8; 16],
-    verify: Option<VerifyMode>,
-    /// The open file the mapping came from (None for a snapshot).
-    pub file: Option<StdFile>,
-    /// Holderless zero-copy lends in flight (`lend`).
-    pub lends: crate::lend::Lends,
-    /// Indexes of inodes looked up by name or stat'ed, by the section that
-    /// made them (handles keep their own).
-    cache: std::sync::Mutex<std::collections::HashMap<u32, Arc<Index>>>,
-}
-
-/// Most indexes [`Shared::index_cached`] keeps: it is emptied when full
-/// (directories of a path walk and recently stat'ed files are what it is
-/// for; a handle keeps its file's index itself).
-const CACHE_MAX: usize = 4096;
 
 /// An image mapped for direct reading. Cheap to clone (one mapping).
 #[derive(Clone, Debug)]
@@ -106,18 +83,15 @@ impl Image {
         if sb.ro_compat & RoCompatFeatures::CHANGE_COUNTERS.bits() == 0 {
             return Err(Error::NoLiveWords { path });
         }
+        let base = Base {
+            verified: Verified::new(g.record_count),
+            uuid: sb.uuid,
+            map,
+            g,
+            verify: opts.verify,
+        };
         Ok(Image {
-            shared: Arc::new(Shared {
-                verified: Verified::new(g.record_count),
-                uuid: sb.uuid,
-                map,
-                g,
-                path,
-                verify: opts.verify,
-                file,
-                cache: Default::default(),
-                lends: Default::default(),
-            }),
+            shared: Arc::new(Shared::new(base, path, file)),
         })
     }
 
@@ -211,38 +185,6 @@ pub(crate) fn checked_ino(ino: u64) -> Result<u32> {
         .ok()
         .filter(|&i| i != 0)
         .ok_or_else(|| Error::NotFound(format!("inode {ino}")))
-}
-
-impl Shared {
-    /// Inode `ino`'s index as of section `s`: the cached one if it was made
-    /// in a section with the same words, else a new one.
-    pub(crate) fn index_cached(&self, ino: u32, s: &Section) -> Result<Arc<Index>> {
-        {
-            let c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(ix) = c.get(&ino).filter(|ix| ix.section == *s) {
-                return Ok(ix.clone());
-            }
-        }
-        let ix = Arc::new(self.index(ino, s)?);
-        // Kept even if `s` turns out torn: its words never come back (the
-        // counters only grow), so it is never taken for another section's.
-        let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if c.len() >= CACHE_MAX {
-            c.clear();
-        }
-        c.insert(ino, ix.clone());
-        Ok(ix)
-    }
-
-    pub(crate) fn verify_mode(&self) -> VerifyMode {
-        self.verify.unwrap_or_else(|| {
-            let hint = self
-                .map
-                .load_u64(live::verify_hint_pos(&self.g))
-                .unwrap_or(0);
-            VerifyMode::from_hint(hint).unwrap_or_default()
-        })
-    }
 }
 
 /// The primary superblock, else the backup, checked against the mapping

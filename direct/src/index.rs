@@ -9,7 +9,7 @@ use pktfs_layout::record::{FLAG_DAMAGED, FLAG_DIR_TIME};
 use pktfs_layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
 
 use crate::error::Result;
-use crate::image::Shared;
+use crate::base::Base;
 use crate::inode::corrupt;
 use crate::section::Section;
 use crate::verify::VerifyMode;
@@ -77,7 +77,7 @@ pub(crate) struct Dirent {
 /// so a chain rewritten under it is given up early.
 const RECHECK_EVERY: u64 = 1024;
 
-impl Shared {
+impl Base {
     /// Index inode `ino` in section `s` (errors are real only if `s` holds).
     pub(crate) fn index(&self, ino: u32, s: &Section) -> Result<Index> {
         let v = self.inode(ino)?;
@@ -228,7 +228,7 @@ impl Index {
     }
 
     /// Mark extent `k` verified (in this index and for the process).
-    pub fn mark_verified(&self, k: usize, shared: &Shared) {
+    pub fn mark_verified(&self, k: usize, shared: &Base) {
         let e = &self.extents[k];
         e.verified.store(true, Ordering::Relaxed);
         shared.verified.set(e.rec, e.rec_crc);

@@ -6,7 +6,7 @@ use pktfs_layout::inode::{BIRTH_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE};
 use pktfs_layout::{AttrSlot, InodeHeader, PmOffset};
 
 use crate::error::{Error, Result};
-use crate::image::Shared;
+use crate::base::Base;
 
 /// A live inode's words.
 #[derive(Clone, Copy, Debug)]
@@ -16,7 +16,7 @@ pub(crate) struct InodeView {
     pub birth: u64,
 }
 
-impl Shared {
+impl Base {
     /// Inode `ino` as it is now. A freed inode (birth 0: the holder marks
     /// it so when it frees the number) is `NotFound`; damage is `Corrupt`
     /// (real only if the caller's section holds).

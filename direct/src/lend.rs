@@ -10,11 +10,9 @@
 
 #![allow(unsafe_code)]
 
-use std::sync::Mutex;
-
 use crate::error::{Error, Result};
 use crate::holder::{Held, HeldSeg};
-use crate::image::Shared;
+use crate::shared::Shared;
 use crate::map::Mapping;
 
 /// A piece of a range lent to a closure: bytes, or a hole of zeros.
@@ -23,11 +21,6 @@ pub enum Seg<'a> {
     Data(&'a [u8]),
     Zero(usize),
 }
-
-/// Holderless lends in flight in this process, and whether the shared
-/// lock is taken for them (flock is per open file: one lock for all).
-#[derive(Debug, Default)]
-pub(crate) struct Lends(Mutex<usize>);
 
 /// The image file's shared lock, held for a lend while it lives.
 pub(crate) struct NoWriter<'a> {
@@ -39,7 +32,6 @@ impl Drop for NoWriter<'_> {
         let mut n = self
             .shared
             .lends
-            .0
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         *n -= 1;
@@ -55,7 +47,7 @@ impl Shared {
     /// The shared lock, if no writer holds the image now (None: one does,
     /// ask it). A snapshot has no writer.
     pub(crate) fn no_writer(&self) -> Option<NoWriter<'_>> {
-        let mut n = self.lends.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut n = self.lends.lock().unwrap_or_else(|p| p.into_inner());
         if *n == 0 {
             if let Some(f) = &self.file {
                 let op = rustix::fs::FlockOperation::NonBlockingLockShared;

@@ -21,6 +21,7 @@
 //! - ranges in the tier and anything else a reader cannot serve go through
 //!   the holder, or fail with an error that says so.
 
+mod base;
 pub mod capi;
 mod error;
 mod file;
@@ -33,6 +34,7 @@ mod map;
 pub mod mounts;
 mod path;
 mod section;
+mod shared;
 mod stat;
 mod verify;
 

@@ -9,7 +9,7 @@
 use pktfs_layout::{FileType, ROOT_INO};
 
 use crate::error::{Error, Result};
-use crate::image::Shared;
+use crate::shared::Shared;
 
 /// Symlinks followed in one resolution before `Loop` (Linux's limit).
 const MAX_SYMLINKS: u32 = 40;

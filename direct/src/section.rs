@@ -3,7 +3,7 @@
 //!
 //! A section on inode `ino` loads the image epoch and the inode's change
 //! counter (both must be even), then the caller reads whatever it needs of
-//! the inode, its chain and its bytes, then [`Shared::still`] loads both
+//! the inode, its chain and its bytes, then [`Base::still`] loads both
 //! words again after an Acquire fence. Equal values mean no change to the
 //! inode and no repair of the image ran meanwhile, so everything read in
 //! between belongs to one state of the file (the holder moves the counter
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use pktfs_layout::live;
 
 use crate::error::{Error, Result};
-use crate::image::Shared;
+use crate::base::Base;
 
 /// How long a reader keeps retrying a file that changes under every
 /// attempt (or a change that stays in flight) before giving up with
@@ -41,7 +41,7 @@ enum NotNow {
     Repairing,
 }
 
-impl Shared {
+impl Base {
     fn begin(&self, ino: u32) -> std::result::Result<Section, NotNow> {
         let epoch = self.load_live(live::epoch_pos(&self.g));
         if live::in_flight(epoch) {

@@ -5,7 +5,7 @@
 use pktfs_layout::FileType;
 
 use crate::error::Result;
-use crate::image::Shared;
+use crate::shared::Shared;
 use crate::index::Index;
 
 /// `stat` of a file in the image.
