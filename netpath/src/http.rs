@@ -51,7 +51,6 @@
 //! file of a connection's next upload ahead of time (both transports).
 
 mod auth;
-mod chunked;
 pub(crate) mod cond;
 mod conn;
 mod framing;

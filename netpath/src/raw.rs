@@ -74,7 +74,7 @@ use std::time::{Duration, Instant};
 use pktfs_fs::{Access, Cred, Denial, FileType, FsError, RxHeld, RxPiece, TmpFile, Volume};
 
 use crate::config::{Change, Token};
-use crate::receive::coalesce::Coalescer;
+use crate::receive::body::{Framing, Pieces, Walk};
 use crate::receive::to_file::{recv_into, CommitPolicy, RecvHooks, RecvMode, RecvOptions};
 use crate::shared::Shared;
 use crate::util::{now_ns, raw_name};
@@ -570,13 +570,13 @@ impl crate::loops::Protocol for RawProtocol {
             started: now,
             records: 0,
             preface,
-            pending: Vec::new(),
+            walk: Walk::new(Framing::Stream, 0),
+            pieces: Pieces::default(),
             seq: 0,
             size: 0,
             told: 0,
             told_at: now,
-            co: Coalescer::default(),
-            co_since: None,
+            small_since: None,
         }))
     }
 }
@@ -603,22 +603,23 @@ struct RawSession<'v> {
     records: u64,
     /// The preface, while it is awaited (a token is configured).
     preface: Option<Pending>,
-    /// Pieces of this turn, in stream order.
-    pending: Vec<RxPiece<'v>>,
+    /// The stream walked (all of it data) into pieces of this turn, in
+    /// stream order. Small landed pieces are copied together into one
+    /// record (a sender of 1-byte segments would otherwise take a record
+    /// per byte and exhaust the record table while buffer space is free);
+    /// made a piece when full, when a large piece comes,
+    /// [`COALESCE_FLUSH`] after their first byte (raw files are read while
+    /// they grow) and at the end.
+    walk: Walk,
+    pieces: Pieces<'v>,
     /// Stream position of the next byte (after the preface).
     seq: u64,
     /// File size after the last commit, and what the callback was told.
     size: u64,
     told: u64,
     told_at: Instant,
-    /// Small landed pieces copied together into one record (a sender of
-    /// 1-byte segments would otherwise take a record per byte and exhaust
-    /// the record table while buffer space is free); made a piece when
-    /// full, when a large piece comes, [`COALESCE_FLUSH`] after its first
-    /// byte (raw files are read while they grow) and at the end.
-    co: Coalescer<'v>,
-    /// When `co`'s oldest pending byte arrived.
-    co_since: Option<Instant>,
+    /// When the oldest small byte waiting to be copied together arrived.
+    small_since: Option<Instant>,
 }
 
 /// The longest small bytes wait in the coalescing reservation before
@@ -662,25 +663,30 @@ impl<'v> RawSession<'v> {
 
     /// Make the coalesced small bytes a piece, after the pieces before it.
     fn flush_small(&mut self) {
-        self.co.flush(&mut self.pending);
-        self.co_since = None;
+        // Only a copy into a reservation could fail, and a flush copies
+        // nothing.
+        let _ = self.pieces.flush_small();
+        self.small_since = None;
     }
 
     /// Append this turn's pieces (one commit; the first also names the
     /// file). `false`: the volume refused (full, or stopped): the
     /// connection must close.
     fn commit(&mut self) -> bool {
-        if self.pending.is_empty() {
+        if self.pieces.made() == 0 {
             return true;
         }
-        let batch = std::mem::take(&mut self.pending);
-        let records = batch.len() as u64;
         let r = match self.ino {
-            Some(ino) => self.vol.rx_commit(ino, batch),
-            None => return self.first_commit(batch),
+            Some(ino) => {
+                let records = self.pieces.made() as u64;
+                self.pieces
+                    .commit(self.vol, ino, &mut ())
+                    .map(|s| (s, records))
+            }
+            None => return self.first_commit(),
         };
         match r {
-            Ok(size) => {
+            Ok((size, records)) => {
                 self.stored(size, records);
                 true
             }
@@ -693,7 +699,8 @@ impl<'v> RawSession<'v> {
 
     /// The first bytes: an unnamed file made, and named by the commit that
     /// stores them.
-    fn first_commit(&mut self, batch: Vec<RxPiece<'v>>) -> bool {
+    fn first_commit(&mut self) -> bool {
+        let batch = self.pieces.take_made(&mut ());
         let records = batch.len() as u64;
         let sh = &*self.sh;
         let mut tmp = match self.vol.tmpfile(0o644, sh.uid, sh.gid) {
@@ -760,32 +767,28 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
                 return crate::loops::Flow::Close;
             }
         };
-        let n = data.len() as u64;
-        if self.co.wants(data.len()) {
-            // Copied in (the landed buffer goes back when `data` drops).
-            let r = self
-                .co
-                .copy_in(self.vol, data.bytes(), rx, self.seq, &mut self.pending);
-            self.seq += n;
-            if let Err(e) = r {
-                tracing::info!(
-                    "raw connection from {}: no buffer space for small pieces: {e}; closing",
-                    self.peer
-                );
-                return crate::loops::Flow::Close;
-            }
-            if self.co.pending() == 0 {
-                self.co_since = None;
-            } else if self.co_since.is_none() {
-                self.co_since = Some(at.now);
-            }
-            return crate::loops::Flow::Continue;
+        // Large pieces stay where they landed (CRC and write-back now,
+        // while the bytes are hot); small ones are copied together.
+        let r = self.walk.step(
+            data,
+            rx,
+            &mut self.seq,
+            Some(&mut self.pieces),
+            &mut (),
+            self.vol,
+        );
+        if let Err(e) = r {
+            tracing::info!(
+                "raw connection from {}: no buffer space for small pieces: {e}; closing",
+                self.peer
+            );
+            return crate::loops::Flow::Close;
         }
-        // A large piece: what was coalesced goes first (stream order).
-        self.flush_small();
-        // CRC and flush now, while the bytes are hot.
-        self.pending.push(data.piece(rx, self.seq));
-        self.seq += n;
+        if self.pieces.pending_small() == 0 {
+            self.small_since = None;
+        } else if self.small_since.is_none() {
+            self.small_since = Some(at.now);
+        }
         crate::loops::Flow::Continue
     }
 
@@ -806,7 +809,7 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
         // The preface has a deadline; and the mount hears of growth within
         // NOTE_EVERY of the last commit, even when the sender goes quiet.
         let note = (self.told != self.size).then_some(self.told_at + NOTE_EVERY);
-        let small = self.co_since.map(|t| t + COALESCE_FLUSH);
+        let small = self.small_since.map(|t| t + COALESCE_FLUSH);
         [self.preface.as_ref().map(|p| p.deadline), note, small]
             .into_iter()
             .flatten()
@@ -821,7 +824,7 @@ impl<'v> crate::loops::Session<'v> for RawSession<'v> {
             );
             return crate::loops::Flow::Close;
         }
-        if self.co_since.is_some_and(|t| now >= t + COALESCE_FLUSH) {
+        if self.small_since.is_some_and(|t| now >= t + COALESCE_FLUSH) {
             // Small bytes waited long enough: stored now.
             self.flush_small();
             if !self.commit() {

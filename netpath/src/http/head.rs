@@ -4,6 +4,7 @@
 
 use crate::config::Config;
 use crate::path::ReqPath;
+pub(crate) use crate::receive::body::Framing;
 
 const MAX_HEADERS: usize = 64;
 
@@ -124,17 +125,10 @@ impl Head {
     }
 }
 
-/// How a body is framed.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Framing {
-    Length(u64),
-    Chunked,
-}
-
 impl Head {
     pub fn framing(&self) -> Option<Framing> {
         if self.chunked {
-            Some(Framing::Chunked)
+            Some(Framing::Chunked { within: None })
         } else {
             self.content_length.map(Framing::Length)
         }

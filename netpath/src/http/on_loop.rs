@@ -84,18 +84,19 @@ use std::time::{Duration, Instant};
 use pktfs_fs::{RxHeld, RxTime, TmpFile, Volume};
 
 use super::conn::{msg_dram, Conn, Outbox};
-use super::framing::{BodyError, SpaceGuard};
+use super::framing::BodyError;
 use super::head::{parse_head, Framing, Head};
 use super::spare::Spare;
 use crate::config::Config;
 use crate::loops::limits::DramCharge;
 use crate::loops::{CloseReason, Flow, Protocol, SendRule, Session, TurnClock};
-use crate::receive::coalesce::Coalescer;
+use crate::receive::body::{assemble, Pieces, Walk};
 use crate::receive::stream::RxStream;
 use crate::shared::Shared;
 
 mod body;
-use body::{no_body_space, Dram};
+use crate::receive::body::Dram;
+use body::no_body_space;
 
 /// Answers queued (not yet handed to the loop) before parsing pauses.
 const MAX_QUEUED: usize = 64;
@@ -162,7 +163,6 @@ impl Protocol for HttpProtocol {
             head: Vec::new(),
             head_started: None,
             body: None,
-            line: Vec::new(),
             seq: 0,
             head_from: 0,
             in_flight: false,
@@ -178,39 +178,20 @@ impl Protocol for HttpProtocol {
     }
 }
 
-/// Where the body of the current request is.
-#[derive(Debug, Clone, Copy)]
-enum Frame {
-    /// `left` bytes of a Content-Length body.
-    Length(u64),
-    /// Chunked: a size line, `left` data bytes, the CRLF after data, the
-    /// trailer section.
-    Size,
-    Data(u64),
-    Crlf,
-    Trailers,
-}
-
 /// An upload being received.
 struct Upload<'v> {
     tmp: TmpFile<'v>,
     head: Head,
-    /// Bytes in pieces not yet committed (`Conn::pieces`), and copied
-    /// together in `co` not yet made a piece.
-    batch: u64,
-    records: u64,
-    /// Small pieces copied together into one record.
-    co: Coalescer<'v>,
-    /// The volume's reserve of space and records, kept.
-    guard: SpaceGuard,
+    /// The body's data on its way into `tmp`: committed once a batch
+    /// (`rx_chunk`) gathered at the end of a turn, the rest with the link.
+    pieces: Pieces<'v>,
     /// An S3 request's body: its digests and aws-chunked signatures
     /// ([`super::s3::S3Body`]).
     s3: Option<Box<super::s3::S3Body>>,
 }
 
 struct BodyRx<'v> {
-    frame: Frame,
-    bytes: u64,
+    walk: Walk,
     /// None: the body is read and dropped.
     upload: Option<Upload<'v>>,
     /// The request to act on once its body was read and dropped
@@ -242,8 +223,6 @@ struct HttpSession<'v> {
     head: Vec<u8>,
     head_started: Option<Instant>,
     body: Option<BodyRx<'v>>,
-    /// A chunk-size line or trailer section that spans landed chunks.
-    line: Vec<u8>,
     /// Stream position of the next landed byte to be handled.
     seq: u64,
     /// Stream position where the request head being read began.
@@ -267,45 +246,6 @@ struct HttpSession<'v> {
     /// The DRAM budget had no room for this session's answers: parsing
     /// pauses until they are read.
     dram_short: bool,
-}
-
-/// Parse something (a head, a chunk-size line, a trailer section) from
-/// the landed bytes `data`, in place when nothing is pending in `buf`,
-/// else from `buf` with `data` appended (never past `max` bytes).
-/// `Ok(Some((n, t)))`: complete, `n` bytes of `data` belong to it;
-/// `Ok(None)`: incomplete (all of `data` is in `buf` now); `Err(None)`:
-/// longer than `max`. `parse` sees at most `max` bytes in either case, so
-/// the verdict does not depend on how the bytes were cut.
-fn assemble<T, E>(
-    buf: &mut Vec<u8>,
-    data: &[u8],
-    max: usize,
-    mut parse: impl FnMut(&[u8]) -> Result<Option<(usize, T)>, E>,
-) -> Result<Option<(usize, T)>, Option<E>> {
-    if buf.is_empty() {
-        // Never more than `max` bytes parsed, however they were cut: what
-        // lies past the limit must not change the verdict.
-        let data = &data[..data.len().min(max)];
-        return match parse(data).map_err(Some)? {
-            Some(r) => Ok(Some(r)),
-            None if data.len() >= max => Err(None),
-            None => {
-                buf.extend_from_slice(data);
-                Ok(None)
-            }
-        };
-    }
-    let prev = buf.len();
-    let take = data.len().min(max.saturating_sub(prev));
-    buf.extend_from_slice(&data[..take]);
-    match parse(buf).map_err(Some)? {
-        Some((n, t)) => {
-            buf.clear();
-            Ok(Some((n - prev, t)))
-        }
-        None if take < data.len() || buf.len() >= max => Err(None),
-        None => Ok(None),
-    }
 }
 
 impl<'v> HttpSession<'v> {
@@ -383,7 +323,8 @@ impl<'v> HttpSession<'v> {
     /// line, queued answers and the one being sent).
     fn dram_used(&self) -> u64 {
         let q = self.c.outbox.as_ref().map_or(0, |o| o.queued_bytes);
-        (self.head.capacity() + self.line.capacity() + q + self.sending_bytes) as u64
+        let line = self.body.as_ref().map_or(0, |b| b.walk.dram());
+        (self.head.capacity() + line + q + self.sending_bytes) as u64
     }
 
     /// Charge the session's DRAM to the shared budget; over it, a head
@@ -544,21 +485,14 @@ impl<'v> HttpSession<'v> {
             let s3 = ob.s3_body.take();
             let f = match &s3 {
                 // aws-chunked inside a Content-Length: walked as chunks,
-                // never past that length (`S3Body::limit`).
-                Some(b) if b.aws_chunked() => Framing::Chunked,
+                // never past that length.
+                Some(b) if b.aws_chunked() => Framing::Chunked { within: b.limit() },
                 _ => f,
             };
-            let mut s3 = s3;
-            if let Some(b) = s3.as_mut() {
-                b.start_seq = self.seq;
-            }
             let upload = Upload {
                 tmp,
                 head: h,
-                batch: 0,
-                records: 0,
-                co: Coalescer::default(),
-                guard: SpaceGuard::default(),
+                pieces: self.c.upload_pieces(),
                 s3,
             };
             self.receive_body(f, Some(upload), None);
@@ -579,7 +513,9 @@ impl<'v> HttpSession<'v> {
     fn wants_lowat(&self, b: &BodyRx<'v>) -> bool {
         b.upload.is_some()
             && !b.lowat_lapsed
-            && matches!(b.frame, Frame::Length(left) if left >= LOWAT_MIN_BYTES)
+            && b.walk
+                .length_left()
+                .is_some_and(|left| left >= LOWAT_MIN_BYTES)
     }
 
     /// When a raised mark lapses: a quarter of `io_timeout` after the last
@@ -594,11 +530,7 @@ impl<'v> HttpSession<'v> {
     fn receive_body(&mut self, f: Framing, upload: Option<Upload<'v>>, then: Option<Head>) {
         let deadline = self.c.now() + self.sh.cfg.io_timeout;
         self.body = Some(BodyRx {
-            frame: match f {
-                Framing::Length(n) => Frame::Length(n),
-                Framing::Chunked => Frame::Size,
-            },
-            bytes: 0,
+            walk: Walk::new(f, self.sh.cfg.max_header_bytes),
             upload,
             then,
             deadline,
@@ -644,9 +576,9 @@ impl<'v> Session<'v> for HttpSession<'v> {
 
     fn rcvlowat(&self) -> u32 {
         match &self.body {
-            Some(b) if self.wants_lowat(b) => match b.frame {
-                Frame::Length(left) => left.min(LOWAT_BYTES) as u32,
-                _ => 1,
+            Some(b) if self.wants_lowat(b) => match b.walk.length_left() {
+                Some(left) => left.min(LOWAT_BYTES) as u32,
+                None => 1,
             },
             _ => 1,
         }
@@ -661,22 +593,17 @@ impl<'v> Session<'v> for HttpSession<'v> {
         let Some(u) = b.upload.as_mut() else {
             return self.flow();
         };
-        if u.batch < self.sh.cfg.rx_chunk as u64 {
+        if u.pieces.batch() < self.sh.cfg.rx_chunk as u64 {
             return self.flow();
         }
-        u.batch = 0;
-        u.co.flush(&mut self.c.pieces);
-        if let Some(b) = u.s3.as_mut() {
-            b.fold_pieces(&self.c.pieces);
-        }
         let ino = u.tmp.ino();
-        let mut records = u.records;
-        let r = self.c.commit(ino, &mut records);
-        if let Some(u) = self.body.as_mut().and_then(|b| b.upload.as_mut()) {
-            u.records = records;
-        }
+        let vol = self.c.vol;
+        let r = u
+            .pieces
+            .flush_small()
+            .and_then(|()| u.pieces.commit(vol, ino, &mut u.s3));
         if let Err(e) = r {
-            self.body_error(e);
+            self.body_error(BodyError::Fs(e));
         }
         self.flow()
     }

@@ -70,7 +70,7 @@ mod object;
 mod precond;
 mod unserved;
 
-pub(super) use body::{ChunkSig, S3Body};
+pub(super) use body::S3Body;
 
 /// Signing keys derived (per key, day and region) kept before the cache
 /// is emptied: a day's key is 4 HMACs, a request's check one more.

@@ -4,19 +4,19 @@
 //! is sent only after that commit: never before the data is durable and
 //! named, and an upload that does not complete is never visible.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use pktfs_fs::{FileType, FsError, RxPiece, Volume};
-use prometheus_client::metrics::histogram::Histogram;
+use pktfs_fs::{FileType, FsError};
 
 use super::cond::{push_etag, Decision, Guard};
 use super::conn::{Conn, SMALL_BODY};
-use super::framing::{BodyError, Sink, Work};
+use super::framing::BodyError;
 use super::head::{Framing, Head, TagList};
 use super::response::status_of;
 use crate::config::Change;
 use crate::path::encode_segment;
+use crate::receive::body::{Pieces, SpaceGuard, Walk};
+use crate::receive::persist::with_persister;
 
 /// Why [`Conn::link_named`] did not name the file (it is still unnamed).
 #[derive(Debug)]
@@ -27,60 +27,6 @@ pub(super) enum LinkError {
     Precondition,
     /// Anything else: the status and message to answer.
     Status(u16, String),
-}
-
-/// The persister: make each piece, commit in batches of `batch` bytes.
-/// Returns the records committed. After a failure it only drains (and
-/// frees) what it is sent; `failed` tells the receiver to stop early.
-fn persister<'v>(
-    vol: &'v Volume,
-    ino: u64,
-    rx: std::sync::mpsc::Receiver<Work<'v>>,
-    batch: u64,
-    failed: &AtomicBool,
-    commit_seconds: &Histogram,
-) -> Result<u64, FsError> {
-    let mut pieces: Vec<RxPiece<'v>> = Vec::new();
-    let mut bytes = 0u64;
-    let mut records = 0u64;
-    let mut err = None;
-    let commit = |pieces: Vec<RxPiece<'v>>| {
-        let t0 = Instant::now();
-        let r = vol.rx_commit(ino, pieces);
-        commit_seconds.observe(t0.elapsed().as_secs_f64());
-        r
-    };
-    for w in rx {
-        if err.is_some() {
-            drop(w); // its reference goes back
-            continue;
-        }
-        let p = match w {
-            Work::Job(j) => j.piece(),
-            Work::Piece(p) => p,
-        };
-        bytes += p.len() as u64;
-        pieces.push(p);
-        if bytes >= batch {
-            let n = pieces.len() as u64;
-            match commit(std::mem::take(&mut pieces)) {
-                Ok(_) => records += n,
-                Err(e) => {
-                    failed.store(true, Ordering::Relaxed);
-                    err = Some(e);
-                }
-            }
-            bytes = 0;
-        }
-    }
-    if let Some(e) = err {
-        return Err(e);
-    }
-    let n = pieces.len() as u64;
-    if n > 0 {
-        commit(pieces)?;
-    }
-    Ok(records + n)
 }
 
 impl<'a> Conn<'a> {
@@ -112,10 +58,10 @@ impl<'a> Conn<'a> {
                 return self.refuse(h, 413, "file too large");
             }
         }
-        if matches!(framing, Framing::Chunked) {
+        if matches!(framing, Framing::Chunked { .. }) {
             // A body of unknown length: refused before it is read unless
             // the volume has room beyond its reserve (the body is stopped
-            // 507 if it then eats into it: `framing::SpaceGuard`).
+            // 507 if it then eats into it: `crate::receive::body::SpaceGuard`).
             let cfg = &self.sh.cfg;
             if free < 2 * cfg.upload_reserve_bytes.max(1)
                 || st.records_free < 2 * cfg.upload_reserve_records.max(1)
@@ -159,7 +105,7 @@ impl<'a> Conn<'a> {
         }
         let big = match framing {
             Framing::Length(n) => n >= self.sh.cfg.persister_min,
-            Framing::Chunked => self.sh.cfg.persister_min != u64::MAX,
+            Framing::Chunked { .. } | Framing::Stream => self.sh.cfg.persister_min != u64::MAX,
         };
         let r = if big {
             self.receive_pipelined(framing, tmp.ino())
@@ -353,54 +299,61 @@ impl<'a> Conn<'a> {
         Ok((linked, parent))
     }
 
-    fn receive_inline(&mut self, framing: Framing, tmp: u64) -> Result<(u64, u64), BodyError> {
-        let mut sink = Sink::Inline {
-            ino: tmp,
-            records: 0,
-        };
-        let bytes = self.read_body(framing, &mut sink)?;
-        let Sink::Inline { records, .. } = sink else {
-            unreachable!()
-        };
-        // Plus the tail still in `self.pieces`, which `rx_link` commits.
-        Ok((bytes, records + self.pieces.len() as u64))
+    /// The pieces an upload's body becomes, kept from the volume's
+    /// reserve, their commits timed.
+    pub(super) fn upload_pieces(&self) -> Pieces<'a> {
+        let cfg = &self.sh.cfg;
+        let guard = SpaceGuard::new(cfg.upload_reserve_bytes, cfg.upload_reserve_records);
+        Pieces::new(Some(guard), Some(&self.sh.metrics.commit_seconds))
     }
 
-    /// A large body: this thread only receives; a persister thread makes
-    /// the pieces (CRC, cache-line write-back) and commits them, so that
-    /// work overlaps the next `recv` (on another core when one is free).
+    /// Receive the body into `ino` on this thread: (its bytes, its
+    /// records); the last pieces are left in `self.pieces` for the link.
+    fn receive_inline(&mut self, framing: Framing, ino: u64) -> Result<(u64, u64), BodyError> {
+        let mut walk = Walk::new(framing, self.sh.cfg.max_header_bytes);
+        let mut pieces = self.upload_pieces();
+        if let Err(e) = self.walk_body(&mut walk, Some(&mut pieces), Some(ino), &mut ()) {
+            pieces.abort(self.vol);
+            return Err(e.widen());
+        }
+        self.pieces = pieces.tail(&mut ());
+        Ok((
+            walk.data_bytes(),
+            pieces.records() + self.pieces.len() as u64,
+        ))
+    }
+
+    /// A large body: this thread only receives and walks it; a persister
+    /// thread makes the pieces and commits them (`crate::receive::persist`).
     /// Everything is committed before this returns Ok.
-    fn receive_pipelined(&mut self, framing: Framing, tmp: u64) -> Result<(u64, u64), BodyError> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(256);
-        let failed = AtomicBool::new(false);
-        let vol = self.vol;
-        let batch = self.sh.cfg.rx_chunk as u64;
-        let hist = &self.sh.metrics.commit_seconds;
-        std::thread::scope(|sc| {
-            let failed = &failed;
-            let worker = std::thread::Builder::new()
-                .name("pktfs-persist".into())
-                .stack_size(256 << 10)
-                .spawn_scoped(sc, move || persister(vol, tmp, rx, batch, failed, hist));
-            let worker = match worker {
-                Ok(w) => w,
-                Err(e) => {
-                    tracing::warn!("cannot start a persister thread ({e}); receiving inline");
-                    return self.receive_inline(framing, tmp);
-                }
-            };
-            let mut sink = Sink::Persister { tx, failed };
-            let r = self.read_body(framing, &mut sink);
-            drop(sink);
-            let w = worker
-                .join()
-                .unwrap_or(Err(FsError::Invalid("persister thread failed")));
-            match (r, w) {
-                (Ok(bytes), Ok(records)) => Ok((bytes, records)),
-                (Err(e), _) => Err(e),
-                (Ok(_), Err(e)) => Err(BodyError::Fs(e)),
-            }
-        })
+    fn receive_pipelined(&mut self, framing: Framing, ino: u64) -> Result<(u64, u64), BodyError> {
+        let (vol, sh) = (self.vol, self.sh);
+        let cfg = &sh.cfg;
+        let batch = cfg.rx_chunk as u64;
+        let (walked, committed) =
+            with_persister(vol, ino, batch, &sh.metrics.commit_seconds, |p| {
+                let p = p?;
+                let guard = SpaceGuard::new(cfg.upload_reserve_bytes, cfg.upload_reserve_records);
+                let mut pieces = Pieces::off_thread(Some(guard), p);
+                let mut walk = Walk::new(framing, cfg.max_header_bytes);
+                let r = self
+                    .walk_body(&mut walk, Some(&mut pieces), None, &mut ())
+                    .and_then(|()| {
+                        pieces
+                            .flush_small()
+                            .map_err(crate::receive::body::BodyError::Fs)
+                    });
+                // Dropped here: the thread hears the body ended.
+                drop(pieces);
+                Some(r.map(|()| walk.data_bytes()))
+            });
+        match (walked, committed) {
+            // No thread could be started: this one does it all.
+            (None, _) => self.receive_inline(framing, ino),
+            (Some(Ok(bytes)), Ok(records)) => Ok((bytes, records)),
+            (Some(Err(e)), _) => Err(e.widen()),
+            (Some(Ok(_)), Err(e)) => Err(BodyError::Fs(e)),
+        }
     }
 
     /// Give up an upload: its uncommitted tail and its unnamed file.

@@ -33,8 +33,10 @@
 use std::net::TcpStream;
 use std::time::Duration;
 
-use pktfs_fs::{RxBuf, RxHeld, RxPiece, RxTime, Volume};
+use pktfs_fs::{RxBuf, RxPiece, RxTime, Volume};
 
+use crate::receive::body::{Dram, Window};
+pub use crate::receive::persist::RxJob;
 use crate::util::now_ns;
 
 /// Reservation size between requests and for small requests.
@@ -128,6 +130,18 @@ impl<'a> RxStream<'a> {
 
     pub fn available(&self) -> u32 {
         self.end - self.pos
+    }
+
+    /// The next `n` received bytes for the body walker (not consumed:
+    /// [`RxStream::consume`] what it walked): held where they landed, or
+    /// in the DRAM fallback.
+    pub(crate) fn landed(&self, n: u32) -> Window<'_, 'a> {
+        assert!(n > 0 && n <= self.available());
+        let (p, e) = (self.pos as usize, (self.pos + n) as usize);
+        match &self.res {
+            Some(b) if !self.in_dram => Window::Held(b.hold(self.pos, n)),
+            _ => Window::Dram(Dram(&self.dram[p..e])),
+        }
     }
 
     /// Stream position of the next unconsumed byte.
@@ -342,23 +356,6 @@ impl<'a> RxStream<'a> {
             self.res = None;
             self.reset(self.base_seq + self.end as u64, 0, RxTime::Clock(0));
         }
-    }
-}
-
-/// Received bytes to be made into a piece by another thread (see
-/// [`RxStream::take_job`]). Shares the reservation's reference on its
-/// buffers: dropped unmade, it just lets go of that share.
-#[derive(Debug)]
-pub struct RxJob<'v> {
-    pub held: RxHeld<'v>,
-    pub at: RxTime,
-    pub seq: u64,
-}
-
-impl<'v> RxJob<'v> {
-    /// Make the piece (CRC, flush); the job's reference moves to it.
-    pub fn piece(self) -> RxPiece<'v> {
-        self.held.piece(self.at, self.seq)
     }
 }
 

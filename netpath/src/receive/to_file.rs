@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use pktfs_fs::{FileType, FsError, RxPiece, Volume};
 
-use crate::receive::coalesce::Coalescer;
+use crate::receive::body::{Framing, Pieces, Walk};
 use crate::receive::stream::{RxStream, IDLE_RESERVATION};
 
 /// The longest small received bytes wait in the coalescing reservation
@@ -263,177 +263,280 @@ pub fn recv_into(
     sock: &TcpStream,
     ino: u64,
     opts: &RecvOptions,
-    mut hooks: RecvHooks<'_>,
+    hooks: RecvHooks<'_>,
 ) -> RecvReport {
-    let mut rep = RecvReport {
+    let mut r = Receiver {
+        vol,
+        sock,
         ino,
-        ..Default::default()
+        opts,
+        hooks,
+        rx: RxStream::new(vol, sock, opts.chunk_bytes),
+        walk: Walk::new(Framing::Stream, 0),
+        pieces: Pieces::default(),
+        rep: RecvReport {
+            ino,
+            ..Default::default()
+        },
+        waiting: 0,
+        want: IDLE_RESERVATION,
+        idle_until: Instant::now() + opts.idle_timeout,
+        small_since: None,
     };
-    let mut rx = RxStream::new(vol, sock, opts.chunk_bytes);
-    let mut pieces: Vec<RxPiece> = Vec::new();
-    let mut waiting = 0u64;
-    // Reservation size follows the sender: doubles while recvs fill half of
-    // it, shrinks when they don't.
-    let mut want = IDLE_RESERVATION;
-    let mut idle_until = Instant::now() + opts.idle_timeout;
-    let mut clean = false;
-    // Small receives (a sender of 1-byte segments) are copied together, as
-    // on the loops (crate::receive::coalesce): a record per receive would let
-    // a trickling sender exhaust the record table while space is free.
-    // Large receives stay where they landed (one copy). Copied bytes are
-    // made a piece when the reservation fills, before a large receive,
-    // COALESCE_FLUSH after their first byte (raw files are read while they
-    // grow; the socket's read timeout bounds the wait) and at the end.
-    let mut co = Coalescer::default();
-    let mut co_since: Option<Instant> = None;
-    let mut commit = |pieces: &mut Vec<RxPiece>, rep: &mut RecvReport| -> bool {
-        if pieces.is_empty() {
+    let end = r.run();
+    r.finish(end)
+}
+
+/// How a receive loop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    /// The sender closed the stream.
+    Closed,
+    /// Stopped, idle too long, or the connection failed: what arrived is
+    /// stored.
+    Stopped,
+    /// Storing failed (no space or records, a commit refused): the rest
+    /// is not stored.
+    Failed,
+}
+
+/// What one wait for the sender brought.
+enum Got {
+    Bytes(u32),
+    /// Nothing before the wait ended.
+    Quiet,
+    End(End),
+}
+
+/// One stream being received into a file ([`recv_into`]).
+struct Receiver<'v, 'o, 'h> {
+    vol: &'v Volume,
+    sock: &'v TcpStream,
+    ino: u64,
+    opts: &'o RecvOptions,
+    hooks: RecvHooks<'h>,
+    rx: RxStream<'v>,
+    /// The stream is walked (all of it data) into pieces. Small receives
+    /// (a sender of 1-byte segments) are copied together, as on the loops
+    /// (`crate::receive::coalesce`): a record per receive would let a
+    /// trickling sender exhaust the record table while space is free.
+    /// Large receives stay where they landed (one copy). Copied bytes are
+    /// made a piece when the reservation fills, before a large receive,
+    /// [`COALESCE_FLUSH`] after their first byte (raw files are read while
+    /// they grow; the socket's read timeout bounds the wait) and at the
+    /// end.
+    walk: Walk,
+    pieces: Pieces<'v>,
+    rep: RecvReport,
+    /// Bytes taken since the last commit.
+    waiting: u64,
+    /// The reservation size asked for: it follows the sender, doubling
+    /// while receives fill half of it and shrinking when they do not.
+    want: u32,
+    idle_until: Instant,
+    /// When the oldest small byte waiting to be copied together arrived.
+    small_since: Option<Instant>,
+}
+
+impl Receiver<'_, '_, '_> {
+    fn run(&mut self) -> End {
+        loop {
+            if self.hooks.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                return End::Stopped;
+            }
+            let ok = match self.receive() {
+                Got::End(e) => return e,
+                Got::Bytes(n) => self.take(n),
+                Got::Quiet => self.quiet(),
+            };
+            if !ok {
+                return End::Failed;
+            }
+        }
+    }
+
+    /// Wait for the sender (at most until the idle timeout, the next tick,
+    /// or the moment small bytes waited long enough).
+    fn receive(&mut self) -> Got {
+        let left = self.idle_until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            tracing::info!(
+                "receive into inode {}: nothing arrived for {:?}; closing",
+                self.ino,
+                self.opts.idle_timeout
+            );
+            return Got::End(End::Stopped);
+        }
+        let mut wait = self.hooks.tick.as_ref().map_or(left, |(t, _)| left.min(*t));
+        if let Some(t) = self.small_since {
+            // Only while small bytes wait: the large-receive path keeps its
+            // timeout (no extra setsockopt per receive).
+            wait = wait.min((t + COALESCE_FLUSH).saturating_duration_since(Instant::now()));
+        }
+        match self.rx.fill(self.want, wait) {
+            Ok(0) => Got::End(End::Closed),
+            Ok(n) => Got::Bytes(n as u32),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Got::Quiet,
+            Err(e) => {
+                tracing::info!("receive into inode {}: connection failed: {e}", self.ino);
+                Got::End(End::Stopped)
+            }
+        }
+    }
+
+    /// The sender was quiet for a wait: small bytes that waited long
+    /// enough become a record now, committed when the policy commits
+    /// every receive (else with the rest, as the policy says).
+    fn quiet(&mut self) -> bool {
+        if self
+            .small_since
+            .is_some_and(|t| t.elapsed() >= COALESCE_FLUSH)
+        {
+            let _ = self.pieces.flush_small();
+            self.small_since = None;
+            if self.opts.commit == CommitPolicy::EveryChunk {
+                if !self.commit() {
+                    return false;
+                }
+                self.waiting = 0;
+            }
+        }
+        if let Some((_, f)) = self.hooks.tick.as_mut() {
+            f();
+        }
+        true
+    }
+
+    /// `n` bytes arrived: everything received becomes pieces (small ones
+    /// copied together), committed when the policy says.
+    fn take(&mut self, n: u32) -> bool {
+        self.idle_until = Instant::now() + self.opts.idle_timeout;
+        self.want = if n >= self.want / 2 {
+            (self.want * 2).min(self.opts.chunk_bytes)
+        } else {
+            (self.want / 2).max(IDLE_RESERVATION)
+        };
+        let avail = self.rx.available();
+        let (at, mut seq) = (self.rx.stamp_next(), self.rx.seq());
+        let landed = self.rx.landed(avail);
+        let r = self
+            .walk
+            .step(
+                landed,
+                at,
+                &mut seq,
+                Some(&mut self.pieces),
+                &mut (),
+                self.vol,
+            )
+            .map(|_| ());
+        // Taken or refused, its landed space is not walked again.
+        self.rx.consume(avail);
+        if let Err(e) = r {
+            tracing::warn!(
+                "receive into inode {}: cannot store more: {e}; the stream ends here",
+                self.ino
+            );
+            return false; // out of records or space
+        }
+        if self.pieces.pending_small() == 0 {
+            self.small_since = None;
+        } else if self.small_since.is_none() {
+            self.small_since = Some(Instant::now());
+        } else if self
+            .small_since
+            .is_some_and(|t| t.elapsed() >= COALESCE_FLUSH)
+        {
+            // A sender that trickles faster than the read timeout.
+            let _ = self.pieces.flush_small();
+            self.small_since = None;
+        }
+        self.waiting += avail as u64;
+        let due = match self.opts.commit {
+            CommitPolicy::EveryChunk => true,
+            CommitPolicy::EveryBytes(n) => self.waiting >= n,
+            CommitPolicy::AtEnd => false,
+        };
+        if due {
+            if !self.commit() {
+                return false;
+            }
+            self.waiting = 0;
+        }
+        true
+    }
+
+    /// Commit the pieces made; the report counts them once they are in.
+    fn commit(&mut self) -> bool {
+        if self.pieces.made() == 0 {
             return true;
         }
-        let batch = std::mem::take(pieces);
-        let stats: Vec<(u32, u32, pktfs_fs::RxTime)> =
-            batch.iter().map(|p| (p.crc(), p.len(), p.at())).collect();
-        match vol.rx_commit(ino, batch) {
+        let mut seen = Seen::default();
+        match self.pieces.commit(self.vol, self.ino, &mut seen) {
             Ok(size) => {
-                for (crc, len, at) in stats {
-                    let ts = at.ns();
-                    rep.kernel_time_records += u64::from(at.is_kernel());
-                    rep.crc32c = if rep.bytes == 0 {
-                        crc
-                    } else {
-                        pktfs_layout::crc32c_combine(rep.crc32c, crc, len as u64)
-                    };
-                    rep.bytes += len as u64;
-                    rep.records += 1;
-                    if rep.first_rx_ns == 0 {
-                        rep.first_rx_ns = ts;
-                    }
-                    rep.last_rx_ns = ts;
-                }
-                rep.file_size = size;
-                if let Some(f) = hooks.on_commit.as_mut() {
-                    f(ino, size);
+                seen.count_into(&mut self.rep);
+                self.rep.file_size = size;
+                if let Some(f) = self.hooks.on_commit.as_mut() {
+                    f(self.ino, size);
                 }
                 true
             }
             Err(e) => {
                 tracing::warn!(
-                    "receive into inode {ino}: commit failed: {e}; the stream ends here"
+                    "receive into inode {}: commit failed: {e}; the stream ends here",
+                    self.ino
                 );
                 false
             }
         }
-    };
-    let ok = loop {
-        if hooks.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-            break true;
-        }
-        let left = idle_until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            tracing::info!(
-                "receive into inode {ino}: nothing arrived for {:?}; closing",
-                opts.idle_timeout
-            );
-            break true;
-        }
-        let mut wait = hooks.tick.as_ref().map_or(left, |(t, _)| left.min(*t));
-        if let Some(t) = co_since {
-            // Only while small bytes wait: the large-receive path keeps its
-            // timeout (no extra setsockopt per receive).
-            wait = wait.min((t + COALESCE_FLUSH).saturating_duration_since(Instant::now()));
-        }
-        let n = match rx.fill(want, wait) {
-            Ok(0) => {
-                clean = true;
-                break true;
-            }
-            Ok(n) => n as u32,
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                if co_since.is_some_and(|t| t.elapsed() >= COALESCE_FLUSH) {
-                    // The small bytes waited long enough: a record now,
-                    // committed when the policy commits every receive
-                    // (else with the rest, as the policy says).
-                    co.flush(&mut pieces);
-                    co_since = None;
-                    if opts.commit == CommitPolicy::EveryChunk {
-                        if !commit(&mut pieces, &mut rep) {
-                            break false;
-                        }
-                        waiting = 0;
-                    }
-                }
-                if let Some((_, f)) = hooks.tick.as_mut() {
-                    f();
-                }
-                continue;
-            }
-            Err(e) => {
-                tracing::info!("receive into inode {ino}: connection failed: {e}");
-                break true;
-            }
-        };
-        idle_until = Instant::now() + opts.idle_timeout;
-        want = if n >= want / 2 {
-            (want * 2).min(opts.chunk_bytes)
-        } else {
-            (want / 2).max(IDLE_RESERVATION)
-        };
-        let avail = rx.available();
-        let r = if co.wants(avail) {
-            let (ts, seq) = (rx.stamp_next(), rx.seq());
-            let r = co.copy_in(vol, &rx.window()[..avail as usize], ts, seq, &mut pieces);
-            // Copied (or refused): its landed space is not linked.
-            rx.consume(avail);
-            if co.pending() == 0 {
-                co_since = None;
-            } else if co_since.is_none() {
-                co_since = Some(Instant::now());
-            } else if co_since.is_some_and(|t| t.elapsed() >= COALESCE_FLUSH) {
-                // A sender that trickles faster than the read timeout.
-                co.flush(&mut pieces);
-                co_since = None;
-            }
-            r.map(|_| ())
-        } else {
-            // A large receive: what was copied goes first (stream order).
-            co.flush(&mut pieces);
-            co_since = None;
-            rx.take_into(avail, &mut pieces)
-        };
-        if let Err(e) = r {
-            tracing::warn!(
-                "receive into inode {ino}: cannot store more: {e}; the stream ends here"
-            );
-            break false; // out of records or space
-        }
-        waiting += avail as u64;
-        let due = match opts.commit {
-            CommitPolicy::EveryChunk => true,
-            CommitPolicy::EveryBytes(n) => waiting >= n,
-            CommitPolicy::AtEnd => false,
-        };
-        if due {
-            if !commit(&mut pieces, &mut rep) {
-                break false;
-            }
-            waiting = 0;
-        }
-    };
-    // What was copied together is stored too (unless storing failed).
-    co.flush(&mut pieces);
-    drop(co);
-    let ok = ok && commit(&mut pieces, &mut rep);
-    if !pieces.is_empty() {
-        vol.rx_abort(std::mem::take(&mut pieces));
     }
-    drop(rx);
-    rep.ended_cleanly = ok && clean;
-    if !ok {
-        // Tell the sender the stream was not stored to its end.
-        let _ = sock.shutdown(Shutdown::Both);
+
+    /// What was copied together is stored too (unless storing failed);
+    /// the report.
+    fn finish(mut self, end: End) -> RecvReport {
+        let stored = end != End::Failed && self.pieces.flush_small().is_ok() && self.commit();
+        self.pieces.abort(self.vol);
+        drop(self.rx);
+        self.rep.ended_cleanly = stored && end == End::Closed;
+        if !stored {
+            // Tell the sender the stream was not stored to its end.
+            let _ = self.sock.shutdown(Shutdown::Both);
+        }
+        if self.rep.file_size == 0 {
+            self.rep.file_size = self.vol.getattr(self.ino).map(|a| a.size).unwrap_or(0);
+        }
+        self.rep
     }
-    if rep.file_size == 0 {
-        rep.file_size = vol.getattr(ino).map(|a| a.size).unwrap_or(0);
+}
+
+/// The pieces a commit stores, as the report counts them (only once the
+/// commit succeeded).
+#[derive(Default)]
+struct Seen(Vec<(u32, u32, pktfs_fs::RxTime)>);
+
+impl crate::receive::body::Hooks for Seen {
+    type Error = std::convert::Infallible;
+    fn pieces(&mut self, pieces: &[RxPiece<'_>]) {
+        self.0 = pieces.iter().map(|p| (p.crc(), p.len(), p.at())).collect();
     }
-    rep
+}
+
+impl Seen {
+    fn count_into(self, rep: &mut RecvReport) {
+        for (crc, len, at) in self.0 {
+            let ts = at.ns();
+            rep.kernel_time_records += u64::from(at.is_kernel());
+            rep.crc32c = if rep.bytes == 0 {
+                crc
+            } else {
+                pktfs_layout::crc32c_combine(rep.crc32c, crc, len as u64)
+            };
+            rep.bytes += len as u64;
+            rep.records += 1;
+            if rep.first_rx_ns == 0 {
+                rep.first_rx_ns = ts;
+            }
+            rep.last_rx_ns = ts;
+        }
+    }
 }

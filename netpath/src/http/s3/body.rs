@@ -11,9 +11,9 @@ use pktfs_s3::checksum::{Algorithm, BodyHasher, Value, Wanted};
 use pktfs_s3::error::{Code, S3Error};
 use pktfs_s3::sigv4::{ChunkVerifier, PayloadMode, Verified};
 
-use super::super::framing::BodyError;
 use super::super::head::Head;
 use super::S3Head;
+use crate::receive::body::Hooks;
 
 /// Every checksum algorithm S3 clients send.
 pub(super) const ALGORITHMS: [Algorithm; 5] = [
@@ -43,7 +43,7 @@ pub(in crate::http) enum BodyKind {
 
 /// The `chunk-signature` of an aws-chunked chunk-size line.
 #[derive(Debug, Clone, Copy)]
-pub(in crate::http) struct ChunkSig {
+struct ChunkSig {
     sig: [u8; 64],
     present: bool,
 }
@@ -61,7 +61,7 @@ impl ChunkSig {
     /// From a chunk-size line (`hex;chunk-signature=<64 hex>\r\n`), as
     /// SigV4's chunk-header parser reads it; absent when the line has
     /// none or a malformed one (the chunk's check then refuses it).
-    pub fn of_line(line: &[u8]) -> ChunkSig {
+    fn of_line(line: &[u8]) -> ChunkSig {
         let mut s = ChunkSig::default();
         let line = line.strip_suffix(b"\r\n").unwrap_or(line);
         let sig = pktfs_s3::sigv4::parse_chunk_header(line)
@@ -87,8 +87,6 @@ pub(in crate::http) struct Finished {
 
 /// An S3 body being received (module docs).
 pub(in crate::http) struct S3Body {
-    /// Stream position of the body's first byte.
-    pub start_seq: u64,
     pub kind: BodyKind,
     /// aws-chunked: the Content-Length the chunks must end at.
     limit: Option<u64>,
@@ -140,7 +138,6 @@ impl S3Body {
         kind: BodyKind,
     ) -> Result<S3Body, S3Error> {
         let mut b = S3Body {
-            start_seq: 0,
             kind,
             limit: None,
             decoded_len: None,
@@ -273,7 +270,7 @@ impl S3Body {
     }
 
     /// Data bytes of the body, in order.
-    pub fn data(&mut self, bytes: &[u8]) {
+    fn data(&mut self, bytes: &[u8]) {
         self.data_bytes += bytes.len() as u64;
         if let Some(h) = self.hasher.as_mut() {
             h.update(bytes);
@@ -284,15 +281,15 @@ impl S3Body {
     }
 
     /// A chunk-size line: `size` data bytes follow, signed by `sig`.
-    pub fn chunk_start(&mut self, size: u64, sig: ChunkSig) -> Result<(), BodyError> {
+    fn chunk_start(&mut self, size: u64, sig: ChunkSig) -> Result<(), S3Error> {
         if self.chunks.is_none() {
             return Ok(());
         }
         if !sig.present {
-            return Err(BodyError::S3(bad(
+            return Err(bad(
                 Code::SignatureDoesNotMatch,
                 "an aws-chunked chunk without its chunk-signature",
-            )));
+            ));
         }
         self.chunk_sig = sig;
         self.chunk_hash = Some(BodyHasher::new(Wanted {
@@ -307,23 +304,23 @@ impl S3Body {
     }
 
     /// A chunk's data ended: its signature is checked now.
-    pub fn chunk_end(&mut self) -> Result<(), BodyError> {
+    fn chunk_end(&mut self) -> Result<(), S3Error> {
         let (Some(v), Some(h)) = (self.chunks.as_mut(), self.chunk_hash.take()) else {
             return Ok(());
         };
         let sha = h.finish().sha256.expect("sha256 wanted");
         v.chunk(&sha, &self.chunk_sig.sig).map_err(|e| {
-            BodyError::S3(bad(
+            bad(
                 Code::SignatureDoesNotMatch,
                 format!("an aws-chunked chunk's signature: {e}"),
-            ))
+            )
         })
     }
 
     /// The trailer section (`name:value` lines, the blank line last).
-    pub fn trailers(&mut self, section: &[u8]) -> Result<(), BodyError> {
+    fn trailers(&mut self, section: &[u8]) -> Result<(), S3Error> {
         let text = std::str::from_utf8(section)
-            .map_err(|_| BodyError::S3(bad(Code::InvalidRequest, "a trailer that is not text")))?;
+            .map_err(|_| bad(Code::InvalidRequest, "a trailer that is not text"))?;
         let mut fields: Vec<(String, String)> = Vec::new();
         let mut sig: Option<String> = None;
         for line in text.split('\n').map(|l| l.trim_end_matches('\r')) {
@@ -331,10 +328,7 @@ impl S3Body {
                 continue;
             }
             let Some((n, v)) = line.split_once(':') else {
-                return Err(BodyError::S3(bad(
-                    Code::InvalidRequest,
-                    "a malformed trailer",
-                )));
+                return Err(bad(Code::InvalidRequest, "a malformed trailer"));
             };
             let (n, v) = (n.trim().to_ascii_lowercase(), v.trim());
             if n == "x-amz-trailer-signature" {
@@ -343,13 +337,13 @@ impl S3Body {
             }
             if let Some(alg) = Algorithm::from_header_name(&n) {
                 if Some(alg) != self.trailer_alg {
-                    return Err(BodyError::S3(bad(
+                    return Err(bad(
                         Code::InvalidRequest,
                         format!("the trailer {n} was not announced in x-amz-trailer"),
-                    )));
+                    ));
                 }
                 let val = Value::parse(alg, v)
-                    .map_err(|e| BodyError::S3(bad(Code::InvalidDigest, format!("{n}: {e}"))))?;
+                    .map_err(|e| bad(Code::InvalidDigest, format!("{n}: {e}")))?;
                 self.trailer_value = Some(val);
             }
             fields.push((n, v.to_string()));
@@ -359,20 +353,20 @@ impl S3Body {
                 return Ok(());
             };
             let sig = sig.ok_or_else(|| {
-                BodyError::S3(bad(
+                bad(
                     Code::SignatureDoesNotMatch,
                     "the trailer has no x-amz-trailer-signature",
-                ))
+                )
             })?;
             let f: Vec<(&str, &str)> = fields
                 .iter()
                 .map(|(n, v)| (n.as_str(), v.as_str()))
                 .collect();
             v.trailer(&f, sig.as_bytes()).map_err(|e| {
-                BodyError::S3(bad(
+                bad(
                     Code::SignatureDoesNotMatch,
                     format!("the trailer's signature: {e}"),
-                ))
+                )
             })?;
         }
         Ok(())
@@ -380,7 +374,7 @@ impl S3Body {
 
     /// Fold pieces about to be committed into the body's CRC32C (each
     /// piece exactly once, in order).
-    pub fn fold_pieces(&mut self, pieces: &[RxPiece<'_>]) {
+    fn fold_pieces(&mut self, pieces: &[RxPiece<'_>]) {
         for p in pieces {
             self.crc32c = pktfs_s3::checksum::crc32c_combine(self.crc32c, p.crc(), p.len() as u64);
             self.crc_len += p.len() as u64;
@@ -471,5 +465,47 @@ impl S3Body {
             size: self.data_bytes,
             checksum,
         })
+    }
+}
+
+/// The walker's hooks (`crate::receive::body`): an S3 body is checked as
+/// it passes; a body without one (plain HTTP on the same session type)
+/// passes unchecked.
+impl Hooks for Option<Box<S3Body>> {
+    type Error = S3Error;
+
+    #[inline]
+    fn data(&mut self, bytes: &[u8]) {
+        if let Some(b) = self {
+            b.data(bytes);
+        }
+    }
+
+    fn chunk_start(&mut self, line: &[u8], size: u64) -> Result<(), S3Error> {
+        match self {
+            Some(b) => b.chunk_start(size, ChunkSig::of_line(line)),
+            None => Ok(()),
+        }
+    }
+
+    fn chunk_end(&mut self) -> Result<(), S3Error> {
+        match self {
+            Some(b) => b.chunk_end(),
+            None => Ok(()),
+        }
+    }
+
+    fn trailers(&mut self, section: &[u8]) -> Result<(), S3Error> {
+        match self {
+            Some(b) => b.trailers(section),
+            None => Ok(()),
+        }
+    }
+
+    #[inline]
+    fn pieces(&mut self, pieces: &[RxPiece<'_>]) {
+        if let Some(b) = self {
+            b.fold_pieces(pieces);
+        }
     }
 }

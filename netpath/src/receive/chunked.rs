@@ -6,7 +6,7 @@
 /// A chunk-size line at the start of `w` (extensions ignored):
 /// `Ok(Some((line length, chunk size)))`, `Ok(None)` while incomplete,
 /// `Err(why)` when it is refused.
-pub(super) fn chunk_size_line(w: &[u8], max: usize) -> Result<Option<(usize, u64)>, &'static str> {
+pub(crate) fn chunk_size_line(w: &[u8], max: usize) -> Result<Option<(usize, u64)>, &'static str> {
     let w = &w[..w.len().min(max)];
     if w.first().is_some_and(|b| !b.is_ascii_hexdigit()) {
         return Err("bad chunk size");
@@ -22,7 +22,7 @@ pub(super) fn chunk_size_line(w: &[u8], max: usize) -> Result<Option<(usize, u64
 /// The trailer section at the start of `w` (after the last chunk's size
 /// line; its fields are ignored): `Ok(Some(length))` with its closing empty
 /// line, `Ok(None)` while incomplete, `Err(why)` when it is refused.
-pub(super) fn trailer_section(w: &[u8], max: usize) -> Result<Option<usize>, &'static str> {
+pub(crate) fn trailer_section(w: &[u8], max: usize) -> Result<Option<usize>, &'static str> {
     let w = &w[..w.len().min(max)];
     if w.starts_with(b"\r\n") {
         return Ok(Some(2));
