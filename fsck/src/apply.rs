@@ -27,7 +27,7 @@ fn phase(f: &Fix) -> u8 {
         Fix::JournalReplay { .. } | Fix::JournalDiscard { .. } => 0,
         Fix::Superblock { .. } => 1,
         Fix::SelectSlot { .. } | Fix::WriteAttr { .. } => 2,
-        Fix::Links(_) => 3,
+        Fix::Links { .. } => 3,
         Fix::Salvage(_) => 4,
         Fix::RewriteRecord { .. } | Fix::TrimRecord { .. } => 5,
     }
@@ -94,9 +94,7 @@ pub(crate) fn apply(pm: &mut ExclusivePm<'_>, s: &ScanOut, chosen: &[usize]) -> 
                     w.pm.fence();
                     ok
                 }
-                Fix::Links(stores) => stores
-                    .iter()
-                    .all(|&(a, v)| w.is_link_word(a) && w.publish(a, v)),
+                Fix::Links { records, stores } => relink(&mut w, records, stores),
                 Fix::RewriteRecord { head, id, rec } => {
                     replace_record(&mut w, &mut spare, *head, *id, rec)
                 }
@@ -132,6 +130,28 @@ pub(crate) fn apply(pm: &mut ExclusivePm<'_>, s: &ScanOut, chosen: &[usize]) -> 
         }
     }
     changes
+}
+
+/// Write `records` (id, fields, link) into their spare records and persist
+/// them, then publish `stores`: nothing reaches a new record before it is
+/// durable. No store is made if a record cannot be written.
+fn relink(w: &mut W, records: &[(u64, Record, u64)], stores: &[(u64, u64)]) -> bool {
+    for &(id, ref rec, next) in records {
+        if !w.g.record_in_range(id)
+            || !w.write(
+                w.g.record_pos(RecordId(id)).0,
+                &rec.to_bytes(RecordId(next)),
+            )
+        {
+            return false;
+        }
+    }
+    if !records.is_empty() {
+        w.pm.fence();
+    }
+    stores
+        .iter()
+        .all(|&(a, v)| w.is_link_word(a) && w.publish(a, v))
 }
 
 /// The link word that reaches record `id` from the chain head word `head`

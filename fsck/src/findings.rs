@@ -88,9 +88,14 @@ pub struct DamagedRange {
     pub start: u64,
     pub end: u64,
     pub stored_crc: u32,
-    /// The payload's CRC now (None: unreadable).
+    /// The payload's CRC now (None: unreadable, or lost).
     pub computed_crc: Option<u32>,
     pub state: DamageState,
+    /// The range was lost where the file's data chain broke (why), not
+    /// found in a record: `record` is where it broke, the CRCs are 0 and
+    /// None. `Marked`: a damaged record covers it now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
     #[serde(skip)]
     pub(crate) finding: usize,
     /// The repair drops it rather than marks it.
@@ -101,6 +106,17 @@ pub struct DamagedRange {
 impl DamagedRange {
     /// `/path: bytes [a, b) damaged: ...`, as the text report lists it.
     pub fn line(&self) -> String {
+        if let Some(why) = &self.lost {
+            let state = match self.state {
+                DamageState::Found => "",
+                DamageState::Marked => "; marked damaged (reads fail with EIO)",
+                DamageState::Dropped => "; dropped (a hole now: reads return zeros)",
+            };
+            return format!(
+                "{}: bytes [{}, {}) lost: {why}{state}",
+                self.path, self.start, self.end
+            );
+        }
         let why = match self.computed_crc {
             Some(c) if c != self.stored_crc => format!(
                 "payload checksum mismatch (stored {:#010x}, computed {c:#010x})",

@@ -10,11 +10,14 @@
 //! bytes, and space accounting. It reports every problem, not the first.
 //!
 //! Repair (`-y`, or `-p` for the safe subset) replays or discards the
-//! journal, restores superblocks, truncates a chain at its first bad record,
-//! keeps damaged file data marked damaged (or drops it with
-//! `drop_damaged`), drops bad dirents and xattrs, moves orphans to
-//! `/lost+found`, fixes link counts, parents and sizes, then checks again,
-//! until the image is clean or nothing more can be done. Free space is DRAM-only in pktfs: there is
+//! journal, restores superblocks, keeps damaged file data marked damaged
+//! (or drops it with `drop_damaged`), cuts a regular file's data chain at a
+//! bad record, links back the records its link still leads to and marks the
+//! range lost in between damaged (so it never reads as zeros; see
+//! `scan::lost`), truncates other chains at their first bad record, drops
+//! bad dirents and xattrs, moves orphans to `/lost+found`, fixes link
+//! counts, parents and sizes, then checks again, until the image is clean
+//! or nothing more can be done. Free space is DRAM-only in pktfs: there is
 //! nothing to rebuild on the media.
 //!
 //! Whatever bytes the image holds, fsck does not panic, terminates (every
@@ -58,7 +61,8 @@ pub struct Options {
     /// Most repair passes before giving up (each pass rescans).
     pub max_passes: u32,
     /// `--drop-damaged`: a damaged data range becomes a hole (the record is
-    /// unlinked) instead of being kept and marked damaged. Never in `-p`.
+    /// unlinked), and so does a range lost where a data chain broke (it is
+    /// not marked), instead of being kept and marked damaged. Never in `-p`.
     pub drop_damaged: bool,
 }
 

@@ -33,7 +33,8 @@ struct Args {
     /// manually) if something is left.
     #[arg(short = 'p', visible_short_alias = 'a')]
     preen: bool,
-    /// With -y: unlink damaged data ranges (they read back as holes) instead
+    /// With -y: unlink damaged data ranges, and leave ranges lost where a
+    /// file's data chain broke unmarked (either reads back as a hole), instead
     /// of keeping them marked damaged (reads of them fail with EIO).
     #[arg(long)]
     drop_damaged: bool,

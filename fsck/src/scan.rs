@@ -15,6 +15,7 @@ mod account;
 mod chain;
 mod damage;
 mod find_sb;
+mod lost;
 mod plan;
 mod superblock;
 
@@ -60,8 +61,15 @@ pub(crate) enum Fix {
         offset: u64,
         bytes: Box<[u8; 256]>,
     },
-    /// Link-word stores, applied in order (the last store to a word wins).
-    Links(Vec<(u64, u64)>),
+    /// New records (id, fields, link) written into spare records and
+    /// persisted first, then link-word stores applied in order (the last
+    /// store to a word wins). The new records are the marks of lost ranges
+    /// ([`lost`]): nothing reaches them until a store does, so a crash
+    /// before it leaves the chain as it was.
+    Links {
+        records: Vec<(u64, Record, u64)>,
+        stores: Vec<(u64, u64)>,
+    },
     /// Replace record `id` of the chain whose head word is `head` by a copy
     /// with fields `rec` (its link is kept): a spare record, persisted, then
     /// one publish of the link that reaches `id` (a record rewritten in
@@ -165,6 +173,14 @@ struct Chain {
     findings: Vec<usize>,
     /// Every reason to relink is safe for `-p`.
     unsafe_reason: bool,
+    /// A regular file's data chain: where the walk had to stop (see `lost`).
+    cut: Option<lost::Cut>,
+    /// Byte ranges of the file lost at a cut, where marks go.
+    lost: Vec<lost::Lost>,
+    /// Records after a cut that were linked back in.
+    relinked: usize,
+    /// Marks of lost ranges (ids of spare records, among `nodes`).
+    marks: HashSet<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -216,9 +232,17 @@ struct Scan<'a> {
     drop_damaged: bool,
     /// Damaged data records found, to mark (see `damage`).
     damage: Vec<damage::Note>,
-    /// Records after a bad directory record (where orphans are looked for):
-    /// never reused as spares, so a later pass can still find them.
+    /// Records some link reaches that no chain claims (a bad record, a
+    /// record of the wrong kind or out of order, records after a bad
+    /// directory record where orphans are looked for, records followed past
+    /// a cut): never reused as spares. A spare is written before the links
+    /// of other chains are repaired, and one of these could still be
+    /// reachable then; a later pass can also still find them.
     tail_records: HashSet<u64>,
+    /// Where `lost` looks for spare records for marks next.
+    spare_cursor: u64,
+    /// Some lost range will be marked: the DAMAGE_FLAGS feature goes first.
+    lost_marks: bool,
 }
 
 /// Data payloads at least this large are checked in the parallel phase.
@@ -331,9 +355,12 @@ fn walk(
         drop_damaged,
         damage: Vec::new(),
         tail_records: HashSet::new(),
+        spare_cursor: 1,
+        lost_marks: false,
     };
     s.journal(overlay);
     s.tree();
+    s.follow_cuts();
     s.check_deferred();
     s.damage_fixes();
     s.attr_fixes();

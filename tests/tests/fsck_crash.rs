@@ -57,9 +57,13 @@ fn ino_of(b: &[u8], path: &str) -> u64 {
     )
 }
 
-/// Repair `img` with -y until settled, and return its tree (ranges marked
-/// damaged read back as holes: reads of them fail).
-fn settle(img: Vec<u8>) -> Result<Tree, String> {
+/// What an image settles to: its tree, and the ranges marked damaged in it
+/// (inode, start, end). Reads of those fail, so the tree is read with them
+/// as holes; the list tells a marked range from a hole the file has.
+type Settled = (Tree, Vec<(u32, u64, u64)>);
+
+/// Repair `img` with -y until settled, and return what it settled to.
+fn settle(img: Vec<u8>) -> Result<Settled, String> {
     let mut pm = Pm::from_bytes(img);
     let r = pktfs_fsck::repair(&mut pm, &Options::yes());
     if ![exit::CLEAN, exit::CORRECTED].contains(&r.exit_code) {
@@ -69,6 +73,9 @@ fn settle(img: Vec<u8>) -> Result<Tree, String> {
     if !r.clean() {
         return Err(format!("-n after -y: {}", r.to_text()));
     }
+    let mut marked: Vec<(u32, u64, u64)> =
+        r.damaged.iter().map(|d| (d.ino, d.start, d.end)).collect();
+    marked.sort_unstable();
     if !r.damaged.is_empty() {
         let drop = Options {
             drop_damaged: true,
@@ -81,7 +88,7 @@ fn settle(img: Vec<u8>) -> Result<Tree, String> {
     }
     let v = Volume::open_pm(pm, false).map_err(|e| format!("open: {e}"))?;
     v.check_invariants()?;
-    dump(&v)
+    Ok((dump(&v)?, marked))
 }
 
 /// Every crash state of `fsck -y` on `damaged` settles to the same tree.
@@ -99,11 +106,16 @@ fn repair_is_crash_safe(name: &str, damaged: Vec<u8>, buffer_offset: u64) {
             let got = settle(p.image_with(&chosen))
                 .unwrap_or_else(|e| panic!("{name}: fence {} pre {}: {e}", p.fence, p.pre));
             assert!(
-                got == want,
+                got.0 == want.0,
                 "{name}: fence {} pre {} {chosen:?}: tree differs:\n{}",
                 p.fence,
                 p.pre,
-                got.diff(&want, 10)
+                got.0.diff(&want.0, 10)
+            );
+            assert_eq!(
+                got.1, want.1,
+                "{name}: fence {} pre {} {chosen:?}: ranges marked damaged differ",
+                p.fence, p.pre
             );
         }
         true
@@ -112,21 +124,44 @@ fn repair_is_crash_safe(name: &str, damaged: Vec<u8>, buffer_offset: u64) {
     eprintln!("{name}: {points} crash instants, {images} images, each settled to the same tree");
 }
 
-#[test]
-fn marking_damage_is_crash_safe() {
-    let (mut b, g) = base();
-    // An image no damage-flag build has opened: the feature bit is set too.
+/// An image no damage-flag build has opened: a repair that marks damage
+/// sets the feature bit too.
+fn without_damage_flags(b: &mut [u8]) {
     for off in [0usize, 4096] {
         let mut raw = raw_from_bytes(&b[off..off + 256]).unwrap();
         raw.ro_compat = (raw.ro_compat.get() & !RoCompatFeatures::DAMAGE_FLAGS.bits()).into();
         seal(&mut raw);
         b[off..off + 256].copy_from_slice(raw_bytes(&raw));
     }
+}
+
+#[test]
+fn marking_damage_is_crash_safe() {
+    let (mut b, g) = base();
+    without_damage_flags(&mut b);
     let ids = records(&b, "/A/foo");
     let o = g.record_pos(RecordId(ids[1])).0 as usize;
     let (r, _) = Record::from_bytes(&b[o..o + 64], PmOffset(o as u64), &g).unwrap();
     b[g.buffer_pos(r.buffer, r.buf_off).0 as usize + 9] ^= 0x04;
     repair_is_crash_safe("mark damaged", b, g.buffer_offset);
+}
+
+/// A bad record cut out of a file's data chain, at its head and in its
+/// middle: the mark of the lost range and the records after it go in with
+/// one publish, so every crash state settles to the same tree with the
+/// same range marked (never to a hole where the mark should be).
+#[test]
+fn cutting_out_a_bad_record_is_crash_safe() {
+    for k in [0usize, 1] {
+        let (mut b, g) = base();
+        without_damage_flags(&mut b);
+        let ids = records(&b, "/A/foo");
+        let o = g.record_pos(RecordId(ids[k])).0 as usize;
+        b[o + 20] ^= 0x01;
+        let (_, marked) = settle(b.clone()).unwrap();
+        assert_eq!(marked.len(), 1, "the lost range is marked");
+        repair_is_crash_safe(&format!("cut out record {k}"), b, g.buffer_offset);
+    }
 }
 
 #[test]

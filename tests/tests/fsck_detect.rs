@@ -4,7 +4,7 @@
 //! clean, that the image mounts, and what survives.
 
 use pktfs_fs::media::Pm;
-use pktfs_fs::Volume;
+use pktfs_fs::{FsError, Volume};
 use pktfs_fsck::{exit, Options, Report, Severity};
 use pktfs_layout::inode::SLOTS_OFF;
 use pktfs_layout::{AttrSlot, Geometry, PmOffset, Record, RecordId};
@@ -12,6 +12,7 @@ use pktfs_tests::model::ace::seeded;
 use pktfs_tests::model::crash::{for_each_point, record};
 use pktfs_tests::model::{dump, pattern, Op};
 
+#[derive(Clone)]
 struct Img {
     b: Vec<u8>,
     g: Geometry,
@@ -59,6 +60,11 @@ impl Img {
         f(&mut r);
         let o = self.rec_off(id);
         self.b[o..o + 64].copy_from_slice(&r.to_bytes(next));
+    }
+    /// Flip bits `x` of byte `at` of record `id`.
+    fn flip_record(&mut self, id: u64, at: usize, x: u8) {
+        let o = self.rec_off(id);
+        self.b[o + at] ^= x;
     }
     fn set_next(&mut self, id: u64, next: u64) {
         let o = self.rec_off(id);
@@ -219,25 +225,299 @@ fn three_records() -> Img {
     img
 }
 
+fn truncate(v: &Volume, ino: u64, size: u64) {
+    v.setattr(
+        ino,
+        &pktfs_fs::SetAttr {
+            size: Some(size),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+}
+
+/// Reads of `[start, end)` of `path` fail with EIO (`Damaged`, naming a
+/// range inside it), through every way out of the Volume: a read of the
+/// range, a read spanning it, a transmit hold (HTTP GET answers 500 on its
+/// error) and the content digest (the ETag).
+fn fails_with_eio(img: &Img, path: &str, start: u64, end: u64) {
+    let v = img.vol();
+    let ino = img.ino(path);
+    let damaged = |e: &FsError| {
+        matches!(*e, FsError::Damaged { start: s, end: t, .. } if s >= start && t <= end && s < t)
+            && e.errno() == libc::EIO
+    };
+    for (off, len) in [(start, end - start), (start, 1), (end - 1, 1), (0, 1 << 30)] {
+        let e = v
+            .read(ino, off, len)
+            .expect_err("a lost range must not read");
+        assert!(damaged(&e), "{path} [{off}, +{len}): {e:?}");
+    }
+    let e = v
+        .tx_hold(ino, start, end - start)
+        .expect_err("hold of a lost range");
+    assert!(damaged(&e), "{e:?}");
+    let e = v.content_digest(ino).expect_err("digest over a lost range");
+    assert!(damaged(&e), "{e:?}");
+}
+
+/// A bad record at the start, the middle and the end of /A/foo's chain
+/// ([0,1000) [1000,3000) [3000,6000)): `-y` cuts it out, links back the
+/// records after it at their offsets and marks the range lost with it
+/// damaged; reads before it and after it are right, reads of it fail with
+/// EIO. A second `-y` changes nothing; `--drop-damaged` makes the range a
+/// hole instead, and says so; `-p` does not cut chains.
 #[test]
-fn a_bad_record_truncates_its_chain() {
-    let mut img = three_records();
-    let want = read(&img, "/A/foo");
-    let ids = img.chain("/A/foo");
+fn a_bad_record_is_cut_out_and_what_follows_linked_back() {
+    for (k, lost) in [
+        (0usize, (0u64, 1000u64)),
+        (1, (1000, 3000)),
+        (2, (3000, 6000)),
+    ] {
+        let mut img = three_records();
+        let want = read(&img, "/A/foo");
+        assert_eq!(want.len(), 6000);
+        without_damage_flags(&mut img);
+        let ids = img.chain("/A/foo");
+        let before: Vec<Record> = ids.iter().map(|&id| img.record(id).0).collect();
+        let file = img.ino("/A/foo");
+        let o = img.rec_off(ids[k]);
+        img.b[o + 20] ^= 0x01; // payload_crc field: the record CRC no longer matches
+                               // Before: the bad record and the range lost with it; the Volume
+                               // answers EIO for the whole file (its chain is damaged).
+        let r = img.check();
+        assert!(
+            r.findings
+                .iter()
+                .any(|f| f.code == "record.bad" && f.record == Some(ids[k])),
+            "{}",
+            r.to_text()
+        );
+        let d: Vec<_> = r.damaged.iter().filter(|d| d.lost.is_some()).collect();
+        assert_eq!(d.len(), 1, "{}", r.to_text());
+        assert_eq!(
+            (d[0].ino as u64, d[0].start, d[0].end),
+            (file, lost.0, lost.1)
+        );
+        assert_eq!(d[0].state, pktfs_fsck::DamageState::Found);
+        let line = format!("/A/foo: bytes [{}, {}) lost: ", lost.0, lost.1);
+        assert!(r.to_text().contains(&line), "{}", r.to_text());
+        let v = Volume::open_pm(Pm::from_bytes(img.b.clone()), false).unwrap();
+        assert_eq!(v.read(file, 0, 1).unwrap_err().errno(), libc::EIO);
+        drop(v);
+
+        // -y: the mark, the feature bit, the records after it linked back.
+        let fixed = detect_and_fix(&img, "data.lost", Some(file), &Options::yes());
+        let (r, _) = img.repair(&Options::yes());
+        assert!(
+            r.findings.iter().any(|f| f.code == "record.bad" && f.fixed),
+            "{}",
+            r.to_text()
+        );
+        let d = r.damaged.iter().find(|d| d.lost.is_some()).unwrap();
+        assert_eq!(d.state, pktfs_fsck::DamageState::Marked, "{}", r.to_text());
+        assert!(
+            r.to_text().contains("marked damaged (reads fail with EIO)"),
+            "{}",
+            r.to_text()
+        );
+        assert_eq!(
+            marked(&fixed, "/A/foo"),
+            vec![(lost.0, (lost.1 - lost.0) as u32)]
+        );
+        assert!(damage_flags_feature(&fixed));
+        let chain = fixed.chain("/A/foo");
+        assert_eq!(chain.len(), 3, "the mark in the bad record's place");
+        for (j, &id) in ids.iter().enumerate().filter(|&(j, _)| j != k) {
+            assert!(chain.contains(&id), "record {id} ({j}) linked back");
+            assert_eq!(fixed.record(id).0, before[j], "unchanged");
+        }
+        assert_eq!(fixed.vol().getattr(file).unwrap().size, 6000, "size kept");
+        if lost.0 > 0 {
+            assert_eq!(
+                read_at(&fixed, "/A/foo", 0, lost.0),
+                want[..lost.0 as usize]
+            );
+        }
+        if lost.1 < 6000 {
+            assert_eq!(
+                read_at(&fixed, "/A/foo", lost.1, 6000 - lost.1),
+                want[lost.1 as usize..]
+            );
+        }
+        fails_with_eio(&fixed, "/A/foo", lost.0, lost.1);
+        // The image opens writable: overwriting the lost range repairs it.
+        let v = fixed.vol();
+        v.write(file, lost.0, &want[lost.0 as usize..lost.1 as usize])
+            .unwrap();
+        assert_eq!(v.read(file, 0, 6000).unwrap(), want);
+        v.check_invariants().unwrap();
+        drop(v);
+
+        // A second -y finds the mark in place and writes nothing.
+        let r = fixed.check();
+        assert!(r.clean(), "{}", r.to_text());
+        let (r, again) = fixed.repair(&Options::yes());
+        assert_eq!(r.exit_code, exit::CLEAN, "{}", r.to_text());
+        assert!(again.b == fixed.b, "a second -y rewrote the image");
+
+        // --drop-damaged, on the damaged image or the marked one: a hole.
+        let drop = Options {
+            drop_damaged: true,
+            ..Options::yes()
+        };
+        for from in [&img, &fixed] {
+            let (r, holed) = from.repair(&drop);
+            assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
+            assert!(holed.check().clean(), "{}", holed.check().to_text());
+            let d = r.damaged.iter().find(|d| (d.start, d.end) == lost).unwrap();
+            assert_eq!(d.state, pktfs_fsck::DamageState::Dropped, "{}", r.to_text());
+            assert!(r.to_text().contains("a hole"), "{}", r.to_text());
+            let got = read(&holed, "/A/foo");
+            assert_eq!(got.len(), 6000);
+            assert_eq!(got[..lost.0 as usize], want[..lost.0 as usize]);
+            assert!(got[lost.0 as usize..lost.1 as usize]
+                .iter()
+                .all(|&b| b == 0));
+            assert_eq!(got[lost.1 as usize..], want[lost.1 as usize..]);
+            assert!(marked(&holed, "/A/foo").is_empty());
+            holed.vol().check_invariants().unwrap();
+        }
+        // -p does not cut chains.
+        let (r, after) = img.repair(&Options::preen());
+        assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+        assert!(after.b == img.b);
+    }
+}
+
+/// What the chain says and what it does not: a hole before the bad record
+/// is lost with it (nothing tells it from data); a bad record whose link is
+/// gone loses everything to the size; two bad records in a row are stepped
+/// over; a record whose only fault is its link is kept.
+#[test]
+fn what_a_broken_chain_still_says_is_linked_back() {
+    // A sparse file: [0,1000) hole [5000,7000) hole [9000,12000), size 20000.
+    let img = base();
+    let mut v = img.vol();
     let file = img.ino("/A/foo");
-    let o = img.rec_off(ids[1]);
-    img.b[o + 20] ^= 0x01; // payload_crc field: the record CRC no longer matches
-    let fixed = detect_and_fix(&img, "record.bad", Some(file), &Options::yes());
-    let got = read(&fixed, "/A/foo");
-    assert_eq!(got.len(), 6000, "size kept");
-    assert_eq!(got[..1000], want[..1000]);
-    assert!(
-        got[1000..].iter().all(|&b| b == 0),
-        "records after the bad one are cut (holes)"
+    truncate(&v, file, 0);
+    v.write(file, 0, &pattern(1, 0, 1000)).unwrap();
+    v.write(file, 5000, &pattern(2, 5000, 2000)).unwrap();
+    v.write(file, 9000, &pattern(3, 9000, 3000)).unwrap();
+    truncate(&v, file, 20_000);
+    let sparse = Img {
+        b: v.snapshot(),
+        g: img.g,
+    };
+    drop(v);
+    let want = read(&sparse, "/A/foo");
+    let ids = sparse.chain("/A/foo");
+    assert_eq!(ids.len(), 3);
+    let check = |case: &str, img: &Img, lost: &[(u64, u64)], gone: &[u64]| {
+        let fixed = detect_and_fix(img, "data.lost", Some(file), &Options::yes());
+        let mut want_marks: Vec<(u64, u32)> =
+            lost.iter().map(|&(a, b)| (a, (b - a) as u32)).collect();
+        want_marks.sort();
+        assert_eq!(marked(&fixed, "/A/foo"), want_marks, "{case}");
+        for &(a, b) in lost {
+            fails_with_eio(&fixed, "/A/foo", a, b);
+        }
+        // Every byte outside the lost ranges reads as it was.
+        let mut off = 0;
+        for &(a, b) in lost.iter().chain([(20_000, 20_000)].iter()) {
+            if a > off {
+                assert_eq!(
+                    read_at(&fixed, "/A/foo", off, a - off),
+                    want[off as usize..a as usize],
+                    "[{off}, {a})"
+                );
+            }
+            off = b;
+        }
+        // Linked back: the same records, unchanged (a record cut out is
+        // free, and may hold a mark now).
+        let chain = fixed.chain("/A/foo");
+        for &id in &ids {
+            let back = chain.contains(&id) && fixed.record(id).0 == sparse.record(id).0;
+            assert_eq!(back, !gone.contains(&id), "{case}: record {id}");
+        }
+        fixed
+    };
+    // The middle record bad: the hole before it is lost with it.
+    let mut img = sparse.clone();
+    img.flip_record(ids[1], 30, 0x04);
+    check("middle bad", &img, &[(1000, 9000)], &[ids[1]]);
+    // Its link gone as well: everything from it to the size.
+    img.set_next(ids[1], 0);
+    check("link gone", &img, &[(1000, 20_000)], &[ids[1], ids[2]]);
+    // Its link into another file's chain: not followed.
+    let other = img.chain("/B/baz")[0];
+    img.set_next(ids[1], other);
+    check(
+        "link into another chain",
+        &img,
+        &[(1000, 20_000)],
+        &[ids[1], ids[2]],
     );
-    // -p does not truncate chains.
-    let (r, _) = img.repair(&Options::preen());
-    assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+    // The first two bad: stepped over to the third.
+    let mut img = sparse.clone();
+    img.flip_record(ids[0], 40, 0x10);
+    img.flip_record(ids[1], 40, 0x10);
+    check("first two bad", &img, &[(0, 9000)], &[ids[0], ids[1]]);
+    // The last one bad: lost to the size.
+    let mut img = sparse.clone();
+    img.flip_record(ids[2], 24, 0x01);
+    check("last bad", &img, &[(7000, 20_000)], &[ids[2]]);
+    // Only the middle record's link is bad (out of the record table): the
+    // record is intact and kept; what it linked to is lost.
+    let mut img = sparse.clone();
+    img.set_next(ids[1], u64::MAX / 2);
+    let r = img.check();
+    assert!(
+        r.findings.iter().any(|f| f.code == "chain.link"),
+        "{}",
+        r.to_text()
+    );
+    check("link only", &img, &[(7000, 20_000)], &[ids[2]]);
+}
+
+/// A lost range longer than the buffer region (a sparse file's) is marked
+/// by several records naming the same bytes, a sixteenth of the region at
+/// most: every read of it fails, and the image stays usable.
+#[test]
+fn a_long_lost_range_is_marked_in_pieces() {
+    let img = base();
+    let mut v = img.vol();
+    let file = img.ino("/A/foo");
+    let size = 16 * img.g.buffer_region_bytes();
+    truncate(&v, file, size);
+    let long = Img {
+        b: v.snapshot(),
+        g: img.g,
+    };
+    drop(v);
+    let want = read_at(&long, "/A/foo", 0, 4000);
+    let ids = long.chain("/A/foo");
+    let mut img = long.clone();
+    img.flip_record(*ids.last().unwrap(), 30, 0x04);
+    let (last, _) = long.record(*ids.last().unwrap());
+    let start = last.file_off;
+    let fixed = detect_and_fix(&img, "data.lost", Some(file), &Options::yes());
+    let marks = marked(&fixed, "/A/foo");
+    assert!(marks.len() > 1, "{marks:?}");
+    assert_eq!(marks[0].0, start);
+    assert_eq!(marks.iter().map(|m| m.1 as u64).sum::<u64>(), size - start);
+    fails_with_eio(&fixed, "/A/foo", start, size);
+    assert_eq!(read_at(&fixed, "/A/foo", 0, start), want[..start as usize]);
+    let before = long.check().counts.buffers_used;
+    let after = fixed.check().counts.buffers_used;
+    let share = img.g.buffer_count / 16 + 1;
+    assert!(after <= before + share, "{before} -> {after} buffers used");
+    let v = fixed.vol();
+    let root = v.root();
+    let n = v.create(root, b"new", 0o644, 0, 0).unwrap();
+    v.write(n.ino, 0, &pattern(9, 0, 5000)).unwrap();
+    v.check_invariants().unwrap();
 }
 
 /// The records of `path` carrying FLAG_DAMAGED, as (file_off, len).
@@ -411,6 +691,54 @@ fn large_and_adjacent_damaged_records_are_marked() {
         recs.iter().map(|r| (r.file_off, r.len)).collect::<Vec<_>>()
     );
     assert_eq!(fixed.chain("/A/foo").len(), ids.len());
+}
+
+/// A lost range too long to mark (a huge sparse file on a small image):
+/// `-y` leaves the chain as it is and says why (cutting it would make the
+/// range read as zeros); `--drop-damaged` makes it a hole.
+#[test]
+fn a_range_too_long_to_mark_is_left_and_said() {
+    let img = three_records();
+    let mut v = img.vol();
+    let file = img.ino("/A/foo");
+    let size = 1u64 << 60;
+    truncate(&v, file, size);
+    let mut img = Img {
+        b: v.snapshot(),
+        g: img.g,
+    };
+    drop(v);
+    let want = read_at(&img, "/A/foo", 0, 4000);
+    let ids = img.chain("/A/foo");
+    let last = *ids.last().unwrap();
+    img.flip_record(last, 30, 0x04);
+    let (r, after) = img.repair(&Options::yes());
+    assert_eq!(r.exit_code, exit::UNCORRECTED, "{}", r.to_text());
+    let f = r.findings.iter().find(|f| f.code == "data.lost").unwrap();
+    assert!(
+        !f.fixed && f.message.contains("too long to mark"),
+        "{}",
+        r.to_text()
+    );
+    // The chain is left: the file answers EIO, never zeros.
+    let v = Volume::open_pm(Pm::from_bytes(after.b.clone()), false).unwrap();
+    assert_eq!(v.read(file, 0, 1).unwrap_err().errno(), libc::EIO);
+    drop(v);
+    let drop = Options {
+        drop_damaged: true,
+        ..Options::yes()
+    };
+    let (r, holed) = img.repair(&drop);
+    assert_eq!(r.exit_code, exit::CORRECTED, "{}", r.to_text());
+    assert!(holed.check().clean());
+    let (before, _) = img.record(ids[ids.len() - 2]);
+    let got = read_at(&holed, "/A/foo", 0, 8000);
+    assert_eq!(
+        got[..before.file_end() as usize],
+        want[..before.file_end() as usize]
+    );
+    assert!(got[before.file_end() as usize..].iter().all(|&b| b == 0));
+    assert_eq!(holed.vol().getattr(file).unwrap().size, size);
 }
 
 #[test]

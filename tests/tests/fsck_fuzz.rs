@@ -7,8 +7,8 @@
 //! - if `-n` finds nothing recovery cannot deal with, `Volume::open_pm`
 //!   succeeds on the unrepaired image (fsck sees at least what mount sees);
 //! - after `-y`, a second `-n` reports no error left (or only ones fsck says
-//!   it cannot correct), and then the image opens, passes
-//!   `check_invariants`, and its whole tree reads back.
+//!   it cannot correct), a second `-y` changes nothing, and then the image
+//!   opens, passes `check_invariants`, and its whole tree reads back.
 //!
 //! `PKTFS_FUZZ_CASES` sets the number of cases (`PKTFS_CRASH_FULL=1`: many);
 //! `PKTFS_SEED` replays a run.
@@ -241,6 +241,20 @@ fn case(img_idx: usize, flips: &[(u8, u32, u8)], t0: Instant) -> Result<String, 
             let r = pktfs_fsck::repair(&mut copy, &drop);
             (r, copy)
         });
+        // A second -y finds nothing to do: what the first wrote (marks of
+        // lost or damaged ranges included) is the image's settled state.
+        let mut again = Pm::from_bytes(pm.snapshot());
+        let r4 = pktfs_fsck::repair(&mut again, &Options::yes());
+        if r4.exit_code != exit::CLEAN
+            || !r4.changes.is_empty()
+            || again.snapshot() != pm.snapshot()
+        {
+            return Err(format!(
+                "a second -y is not idle:\n--- -y:\n{}\n--- -y again:\n{}",
+                r2.to_text(),
+                r4.to_text()
+            ));
+        }
         let v = Volume::open_pm(pm, false).map_err(|e| {
             format!(
                 "open after -y failed: {e}\n--- -y:\n{}\n--- -n after:\n{}",

@@ -34,6 +34,7 @@ mod direct_stress;
 mod fsck_crash;
 mod fsck_detect;
 mod fsck_fuzz;
+mod fsck_lost;
 mod fuse_basic;
 mod fuse_integrity;
 mod fuse_lifecycle;

@@ -7,7 +7,11 @@ impl Scan<'_> {
 
     pub(super) fn accounting(&mut self) {
         let bs = self.g.buffer_size_bytes as u64;
-        let mut spans: Vec<(u64, u64, u64, RecordKind, u32)> = Vec::new();
+        // (start, end, record, kind, inode, bytes never read): a record
+        // marked damaged fails every read before its bytes are touched, so
+        // whatever else names them is only sharing them (a mark of a lost
+        // range names bytes it never held, see `lost`).
+        let mut spans: Vec<(u64, u64, u64, RecordKind, u32, bool)> = Vec::new();
         let c = &mut self.out.counts;
         for i in self.inodes.values() {
             c.inodes += 1;
@@ -40,7 +44,15 @@ impl Scan<'_> {
                     }
                 }
                 let start = n.rec.buffer as u64 * bs + n.rec.buf_off as u64;
-                spans.push((start, start + n.rec.len as u64, n.id, n.rec.kind, i.ino));
+                let unread = n.rec.kind == RecordKind::Data && n.rec.flags & FLAG_DAMAGED != 0;
+                spans.push((
+                    start,
+                    start + n.rec.len as u64,
+                    n.id,
+                    n.rec.kind,
+                    i.ino,
+                    unread,
+                ));
             }
         }
         spans.sort_unstable_by_key(|s| (s.0, s.1, s.2));
@@ -48,11 +60,11 @@ impl Scan<'_> {
         let mut listed = 0usize;
         let mut warnings = Vec::new();
         // Sweep: the span reaching furthest so far.
-        let mut far: Option<(u64, u64, RecordKind, u32)> = None;
-        for &(s, e, id, k, ino) in &spans {
-            if let Some((fe, fid, fk, fino)) = far {
+        let mut far: Option<(u64, u64, RecordKind, u32, bool)> = None;
+        for &(s, e, id, k, ino, unread) in &spans {
+            if let Some((fe, fid, fk, fino, funread)) = far {
                 if s < fe {
-                    if k == RecordKind::Data && fk == RecordKind::Data {
+                    if (k == RecordKind::Data && fk == RecordKind::Data) || unread || funread {
                         shared += 1;
                     } else if listed < MAX_OVERLAP_FINDINGS {
                         listed += 1;
@@ -62,10 +74,10 @@ impl Scan<'_> {
                     }
                 }
                 if e > fe {
-                    far = Some((e, id, k, ino));
+                    far = Some((e, id, k, ino, unread));
                 }
             } else {
-                far = Some((e, id, k, ino));
+                far = Some((e, id, k, ino, unread));
             }
         }
         let used = self.used_buffers(false);

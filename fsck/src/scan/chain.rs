@@ -172,6 +172,9 @@ impl Scan<'_> {
                 _ => None,
             }
         };
+        // A regular file's data chain that breaks loses the rest of the
+        // file: `lost` keeps that visible and links back what follows.
+        let file_data = !xattr && kind == FileType::Regular;
         let path = i.path.clone();
         let ino = i.ino;
         let mut prev_end = 0u64;
@@ -190,6 +193,14 @@ impl Scan<'_> {
                     None,
                     format!("{which} chain {from} links to record {cur}, outside the record table"),
                 );
+                if file_data {
+                    c.cut = Some(lost::Cut::at(
+                        prev_end,
+                        None,
+                        None,
+                        format!("{which} chain {from} links outside the record table"),
+                    ));
+                }
                 break;
             }
             let claimed = self.owner[cur as usize];
@@ -203,6 +214,14 @@ impl Scan<'_> {
                     ("record.shared", format!("{which} chain {from} links to record {cur}, which belongs to inode {claimed}"))
                 };
                 self.chain_error(&mut c, code, ino, &path, Some(cur), msg);
+                if file_data {
+                    c.cut = Some(lost::Cut::at(
+                        prev_end,
+                        Some(cur),
+                        None,
+                        format!("{which} chain {from} links to record {cur}, already in a chain"),
+                    ));
+                }
                 break;
             }
             let at = g.record_pos(pktfs_layout::RecordId(cur));
@@ -212,18 +231,40 @@ impl Scan<'_> {
             let (r, next) = match Record::from_bytes(&bytes, at, &g) {
                 Ok(x) => x,
                 Err(e) => {
-                    self.chain_error(
-                        &mut c,
-                        "record.bad",
-                        ino,
-                        &path,
-                        Some(cur),
-                        format!("{which} chain: {e}"),
-                    );
-                    if !xattr && kind == FileType::Directory {
-                        self.tail_salvage(le64(&bytes[0..8]));
+                    // The link is outside the record CRC: a record whose
+                    // only fault is a link out of range is intact, and
+                    // kept; the chain ends after it (the bad link is
+                    // reported at the top of the loop).
+                    let mut body = bytes;
+                    body[..8].fill(0);
+                    match Record::from_bytes(&body, at, &g) {
+                        Ok((r, _)) => (r, pktfs_layout::RecordId(le64(&bytes[0..8]))),
+                        Err(_) => {
+                            self.chain_error(
+                                &mut c,
+                                "record.bad",
+                                ino,
+                                &path,
+                                Some(cur),
+                                format!("{which} chain: {e}"),
+                            );
+                            self.tail_records.insert(cur);
+                            if !xattr && kind == FileType::Directory {
+                                self.tail_salvage(le64(&bytes[0..8]));
+                            }
+                            if file_data {
+                                // Its link may still lead on: `follow_cuts`.
+                                let follow = Some(le64(&bytes[0..8])).filter(|&n| n != 0);
+                                c.cut = Some(lost::Cut::at(
+                                    prev_end,
+                                    Some(cur),
+                                    follow,
+                                    format!("record {cur} of the data chain is bad"),
+                                ));
+                            }
+                            break;
+                        }
                     }
-                    break;
                 }
             };
             // A regular file's data chain may hold remote records too.
@@ -238,6 +279,15 @@ impl Scan<'_> {
                     Some(k) => format!("{:?} record in the {which} chain (expected {k:?})", r.kind),
                 };
                 self.chain_error(&mut c, "chain.kind", ino, &path, Some(cur), msg);
+                self.tail_records.insert(cur);
+                if file_data {
+                    c.cut = Some(lost::Cut::at(
+                        prev_end,
+                        Some(cur),
+                        None,
+                        format!("the data chain links to {:?} record {cur}", r.kind),
+                    ));
+                }
                 break;
             }
             let mut node = Node {
@@ -257,6 +307,15 @@ impl Scan<'_> {
                             Some(cur),
                             format!("bytes [{}, {}) overlap or precede the previous record, which ends at {prev_end}", r.file_off, r.file_end()),
                         );
+                        self.tail_records.insert(cur);
+                        if file_data {
+                            c.cut = Some(lost::Cut::at(
+                                prev_end,
+                                Some(cur),
+                                None,
+                                format!("record {cur} of the data chain is out of order"),
+                            ));
+                        }
                         break;
                     }
                     if kind == FileType::Regular && r.file_off >= i.attr.size && !i.rebuilt {
@@ -274,104 +333,10 @@ impl Scan<'_> {
                             ),
                         );
                         c.findings.push(f);
+                        self.tail_records.insert(cur);
                         break;
                     }
-                    self.owner[cur as usize] = ino;
-                    // Large regular-file payloads are checked afterwards, in
-                    // parallel (`check_deferred`); they assume good here.
-                    let remote = r.is_remote();
-                    let defer = !remote && kind == FileType::Regular && r.len >= DEFER_BYTES;
-                    if defer {
-                        self.deferred.push((ino, c.nodes.len(), r));
-                    }
-                    // A regular file's damaged range is kept and marked (or
-                    // dropped with --drop-damaged, see `damage`); a symlink
-                    // target cannot be "damaged but kept": it is cut.
-                    let flagged = r.flags & FLAG_DAMAGED != 0;
-                    // A remote record's bytes are in the object store:
-                    // `--remote` checks them there.
-                    let computed = if remote {
-                        Some(r.payload_crc)
-                    } else if defer {
-                        None
-                    } else {
-                        self.payload_crc(&r)
-                    };
-                    let bad = !defer && (flagged || computed != Some(r.payload_crc));
-                    let keep = if !bad {
-                        true
-                    } else if kind == FileType::Regular {
-                        let (keep, f) = self.data_damage(ino, &path, cur, &r, computed);
-                        if !keep {
-                            c.findings.push(f);
-                            c.unsafe_reason = true;
-                        }
-                        keep
-                    } else {
-                        self.chain_error(
-                            &mut c,
-                            "data.payload_crc",
-                            ino,
-                            &path,
-                            Some(cur),
-                            format!(
-                                "payload checksum mismatch for bytes [{}, {})",
-                                r.file_off,
-                                r.file_end()
-                            ),
-                        );
-                        false
-                    };
-                    if !keep {
-                        node.keep = false;
-                    } else {
-                        if kind == FileType::Regular
-                            && r.file_end() > i.attr.size
-                            && !i.rebuilt
-                            && !remote
-                        {
-                            let f = self.find(
-                                Severity::Error,
-                                "data.past_size",
-                                Some(ino),
-                                Some(&path),
-                                Some(cur),
-                                format!(
-                                    "record at bytes [{}, {}) runs past the size {}",
-                                    r.file_off,
-                                    r.file_end(),
-                                    i.attr.size
-                                ),
-                            );
-                            let new_len = (i.attr.size - r.file_off) as u32;
-                            self.plan(
-                                PlannedFix {
-                                    fix: Fix::TrimRecord {
-                                        head: head_addr,
-                                        id: cur,
-                                        new_len,
-                                    },
-                                    safe: true,
-                                    ino: Some(ino),
-                                    path: Some(path.clone()),
-                                    what: format!("trim record {cur} to {new_len} bytes"),
-                                },
-                                &[f],
-                            );
-                        }
-                        if kind == FileType::Symlink {
-                            if r.file_off != i.size_end {
-                                sym_contig = false;
-                            }
-                            if sym_contig {
-                                i.size_end = r.file_end();
-                            }
-                        } else {
-                            i.size_end =
-                                r.file_end()
-                                    .min(if i.rebuilt { u64::MAX } else { i.attr.size });
-                        }
-                    }
+                    node.keep = self.accept_data(i, &mut c, cur, &r, &mut sym_contig);
                     prev_end = r.file_end();
                 }
                 RecordKind::Dirent => {
@@ -472,6 +437,113 @@ impl Scan<'_> {
             c.unsafe_reason = true;
         }
         c
+    }
+
+    /// Claim data record `cur` (`r`) of `i`'s data chain `c` and check it:
+    /// its payload CRC (large ones later, in parallel), damage, a record
+    /// reaching past the size (trimmed), the end of the data. Returns
+    /// whether it stays in the chain. The caller has checked its order.
+    pub(super) fn accept_data(
+        &mut self,
+        i: &mut Ino,
+        c: &mut Chain,
+        cur: u64,
+        r: &Record,
+        sym_contig: &mut bool,
+    ) -> bool {
+        let (ino, kind, path, head_addr) = (i.ino, i.attr.kind, i.path.clone(), c.head_addr);
+        self.owner[cur as usize] = ino;
+        // Large regular-file payloads are checked afterwards, in
+        // parallel (`check_deferred`); they assume good here.
+        let remote = r.is_remote();
+        let defer = !remote && kind == FileType::Regular && r.len >= DEFER_BYTES;
+        if defer {
+            self.deferred.push((ino, c.nodes.len(), *r));
+        }
+        // A regular file's damaged range is kept and marked (or
+        // dropped with --drop-damaged, see `damage`); a symlink
+        // target cannot be "damaged but kept": it is cut.
+        let flagged = r.flags & FLAG_DAMAGED != 0;
+        // A remote record's bytes are in the object store:
+        // `--remote` checks them there.
+        let computed = if remote {
+            Some(r.payload_crc)
+        } else if defer {
+            None
+        } else {
+            self.payload_crc(r)
+        };
+        let bad = !defer && (flagged || computed != Some(r.payload_crc));
+        let keep = if !bad {
+            true
+        } else if kind == FileType::Regular {
+            let (keep, f) = self.data_damage(ino, &path, cur, r, computed);
+            if !keep {
+                c.findings.push(f);
+                c.unsafe_reason = true;
+            }
+            keep
+        } else {
+            self.chain_error(
+                c,
+                "data.payload_crc",
+                ino,
+                &path,
+                Some(cur),
+                format!(
+                    "payload checksum mismatch for bytes [{}, {})",
+                    r.file_off,
+                    r.file_end()
+                ),
+            );
+            false
+        };
+        if !keep {
+            return false;
+        }
+        if kind == FileType::Regular && r.file_end() > i.attr.size && !i.rebuilt && !remote {
+            let f = self.find(
+                Severity::Error,
+                "data.past_size",
+                Some(ino),
+                Some(&path),
+                Some(cur),
+                format!(
+                    "record at bytes [{}, {}) runs past the size {}",
+                    r.file_off,
+                    r.file_end(),
+                    i.attr.size
+                ),
+            );
+            let new_len = (i.attr.size - r.file_off) as u32;
+            self.plan(
+                PlannedFix {
+                    fix: Fix::TrimRecord {
+                        head: head_addr,
+                        id: cur,
+                        new_len,
+                    },
+                    safe: true,
+                    ino: Some(ino),
+                    path: Some(path.clone()),
+                    what: format!("trim record {cur} to {new_len} bytes"),
+                },
+                &[f],
+            );
+        }
+        if kind == FileType::Symlink {
+            if r.file_off != i.size_end {
+                *sym_contig = false;
+            }
+            if *sym_contig {
+                i.size_end = r.file_end();
+            }
+        } else {
+            i.size_end = r
+                .file_end()
+                .min(if i.rebuilt { u64::MAX } else { i.attr.size });
+        }
+        true
     }
 
     /// Follow the raw `next` of a bad directory record: valid, unclaimed

@@ -84,6 +84,7 @@ impl Scan<'_> {
             } else {
                 DamageState::Found
             },
+            lost: None,
             finding: f,
             drop: !keep,
         });
@@ -99,10 +100,12 @@ impl Scan<'_> {
     }
 
     /// Plan the marking of every damaged record found, and the feature bit
-    /// that must be on the media before the first marked record is.
+    /// that must be on the media before the first marked record (or mark
+    /// of a lost range) is.
     pub(super) fn damage_fixes(&mut self) {
         let notes = std::mem::take(&mut self.damage);
-        if notes.is_empty() {
+        // Marks of lost ranges (`lost`) are damaged records too.
+        if notes.is_empty() && !self.lost_marks {
             return;
         }
         if let Some(sb) = &self.out.sb {

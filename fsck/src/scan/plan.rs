@@ -149,6 +149,35 @@ impl Scan<'_> {
         let inos: Vec<u32> = self.inodes.keys().copied().collect();
         for ino in inos {
             for xattr in [false, true] {
+                // Lost ranges get their marks first (spare records, placed
+                // among the nodes), so the stores below link them in.
+                let marking = !xattr && !self.drop_damaged;
+                if marking
+                    && self
+                        .inodes
+                        .get(&ino)
+                        .is_some_and(|i| !i.data.lost.is_empty())
+                {
+                    let Some(mut c) = self
+                        .inodes
+                        .get_mut(&ino)
+                        .map(|i| std::mem::take(&mut i.data))
+                    else {
+                        continue;
+                    };
+                    let placed = self.place_marks(ino, &mut c);
+                    if let Err(why) = placed {
+                        self.cannot_mark(&c, why);
+                    }
+                    if let Some(i) = self.inodes.get_mut(&ino) {
+                        i.data = c;
+                    }
+                    if placed.is_err() {
+                        // Cutting without the marks would make the lost
+                        // bytes read as zeros: the chain is left as it is.
+                        continue;
+                    }
+                }
                 let Some(i) = self.inodes.get(&ino) else {
                     continue;
                 };
@@ -164,16 +193,23 @@ impl Scan<'_> {
                     continue;
                 }
                 let which = if xattr { "xattr" } else { "data" };
-                let what = if dropped > 0 {
+                let what = if !xattr && c.cut.is_some() {
+                    self.cut_repair(c, marking)
+                } else if dropped > 0 {
                     format!(
                         "relink the {which} chain without {dropped} bad record(s), keeping {kept}"
                     )
                 } else {
                     format!("truncate the {which} chain after {kept} record(s)")
                 };
+                let records = if xattr {
+                    Vec::new()
+                } else {
+                    Self::mark_records(c)
+                };
                 self.plan(
                     PlannedFix {
-                        fix: Fix::Links(stores),
+                        fix: Fix::Links { records, stores },
                         safe,
                         ino: Some(ino),
                         path: Some(path),
