@@ -66,6 +66,7 @@ mod txhold;
 mod types;
 mod verify;
 mod xattr;
+mod xattr_chain;
 
 use std::collections::{BTreeMap, HashMap};
 

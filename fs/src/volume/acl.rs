@@ -16,7 +16,7 @@
 //! the commit that names it, so no crash shows it without them.
 
 use super::commit::Commit;
-use super::xattr::{NewXattr, XattrFlags};
+use super::xattr_chain::{NewXattr, XattrFlags};
 use super::{Inode, Volume};
 use crate::error::{FsError, Result};
 use crate::FileType;

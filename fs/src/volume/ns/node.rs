@@ -122,7 +122,7 @@ impl Volume {
     fn write_node_records(
         &self,
         new: &mut NewNode,
-        xattrs: &[super::super::xattr::NewXattr],
+        xattrs: &[super::super::xattr_chain::NewXattr],
         symlink: Option<&[u8]>,
     ) -> Result<()> {
         new.xattrs = self.write_new_xattrs(xattrs)?;
