@@ -558,7 +558,7 @@ fn link_target_check(
 /// accessed when it came into being, which for a file made ahead of its
 /// upload, netpath's spares, is now, not when it was made). Named into a
 /// setgid directory, it takes the directory's group, as a file created
-/// there does (the setgid-directory rule, `make_node`).
+/// there does (the setgid-directory rule, `setgid_rule` in ns/node.rs).
 fn named_attr(l: &mut LinkLocks<'_>, now: i64) -> AttrSlot {
     let d = &l.dir().attr;
     let dir_group = (d.mode & super::ns::S_ISGID != 0).then_some(d.gid);

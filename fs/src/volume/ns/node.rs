@@ -112,7 +112,7 @@ impl Volume {
         }
         // Into the table before the parent's lock goes: a lookup that
         // finds the name finds the inode.
-        self.new_node_in_dram(child, new)
+        Ok(self.new_node_in_dram(child, new))
     }
 
     /// The new inode's records, written before the inode that heads them:
@@ -198,7 +198,7 @@ impl Volume {
     }
 
     /// The new inode in DRAM, its chains from the records written for it.
-    fn new_node_in_dram(&self, mut child: Inode, new: NewNode) -> Result<Attr> {
+    fn new_node_in_dram(&self, mut child: Inode, new: NewNode) -> Attr {
         for r in new.xattrs {
             let name = &self.slice_bytes(r.slice())[..r.r.aux as usize];
             child.xnames.insert(name.into(), r.r.seq);
@@ -212,7 +212,7 @@ impl Volume {
         }
         let a = self.attr_of(&child);
         self.insert_inode(child);
-        Ok(a)
+        a
     }
 }
 
