@@ -6,10 +6,9 @@
 //! input lies. It takes the bytes before the first 8-byte boundary and after
 //! the last one a byte at a time, and sets up its three-way interleave even
 //! when there is nothing to interleave. A record built in a stack array
-//! lands wherever the compiler puts it, so an unrelated change moved a 1 KiB
-//! PUT's four metadata CRCs from about 78 to about 158 instructions each;
-//! here they take about 47 wherever they lie (callgrind on the server's
-//! request path, `bench/instructions.sh`).
+//! lands wherever the compiler puts it, so an unrelated change could double
+//! the instructions of a small PUT's metadata CRCs; here they cost the same
+//! wherever they lie (`bench/instructions.sh` counts them).
 //!
 //! The only `unsafe` in pktfs-layout is the one call below, into a function
 //! compiled for SSE 4.2, made only after the CPU was seen to have it.

@@ -1,10 +1,9 @@
-//! Regression test for a Volume race the network path ran into (fixed in
-//! fs: `free_inode_storage` used to return the inode number to the
-//! allocator before it removed the inode from the in-memory map, so a
-//! `create_tmpfile` on another thread could take the number, insert its
-//! inode, and then lose it to the late removal: the upload's own unnamed
-//! file vanished and a PUT under 16-connection load answered 404). With 16
-//! threads on 2 vCPUs this reproduced in 2 of 3 runs before the fix.
+//! A Volume race the network path can meet: if `free_inode_storage`
+//! returned the inode number to the allocator before it removed the inode
+//! from the in-memory map, a `create_tmpfile` on another thread could take
+//! the number, insert its inode, and then lose it to the late removal (an
+//! upload's own unnamed file would vanish and its PUT answer 404). Sixteen
+//! threads free and create at once so the window is met often.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

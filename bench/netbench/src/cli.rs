@@ -16,7 +16,7 @@ use pktfs_fs::media::PersistChoice;
 #[command(
     name = "netbench",
     about = "pktfs's network path against baselines (network-only, copy+clwb, ext4+fdatasync, \
-             sendfile, nginx) over loopback on this machine; prints issue 11's targets, met or missed",
+             sendfile, nginx) over loopback on this machine; prints the network path's targets, met or missed",
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {

@@ -58,7 +58,7 @@
 //! client, against network-only and the loops with and without busy
 //! polling: what polling costs when requests come further apart than its
 //! window. All servers run in the same run; the end prints the table and
-//! issue 11's targets, met or missed.
+//! the network path's targets, met or missed.
 //!
 //! Child modes, also for profiling one server on its own (e.g.
 //! `perf record -p` with the same client):

@@ -106,7 +106,7 @@ fn ratio_line(r: &Results, server: &str, t: &Ratio<'_>, emulated: bool) -> Strin
     }
 }
 
-/// Issue 11's targets against this run.
+/// The network path's targets against this run.
 ///
 /// `emulated`: pktfs servers in a mode that is not the targets' on this
 /// CPU (clflushopt's write-backs where the CPU has clwb): their lines are
@@ -120,7 +120,7 @@ pub fn print_summary(
     notes: &[String],
 ) {
     println!();
-    println!("## Issue 11 targets, this run");
+    println!("## The network path's targets, this run");
     println!();
     println!("machine: {machine}");
     for n in notes {

@@ -1,9 +1,9 @@
 //! What the CPU brings to pktfs's pace: the cache write-back instruction
 //! persistence uses, whether CRC32C can fold with VPCLMULQDQ, and how fast
 //! checksums and copies actually run here. Every benchmark prints this, so
-//! a figure is never read without the machine it came from (CRC32C runs at
-//! 59 GB/s on one CPU and 7.6 GB/s on another, and verified reads and
-//! scrub move with it).
+//! a figure is never read without the machine it came from (CRC32C's pace
+//! differs several-fold between CPUs with and without VPCLMULQDQ, and
+//! verified reads and scrub move with it).
 
 use std::time::Instant;
 
@@ -32,8 +32,8 @@ pub struct Machine {
     /// The same copy into lines last written 192 MiB earlier (out of the
     /// caches, as a file system's free buffers are), best of 4, GB/s: what
     /// storing a stream runs at. It moves with the memory system's load,
-    /// not only the CPU (on a shared host, 3x within an hour has been
-    /// seen), and large uploads move with it.
+    /// not only the CPU (on a shared host, by several times), and large
+    /// uploads move with it.
     pub cold_copy_gb_per_s: f64,
 }
 

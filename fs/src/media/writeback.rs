@@ -8,15 +8,15 @@
 //! `sfence` would. An upload takes a dozen locks between its first flush
 //! and its commit's fence (the allocator for the piece's reference and
 //! its records, the verifier's bitmap, the inode table), and with each
-//! flush issued at once every one of them became a fence: perf of the
-//! 16-connection 1 KiB PUT put 95% of the samples of `RxHeld::piece`,
-//! `new_dirent`, `insert_inode` and `Commit::apply` on the instruction after
-//! such a lock, five serial waits per upload where the persistence idiom
-//! needs two (payload and records, then the publish). Queued here and
-//! issued together right before the `sfence`, the lines are written back
-//! in parallel and waited for once: 5.7 against 6.9 µs of server CPU per
-//! request, the same as eADR mode (no write-back at all), on an Intel
-//! Xeon VM (docs/NETPATH.md, "Write-backs wait for the fence").
+//! flush issued at once every one of them became a fence: profiles of
+//! small PUTs put most samples of `RxHeld::piece`, `new_dirent`,
+//! `insert_inode` and `Commit::apply` on the instruction after such a
+//! lock, five serial waits per upload where the persistence idiom needs
+//! two (payload and records, then the publish). Queued here and issued
+//! together right before the `sfence`, the lines are written back in
+//! parallel and waited for once, and a small PUT costs the server about
+//! what it costs in eADR mode (no write-back at all); docs/BENCHMARKS.md
+//! has the figures.
 //!
 //! The contract is unchanged: `flush` starts a write-back that is durable
 //! after the next fence *on the same thread*, which is all `sfence`

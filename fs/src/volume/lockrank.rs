@@ -2,9 +2,9 @@
 //!
 //! Why: a lock-order inversion deadlocks only when two threads meet at the
 //! wrong instant, so tests that race find it rarely and CI pays for it
-//! with a hang (the invariant checker once took the inode table's shards
-//! and then inode locks, against a free that held an inode and took its
-//! shard; it hung CI once in dozens of runs). Here every lock carries a
+//! with a hang (an invariant checker that takes the inode table's shards
+//! and then inode locks, against a free that holds an inode and takes its
+//! shard, is such a pair). Here every lock carries a
 //! [`Rank`], each thread keeps the locks it holds, and taking a lock that
 //! may wait while holding one of a later rank panics at once with both
 //! names, in every test that merely passes through the two paths, whoever
