@@ -92,53 +92,8 @@ impl Services {
     ) -> std::io::Result<Services> {
         cfg.check_exposure()
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
-        // New files and directories belong to the identity requests act as.
-        let (uid, gid) = (cfg.as_user.uid, cfg.as_user.gid);
-        let mut raw_dir = 0;
-        if cfg.raw_listen.is_some() {
-            if cfg.read_only || vol.is_read_only() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "raw mode stores data: not with --read-only",
-                ));
-            }
-            let notify = |c: Change<'_>| {
-                if let Some(f) = &on_change {
-                    f(c)
-                }
-            };
-            // Raw files are made as `as_user`: it must be allowed to.
-            raw_dir = crate::raw::raw_directory(&vol, &cfg.raw_dir, &cfg.as_user, &notify)
-                .map_err(|e| {
-                    let kind = match e {
-                        crate::raw::RawDirError::Denied { .. }
-                        | crate::raw::RawDirError::Sticky { .. } => {
-                            std::io::ErrorKind::PermissionDenied
-                        }
-                        _ => std::io::ErrorKind::Other,
-                    };
-                    std::io::Error::new(kind, e)
-                })?;
-        }
-        // HTTP and raw mode on the event loops (io_uring when it can run
-        // here, else epoll; chosen once, at start, Auto printing why it fell
-        // back). Both protocols share each loop and its ring.
-        let any = cfg.raw_listen.is_some() || cfg.http_listen.is_some() || cfg.s3_listen.is_some();
-        let io = match any {
-            // The loops lend the kernel free packet buffers, which a
-            // read-only image cannot give: it is served by threads,
-            // whatever the mode (and the choice printed says why).
-            true if vol.is_read_only() && cfg.io != crate::config::IoMode::Threads => {
-                Some(crate::loops::IoChoice::Threads {
-                    reason: Some(
-                        "the image is open read-only, and the event loops receive into its free buffers"
-                            .into(),
-                    ),
-                })
-            }
-            true => Some(crate::loops::choose(cfg.io, cfg.loops)?),
-            false => None,
-        };
+        let raw_dir = raw_dir(&vol, &cfg, on_change.as_ref())?;
+        let io = io_choice(&vol, &cfg)?;
         let loop_shared = Arc::new(crate::loops::LoopShared::default());
         let fetch = crate::transmit::fetch::FetchPool::new(
             cfg.tier_fetch_threads,
@@ -147,12 +102,14 @@ impl Services {
         );
         let shared = Arc::new(Shared {
             vol,
+            // New files and directories belong to the identity requests
+            // act as.
+            uid: cfg.as_user.uid,
+            gid: cfg.as_user.gid,
             cfg,
             on_change,
             stop: AtomicBool::new(false),
             metrics: Metrics::new(),
-            uid,
-            gid,
             raw_dir,
             conns: Mutex::new(HashMap::new()),
             idle: Condvar::new(),
@@ -171,111 +128,120 @@ impl Services {
             io,
             loops: None,
         };
-        let backend = s.io.as_ref().and_then(|io| io.backend());
-        let mut on_loops = backend.is_some();
-        if let Some(backend) = backend {
-            let c = &s.shared.cfg;
-            let ring = pktfs_engine::RxRingConfig {
-                entries: c.ring_entries,
-                entry_bytes: c.ring_entry_bytes,
-                backend,
-                ..Default::default()
+        let on_loops = match s.io.as_ref().and_then(|io| io.backend()) {
+            Some(backend) => s.start_loops(backend, loop_shared)?,
+            None => false,
+        };
+        if !on_loops {
+            s.start_threads()?;
+        }
+        Ok(s)
+    }
+
+    /// HTTP, S3 and raw mode on the event loops, sharing each loop and its
+    /// ring. False when Auto must fall back to threads (the probe passed
+    /// but a loop could not start here: a ring's memory, the listeners).
+    fn start_loops(
+        &mut self,
+        backend: pktfs_engine::RingBackend,
+        loop_shared: Arc<crate::loops::LoopShared>,
+    ) -> std::io::Result<bool> {
+        let c = &self.shared.cfg;
+        let ring = pktfs_engine::RxRingConfig {
+            entries: c.ring_entries,
+            entry_bytes: c.ring_entry_bytes,
+            backend,
+            ..Default::default()
+        };
+        let mut services: Vec<(SocketAddr, Arc<dyn crate::loops::Protocol>)> = Vec::new();
+        if let Some(a) = c.http_listen {
+            let p = crate::http::HttpListener {
+                sh: self.shared.clone(),
             };
-            let mut services: Vec<(SocketAddr, Arc<dyn crate::loops::Protocol>)> = Vec::new();
-            if let Some(a) = c.http_listen {
-                let p = crate::http::HttpProtocol {
-                    sh: s.shared.clone(),
-                    s3: None,
-                };
-                services.push((a, Arc::new(p)));
+            services.push((a, Arc::new(p)));
+        }
+        if let Some(a) = c.s3_listen {
+            // The S3 endpoint's state (the keys read from the image, the
+            // multipart uploads in progress), shared by its connections.
+            let p = crate::http::S3Listener {
+                sh: self.shared.clone(),
+                state: Default::default(),
+            };
+            services.push((a, Arc::new(p)));
+        }
+        if let Some(a) = c.raw_listen {
+            let p = crate::raw::RawProtocol {
+                sh: self.shared.clone(),
+            };
+            services.push((a, Arc::new(p)));
+        }
+        let started = crate::loops::Loops::start(
+            self.shared.vol.clone(),
+            services,
+            crate::loops::loop_count(c.loops),
+            ring,
+            c.busy_poll,
+            loop_shared,
+        );
+        let l = match started {
+            Ok(l) => l,
+            Err(e) if c.io == crate::config::IoMode::Auto => {
+                tracing::warn!("{backend} loops could not start ({e}); serving with threads");
+                self.io = Some(crate::loops::IoChoice::Threads {
+                    reason: Some(format!("the loops could not start: {e}")),
+                });
+                return Ok(false);
             }
-            if let Some(a) = c.s3_listen {
-                // The S3 endpoint's state (the keys read from the image,
-                // the multipart uploads in progress), shared by its
-                // connections.
-                let p = crate::http::HttpProtocol {
-                    sh: s.shared.clone(),
-                    s3: Some(Default::default()),
-                };
-                services.push((a, Arc::new(p)));
-            }
-            if let Some(a) = c.raw_listen {
-                let p = crate::raw::RawProtocol {
-                    sh: s.shared.clone(),
-                };
-                services.push((a, Arc::new(p)));
-            }
-            match crate::loops::Loops::start(
-                s.shared.vol.clone(),
-                services,
-                crate::loops::loop_count(c.loops),
-                ring,
-                c.busy_poll,
-                loop_shared,
-            ) {
-                Ok(l) => {
-                    let mut k = 0;
-                    if c.http_listen.is_some() {
-                        s.http_addr = Some(l.addr(k));
-                        k += 1;
-                    }
-                    if c.s3_listen.is_some() {
-                        s.s3_addr = Some(l.addr(k));
-                        k += 1;
-                    }
-                    if c.raw_listen.is_some() {
-                        s.raw_addr = Some(l.addr(k));
-                    }
-                    s.loops = Some(l);
-                }
-                // The probe passed but a loop could not start here (a
-                // ring's memory, the listeners): Auto still falls back.
-                Err(e) if c.io == crate::config::IoMode::Auto => {
-                    tracing::warn!("{backend} loops could not start ({e}); serving with threads");
-                    s.io = Some(crate::loops::IoChoice::Threads {
-                        reason: Some(format!("the loops could not start: {e}")),
-                    });
-                    on_loops = false;
-                }
-                Err(e) => return Err(e),
+            Err(e) => return Err(e),
+        };
+        // The listeners' addresses, in the order they were given.
+        let mut k = 0;
+        for (on, addr) in [
+            (c.http_listen.is_some(), &mut self.http_addr),
+            (c.s3_listen.is_some(), &mut self.s3_addr),
+            (c.raw_listen.is_some(), &mut self.raw_addr),
+        ] {
+            if on {
+                *addr = Some(l.addr(k));
+                k += 1;
             }
         }
-        let (http, raw) = match on_loops {
-            true => (None, None),
+        self.loops = Some(l);
+        Ok(true)
+    }
+
+    /// HTTP and raw mode with a thread per connection, each listener
+    /// accepting on a thread of its own.
+    fn start_threads(&mut self) -> std::io::Result<()> {
+        let c = &self.shared.cfg;
+        if c.s3_listen.is_some() {
             // The S3 endpoint's bodies are walked (aws-chunked framing,
             // their digests) by the loops' sessions only.
-            false if s.shared.cfg.s3_listen.is_some() => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::Unsupported,
-                    "the S3 endpoint runs on the event loops (io_uring or epoll): not with --io threads or a read-only image",
-                ));
-            }
-            false => {
-                let c = &s.shared.cfg;
-                // Receive timestamps on before `listen` (accepted sockets
-                // inherit them), so even bytes that arrive before `accept`
-                // carry the kernel's receive time.
-                (
-                    c.http_listen.map(stamped::listen).transpose()?,
-                    c.raw_listen.map(stamped::listen).transpose()?,
-                )
-            }
-        };
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "the S3 endpoint runs on the event loops (io_uring or epoll): not with --io threads or a read-only image",
+            ));
+        }
+        // Receive timestamps on before `listen` (accepted sockets inherit
+        // them), so even bytes that arrive before `accept` carry the
+        // kernel's receive time.
+        let http = c.http_listen.map(stamped::listen).transpose()?;
+        let raw = c.raw_listen.map(stamped::listen).transpose()?;
         for (l, kind) in [(http, Kind::Http), (raw, Kind::Raw)] {
             let Some(l) = l else { continue };
             let addr = l.local_addr()?;
             match kind {
-                Kind::Http => s.http_addr = Some(addr),
-                Kind::Raw => s.raw_addr = Some(addr),
+                Kind::Http => self.http_addr = Some(addr),
+                Kind::Raw => self.raw_addr = Some(addr),
             }
             l.set_nonblocking(true)?;
-            let sh = s.shared.clone();
+            let sh = self.shared.clone();
             let t = std::thread::Builder::new()
                 .name(format!("pktfs-accept-{kind:?}").to_lowercase())
                 .spawn(move || accept_loop(sh, l, kind))?;
-            s.threads.push(t);
+            self.threads.push(t);
         }
-        Ok(s)
+        Ok(())
     }
 
     pub fn http_addr(&self) -> Option<SocketAddr> {
@@ -384,6 +350,57 @@ impl Services {
                 .0;
         }
     }
+}
+
+/// Raw mode's directory (0 without raw mode), found or made, refused on
+/// a read-only server or when the identity may not store there.
+fn raw_dir(vol: &Volume, cfg: &Config, on_change: Option<&OnChange>) -> std::io::Result<u64> {
+    if cfg.raw_listen.is_none() {
+        return Ok(0);
+    }
+    if cfg.read_only || vol.is_read_only() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "raw mode stores data: not with --read-only",
+        ));
+    }
+    let notify = |c: Change<'_>| {
+        if let Some(f) = on_change {
+            f(c)
+        }
+    };
+    // Raw files are made as `as_user`: it must be allowed to.
+    crate::raw::raw_directory(vol, &cfg.raw_dir, &cfg.as_user, &notify).map_err(|e| {
+        let kind = match e {
+            crate::raw::RawDirError::Denied { .. } | crate::raw::RawDirError::Sticky { .. } => {
+                std::io::ErrorKind::PermissionDenied
+            }
+            _ => std::io::ErrorKind::Other,
+        };
+        std::io::Error::new(kind, e)
+    })
+}
+
+/// How connections are served (None: no listener): on the event loops
+/// (io_uring when it can run here, else epoll; chosen once, at start,
+/// Auto saying why it fell back), or a thread per connection.
+fn io_choice(vol: &Volume, cfg: &Config) -> std::io::Result<Option<crate::loops::IoChoice>> {
+    let any = cfg.raw_listen.is_some() || cfg.http_listen.is_some() || cfg.s3_listen.is_some();
+    if !any {
+        return Ok(None);
+    }
+    if vol.is_read_only() && cfg.io != crate::config::IoMode::Threads {
+        // The loops lend the kernel free packet buffers, which a read-only
+        // image cannot give: it is served by threads, whatever the mode
+        // (and the choice printed says why).
+        return Ok(Some(crate::loops::IoChoice::Threads {
+            reason: Some(
+                "the image is open read-only, and the event loops receive into its free buffers"
+                    .into(),
+            ),
+        }));
+    }
+    crate::loops::choose(cfg.io, cfg.loops).map(Some)
 }
 
 impl Drop for Services {

@@ -90,9 +90,6 @@ pub(crate) struct Head {
     /// A problem found in the head: (status, message).
     pub error: Option<(u16, &'static str)>,
     pub path_error: Option<&'static str>,
-    /// On the S3 listener: the request as SigV4 signs it (target and
-    /// every header field), kept from the head's bytes.
-    pub s3: Option<Box<super::s3::S3Head>>,
 }
 
 impl Head {
@@ -247,11 +244,13 @@ fn accepts_json(v: &[u8]) -> bool {
 /// not depend on how TCP cut the bytes (before, a head past the limit whose
 /// line ended further on was 400 when its bytes came in one receive and 431
 /// when they came in several; `net_fuzz` found it). Both transports call it.
+/// `fields` sees a complete head as httparse read it (the protocol's own
+/// look: S3 keeps what SigV4 signs).
 pub(super) fn parse_head(
     w: &[u8],
     path: &mut ReqPath,
     cfg: &Config,
-    s3: bool,
+    fields: &mut impl FnMut(&httparse::Request<'_, '_>),
 ) -> Result<Option<(usize, Head)>, (u16, &'static str)> {
     let max = cfg.max_header_bytes;
     let w = &w[..w.len().min(max)];
@@ -265,11 +264,8 @@ pub(super) fn parse_head(
     let mut req = httparse::Request::new(&mut []);
     match req.parse_with_uninit_headers(w, &mut headers) {
         Ok(httparse::Status::Complete(n)) => {
-            let mut h = read_head(&req, path, cfg);
-            if s3 {
-                h.s3 = Some(Box::new(super::s3::S3Head::of(&req)));
-            }
-            Ok(Some((n, h)))
+            fields(&req);
+            Ok(Some((n, read_head(&req, path, cfg))))
         }
         Ok(httparse::Status::Partial) if w.len() >= max => Err((431, "request head too large")),
         Ok(httparse::Status::Partial) => Ok(None),
@@ -302,7 +298,6 @@ fn read_head(req: &httparse::Request<'_, '_>, path: &mut ReqPath, cfg: &Config) 
         metrics: false,
         error: None,
         path_error: None,
-        s3: None,
     };
     let mut close = false;
     let mut ka = false;
@@ -466,25 +461,29 @@ mod tests {
             MAX_HEADERS,
             &["Host: h", "If-None-Match: *", "Content-Length: 7"],
         );
-        let (n, h) = parse_head(&full, &mut path, &cfg, false).unwrap().unwrap();
+        let (n, h) = parse_head(&full, &mut path, &cfg, &mut |_| {})
+            .unwrap()
+            .unwrap();
         assert_eq!(n, full.len());
         assert_eq!(h.content_length, Some(7), "the last slot is read");
         assert_eq!(h.cond.if_none_match, Some(TagList::Any));
         assert!(h.error.is_none(), "{:?}", h.error);
         let over = head_with(MAX_HEADERS + 1, &["Host: h", "Content-Length: 7"]);
         assert_eq!(
-            parse_head(&over, &mut path, &cfg, false).err(),
+            parse_head(&over, &mut path, &cfg, &mut |_| {}).err(),
             Some((431, "too many header fields"))
         );
         let short = head_with(2, &["Host: h", "Content-Length: 3"]);
-        let (_, h) = parse_head(&short, &mut path, &cfg, false).unwrap().unwrap();
+        let (_, h) = parse_head(&short, &mut path, &cfg, &mut |_| {})
+            .unwrap()
+            .unwrap();
         assert_eq!(h.content_length, Some(3));
         assert_eq!(
             h.cond.if_none_match, None,
             "nothing left over from the long head"
         );
         let partial = &full[..full.len() - 2];
-        assert!(parse_head(partial, &mut path, &cfg, false)
+        assert!(parse_head(partial, &mut path, &cfg, &mut |_| {})
             .unwrap()
             .is_none());
     }
@@ -498,7 +497,7 @@ mod tests {
         let mut path = ReqPath::new();
         let mut head = |t: &str| {
             let r = format!("PUT {t} HTTP/1.1\r\nHost: h\r\n\r\n");
-            parse_head(r.as_bytes(), &mut path, &cfg, false)
+            parse_head(r.as_bytes(), &mut path, &cfg, &mut |_| {})
                 .unwrap()
                 .unwrap()
                 .1

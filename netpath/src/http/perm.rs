@@ -26,6 +26,20 @@ use pktfs_fs::{Access, Cred, Denial, FileType, FsError};
 use super::conn::Conn;
 
 impl<'a> Conn<'a> {
+    /// Walk the path's first `segs` segments from the root (symlinks are
+    /// not followed), with search permission on each directory walked
+    /// (`perm`; else [`FsError::Access`]).
+    pub(super) fn resolve(&self, segs: usize) -> Result<pktfs_fs::Attr, FsError> {
+        match self
+            .vol
+            .resolve_parts(self.path.segments().take(segs), self.who())
+        {
+            // A name under a file: nothing there (404), as before a walk.
+            Err(FsError::NotDir) => Err(FsError::NotFound),
+            r => r,
+        }
+    }
+
     /// The identity to check as; None when nothing needs checking (root).
     pub(super) fn who(&self) -> Option<&'a Cred> {
         let c: &'a Cred = &self.sh.cfg.as_user;

@@ -57,8 +57,12 @@ use pktfs_s3::error::{Code, S3Error};
 use pktfs_s3::keys::{Access, AccessKey, KeyStore};
 use pktfs_s3::sigv4::{self, SigningKey, Verified};
 
-use super::conn::{Conn, SMALL_BODY};
+use super::conn::{Conn, ErrorForm, SMALL_BODY};
 use super::head::{Head, Method};
+use super::protocol::{Next, Protocol, Received};
+use crate::loops::Session;
+use crate::receive::body::BodyError;
+use crate::shared::Shared;
 
 mod body;
 mod bucket;
@@ -75,6 +79,115 @@ pub(super) use body::S3Body;
 /// Signing keys derived (per key, day and region) kept before the cache
 /// is emptied: a day's key is 4 HMACs, a request's check one more.
 const SIGNING_KEYS_MAX: usize = 1024;
+
+/// The S3 endpoint served by the loops (one listener), with the state its
+/// connections share.
+#[derive(Debug)]
+pub(crate) struct S3Listener {
+    pub sh: Arc<Shared>,
+    pub state: S3State,
+}
+
+impl crate::loops::Protocol for S3Listener {
+    fn name(&self) -> &'static str {
+        "s3"
+    }
+
+    fn open<'v>(
+        &'v self,
+        vol: &'v pktfs_fs::Volume,
+        peer: std::net::SocketAddr,
+    ) -> Option<Box<dyn Session<'v> + 'v>> {
+        let p = S3 {
+            st: &self.state,
+            head: S3Head::default(),
+        };
+        super::session::open(&self.sh, vol, peer, p, Some(&self.state))
+    }
+}
+
+/// S3 on one connection: the listener's state and the request being
+/// served's head as SigV4 signs it.
+#[derive(Debug)]
+pub(super) struct S3<'a> {
+    st: &'a S3State,
+    head: S3Head,
+}
+
+impl<'a> Protocol<'a> for S3<'a> {
+    type Body = Box<S3Body>;
+
+    fn head_fields(&mut self, req: &httparse::Request<'_, '_>) {
+        self.head = S3Head::of(req);
+    }
+
+    /// Every request is judged on its signature once it is whole.
+    fn admits(&self, _c: &Conn<'a>, _h: &Head) -> bool {
+        true
+    }
+
+    fn request(&mut self, c: &mut Conn<'a>, h: &Head) -> Next<'a, Box<S3Body>> {
+        Ctx {
+            c,
+            st: self.st,
+            head: &self.head,
+        }
+        .handle(h)
+    }
+
+    fn body_done(
+        &mut self,
+        c: &mut Conn<'a>,
+        h: &Head,
+        r: Received<'a>,
+        body: Box<S3Body>,
+    ) -> bool {
+        Ctx {
+            c,
+            st: self.st,
+            head: &self.head,
+        }
+        .s3_finish(h, r, *body)
+    }
+
+    fn body_failed(&mut self, c: &mut Conn<'a>, e: BodyError<S3Error>) {
+        if let Some(e) = c.body_failed(e) {
+            answer_error(c, self.st, &e, false);
+            c.linger();
+        }
+    }
+}
+
+/// Every refusal on the S3 listener is S3's Error XML, the core's own
+/// (a head too large, a body too slow) included.
+impl ErrorForm for S3State {
+    fn answer(&self, c: &mut Conn<'_>, code: u16, msg: &str, keep: bool) {
+        let e = S3Error::new(code_of_status(code), msg);
+        answer_error(c, self, &e, keep);
+    }
+}
+
+/// One request being served: the connection, the listener's state and
+/// the request's head as SigV4 signs it. The S3 operations are its
+/// methods; it derefs to the connection for what every protocol does.
+pub(super) struct Ctx<'c, 'a> {
+    c: &'c mut Conn<'a>,
+    st: &'a S3State,
+    head: &'c S3Head,
+}
+
+impl<'a> std::ops::Deref for Ctx<'_, 'a> {
+    type Target = Conn<'a>;
+    fn deref(&self) -> &Conn<'a> {
+        self.c
+    }
+}
+
+impl<'a> std::ops::DerefMut for Ctx<'_, 'a> {
+    fn deref_mut(&mut self) -> &mut Conn<'a> {
+        self.c
+    }
+}
 
 /// An S3 request's head as SigV4 signs it: the target and every field.
 #[derive(Clone, Debug, Default)]
@@ -418,63 +531,78 @@ impl S3Req {
     }
 }
 
-impl<'a> Conn<'a> {
-    /// The S3 listener's state (this is an S3 connection).
-    fn s3st(&self) -> &S3State {
-        self.s3_state
-            .as_deref()
-            .expect("an S3 connection has the S3 state")
-    }
-
-    /// Serve one request on the S3 listener; false = close the
-    /// connection.
-    pub(super) fn s3_handle(&mut self, h: &Head) -> bool {
-        if let Some((code, msg)) = h.error {
-            let e = S3Error::new(code_of_status(code), msg);
-            self.s3_error(&e, false);
-            self.linger();
-            return false;
-        }
-        let Some(sh) = h.s3.as_deref() else {
-            return self.s3_refuse(h, S3Error::new(Code::InternalError, "no S3 head"));
-        };
+impl<'a> Ctx<'_, 'a> {
+    /// Serve one request on the S3 listener.
+    fn handle(&mut self, h: &Head) -> Next<'a, Box<S3Body>> {
+        let sh = self.head;
         if self.sh.read_only() && !matches!(h.method, Method::Get | Method::Head) {
-            return self.s3_refuse(
+            return self.refused(
                 h,
                 S3Error::new(Code::AccessDenied, "this server is read-only"),
             );
         }
         let r = match self.s3_admit(h, sh) {
             Ok(r) => r,
-            Err(e) => return self.s3_refuse(h, e),
+            Err(e) => return self.refused(h, e),
         };
         let op = match route(h.method, &r.target, &r.query) {
             Ok(Op::PutObject) if sh.header("x-amz-copy-source").is_some() => Op::CopyObject,
             Ok(Op::UploadPart) if sh.header("x-amz-copy-source").is_some() => Op::UploadPartCopy,
             Ok(op) => op,
-            Err(e) => return self.s3_refuse(h, e),
+            Err(e) => return self.refused(h, e),
         };
-        // The key's grant on the bucket, before anything is looked up.
+        if let Err(e) = self.s3_allowed(h, op, &r) {
+            return self.refused(h, e);
+        }
+        let keep = match op {
+            Op::ListBuckets => self.s3_list_buckets(h, &r),
+            Op::CreateBucket => return self.s3_xml_body(h, r, body::XmlOp::CreateBucket),
+            Op::HeadBucket => self.s3_head_bucket(h, &r),
+            Op::DeleteBucket => self.s3_delete_bucket(h, &r),
+            Op::GetLocation => self.s3_location(h, &r),
+            Op::GetVersioning => self.s3_versioning(h, &r),
+            Op::ListObjects { v2 } => self.s3_list_objects(h, &r, v2),
+            Op::ListUploads => self.s3_list_uploads(h, &r),
+            Op::DeleteObjects => return self.s3_xml_body(h, r, body::XmlOp::DeleteObjects),
+            Op::PutObject => return self.s3_put_object(h, r),
+            Op::CopyObject => self.s3_copy_object(h, &r),
+            Op::GetObject => self.s3_get_object(h, &r),
+            Op::DeleteObject => self.s3_delete_object(h, &r),
+            Op::CreateUpload => self.s3_create_upload(h, &r),
+            Op::UploadPart => return self.s3_upload_part(h, r),
+            Op::UploadPartCopy => self.s3_upload_part_copy(h, &r),
+            Op::CompleteUpload => return self.s3_xml_body(h, r, body::XmlOp::Complete),
+            Op::AbortUpload => self.s3_abort_upload(h, &r),
+            Op::ListParts => self.s3_list_parts(h, &r),
+        };
+        // A request that takes no body must not have one: read and
+        // dropped after its answer when small, as any refusal's.
+        Next::answered(h, keep)
+    }
+
+    /// What the key may do and what the request names, checked before
+    /// anything is looked up: the key's grant on the bucket, the bucket's
+    /// and key's names, and what the request asks beyond what is served
+    /// (refused before anything is received or stored).
+    fn s3_allowed(&self, h: &Head, op: Op, r: &S3Req) -> Result<(), S3Error> {
         if let Some(a) = op.access() {
             if !r.key.may(&r.target.bucket, a) {
                 let what = match a {
                     Access::Read => "read",
                     Access::Write => "write",
                 };
-                let e = S3Error::new(
+                return Err(S3Error::new(
                     Code::AccessDenied,
                     format!(
                         "key {} has no {what} grant on bucket {}",
                         r.key.id, r.target.bucket
                     ),
-                );
-                return self.s3_refuse(h, e);
+                ));
             }
         }
         if op != Op::ListBuckets {
             if let Err(e) = pktfs_s3::names::valid_bucket(&r.target.bucket) {
-                let e = S3Error::new(Code::InvalidBucketName, e.to_string());
-                return self.s3_refuse(h, e);
+                return Err(S3Error::new(Code::InvalidBucketName, e.to_string()));
             }
         }
         if !r.target.key.is_empty() {
@@ -484,43 +612,18 @@ impl<'a> Conn<'a> {
                 } else {
                     Code::InvalidArgument
                 };
-                return self.s3_refuse(h, S3Error::new(code, e.to_string()));
+                return Err(S3Error::new(code, e.to_string()));
             }
             if let Some(msg) = h.path_error {
-                return self.s3_refuse(h, S3Error::new(Code::InvalidArgument, msg));
+                return Err(S3Error::new(Code::InvalidArgument, msg));
             }
         }
-        // What the request asks beyond what is served: refused before
-        // anything is received or stored.
-        if let Err(e) = unserved::check(op, sh, &r.query, &h.cond) {
-            return self.s3_refuse(h, e);
-        }
-        match op {
-            Op::ListBuckets => self.s3_list_buckets(h, &r),
-            Op::CreateBucket => self.s3_xml_body(h, r, body::XmlOp::CreateBucket),
-            Op::HeadBucket => self.s3_head_bucket(h, &r),
-            Op::DeleteBucket => self.s3_delete_bucket(h, &r),
-            Op::GetLocation => self.s3_location(h, &r),
-            Op::GetVersioning => self.s3_versioning(h, &r),
-            Op::ListObjects { v2 } => self.s3_list_objects(h, &r, v2),
-            Op::ListUploads => self.s3_list_uploads(h, &r),
-            Op::DeleteObjects => self.s3_xml_body(h, r, body::XmlOp::DeleteObjects),
-            Op::PutObject => self.s3_put_object(h, r),
-            Op::CopyObject => self.s3_copy_object(h, &r),
-            Op::GetObject => self.s3_get_object(h, &r),
-            Op::DeleteObject => self.s3_delete_object(h, &r),
-            Op::CreateUpload => self.s3_create_upload(h, &r),
-            Op::UploadPart => self.s3_upload_part(h, r),
-            Op::UploadPartCopy => self.s3_upload_part_copy(h, &r),
-            Op::CompleteUpload => self.s3_xml_body(h, r, body::XmlOp::Complete),
-            Op::AbortUpload => self.s3_abort_upload(h, &r),
-            Op::ListParts => self.s3_list_parts(h, &r),
-        }
+        unserved::check(op, self.head, &r.query, &h.cond)
     }
 
     /// Who signed the request, checked: the claim parsed from the head,
     /// the key looked up in the image's store, the signature recomputed.
-    fn s3_admit(&mut self, h: &Head, sh: &super::s3::S3Head) -> Result<S3Req, S3Error> {
+    fn s3_admit(&mut self, h: &Head, sh: &S3Head) -> Result<S3Req, S3Error> {
         let headers: Vec<(&str, &[u8])> = sh
             .headers
             .iter()
@@ -544,7 +647,7 @@ impl<'a> Conn<'a> {
             )
         })?;
         let key = self
-            .s3st()
+            .st
             .key(self.vol, &claim.access_key_id)?
             .ok_or_else(|| {
                 S3Error::new(
@@ -570,7 +673,7 @@ impl<'a> Conn<'a> {
                 ));
             }
         }
-        let sk = self.s3st().signing_key(&key, claim.date(), claim.region());
+        let sk = self.st.signing_key(&key, claim.date(), claim.region());
         let verified = claim.verify(&req, &sk).map_err(auth)?;
         let query = pktfs_s3::names::parse_query(sh.query())
             .map_err(|e| S3Error::new(Code::InvalidArgument, e.to_string()))?;
@@ -585,31 +688,12 @@ impl<'a> Conn<'a> {
 
     /// Answer an S3 error (the Error XML; none for HEAD) and log it.
     pub(super) fn s3_error(&mut self, e: &S3Error, keep: bool) {
-        let status = e.code.status();
-        let (m, path, peer) = (self.req.method, self.path.display(), self.peer);
-        let code = e.code.as_str();
-        match status {
-            500.. => {
-                tracing::warn!(%peer, method = m, %path, status, code, "S3 request failed: {e}")
-            }
-            404 => {
-                tracing::debug!(%peer, method = m, %path, status, code, "S3 request refused: {e}")
-            }
-            _ => tracing::info!(%peer, method = m, %path, status, code, "S3 request refused: {e}"),
-        }
-        let rid = self.s3st().request_id();
-        let body = pktfs_s3::xml::error(code, &e.message, &path, &rid);
-        let mut extra = format!("x-amz-request-id: {rid}\r\nContent-Type: application/xml\r\n");
-        if status == 503 {
-            extra.push_str("Retry-After: 1\r\n");
-        }
-        let send_body = self.req.method != "HEAD";
-        self.with_body(status, keep, &extra, body.as_bytes(), send_body);
+        answer_error(self.c, self.st, e, keep);
     }
 
     /// [`Conn::refuse`] with an S3 error: answered before the body is
-    /// read; a small announced body is read and dropped so the
-    /// connection can be kept, else it is closed.
+    /// read; whether the connection goes on (a small announced body is
+    /// then read and dropped, a large one closes it).
     pub(super) fn s3_refuse(&mut self, h: &Head, e: S3Error) -> bool {
         let mut keep = h.keep_alive;
         if h.has_body() {
@@ -619,30 +703,28 @@ impl<'a> Conn<'a> {
         self.s3_error(&e, keep);
         if !keep {
             self.linger();
-            return false;
         }
-        self.discard_body(h)
+        keep
+    }
+
+    /// [`Self::s3_refuse`] where a body might have been received.
+    pub(super) fn refused<B>(&mut self, h: &Head, e: S3Error) -> Next<'a, B> {
+        Next::answered(h, self.s3_refuse(h, e))
     }
 
     /// Answer 200 with an XML body (none for HEAD).
     pub(super) fn s3_xml(&mut self, h: &Head, code: u16, extra: &str, xml: &str) -> bool {
         let keep = h.keep_alive;
-        let rid = self.s3st().request_id();
+        let rid = self.st.request_id();
         let extra = format!("x-amz-request-id: {rid}\r\nContent-Type: application/xml\r\n{extra}");
         self.with_body(code, keep, &extra, xml.as_bytes(), h.method != Method::Head) && keep
     }
 
     /// Answer with no body.
     pub(super) fn s3_empty(&mut self, h: &Head, code: u16, extra: &str) -> bool {
-        let rid = self.s3st().request_id();
+        let rid = self.st.request_id();
         let extra = format!("x-amz-request-id: {rid}\r\n{extra}");
         self.head_only(code, h.keep_alive, &extra) && h.keep_alive
-    }
-
-    /// A request that takes no body must not have one (read and dropped
-    /// when small, as any refusal's).
-    pub(super) fn s3_no_body(&mut self, h: &Head) -> bool {
-        !h.has_body() || self.discard_body(h)
     }
 
     /// The bucket's directory (NoSuchBucket when there is none).
@@ -657,4 +739,28 @@ impl<'a> Conn<'a> {
             Err(e) => Err(fs_error(&e, name)),
         }
     }
+}
+
+/// Answer an S3 error on `c` (the Error XML; none for HEAD) and log it.
+fn answer_error(c: &mut Conn<'_>, st: &S3State, e: &S3Error, keep: bool) {
+    let status = e.code.status();
+    let (m, path, peer) = (c.req.method, c.path.display(), c.peer);
+    let code = e.code.as_str();
+    match status {
+        500.. => {
+            tracing::warn!(%peer, method = m, %path, status, code, "S3 request failed: {e}")
+        }
+        404 => {
+            tracing::debug!(%peer, method = m, %path, status, code, "S3 request refused: {e}")
+        }
+        _ => tracing::info!(%peer, method = m, %path, status, code, "S3 request refused: {e}"),
+    }
+    let rid = st.request_id();
+    let body = pktfs_s3::xml::error(code, &e.message, &path, &rid);
+    let mut extra = format!("x-amz-request-id: {rid}\r\nContent-Type: application/xml\r\n");
+    if status == 503 {
+        extra.push_str("Retry-After: 1\r\n");
+    }
+    let send_body = c.req.method != "HEAD";
+    c.with_body(status, keep, &extra, body.as_bytes(), send_body);
 }

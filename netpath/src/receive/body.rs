@@ -85,6 +85,9 @@ impl BodyError<Infallible> {
 /// default that does nothing.
 pub(crate) trait Hooks {
     type Error;
+    /// [`Hooks::pieces`] does something: the body's pieces must be made
+    /// where the hooks see them, not by a persister thread.
+    const SEES_PIECES: bool = false;
     /// Data bytes, in order, while they are hot (before their piece's
     /// CRC and write-back).
     #[inline]

@@ -260,11 +260,7 @@ impl S3Body {
         Ok(b)
     }
 
-    /// The body is aws-chunked (walked as chunks up to [`Self::limit`]).
-    pub fn aws_chunked(&self) -> bool {
-        self.limit.is_some()
-    }
-
+    /// aws-chunked: the Content-Length its chunks must end at.
     pub fn limit(&self) -> Option<u64> {
         self.limit
     }
@@ -469,43 +465,30 @@ impl S3Body {
 }
 
 /// The walker's hooks (`crate::receive::body`): an S3 body is checked as
-/// it passes; a body without one (plain HTTP on the same session type)
-/// passes unchecked.
-impl Hooks for Option<Box<S3Body>> {
+/// it passes, and its CRC32C is its pieces' CRCs combined.
+impl Hooks for Box<S3Body> {
     type Error = S3Error;
+    const SEES_PIECES: bool = true;
 
     #[inline]
     fn data(&mut self, bytes: &[u8]) {
-        if let Some(b) = self {
-            b.data(bytes);
-        }
+        S3Body::data(self, bytes);
     }
 
     fn chunk_start(&mut self, line: &[u8], size: u64) -> Result<(), S3Error> {
-        match self {
-            Some(b) => b.chunk_start(size, ChunkSig::of_line(line)),
-            None => Ok(()),
-        }
+        S3Body::chunk_start(self, size, ChunkSig::of_line(line))
     }
 
     fn chunk_end(&mut self) -> Result<(), S3Error> {
-        match self {
-            Some(b) => b.chunk_end(),
-            None => Ok(()),
-        }
+        S3Body::chunk_end(self)
     }
 
     fn trailers(&mut self, section: &[u8]) -> Result<(), S3Error> {
-        match self {
-            Some(b) => b.trailers(section),
-            None => Ok(()),
-        }
+        S3Body::trailers(self, section)
     }
 
     #[inline]
     fn pieces(&mut self, pieces: &[RxPiece<'_>]) {
-        if let Some(b) = self {
-            b.fold_pieces(pieces);
-        }
+        self.fold_pieces(pieces);
     }
 }

@@ -5,8 +5,8 @@
 use pktfs_fs::{FileType, FsError};
 use pktfs_s3::error::{Code, S3Error};
 
-use super::super::conn::Conn;
 use super::super::head::Head;
+use super::Ctx;
 use super::{fs_error, S3Req};
 
 fn err(code: Code, msg: impl Into<String>) -> S3Error {
@@ -35,11 +35,8 @@ fn remove_dirs(vol: &pktfs_fs::Volume, dir: u64) -> Result<(), FsError> {
     Ok(())
 }
 
-impl Conn<'_> {
+impl Ctx<'_, '_> {
     pub(super) fn s3_list_buckets(&mut self, h: &Head, r: &S3Req) -> bool {
-        if !self.s3_no_body(h) {
-            return false;
-        }
         let root = self.vol.root();
         let entries = match self.vol.list_dir(root) {
             Ok(v) => v,
@@ -89,9 +86,6 @@ impl Conn<'_> {
                     ino: a.ino,
                 });
                 let extra = format!("Location: /{name}\r\n");
-                if !self.s3_no_body(h) {
-                    return false;
-                }
                 self.s3_empty(h, 200, &extra)
             }
             Err(FsError::Exists) => {
@@ -112,9 +106,6 @@ impl Conn<'_> {
     }
 
     pub(super) fn s3_head_bucket(&mut self, h: &Head, r: &S3Req) -> bool {
-        if !self.s3_no_body(h) {
-            return false;
-        }
         match self.s3_bucket(&r.target.bucket) {
             Ok(_) => {
                 let extra = format!("x-amz-bucket-region: {}\r\n", self.sh.cfg.s3_region);
@@ -130,9 +121,6 @@ impl Conn<'_> {
     /// DeleteBucket: only a bucket with no objects (directories left by
     /// keys are removed with it); its multipart uploads are aborted.
     pub(super) fn s3_delete_bucket(&mut self, h: &Head, r: &S3Req) -> bool {
-        if !self.s3_no_body(h) {
-            return false;
-        }
         let name = r.target.bucket.as_str();
         let ino = match self.s3_bucket(name) {
             Ok(i) => i,
@@ -156,7 +144,7 @@ impl Conn<'_> {
         let r2 = remove_dirs(self.vol, ino).and_then(|()| self.vol.rmdir(root, name.as_bytes()));
         match r2 {
             Ok(()) => {
-                self.s3st().uploads.abort_bucket(name);
+                self.st.uploads.abort_bucket(name);
                 self.sh.notify(crate::config::Change::Removed {
                     parent: root,
                     name: name.as_bytes(),
@@ -179,9 +167,6 @@ impl Conn<'_> {
         if let Err(e) = self.s3_bucket(&r.target.bucket) {
             return self.s3_refuse(h, e);
         }
-        if !self.s3_no_body(h) {
-            return false;
-        }
         let xml = pktfs_s3::xml::location(&self.sh.cfg.s3_region);
         self.s3_xml(h, 200, "", &xml)
     }
@@ -189,9 +174,6 @@ impl Conn<'_> {
     pub(super) fn s3_versioning(&mut self, h: &Head, r: &S3Req) -> bool {
         if let Err(e) = self.s3_bucket(&r.target.bucket) {
             return self.s3_refuse(h, e);
-        }
-        if !self.s3_no_body(h) {
-            return false;
         }
         // Versioning is never enabled: the empty configuration says so.
         let xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>";

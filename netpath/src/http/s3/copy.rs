@@ -19,10 +19,10 @@ use pktfs_fs::{FileType, FsError, Seg};
 use pktfs_s3::checksum::{etag, Algorithm, BodyHasher, Value, Wanted};
 use pktfs_s3::error::{Code, S3Error};
 
-use super::super::conn::Conn;
 use super::super::head::Head;
 use super::multipart::{now_ns, Part, MAX_PART_BYTES};
 use super::precond::{check_copy_source, copy_source_conditions, Snap};
+use super::Ctx;
 use super::{fs_error, S3Head, S3Req};
 
 fn err(code: Code, msg: impl Into<String>) -> S3Error {
@@ -85,7 +85,7 @@ pub(super) fn copy_source_range(v: Option<&str>, size: u64) -> Result<(u64, u64)
     Ok((first, last - first + 1))
 }
 
-impl<'a> Conn<'a> {
+impl<'a> Ctx<'_, 'a> {
     /// The copy's source (`x-amz-copy-source`, percent-encoded,
     /// `BUCKET/KEY` with an optional leading `/` and `?versionId=null`):
     /// the key's read grant on its bucket, the file's read permission,
@@ -244,7 +244,7 @@ impl<'a> Conn<'a> {
 
     /// UploadPartCopy (module docs).
     fn s3_part_copy(&mut self, h: &Head, r: &S3Req) -> Result<bool, S3Error> {
-        let sh = h.s3.as_deref().expect("an S3 head");
+        let sh = self.head;
         let number = Self::s3_part_number(r)?;
         self.s3_bucket(&r.target.bucket)?;
         let algorithm = self.s3_upload_algorithm(r)?;
@@ -263,9 +263,6 @@ impl<'a> Conn<'a> {
                 Code::EntityTooLarge,
                 format!("a part is at most {MAX_PART_BYTES} bytes; the range is {len}"),
             ));
-        }
-        if !self.s3_no_body(h) {
-            return Ok(false);
         }
         let tmp = self
             .vol

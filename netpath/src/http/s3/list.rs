@@ -14,9 +14,9 @@ use pktfs_fs::{FileType, FsError, Volume};
 use pktfs_s3::error::{Code, S3Error};
 use pktfs_s3::xml::{ListV1, ListV2, Object};
 
-use super::super::conn::Conn;
 use super::super::head::Head;
 use super::meta::etag_of;
+use super::Ctx;
 use super::{fs_error, S3Req};
 
 /// The most keys one listing answers, as S3.
@@ -175,11 +175,8 @@ impl Walk<'_> {
     }
 }
 
-impl Conn<'_> {
+impl Ctx<'_, '_> {
     pub(super) fn s3_list_objects(&mut self, h: &Head, r: &S3Req, v2: bool) -> bool {
-        if !self.s3_no_body(h) {
-            return false;
-        }
         match self.s3_list(r, v2) {
             Ok(xml) => self.s3_xml(h, 200, "", &xml),
             Err(e) => self.s3_refuse(h, e),

@@ -11,15 +11,16 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use pktfs_fs::{OwnedTmpFile, TmpFile};
+use pktfs_fs::{OwnedTmpFile, RxPiece, TmpFile};
 use pktfs_s3::checksum::{etag, multipart_etag, Algorithm, Value};
 use pktfs_s3::error::{Code, S3Error};
 
-use super::super::conn::Conn;
 use super::super::head::Head;
+use super::super::protocol::Next;
 use super::body::{BodyKind, Finished, S3Body, ALGORITHMS};
 use super::meta::ObjectMeta;
 use super::precond::WriteCond;
+use super::Ctx;
 use super::{fs_error, S3Req};
 
 /// Uploads in progress at once (each holds its parts' space).
@@ -124,7 +125,7 @@ fn bare(tag: &str) -> &str {
     tag.trim().trim_matches('"')
 }
 
-impl<'a> Conn<'a> {
+impl<'a> Ctx<'_, 'a> {
     fn upload_id<'r>(&self, r: &'r S3Req) -> &'r str {
         r.q("uploadId").unwrap_or_default()
     }
@@ -132,7 +133,7 @@ impl<'a> Conn<'a> {
     /// The upload the request names exists, for its bucket and key.
     pub(super) fn s3_upload_exists(&self, r: &S3Req) -> Result<(), S3Error> {
         let id = self.upload_id(r);
-        let g = self.s3st().uploads.lock();
+        let g = self.st.uploads.lock();
         match g.get(id) {
             Some(u) if u.bucket == r.target.bucket && u.key == r.target.key => Ok(()),
             _ => Err(no_upload(id)),
@@ -157,7 +158,7 @@ impl<'a> Conn<'a> {
         if let Some(msg) = self.put_denied() {
             return Err(err(Code::AccessDenied, msg));
         }
-        let sh = h.s3.as_deref().expect("an S3 head");
+        let sh = self.head;
         let meta = ObjectMeta::from_request(sh).map_err(|m| err(Code::InvalidArgument, m))?;
         let algorithm = match sh.header("x-amz-checksum-algorithm") {
             None => None,
@@ -186,13 +187,10 @@ impl<'a> Conn<'a> {
                 ))
             }
         };
-        if !self.s3_no_body(h) {
-            return Ok(false);
-        }
         let id = new_id()?;
         let now = now_ns();
         let expired: Vec<Upload> = {
-            let mut g = self.s3st().uploads.lock();
+            let mut g = self.st.uploads.lock();
             let old: Vec<String> = g
                 .iter()
                 .filter(|(_, u)| now - u.touched_ns > IDLE_NS)
@@ -252,7 +250,7 @@ impl<'a> Conn<'a> {
     /// exists, for its bucket and key).
     pub(super) fn s3_upload_algorithm(&self, r: &S3Req) -> Result<Option<Algorithm>, S3Error> {
         let id = self.upload_id(r);
-        let g = self.s3st().uploads.lock();
+        let g = self.st.uploads.lock();
         match g.get(id) {
             Some(u) if u.bucket == r.target.bucket && u.key == r.target.key => Ok(u.algorithm),
             _ => Err(no_upload(id)),
@@ -263,7 +261,7 @@ impl<'a> Conn<'a> {
     /// that number, freed here), unless the upload ended meanwhile.
     pub(super) fn s3_keep_part(&self, id: &str, number: u32, part: Part) -> Result<(), S3Error> {
         let replaced = {
-            let mut g = self.s3st().uploads.lock();
+            let mut g = self.st.uploads.lock();
             match g.get_mut(id) {
                 Some(u) => {
                     u.touched_ns = now_ns();
@@ -285,16 +283,16 @@ impl<'a> Conn<'a> {
         }
     }
 
-    pub(super) fn s3_upload_part(&mut self, h: &Head, r: S3Req) -> bool {
+    pub(super) fn s3_upload_part(&mut self, h: &Head, r: S3Req) -> Next<'a, Box<S3Body>> {
         let number = match Self::s3_part_number(&r) {
             Ok(n) => n,
-            Err(e) => return self.s3_refuse(h, e),
+            Err(e) => return self.refused(h, e),
         };
         if let Err(e) = self.s3_upload_exists(&r) {
-            return self.s3_refuse(h, e);
+            return self.refused(h, e);
         }
         let Some(framing) = h.framing() else {
-            return self.s3_refuse(
+            return self.refused(
                 h,
                 err(
                     Code::MissingContentLength,
@@ -302,10 +300,10 @@ impl<'a> Conn<'a> {
                 ),
             );
         };
-        let sh = h.s3.as_deref().expect("an S3 head");
+        let sh = self.head;
         let decoded = sh.data_len(h);
         if let Err(e) = self.s3_room(decoded, MAX_PART_BYTES) {
-            return self.s3_refuse(h, e);
+            return self.refused(h, e);
         }
         let kind = BodyKind::Part {
             upload_id: self.upload_id(&r).to_string(),
@@ -313,7 +311,7 @@ impl<'a> Conn<'a> {
         };
         let body = match S3Body::new(h, sh, &r.verified, kind) {
             Ok(b) => b,
-            Err(e) => return self.s3_refuse(h, e),
+            Err(e) => return self.refused(h, e),
         };
         self.s3_receive(h, framing, body)
     }
@@ -324,12 +322,12 @@ impl<'a> Conn<'a> {
         &mut self,
         h: &Head,
         tmp: TmpFile<'a>,
+        tail: Vec<RxPiece<'a>>,
         fin: Finished,
         id: &str,
         number: u32,
     ) -> bool {
         let keep = h.keep_alive;
-        let tail = std::mem::take(&mut self.pieces);
         if let Err(e) = tmp.commit(tail) {
             drop(tmp);
             self.s3_error(&fs_error(&e, "storing the part"), keep);
@@ -373,7 +371,7 @@ impl<'a> Conn<'a> {
         // Taken out of the table: a concurrent part or completion of the
         // same upload finds none. Put back if this one fails.
         let upload = {
-            let mut g = self.s3st().uploads.lock();
+            let mut g = self.st.uploads.lock();
             match g.remove(&id) {
                 Some(u) if u.bucket == r.target.bucket && u.key == r.target.key => Some(u),
                 Some(u) => {
@@ -412,7 +410,7 @@ impl<'a> Conn<'a> {
                 go_on
             }
             Err(e) => {
-                let mut g = self.s3st().uploads.lock();
+                let mut g = self.st.uploads.lock();
                 g.insert(id, upload);
                 drop(g);
                 self.s3_error(&e, keep);
@@ -530,12 +528,12 @@ impl<'a> Conn<'a> {
                 meta.checksum_type = Some("COMPOSITE".into());
             }
         }
-        Self::s3_complete_sums(h, &meta)?;
+        self.s3_complete_sums(&meta)?;
         meta.store(self.vol, tmp.ino())
             .map_err(|e| fs_error(&e, "storing the object's metadata"))?;
         // If-Match / If-None-Match: * against the object's S3 ETag.
         let wc = WriteCond::of(h)?;
-        let linked = self.s3_link(&mut tmp, wc.as_ref(), false)?;
+        let linked = self.s3_link(&mut tmp, Vec::new(), wc.as_ref(), false)?;
         Ok((meta, linked))
     }
 
@@ -543,8 +541,8 @@ impl<'a> Conn<'a> {
     /// checksum (`x-amz-checksum-*`, compared with the one assembled; a
     /// COMPOSITE value with or without its `-N`), the checksum's type,
     /// and its size (`x-amz-mp-object-size`). Checked before it is named.
-    fn s3_complete_sums(h: &Head, meta: &ObjectMeta) -> Result<(), S3Error> {
-        let sh = h.s3.as_deref().expect("an S3 head");
+    fn s3_complete_sums(&self, meta: &ObjectMeta) -> Result<(), S3Error> {
+        let sh = self.head;
         let strip = |v: &str| v.trim().split('-').next().unwrap_or("").to_string();
         for alg in ALGORITHMS {
             let Some(v) = sh.header(alg.header_name()) else {
@@ -603,12 +601,9 @@ impl<'a> Conn<'a> {
     }
 
     pub(super) fn s3_abort_upload(&mut self, h: &Head, r: &S3Req) -> bool {
-        if !self.s3_no_body(h) {
-            return false;
-        }
         let id = self.upload_id(r);
         let gone = {
-            let mut g = self.s3st().uploads.lock();
+            let mut g = self.st.uploads.lock();
             match g.get(id) {
                 Some(u) if u.bucket == r.target.bucket && u.key == r.target.key => g.remove(id),
                 _ => None,
@@ -627,9 +622,6 @@ impl<'a> Conn<'a> {
     }
 
     pub(super) fn s3_list_parts(&mut self, h: &Head, r: &S3Req) -> bool {
-        if !self.s3_no_body(h) {
-            return false;
-        }
         let id = self.upload_id(r);
         let marker: u32 = r
             .q("part-number-marker")
@@ -641,7 +633,7 @@ impl<'a> Conn<'a> {
             .unwrap_or(1000)
             .min(1000);
         let listed = {
-            let g = self.s3st().uploads.lock();
+            let g = self.st.uploads.lock();
             match g.get(id) {
                 Some(u) if u.bucket == r.target.bucket && u.key == r.target.key => {
                     let mut parts = Vec::new();
@@ -690,9 +682,6 @@ impl<'a> Conn<'a> {
         if let Err(e) = self.s3_bucket(&r.target.bucket) {
             return self.s3_refuse(h, e);
         }
-        if !self.s3_no_body(h) {
-            return false;
-        }
         let prefix = r.q("prefix").unwrap_or("");
         let delimiter = r.q("delimiter").filter(|d| !d.is_empty());
         let key_marker = r.q("key-marker").unwrap_or("");
@@ -703,7 +692,7 @@ impl<'a> Conn<'a> {
             .unwrap_or(1000)
             .min(1000);
         let mut all: Vec<(String, String, i64)> = {
-            let g = self.s3st().uploads.lock();
+            let g = self.st.uploads.lock();
             g.iter()
                 .filter(|(_, u)| u.bucket == r.target.bucket && u.key.starts_with(prefix))
                 .map(|(id, u)| (u.key.clone(), id.clone(), u.initiated_ns))

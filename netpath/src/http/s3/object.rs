@@ -4,19 +4,23 @@
 //! DeleteObject, CopyObject (records sharing the source's buffers: no
 //! bytes copied), and what a body is once it is in.
 
-use pktfs_fs::{Bound, FileType, FsError, TmpFile};
+use std::borrow::Cow;
+
+use pktfs_fs::{Bound, ContentDigest, FileType, FsError, RxPiece, TmpFile};
 use pktfs_s3::checksum::{etag, Algorithm, Value};
 use pktfs_s3::error::{Code, S3Error};
 
 use super::super::conn::Conn;
-use super::super::framing::BodyError;
+use super::super::files::{Got, Labels};
 use super::super::head::{Framing, Head};
+use super::super::protocol::{Next, Receive, Received};
 use super::body::{BodyKind, Finished, S3Body, XmlOp};
 use super::meta::{etag_of, ObjectMeta};
 use super::precond::{
     check_copy_source, check_delete, copy_source_conditions, quoted_for_get, Snap, WriteCond,
     RETRIES,
 };
+use super::Ctx;
 use super::{fs_error, S3Req};
 
 /// The most a single PutObject stores, as S3 allows.
@@ -29,26 +33,76 @@ fn err(code: Code, msg: impl Into<String>) -> S3Error {
     S3Error::new(code, msg)
 }
 
-impl<'a> Conn<'a> {
-    /// An unnamed file for a body, and the session told to receive the
-    /// body into it (`s3_finish` once it is in).
-    pub(super) fn s3_receive(&mut self, h: &Head, framing: Framing, body: S3Body) -> bool {
+/// GET/HEAD of an object: the stored S3 ETag (the MD5) and headers
+/// while they describe the file, else the records' ([`etag_of`]).
+struct ObjectLabels {
+    /// `x-amz-checksum-mode: ENABLED`: the object's checksum too.
+    checksum_mode: bool,
+}
+
+impl Labels for ObjectLabels {
+    fn tag(&self, c: &Conn<'_>, d: &ContentDigest, whole: bool, extra: &mut String) -> String {
+        let (tag, meta) = etag_of(c.vol, d);
+        if let Some(m) = &meta {
+            m.push_headers(extra, self.checksum_mode && whole);
+            if let Some(p) = m.parts {
+                extra.push_str(&format!("x-amz-mp-parts-count: {p}\r\n"));
+            }
+        }
+        let stored_crc32c = meta.as_ref().is_some_and(|m| m.has_crc32c());
+        if self.checksum_mode && whole && !stored_crc32c {
+            // From the records' CRCs, combined: whatever wrote the file.
+            let v = Value::Crc32c(d.crc32c);
+            extra.push_str(&format!(
+                "{}: {}\r\n",
+                Algorithm::Crc32c.header_name(),
+                v.to_base64()
+            ));
+            // A stored checksum said its type already.
+            if meta.as_ref().is_none_or(|m| m.checksum.is_none()) {
+                extra.push_str("x-amz-checksum-type: FULL_OBJECT\r\n");
+            }
+        }
+        tag
+    }
+
+    /// The type it was stored with, else S3's default.
+    fn content_type(&self, c: &Conn<'_>, d: Option<&ContentDigest>) -> Cow<'static, str> {
+        d.and_then(|d| etag_of(c.vol, d).1)
+            .and_then(|m| m.content_type)
+            .map_or("binary/octet-stream".into(), Into::into)
+    }
+}
+
+impl<'a> Ctx<'_, 'a> {
+    /// Receive the body into an unnamed file (`s3_finish` once it is in):
+    /// an aws-chunked body is walked as chunks, never past its
+    /// Content-Length.
+    pub(super) fn s3_receive(
+        &mut self,
+        h: &Head,
+        framing: Framing,
+        body: S3Body,
+    ) -> Next<'a, Box<S3Body>> {
         let tmp = match self.upload_file() {
             Ok(t) => t,
-            Err(e) => return self.s3_refuse(h, fs_error(&e, "a file for the body")),
+            Err(e) => return self.refused(h, fs_error(&e, "a file for the body")),
         };
         if !self.send_continue(h) {
-            self.drop_tmp(tmp);
-            return false;
+            drop(tmp); // never named: freed
+            return Next::Done(false);
         }
-        let Some(ob) = self.outbox.as_mut() else {
-            // The S3 listener runs on the loops only (`Services::start`).
-            self.drop_tmp(tmp);
-            return self.s3_refuse(h, err(Code::InternalError, "no event loop"));
+        let framing = match body.limit() {
+            Some(within) => Framing::Chunked {
+                within: Some(within),
+            },
+            None => framing,
         };
-        ob.upload = Some((tmp, framing));
-        ob.s3_body = Some(Box::new(body));
-        true
+        Next::Receive(Receive {
+            file: tmp,
+            framing,
+            body: Box::new(body),
+        })
     }
 
     /// Space for a body of `n` bytes, or why not.
@@ -68,12 +122,12 @@ impl<'a> Conn<'a> {
         }
     }
 
-    pub(super) fn s3_put_object(&mut self, h: &Head, r: S3Req) -> bool {
+    pub(super) fn s3_put_object(&mut self, h: &Head, r: S3Req) -> Next<'a, Box<S3Body>> {
         if let Err(e) = self.s3_bucket(&r.target.bucket) {
-            return self.s3_refuse(h, e);
+            return self.refused(h, e);
         }
         let Some(framing) = h.framing() else {
-            return self.s3_refuse(
+            return self.refused(
                 h,
                 err(
                     Code::MissingContentLength,
@@ -81,21 +135,20 @@ impl<'a> Conn<'a> {
                 ),
             );
         };
-        let sh = h.s3.as_deref().expect("an S3 head");
+        let sh = self.head;
         if r.target.dir_marker {
-            return self.s3_put_dir(h);
+            return Next::answered(h, self.s3_put_dir(h));
         }
         let decoded = sh.data_len(h);
         if let Err(e) = self.s3_room(decoded, MAX_PUT_BYTES) {
-            return self.s3_refuse(h, e);
+            return self.refused(h, e);
         }
         if let Some(msg) = self.put_denied() {
-            return self.s3_refuse(h, err(Code::AccessDenied, msg));
+            return self.refused(h, err(Code::AccessDenied, msg));
         }
         if let Ok(a) = self.resolve(self.path.len()) {
             if a.kind == FileType::Directory {
-                return self.s3_refuse(
-                    h,
+                return self.refused(h,
                     err(
                         Code::InvalidRequest,
                         format!(
@@ -108,7 +161,7 @@ impl<'a> Conn<'a> {
         }
         let meta = match ObjectMeta::from_request(sh) {
             Ok(m) => m,
-            Err(msg) => return self.s3_refuse(h, err(Code::InvalidArgument, msg)),
+            Err(msg) => return self.refused(h, err(Code::InvalidArgument, msg)),
         };
         // S3's preconditions, against the object's S3 ETag, before the
         // body is received (and again when it is named: `s3_object_done`).
@@ -117,11 +170,11 @@ impl<'a> Conn<'a> {
             None => Ok(()),
         });
         if let Err(e) = early {
-            return self.s3_refuse(h, e);
+            return self.refused(h, e);
         }
         let mut body = match S3Body::new(h, sh, &r.verified, BodyKind::Object) {
             Ok(b) => b,
-            Err(e) => return self.s3_refuse(h, e),
+            Err(e) => return self.refused(h, e),
         };
         body.meta = meta;
         self.s3_receive(h, framing, body)
@@ -155,19 +208,11 @@ impl<'a> Conn<'a> {
         }
     }
 
-    /// An S3 body is in (`r`), or failed: checked, then acted on by kind.
-    pub(in super::super) fn s3_finish(
-        &mut self,
-        h: &Head,
-        tmp: TmpFile<'a>,
-        mut body: S3Body,
-        r: Result<(u64, u64), BodyError>,
-    ) -> bool {
-        if let Err(e) = r {
-            self.drop_tmp(tmp);
-            self.body_failed(e);
-            return false;
-        }
+    /// An S3 body is in (`r`): checked, then acted on by kind.
+    pub(super) fn s3_finish(&mut self, h: &Head, r: Received<'a>, mut body: S3Body) -> bool {
+        let Received {
+            file: tmp, tail, ..
+        } = r;
         let keep = h.keep_alive;
         let kind = body.kind.clone();
         let meta = std::mem::take(&mut body.meta);
@@ -175,23 +220,24 @@ impl<'a> Conn<'a> {
         let fin = match body.finish() {
             Ok(f) => f,
             Err(e) => {
-                self.drop_tmp(tmp);
+                self.vol.rx_abort(tail);
+                drop(tmp); // never named: freed
                 self.s3_error(&e, keep);
                 return keep;
             }
         };
         match kind {
-            BodyKind::Object => self.s3_object_done(h, tmp, fin, meta),
+            BodyKind::Object => self.s3_object_done(h, tmp, tail, fin, meta),
             BodyKind::Part { upload_id, number } => {
-                self.s3_part_done(h, tmp, fin, &upload_id, number)
+                self.s3_part_done(h, tmp, tail, fin, &upload_id, number)
             }
             BodyKind::Xml(op) => {
                 let Some(req) = req else {
-                    self.drop_tmp(tmp);
+                    self.vol.rx_abort(tail);
                     self.s3_error(&err(Code::InternalError, "no request"), keep);
                     return keep;
                 };
-                self.s3_xml_done(h, tmp, fin, op, *req)
+                self.s3_xml_done(h, tmp, tail, fin, op, *req)
             }
         }
     }
@@ -202,6 +248,7 @@ impl<'a> Conn<'a> {
         &mut self,
         h: &Head,
         mut tmp: TmpFile<'a>,
+        tail: Vec<RxPiece<'a>>,
         fin: Finished,
         mut meta: ObjectMeta,
     ) -> bool {
@@ -233,21 +280,23 @@ impl<'a> Conn<'a> {
         // crash between them leaves an unnamed file, which the next open
         // frees: the object is either whole, metadata included, or absent.
         if let Err(e) = meta.store(self.vol, tmp.ino()) {
-            self.drop_tmp(tmp);
+            self.vol.rx_abort(tail);
+            drop(tmp); // never named: freed
             let e = fs_error(&e, "storing the object's metadata");
             self.s3_error(&e, keep);
             return keep;
         }
         // The preconditions passed before the body came (`s3_put_object`);
         // now against the object as it is when the name is given.
-        let linked = match WriteCond::of(h).and_then(|c| self.s3_link(&mut tmp, c.as_ref(), true)) {
-            Ok(l) => l,
-            Err(e) => {
-                self.drop_tmp(tmp);
-                self.s3_error(&e, keep);
-                return keep;
-            }
-        };
+        let linked =
+            match WriteCond::of(h).and_then(|c| self.s3_link(&mut tmp, tail, c.as_ref(), true)) {
+                Ok(l) => l,
+                Err(e) => {
+                    drop(tmp); // still unnamed: freed
+                    self.s3_error(&e, keep);
+                    return keep;
+                }
+            };
         debug_assert!(linked.digest().is_none_or(|d| d.crc32c == fin.crc32c));
         let mut extra = format!("ETag: {}\r\n", meta.etag);
         if let Some(c) = &fin.checksum {
@@ -271,7 +320,7 @@ impl<'a> Conn<'a> {
         if let Err(e) = self.s3_bucket(&r.target.bucket) {
             return self.s3_refuse(h, e);
         }
-        let sh = h.s3.as_deref().expect("an S3 head");
+        let sh = self.head;
         if r.q("partNumber").is_some() {
             return self.s3_refuse(
                 h,
@@ -281,9 +330,6 @@ impl<'a> Conn<'a> {
         match self.resolve(self.path.len()) {
             Ok(a) if a.kind == FileType::Regular => {}
             Ok(a) if a.kind == FileType::Directory && r.target.dir_marker => {
-                if !self.s3_no_body(h) {
-                    return false;
-                }
                 let tag = super::list::EMPTY_ETAG;
                 let lm = super::super::response::http_date(a.mtime_ns.div_euclid(1_000_000_000));
                 return self.s3_empty(
@@ -309,67 +355,38 @@ impl<'a> Conn<'a> {
             }
             Err(e) => return self.s3_refuse(h, fs_error(&e, &r.target.key)),
         }
-        self.s3_checksum_mode = sh
-            .header("x-amz-checksum-mode")
-            .is_some_and(|v| v.eq_ignore_ascii_case("ENABLED"));
+        let labels = ObjectLabels {
+            checksum_mode: sh
+                .header("x-amz-checksum-mode")
+                .is_some_and(|v| v.eq_ignore_ascii_case("ENABLED")),
+        };
         // The shared GET compares the conditions with the quoted S3 ETag
-        // (`s3_object_headers`): tags sent without quotes, as S3 takes
-        // them, are quoted for it.
-        let go_on = match quoted_for_get(&h.cond) {
+        // (`ObjectLabels`): tags sent without quotes, as S3 takes them,
+        // are quoted for it.
+        let got = match quoted_for_get(&h.cond) {
             Some(c) => {
                 let mut q = h.clone();
                 q.cond = c;
-                self.get(&q)
+                self.get_file(&q, &labels)
             }
-            None => self.get(h),
+            None => self.get_file(h, &labels),
         };
-        self.s3_checksum_mode = false;
-        go_on
-    }
-
-    /// GET/HEAD's ETag and header lines for the file `d` describes (S3
-    /// listener), appended to `extra`; returns the ETag.
-    pub(in super::super) fn s3_object_headers(
-        &self,
-        d: &pktfs_fs::ContentDigest,
-        whole: bool,
-        extra: &mut String,
-    ) -> String {
-        let (tag, meta) = etag_of(self.vol, d);
-        if let Some(m) = &meta {
-            m.push_headers(extra, self.s3_checksum_mode && whole);
-            if let Some(p) = m.parts {
-                extra.push_str(&format!("x-amz-mp-parts-count: {p}\r\n"));
-            }
+        match got {
+            Got::Sent(go_on) => go_on,
+            // It became a prefix of other keys since it was looked up.
+            Got::Directory(_) => self.s3_refuse(
+                h,
+                err(
+                    Code::NoSuchKey,
+                    format!("no object {} in bucket {}", r.target.key, r.target.bucket),
+                ),
+            ),
         }
-        let stored_crc32c = meta.as_ref().is_some_and(|m| m.has_crc32c());
-        if self.s3_checksum_mode && whole && !stored_crc32c {
-            // From the records' CRCs, combined: whatever wrote the file.
-            let v = Value::Crc32c(d.crc32c);
-            extra.push_str(&format!(
-                "{}: {}\r\n",
-                Algorithm::Crc32c.header_name(),
-                v.to_base64()
-            ));
-            // A stored checksum said its type already.
-            if meta.as_ref().is_none_or(|m| m.checksum.is_none()) {
-                extra.push_str("x-amz-checksum-type: FULL_OBJECT\r\n");
-            }
-        }
-        tag
-    }
-
-    /// The Content-Type an object was stored with.
-    pub(in super::super) fn s3_content_type(&self, d: &pktfs_fs::ContentDigest) -> Option<String> {
-        etag_of(self.vol, d).1.and_then(|m| m.content_type)
     }
 
     pub(super) fn s3_delete_object(&mut self, h: &Head, r: &S3Req) -> bool {
         if let Err(e) = self.s3_bucket(&r.target.bucket) {
             return self.s3_refuse(h, e);
-        }
-        if !self.s3_no_body(h) {
-            return false;
         }
         if let Some(msg) = self.delete_denied() {
             return self.s3_refuse(h, err(Code::AccessDenied, msg));
@@ -486,7 +503,7 @@ impl<'a> Conn<'a> {
     }
 
     fn s3_copy(&mut self, h: &Head, r: &S3Req) -> Result<bool, S3Error> {
-        let sh = h.s3.as_deref().expect("an S3 head");
+        let sh = self.head;
         self.s3_bucket(&r.target.bucket)?;
         if h.has_body() && h.content_length != Some(0) {
             return Err(err(Code::InvalidRequest, "CopyObject takes no body"));
@@ -590,7 +607,7 @@ impl<'a> Conn<'a> {
         meta.crc32c = d.crc32c;
         meta.store(self.vol, tmp.ino())
             .map_err(|e| fs_error(&e, "storing the copy's metadata"))?;
-        let linked = self.s3_link(&mut tmp, wc.as_ref(), false)?;
+        let linked = self.s3_link(&mut tmp, Vec::new(), wc.as_ref(), false)?;
         let now = crate::util::now_ns() as i64;
         let sums: Vec<(Algorithm, String)> = meta
             .checksum
@@ -608,23 +625,23 @@ impl<'a> Conn<'a> {
 
     /// A request whose XML body is acted on once it is in (received into
     /// an unnamed file, read back, dropped).
-    pub(super) fn s3_xml_body(&mut self, h: &Head, r: S3Req, op: XmlOp) -> bool {
+    pub(super) fn s3_xml_body(&mut self, h: &Head, r: S3Req, op: XmlOp) -> Next<'a, Box<S3Body>> {
         let Some(framing) = h.framing() else {
             return match op {
-                XmlOp::CreateBucket => self.s3_create_bucket_now(h, &r),
-                _ => self.s3_refuse(
+                XmlOp::CreateBucket => Next::answered(h, self.s3_create_bucket_now(h, &r)),
+                _ => self.refused(
                     h,
                     err(Code::MissingContentLength, "this request needs a body"),
                 ),
             };
         };
-        let sh = h.s3.as_deref().expect("an S3 head");
+        let sh = self.head;
         let decoded = sh.data_len(h);
         if decoded == Some(0) && op == XmlOp::CreateBucket {
-            return self.s3_create_bucket_now(h, &r);
+            return Next::answered(h, self.s3_create_bucket_now(h, &r));
         }
         if let Err(e) = self.s3_room(decoded, MAX_XML_BYTES) {
-            return self.s3_refuse(h, e);
+            return self.refused(h, e);
         }
         // What can be refused before the body is.
         let early = match op {
@@ -635,11 +652,11 @@ impl<'a> Conn<'a> {
             XmlOp::CreateBucket => Ok(()),
         };
         if let Err(e) = early {
-            return self.s3_refuse(h, e);
+            return self.refused(h, e);
         }
         let mut body = match S3Body::new(h, sh, &r.verified, BodyKind::Xml(op)) {
             Ok(b) => b,
-            Err(e) => return self.s3_refuse(h, e),
+            Err(e) => return self.refused(h, e),
         };
         body.req = Some(Box::new(r));
         self.s3_receive(h, framing, body)
@@ -651,12 +668,12 @@ impl<'a> Conn<'a> {
         &mut self,
         h: &Head,
         tmp: TmpFile<'a>,
+        tail: Vec<RxPiece<'a>>,
         fin: Finished,
         op: XmlOp,
         r: S3Req,
     ) -> bool {
         let keep = h.keep_alive;
-        let tail = std::mem::take(&mut self.pieces);
         let xml = tmp
             .commit(tail)
             .and_then(|_| self.vol.read(tmp.ino(), 0, fin.size.min(MAX_XML_BYTES)));

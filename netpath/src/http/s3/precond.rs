@@ -40,14 +40,14 @@
 //! ETags are compared without their quotes (clients send both forms); a
 //! weak tag (`W/"..."`) never matches a strong comparison.
 
-use pktfs_fs::{Attr, Bound, ContentDigest, FileType, FsError, Linked, TmpFile};
+use pktfs_fs::{Attr, Bound, ContentDigest, FileType, FsError, Linked, RxPiece, TmpFile};
 use pktfs_s3::error::{Code, S3Error};
 
 use super::super::cond::{evaluate, Current, Decision};
-use super::super::conn::Conn;
+use super::super::files::LinkError;
 use super::super::head::{Conditions, Head, Method, TagList};
-use super::super::upload::LinkError;
 use super::meta::{etag_of, ObjectMeta};
+use super::Ctx;
 use super::{fs_error, S3Head};
 
 /// Reads of the target after a guard refused, before 409.
@@ -364,7 +364,7 @@ pub(super) fn check_delete(c: &Conditions, s: &Snap) -> Result<(), S3Error> {
     }
 }
 
-impl<'a> Conn<'a> {
+impl<'a> Ctx<'_, 'a> {
     /// What the request's path leads to now ([`Snap`]).
     pub(super) fn s3_target_snap(&self) -> Result<Snap, S3Error> {
         for _ in 0..RETRIES {
@@ -390,17 +390,19 @@ impl<'a> Conn<'a> {
     /// against the object's S3 ETag and a guard that the object is still
     /// what they were evaluated against (module docs). `looked`: the
     /// request evaluated them before (ahead of its body), so an object
-    /// gone since is a conflict. The tail still in `self.pieces` is
-    /// committed first when the link may be tried more than once.
+    /// gone since is a conflict. The body's last pieces (`tail`) go with
+    /// the link, or are committed first when the link may be tried more
+    /// than once.
     pub(super) fn s3_link(
         &mut self,
         tmp: &mut TmpFile<'a>,
+        tail: Vec<RxPiece<'a>>,
         cond: Option<&WriteCond>,
         looked: bool,
     ) -> Result<Linked<'a>, S3Error> {
         let status = |code: u16, msg: String| S3Error::new(super::code_of_status(code), msg);
         let Some(c) = cond else {
-            return match self.link_named(tmp, true, None) {
+            return match self.link_named(tmp, tail, true, None) {
                 Ok((l, _)) => Ok(l),
                 Err(LinkError::Status(code, msg)) => Err(status(code, msg)),
                 Err(LinkError::Exists | LinkError::Precondition) => Err(err(
@@ -410,8 +412,7 @@ impl<'a> Conn<'a> {
             };
         };
         // A refused link spends its tail: it goes in first.
-        if !self.pieces.is_empty() {
-            let tail = std::mem::take(&mut self.pieces);
+        if !tail.is_empty() {
             tmp.commit(tail)
                 .map_err(|e| fs_error(&e, "storing the body's last pieces"))?;
         }
@@ -419,7 +420,7 @@ impl<'a> Conn<'a> {
             let snap = self.s3_target_snap()?;
             c.check(&snap, looked || k > 0)?;
             let guard = |b: &Bound| snap.is(b);
-            match self.link_named(tmp, true, Some(&guard)) {
+            match self.link_named(tmp, Vec::new(), true, Some(&guard)) {
                 Ok((l, _)) => return Ok(l),
                 // Changed since it was read: read and evaluate again.
                 Err(LinkError::Precondition) => continue,

@@ -1,12 +1,13 @@
-//! HTTP on the io_uring event loops: a [`Session`] per connection, fed the
-//! bytes that landed in the loop's ring of free packet buffers.
+//! The connection core on the event loops: a [`Session`] per connection,
+//! fed the bytes that landed in the loop's ring of free packet buffers,
+//! for either protocol ([`Protocol`]: plain HTTP, S3).
 //!
-//! The request handlers are the threaded transport's ([`Conn`]), run with
-//! an [`Outbox`] instead of a socket: their answers are queued as
+//! The session parses heads and walks bodies (the one body walker,
+//! `crate::receive::body`); the protocol acts on each request through
+//! [`Conn`], whose answers are queued in its [`super::conn::Outbox`] as
 //! messages (head bytes, then a held file range: one sendmsg each), and
-//! what they would have read from the socket (a body to skip, an upload)
-//! is noted for this session to receive. One HTTP implementation, two
-//! drivers.
+//! says what becomes of the body ([`Next`]): skipped, or received into an
+//! unnamed file and handed back once it is in.
 //!
 //! # A request
 //! A head is parsed by `httparse` where it landed; one that spans landed
@@ -78,24 +79,21 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pktfs_fs::{RxHeld, RxTime, TmpFile, Volume};
 
-use super::conn::{msg_dram, Conn, Outbox};
-use super::framing::BodyError;
+use super::conn::{msg_dram, Conn, ErrorForm, Outbox};
 use super::head::{parse_head, Framing, Head};
+use super::protocol::{serve, Next, Protocol};
 use super::spare::Spare;
 use crate::config::Config;
 use crate::loops::limits::DramCharge;
-use crate::loops::{CloseReason, Flow, Protocol, SendRule, Session, TurnClock};
-use crate::receive::body::{assemble, Pieces, Walk};
-use crate::receive::stream::RxStream;
+use crate::loops::{CloseReason, Flow, SendRule, Session, TurnClock};
+use crate::receive::body::{assemble, BodyError, Dram, Pieces, Walk};
 use crate::shared::Shared;
 
 mod body;
-use crate::receive::body::Dram;
 use body::no_body_space;
 
 /// Answers queued (not yet handed to the loop) before parsing pauses.
@@ -112,88 +110,72 @@ const LOWAT_BYTES: u64 = 256 << 10;
 /// session's timers (408) fire first.
 const SLACK: Duration = Duration::from_secs(1);
 
-/// HTTP served by the loops.
-#[derive(Debug)]
-pub(crate) struct HttpProtocol {
-    pub sh: Arc<Shared>,
-    /// This listener speaks S3 ([`super::s3`]), with this state.
-    pub s3: Option<Arc<super::s3::S3State>>,
-}
-
-impl Protocol for HttpProtocol {
-    fn name(&self) -> &'static str {
-        if self.s3.is_some() {
-            "s3"
-        } else {
-            "http"
-        }
+/// A session for a new connection from `peer` speaking `p` (`form`: how
+/// its errors are worded), or None to close it at once. Over the
+/// configured cap, or with the DRAM budget spent, it is answered 503 at
+/// once (`on_open`).
+pub(super) fn open<'v, P: Protocol<'v> + 'v>(
+    sh: &'v Shared,
+    vol: &'v Volume,
+    peer: SocketAddr,
+    p: P,
+    form: Option<&'v dyn ErrorForm>,
+) -> Option<Box<dyn Session<'v> + 'v>> {
+    if !std::ptr::eq(vol, &*sh.vol) {
+        return None;
     }
-
-    fn open<'v>(&'v self, vol: &'v Volume, peer: SocketAddr) -> Option<Box<dyn Session<'v> + 'v>> {
-        if !std::ptr::eq(vol, &*self.sh.vol) {
-            return None;
-        }
-        // Over the configured cap, or the DRAM budget is spent: answered
-        // 503 at once (`on_open`).
-        let over_budget = self
-            .sh
-            .loops
-            .dram
-            .load(std::sync::atomic::Ordering::Relaxed)
-            >= self.sh.cfg.max_inflight_bytes;
-        if over_budget {
-            self.sh
-                .loops
-                .dram_refused
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        let refused = over_budget || self.sh.open_connections() >= self.sh.cfg.loop_cap();
-        if refused {
-            self.sh.metrics.refused.inc();
-        } else {
-            self.sh.metrics.accepted.inc();
-        }
-        let mut c = Conn::new(&self.sh, None, peer, RxStream::detached(vol));
-        c.outbox = Some(Outbox::default());
-        c.s3 = self.s3.is_some();
-        c.s3_state = self.s3.clone();
-        Some(Box::new(HttpSession {
-            sh: &self.sh,
-            c,
-            head: Vec::new(),
-            head_started: None,
-            body: None,
-            seq: 0,
-            head_from: 0,
-            in_flight: false,
-            finishing: false,
-            backlog: VecDeque::new(),
-            backlog_bytes: 0,
-            refused,
-            sending_bytes: 0,
-            paused_since: None,
-            dram: DramCharge::default(),
-            dram_short: false,
-        }))
+    let over_budget =
+        sh.loops.dram.load(std::sync::atomic::Ordering::Relaxed) >= sh.cfg.max_inflight_bytes;
+    if over_budget {
+        sh.loops
+            .dram_refused
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
+    let refused = over_budget || sh.open_connections() >= sh.cfg.loop_cap();
+    if refused {
+        sh.metrics.refused.inc();
+    } else {
+        sh.metrics.accepted.inc();
+    }
+    let mut c = Conn::new(sh, None, peer, form);
+    c.outbox = Some(Outbox::default());
+    Some(Box::new(HttpSession {
+        sh,
+        c,
+        p,
+        head: Vec::new(),
+        head_started: None,
+        body: None,
+        seq: 0,
+        head_from: 0,
+        in_flight: false,
+        finishing: false,
+        backlog: VecDeque::new(),
+        backlog_bytes: 0,
+        refused,
+        sending_bytes: 0,
+        paused_since: None,
+        dram: DramCharge::default(),
+        dram_short: false,
+    }))
 }
 
 /// An upload being received.
-struct Upload<'v> {
+struct Upload<'v, B> {
     tmp: TmpFile<'v>,
     head: Head,
     /// The body's data on its way into `tmp`: committed once a batch
     /// (`rx_chunk`) gathered at the end of a turn, the rest with the link.
     pieces: Pieces<'v>,
-    /// An S3 request's body: its digests and aws-chunked signatures
-    /// ([`super::s3::S3Body`]).
-    s3: Option<Box<super::s3::S3Body>>,
+    /// The protocol's: what it checks of the body as it passes (S3's
+    /// digests and aws-chunked signatures) and needs once it is in.
+    body: B,
 }
 
-struct BodyRx<'v> {
+struct BodyRx<'v, B> {
     walk: Walk,
     /// None: the body is read and dropped.
-    upload: Option<Upload<'v>>,
+    upload: Option<Upload<'v, B>>,
     /// The request to act on once its body was read and dropped
     /// ([`Head::read_body_first`]).
     then: Option<Head>,
@@ -215,14 +197,16 @@ struct BodyRx<'v> {
     frozen: bool,
 }
 
-struct HttpSession<'v> {
+struct HttpSession<'v, P: Protocol<'v>> {
     sh: &'v Shared,
     c: Conn<'v>,
+    /// The protocol spoken (plain HTTP, S3) and its state.
+    p: P,
     /// A head that spans landed chunks, assembled (at most
     /// `max_header_bytes`).
     head: Vec<u8>,
     head_started: Option<Instant>,
-    body: Option<BodyRx<'v>>,
+    body: Option<BodyRx<'v, P::Body>>,
     /// Stream position of the next landed byte to be handled.
     seq: u64,
     /// Stream position where the request head being read began.
@@ -248,7 +232,7 @@ struct HttpSession<'v> {
     dram_short: bool,
 }
 
-impl<'v> HttpSession<'v> {
+impl<'v, P: Protocol<'v>> HttpSession<'v, P> {
     /// A request (or a failed head) begins being served; its `bytes_in`
     /// count from its head's first byte.
     fn begin_request(&mut self) {
@@ -425,8 +409,10 @@ impl<'v> HttpSession<'v> {
         let cfg = &self.sh.cfg;
         let max = cfg.max_header_bytes;
         let path = &mut self.c.path;
-        let s3 = self.c.s3;
-        let r = assemble(&mut self.head, bytes, max, |w| parse_head(w, path, cfg, s3));
+        let p = &mut self.p;
+        let r = assemble(&mut self.head, bytes, max, |w| {
+            parse_head(w, path, cfg, &mut |r| p.head_fields(r))
+        });
         match r {
             Ok(None) => {
                 // The head's clock starts at its first bytes.
@@ -465,7 +451,7 @@ impl<'v> HttpSession<'v> {
         self.c.req.json = h.accept_json;
         // A request the token refuses is answered from its head (`act`),
         // its body not read first.
-        let admitted = self.c.admits(&h);
+        let admitted = self.p.admits(&self.c, &h);
         if let Some(f) = h.framing().filter(|_| h.read_body_first() && admitted) {
             // Acted on when its body is in (`body_complete`). On a loop
             // the 100 is queued, which cannot fail.
@@ -478,39 +464,33 @@ impl<'v> HttpSession<'v> {
 
     /// Act on a request begun (its body, if it stores one, still to come).
     fn act(&mut self, h: Head) {
-        let keep = self.c.handle(&h);
-        let ob = self.c.outbox.as_mut().expect("a loop session's outbox");
-        if let Some((tmp, f)) = ob.upload.take() {
-            // Answered (and logged) when the body is in.
-            let s3 = ob.s3_body.take();
-            let f = match &s3 {
-                // aws-chunked inside a Content-Length: walked as chunks,
-                // never past that length.
-                Some(b) if b.aws_chunked() => Framing::Chunked { within: b.limit() },
-                _ => f,
-            };
-            let upload = Upload {
-                tmp,
-                head: h,
-                pieces: self.c.upload_pieces(),
-                s3,
-            };
-            self.receive_body(f, Some(upload), None);
-            return;
-        }
-        let skip = ob.skip_body.take();
-        self.end_request();
-        if let (Some(f), true) = (skip, keep) {
-            self.receive_body(f, None, None);
-        }
-        if !keep {
-            self.finishing = true;
+        match serve(&mut self.c, &mut self.p, &h) {
+            Next::Receive(r) => {
+                // Answered (and logged) when the body is in.
+                let upload = Upload {
+                    tmp: r.file,
+                    head: h,
+                    pieces: self.c.upload_pieces(),
+                    body: r.body,
+                };
+                self.receive_body(r.framing, Some(upload), None);
+            }
+            Next::Skip(f) => {
+                self.end_request();
+                self.receive_body(f, None, None);
+            }
+            Next::Done(keep) => {
+                self.end_request();
+                if !keep {
+                    self.finishing = true;
+                }
+            }
         }
     }
 
     /// A large upload's body with enough still to come, whose mark has not
     /// lapsed (module docs, "Large bodies arrive in large receives").
-    fn wants_lowat(&self, b: &BodyRx<'v>) -> bool {
+    fn wants_lowat(&self, b: &BodyRx<'v, P::Body>) -> bool {
         b.upload.is_some()
             && !b.lowat_lapsed
             && b.walk
@@ -520,14 +500,19 @@ impl<'v> HttpSession<'v> {
 
     /// When a raised mark lapses: a quarter of `io_timeout` after the last
     /// body bytes (the deadline is `io_timeout` after them).
-    fn lowat_until(&self, b: &BodyRx<'v>) -> Option<Instant> {
+    fn lowat_until(&self, b: &BodyRx<'v, P::Body>) -> Option<Instant> {
         let t = self.sh.cfg.io_timeout;
         b.deadline.checked_sub(t - t / 4)
     }
 
     /// Walk the body framed by `f` as it lands: into `upload`, or dropped
     /// (and then `then` acted on).
-    fn receive_body(&mut self, f: Framing, upload: Option<Upload<'v>>, then: Option<Head>) {
+    fn receive_body(
+        &mut self,
+        f: Framing,
+        upload: Option<Upload<'v, P::Body>>,
+        then: Option<Head>,
+    ) {
         let deadline = self.c.now() + self.sh.cfg.io_timeout;
         self.body = Some(BodyRx {
             walk: Walk::new(f, self.sh.cfg.max_header_bytes),
@@ -544,7 +529,7 @@ impl<'v> HttpSession<'v> {
     }
 }
 
-impl<'v> Session<'v> for HttpSession<'v> {
+impl<'v, P: Protocol<'v>> Session<'v> for HttpSession<'v, P> {
     fn on_open(&mut self) -> Flow<'v> {
         if self.refused {
             tracing::warn!(
@@ -601,7 +586,7 @@ impl<'v> Session<'v> for HttpSession<'v> {
         let r = u
             .pieces
             .flush_small()
-            .and_then(|()| u.pieces.commit(vol, ino, &mut u.s3));
+            .and_then(|()| u.pieces.commit(vol, ino, &mut u.body));
         if let Err(e) = r {
             self.body_error(BodyError::Fs(e));
         }

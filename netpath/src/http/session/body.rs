@@ -5,18 +5,21 @@
 
 use pktfs_fs::RxTime;
 
-use super::super::framing::BodyError;
+use super::super::protocol::{Protocol, Received};
 use super::HttpSession;
-use crate::receive::body::{Landed, Step};
+use crate::receive::body::{BodyError, Hooks, Landed, Step};
+
+/// A body's failure as the protocol `P` hears of it.
+type Failure<'v, P> = BodyError<<<P as Protocol<'v>>::Body as Hooks>::Error>;
 
 /// The image has no buffer space for an upload's body (answered 507).
-pub(super) fn no_body_space() -> BodyError {
+pub(super) fn no_body_space<E>() -> BodyError<E> {
     BodyError::Fs(pktfs_fs::FsError::NoSpace(
         "no free buffer space to receive the body into",
     ))
 }
 
-impl<'v> HttpSession<'v> {
+impl<'v, P: Protocol<'v>> HttpSession<'v, P> {
     /// A Content-Length: 0 body is complete at once.
     pub(super) fn body_done_if_empty(&mut self) {
         if self.body.as_ref().is_some_and(|b| b.walk.done()) {
@@ -44,7 +47,7 @@ impl<'v> HttpSession<'v> {
         let step = match b.upload.as_mut() {
             Some(u) => b
                 .walk
-                .step(d, ts, &mut self.seq, Some(&mut u.pieces), &mut u.s3, vol),
+                .step(d, ts, &mut self.seq, Some(&mut u.pieces), &mut u.body, vol),
             None => b
                 .walk
                 .step(d, ts, &mut self.seq, None, &mut (), vol)
@@ -76,13 +79,14 @@ impl<'v> HttpSession<'v> {
             return;
         }
         let Some(mut u) = b.upload else { return };
-        let bytes = b.walk.data_bytes();
-        self.c.pieces = u.pieces.tail(&mut u.s3);
-        let records = u.pieces.records() + self.c.pieces.len() as u64;
-        let keep = match u.s3 {
-            Some(s3) => self.c.s3_finish(&u.head, u.tmp, *s3, Ok((bytes, records))),
-            None => self.c.put_finish(&u.head, u.tmp, Ok((bytes, records))),
+        let tail = u.pieces.tail(&mut u.body);
+        let r = Received {
+            file: u.tmp,
+            bytes: b.walk.data_bytes(),
+            records: u.pieces.records() + tail.len() as u64,
+            tail,
         };
+        let keep = self.p.body_done(&mut self.c, &u.head, r, u.body);
         self.end_request();
         if !keep {
             self.finishing = true;
@@ -92,9 +96,9 @@ impl<'v> HttpSession<'v> {
     /// The body failed: an upload is given up (never visible), the
     /// failure answered when there is anyone to answer, the connection
     /// closed.
-    pub(super) fn body_error(&mut self, e: BodyError) {
+    pub(super) fn body_error(&mut self, e: Failure<'v, P>) {
         let upload = self.abort_upload();
-        self.c.body_failed(e);
+        self.p.body_failed(&mut self.c, e);
         if upload {
             self.end_request();
         }
@@ -102,7 +106,7 @@ impl<'v> HttpSession<'v> {
     }
 
     /// [`Self::body_error`] where the body walk stops: nothing follows.
-    pub(super) fn fail_body<D>(&mut self, e: BodyError) -> Option<D> {
+    pub(super) fn fail_body<D>(&mut self, e: Failure<'v, P>) -> Option<D> {
         self.body_error(e);
         None
     }

@@ -5,7 +5,7 @@
 //!
 //! On an event loop the fetches run on the server's fetch threads
 //! (`crate::transmit::fetch`), never on the loop: the answer waits in the
-//! connection's [`Outbox`] ([`Tiered`]) and its windows are queued as
+//! connection's [`super::Outbox`] ([`Tiered`]) and its windows are queued as
 //! messages once their bytes are in (the loop is woken, the session calls
 //! [`Conn::pump_tiered`]). Requests pipelined behind it wait (parsing is
 //! paused), so answers stay in order. On the threads transport the
@@ -35,8 +35,8 @@ use std::time::Instant;
 use pktfs_engine::TxMsg;
 use pktfs_fs::{FsError, TxHold, TxKeep, TxPlan, TxWindow};
 
-use super::conn::{msg_dram, Conn};
-use super::response::status_of;
+use super::{held_len, msg_dram, Conn};
+use crate::http::response::status_of;
 use crate::transmit::fetch::{Charge, FetchError, Job, Slot};
 
 /// Windows of one connection in DRAM at once: one being sent, the next
@@ -63,7 +63,7 @@ impl Drop for WindowToken {
 }
 
 /// A tiered answer under way on an event loop.
-pub(super) struct Tiered<'a> {
+pub(in crate::http) struct Tiered<'a> {
     plan: TxPlan<'a>,
     /// The answer's head, sent with the first window.
     head: Option<Vec<u8>>,
@@ -109,7 +109,7 @@ impl<'a> Conn<'a> {
     /// Send the answer whose head is in `self.out` with the planned range
     /// as its body, a window at a time (module docs). False: the
     /// connection ends.
-    pub(super) fn send_tiered(&mut self, plan: TxPlan<'a>, keep: bool) -> bool {
+    pub(in crate::http) fn send_tiered(&mut self, plan: TxPlan<'a>, keep: bool) -> bool {
         match self.sock {
             Some(sock) => self.send_tiered_blocking(sock, plan, keep),
             None => {
@@ -133,7 +133,7 @@ impl<'a> Conn<'a> {
     /// Move a loop's tiered answer on: windows whose bytes are in are
     /// queued (in order), the next ones asked for. False: it failed after
     /// its head went out and the connection must be cut (logged).
-    pub(super) fn pump_tiered(&mut self) -> bool {
+    pub(in crate::http) fn pump_tiered(&mut self) -> bool {
         let Some(mut t) = self.outbox.as_mut().and_then(|o| o.tiered.take()) else {
             return true;
         };
@@ -169,7 +169,7 @@ impl<'a> Conn<'a> {
             let keep: (Option<Charge>, WindowToken) = (charge, token);
             let hold = t.plan.take(w, f, Some(TxKeep(Box::new(keep))))?;
             let head = t.head.take().unwrap_or_default();
-            let len = head.len() as u64 + hold_len(&hold);
+            let len = head.len() as u64 + held_len(&hold);
             let ob = self.outbox.get_or_insert_with(Default::default);
             ob.queued_bytes += msg_dram(head.len(), Some(&hold));
             ob.msgs.push_back(TxMsg {
@@ -296,9 +296,4 @@ impl<'a> Conn<'a> {
         let f = self.vol.tx_fetch(&w)?;
         Ok(plan.take(w, f, Some(TxKeep(Box::new(charge))))?)
     }
-}
-
-/// Bytes a hold sends.
-fn hold_len(h: &TxHold<'_>) -> u64 {
-    h.segs().iter().map(pktfs_fs::TxSeg::len).sum()
 }

@@ -12,19 +12,18 @@
 //!
 //! The check is made from the head, before anything else about the
 //! request: before its body is read (a refused body is dropped only when it
-//! is small and announced, as [`Conn::refuse`] does, else the connection
+//! is small and announced, as `Conn::refuse` does, else the connection
 //! closes), before the target is looked up (a 401 does not tell whether
-//! the file exists), and on both transports: the threaded [`Conn`] and the
-//! event loops' session call [`Conn::handle`], and the session asks
-//! [`Conn::admits`] before it reads a body it would only drop.
+//! the file exists), and on both transports: both drivers ask the
+//! protocol (`Plain::admits`) before they read a body they would only drop,
+//! and `Plain::request` checks it first.
 
-use super::conn::Conn;
-use super::head::{Head, Method};
+use super::super::head::{Head, Method};
 use crate::config::Config;
 
 /// Why a request is refused (the 401 body), or `None` when the
 /// configuration admits it.
-fn refusal(cfg: &Config, h: &Head) -> Option<&'static str> {
+pub(super) fn refusal(cfg: &Config, h: &Head) -> Option<&'static str> {
     cfg.token.as_ref()?;
     match h.auth {
         Some(true) => return None,
@@ -42,22 +41,6 @@ fn refusal(cfg: &Config, h: &Head) -> Option<&'static str> {
     Some("a bearer token is required")
 }
 
-impl Conn<'_> {
-    /// Whether the token rules let this request through (no answer sent).
-    pub(super) fn admits(&self, h: &Head) -> bool {
-        // The S3 listener's requests are signed, and checked by
-        // `Conn::s3_handle` (the token is the plain listener's).
-        self.s3 || refusal(&self.sh.cfg, h).is_none()
-    }
-
-    /// Refuse a request the token rules do not let through: `Some(keep)`
-    /// once it is answered 401, `None` to go on with it.
-    pub(super) fn check_auth(&mut self, h: &Head) -> Option<bool> {
-        let why = refusal(&self.sh.cfg, h)?;
-        Some(self.refuse(h, 401, why))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,7 +49,7 @@ mod tests {
 
     fn head(cfg: &Config, req: &str) -> Head {
         let mut p = ReqPath::new();
-        let (_, h) = super::super::head::parse_head(req.as_bytes(), &mut p, cfg, false)
+        let (_, h) = crate::http::head::parse_head(req.as_bytes(), &mut p, cfg, &mut |_| {})
             .expect("parses")
             .expect("complete");
         h
