@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Report dependency cycles between the top-level modules of each crate.
+"""Report dependency cycles between modules, at every level of each crate.
 
 Every target of every workspace member, as `cargo metadata` lists them
 (libraries, binaries, integration-test binaries, examples and benches,
-bench and test crates included), is checked on its own. A target's
-top-level modules are the `mod NAME;` its root file declares; a module's
-files are NAME.rs and NAME/** beside the root. A module refers to another
-by a path `crate::OTHER` in code (comments skipped), by `crate::ITEM`
-where the root re-exports ITEM from OTHER (`pub use OTHER::...::ITEM`),
-or by `super::OTHER` in its own top-level file. Exit 1 when a cycle
-exists that KNOWN (below) does not list.
+bench and test crates included), is checked on its own. A module's
+children are the `mod NAME;` its file declares; a child's file is NAME.rs
+beside the parent's (in the parent's folder), its own children in NAME/.
+Modules that share a parent are checked against each other: `a` depends
+on its sibling `b` when code in `a` or below it names `b` or anything
+below it, by a path from `crate::`, `super::` or `self::` (in a `use` or
+in code; comments skipped), or names an item its parent re-exports from
+`b` (`use b::...::ITEM`). A module naming its own ancestors or
+descendants is no dependency between siblings: a module and its children
+are one unit, seen from outside. Exit 1 when a cycle exists that KNOWN
+(below) does not list.
 
 It also keeps the workspace's one module style: a module with children is
 NAME.rs beside a folder NAME/, never NAME/mod.rs, and no `#[path]`.
@@ -21,13 +25,19 @@ import json, os, re, subprocess, sys
 ROOT = os.environ.get("PKTFS_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Cycles known and not broken yet, by package: the modules each may
-# involve. A known cycle may shrink but not grow, no other may appear, and
-# an entry whose cycle is gone must be removed. Empty is the goal.
+# involve, as paths from the crate's root (`a::b`). A known cycle may
+# shrink but not grow, no other may appear, and an entry whose cycle is
+# gone must be removed. Empty is the goal.
 KNOWN = {
 }
 
-MOD_DECL = re.compile(r"^\s*(?:pub(?:\([\w:\s]+\))?\s+)?mod\s+(\w+)\s*;", re.M)
-ROOT_USE = re.compile(r"^\s*(?:pub(?:\([\w:\s]+\))?\s+)?use\s+(?:self::|crate::)?(\w+)::([^;]*);", re.M | re.S)
+MOD_DECL = re.compile(r"^\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([\w:\s]+\))?\s+)?mod\s+(\w+)\s*;", re.M)
+# A path from `crate`, `super` or `self`, with any `{...}` groups in it.
+PATH = re.compile(r"\b(?:crate|super|self)(?:\s*::\s*(?:\w+|\{[^;]*?\}|\*))+", re.S)
+# `use CHILD::...;` in a module's own file: what it re-exports.
+USE_CHILD = re.compile(r"^\s*(?:pub(?:\([\w:\s]+\))?\s+)?use\s+(?:self::)?(\w+)::([^;]*);", re.M | re.S)
+# An inline test module: paths below it are relative to it.
+INLINE_TESTS = re.compile(r"^\s*mod\s+tests\s*\{", re.M)
 
 
 def code(path):
@@ -54,34 +64,106 @@ def targets():
                 yield p["name"], t["name"], t["src_path"]
 
 
-def modules(root):
-    """The top-level modules the root file declares, each with its files."""
-    base = os.path.dirname(root)
+def tree(root):
+    """Every module of the target: its path (a tuple) -> (file, children)."""
     mods = {}
-    for name in MOD_DECL.findall(code(root)):
-        files = []
-        single = os.path.join(base, name + ".rs")
-        if os.path.isfile(single):
-            files.append(single)
-        folder = os.path.join(base, name)
-        if os.path.isdir(folder):
-            for d, _, fs in os.walk(folder):
-                files += sorted(os.path.join(d, f) for f in fs if f.endswith(".rs"))
-        mods[name] = files
+
+    def walk(file, path, folder):
+        kids = MOD_DECL.findall(code(file))
+        mods[path] = (file, kids)
+        for k in kids:
+            f = os.path.join(folder, k + ".rs")
+            if not os.path.isfile(f):
+                f = os.path.join(folder, k, "mod.rs")
+            if os.path.isfile(f):
+                walk(f, path + (k,), os.path.join(folder, k))
+
+    walk(root, (), os.path.dirname(root))
     return mods
 
 
-def reexports(root, mods):
-    """Names the root imports from its modules: `crate::NAME` means that module."""
-    names = {}
-    for first, rest in ROOT_USE.findall(code(root)):
-        if first not in mods:
-            continue
-        # The last segment of each path in the tree, or its `as` alias.
-        for item in re.findall(r"(\w+)\s*(?=[,}]|$)", rest.replace("\n", " ")):
-            if item not in ("self", "super", "crate"):
-                names.setdefault(item, first)
-    return names
+def expand(path):
+    """`a::{b, c::{d, e}}` as the paths it names: a::b, a::c::d, a::c::e."""
+    path = re.sub(r"\s+", "", path)
+    m = re.match(r"^(.*?)::\{(.*)\}$", path)
+    if not m:
+        return [path]
+    head, body, parts, depth, cur = m.group(1), m.group(2), [], 0, ""
+    for ch in body:
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    out = []
+    for p in parts:
+        p = p.split("as")[0] if re.search(r"\bas\b", p) else p
+        if p in ("", "self"):
+            out.append(head)
+        elif p:
+            out += expand(head + "::" + p)
+    return out
+
+
+def resolve(path, here):
+    """The segments `path` names, from the crate's root, written in module `here`."""
+    segs = path.split("::")
+    at = list(here)
+    i = 0
+    if segs[0] == "crate":
+        at, i = [], 1
+    elif segs[0] == "self":
+        i = 1
+    while i < len(segs) and segs[i] == "super":
+        at, i = at[:-1], i + 1
+    return at + [s for s in segs[i:] if s != "*"]
+
+
+def target_module(segs, mods, reexports):
+    """The module `segs` lands in: the longest module prefix, or the child
+    that module re-exports the next segment from."""
+    k = len(segs)
+    while k > 0 and tuple(segs[:k]) not in mods:
+        k -= 1
+    at = tuple(segs[:k])
+    if k < len(segs):
+        child = reexports.get(at, {}).get(segs[k])
+        if child:
+            at = at + (child,)
+    return at
+
+
+def graphs_of(root):
+    """For every module with children: its children's dependency graph."""
+    mods = tree(root)
+    reexports = {}
+    for path, (file, kids) in mods.items():
+        names = {}
+        for first, rest in USE_CHILD.findall(code(file)):
+            if first in kids:
+                for item in re.findall(r"(\w+)\s*(?=[,}]|$)", rest.replace("\n", " ")):
+                    if item not in ("self", "super", "crate"):
+                        names.setdefault(item, first)
+        reexports[path] = names
+    graphs = {}
+    for path, (file, kids) in mods.items():
+        graphs.setdefault(path, {k: set() for k in kids})
+        text = code(file)
+        cut = INLINE_TESTS.search(text)
+        parts = [(text, path)] if not cut else [(text[: cut.start()], path), (text[cut.start():], path + ("tests",))]
+        for chunk, here in parts:
+            for raw in PATH.findall(chunk):
+                for p in expand(raw):
+                    to = target_module(resolve(p, here), mods, reexports)
+                    d = 0
+                    while d < len(path) and d < len(to) and path[d] == to[d]:
+                        d += 1
+                    if d < len(path) and d < len(to):
+                        graphs.setdefault(path[:d], {}).setdefault(path[d], set()).add(to[d])
+    return {p: g for p, g in graphs.items() if g}
 
 
 def cycles(graph):
@@ -93,7 +175,7 @@ def cycles(graph):
         n[0] += 1
         stack.append(v)
         on.add(v)
-        for w in graph.get(v, ()):
+        for w in sorted(graph.get(v, ())):
             if w not in idx:
                 strong(w)
                 low[v] = min(low[v], low[w])
@@ -132,27 +214,6 @@ def style_errors(root):
     return out
 
 
-def graph_of(root):
-    mods = modules(root)
-    via = reexports(root, mods)
-    base = os.path.dirname(root)
-    graph = {}
-    for m, files in mods.items():
-        refs = set()
-        for f in files:
-            text = code(f)
-            names = set(re.findall(r"\bcrate::(\w+)", text))
-            # `use crate::{a::X, b}`: each item's first name.
-            for group in re.findall(r"\bcrate::\{([^;]*)\}", text):
-                names |= set(re.findall(r"(?:^|[{,])\s*(\w+)", group))
-            # `super::X` in a top-level module's own file is the crate root.
-            if os.path.dirname(f) == base:
-                names |= set(re.findall(r"\bsuper::(\w+)", text))
-            refs |= {n if n in mods else via.get(n) for n in names}
-        graph[m] = sorted(r for r in refs if r and r != m)
-    return graph
-
-
 def main():
     bad = checked = known = 0
     still = set()
@@ -164,26 +225,29 @@ def main():
             for e in style_errors(root):
                 bad += 1
                 print(e)
-        graph = graph_of(root)
-        if not graph:
+        graphs = graphs_of(root)
+        if not graphs:
             continue
         checked += 1
         where = os.path.relpath(root, ROOT)
-        for comp in cycles(graph):
-            edges = [f"{a} -> {b}" for a in comp for b in graph[a] if b in comp]
-            line = f"{package} ({where}): cycle among {', '.join(comp)} ({'; '.join(edges)})"
-            if set(comp) <= KNOWN.get(package, set()):
-                known += 1
-                still.add(package)
-                print(f"known, not broken yet: {line}")
-            else:
-                bad += 1
-                print(line)
+        for parent, graph in sorted(graphs.items()):
+            for comp in cycles(graph):
+                edges = [f"{a} -> {b}" for a in comp for b in sorted(graph[a]) if b in comp]
+                named = {"::".join(parent + (m,)) for m in comp}
+                inside = f" in {'::'.join(parent)}" if parent else ""
+                line = f"{package} ({where}): cycle{inside} among {', '.join(comp)} ({'; '.join(edges)})"
+                if named <= KNOWN.get(package, set()):
+                    known += 1
+                    still.add(package)
+                    print(f"known, not broken yet: {line}")
+                else:
+                    bad += 1
+                    print(line)
     for package in sorted(set(KNOWN) - still):
         bad += 1
         print(f"{package}: its known cycle is gone; remove it from KNOWN in {os.path.relpath(__file__, ROOT)}")
     if bad == 0:
-        print(f"no new module cycles ({checked} targets with modules checked, {known} known)")
+        print(f"no new module cycles at any level ({checked} targets with modules checked, {known} known)")
     return 1 if bad else 0
 
 
