@@ -17,3 +17,4 @@ pub mod quickstart;
 pub mod scrub_cmd;
 pub mod stream_cmd;
 pub mod tier_cmd;
+pub mod up_s3;

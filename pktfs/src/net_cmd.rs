@@ -458,6 +458,21 @@ pub struct UpArgs {
     /// Also take raw streams on ADDR (HOST:PORT, e.g. 127.0.0.1:8081).
     #[arg(long, value_name = "ADDR", value_parser = crate::cli::resolve_addr)]
     pub raw_listen: Option<SocketAddr>,
+    /// The S3 endpoint's address, HOST:PORT (path-style, http; SigV4 with
+    /// the key in --s3-key-file).
+    #[arg(long = "s3", value_name = "ADDR", default_value = "127.0.0.1:9000",
+          value_parser = crate::cli::resolve_addr, conflicts_with = "no_s3")]
+    pub s3_listen: SocketAddr,
+    /// Serve no S3 (it also needs the event loops: none with --io threads).
+    #[arg(long)]
+    pub no_s3: bool,
+    /// The AWS config file holding your S3 key (profile "pktfs") [default:
+    /// $XDG_CONFIG_HOME/pktfs/aws-config or ~/.config/pktfs/aws-config,
+    /// made 0600 with a new key when missing]. The key (every bucket, read
+    /// and write) is added to the image when it is not there yet, so one
+    /// key serves all your images.
+    #[arg(long, value_name = "FILE")]
+    pub s3_key_file: Option<PathBuf>,
     /// Serve without mounting.
     #[arg(long)]
     pub no_mount: bool,
@@ -748,7 +763,8 @@ fn ensure_image(path: &Path, size: Option<u64>) -> Result<bool, String> {
 pub fn up(a: UpArgs) -> Result<(), String> {
     let image = a.image.clone().unwrap_or_else(default_image);
     // A busy port is found before an image is made for nothing.
-    for addr in std::iter::once(a.listen).chain(a.raw_listen) {
+    let s3 = s3_wanted(&a)?;
+    for addr in std::iter::once(a.listen).chain(a.raw_listen).chain(s3.ok()) {
         crate::cli::check_listen(addr)?;
     }
     let me = nix::unistd::geteuid().as_raw();
@@ -760,7 +776,7 @@ pub fn up(a: UpArgs) -> Result<(), String> {
     // create is opened, not created, by the media layer, and is refused here.
     let r = crate::quickstart::check_image(&image, me)
         .and_then(|_| up_token(&a, me))
-        .and_then(|token_file| run_up(&a, &image, created, token_file.as_deref()));
+        .and_then(|token_file| run_up(&a, &image, created, token_file.as_deref(), s3));
     if r.is_err() && created {
         // Leave nothing behind that this command made and could not use.
         match std::fs::remove_file(&image) {
@@ -772,6 +788,17 @@ pub fn up(a: UpArgs) -> Result<(), String> {
         }
     }
     r
+}
+
+/// The S3 address `up` serves on, or why it serves none.
+fn s3_wanted(a: &UpArgs) -> Result<Result<SocketAddr, &'static str>, String> {
+    Ok(if a.no_s3 {
+        Err("not served (--no-s3)")
+    } else if io_mode(a.io)? == pktfs_netpath::IoMode::Threads {
+        Err("not served: it runs on the event loops, not with --io threads")
+    } else {
+        Ok(a.s3_listen)
+    })
 }
 
 /// The token file `up` serves behind (made when missing), or None with
@@ -793,11 +820,87 @@ fn up_token(a: &UpArgs, me: u32) -> Result<Option<PathBuf>, String> {
         .map_err(|e| format!("{}: {e}", p.display()))
 }
 
+/// `up`'s S3 key, made or brought to `vol` (see [`crate::up_s3`]).
+fn up_s3_key(a: &UpArgs, vol: &Volume) -> Result<crate::up_s3::UpKey, String> {
+    let p = match &a.s3_key_file {
+        Some(p) => p.clone(),
+        None => crate::up_s3::default_path().ok_or(
+            "no home directory to keep the S3 key in (set HOME or XDG_CONFIG_HOME, or pass \
+             --s3-key-file FILE, or --no-s3)",
+        )?,
+    };
+    let p = std::path::absolute(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let me = nix::unistd::geteuid().as_raw();
+    crate::up_s3::ensure(vol, &p, me, &user(), "us-east-1")
+}
+
+/// What `up`'s banner offers to try, each line working as pasted into a
+/// shell: secrets are read from their files there, never printed.
+fn up_try_lines(
+    image: &Path,
+    svc: &ServicesHandle,
+    token_file: Option<&Path>,
+    mount: Option<&Path>,
+    s3_key: Option<&crate::up_s3::UpKey>,
+) -> Vec<(String, &'static str)> {
+    let http = svc.http_addr().expect("listening");
+    let exe = std::env::args().next().unwrap_or_else(|| "pktfs".into());
+    // Each line works as pasted into a shell, the token read from its file
+    // there (never printed).
+    let (auth, mut tries): (&str, Vec<(String, &'static str)>) = match token_file {
+        Some(t) => (
+            " -H \"Authorization: Bearer $TOKEN\"",
+            vec![(
+                format!("TOKEN=$(cat {})", t.display()),
+                "every request sends it",
+            )],
+        ),
+        None => ("", Vec::new()),
+    };
+    tries.extend([
+        (
+            format!("curl{auth} -T somefile http://{http}/somefile"),
+            "store a file (201 once it is durable)",
+        ),
+        (format!("curl{auth} http://{http}/"), "list"),
+        (
+            format!("curl{auth} -o copy http://{http}/somefile"),
+            "fetch it (Range works too)",
+        ),
+    ]);
+    if let Some(mp) = mount {
+        tries.push((
+            format!("ls -l {}", mp.display()),
+            "it is in the mount at once",
+        ));
+    }
+    if let Some(r) = svc.raw_addr() {
+        let cmd = match token_file {
+            Some(_) => format!(
+                "(echo \"PKTFS-TOKEN $TOKEN\"; cat somefile) | nc -N {} {}",
+                r.ip(),
+                r.port()
+            ),
+            None => format!("nc -N {} {} < somefile", r.ip(), r.port()),
+        };
+        tries.push((cmd, "raw stream -> /raw/<time>-<peer>"));
+    }
+    if let (Some(k), Some(addr)) = (s3_key, svc.s3_addr()) {
+        tries.extend(crate::up_s3::try_lines(k, addr));
+    }
+    tries.push((
+        format!("{exe} chain {} /somefile", image.display()),
+        "the file as its packets",
+    ));
+    tries
+}
+
 fn run_up(
     a: &UpArgs,
     image: &Path,
     created: bool,
     token_file: Option<&Path>,
+    s3: Result<SocketAddr, &'static str>,
 ) -> Result<(), String> {
     let vol = Arc::new(open_rw(
         image,
@@ -805,6 +908,10 @@ fn run_up(
         a.durability.verify(),
         false,
     )?);
+    let s3_key = match s3 {
+        Ok(_) => Some(up_s3_key(a, &vol)?),
+        Err(_) => None,
+    };
     let tier = a.tier.start(&vol)?;
     let extra = tier.as_ref().map(crate::tier_cmd::extra);
     let control = start_control(&vol, image, extra.clone())?;
@@ -837,6 +944,8 @@ fn run_up(
         io: a.io,
         token_file: token_file.map(Path::to_path_buf),
         insecure_no_auth: a.insecure_no_auth,
+        s3_listen: s3.ok(),
+        s3_region: "us-east-1".into(),
         ..NetArgs::default()
     };
     let svc = start_services(vol.clone(), &net, on_change, extra)?;
@@ -853,6 +962,20 @@ fn run_up(
         Some(_) => pktfs_support::sayln!("  mount {}", mp.display()),
         None => pktfs_support::sayln!("  mount {mount_note}"),
     }
+    match (&s3_key, s3) {
+        (Some(k), _) => pktfs_support::sayln!(
+            "  S3 key {} in {}{}",
+            k.id,
+            k.file.display(),
+            match k.how {
+                crate::up_s3::How::Made => " (made now)",
+                crate::up_s3::How::Brought => " (added to this image)",
+                crate::up_s3::How::Found => "",
+            }
+        ),
+        (None, Err(why)) => pktfs_support::sayln!("  S3    {why}"),
+        (None, Ok(_)) => {}
+    }
     if let Some(t) = &tier {
         pktfs_support::sayln!("  tier  {}", t.target());
     }
@@ -862,52 +985,13 @@ fn run_up(
             pktfs_support::sayln!("  token none (--insecure-no-auth: every local user may use it)")
         }
     }
-    let http = svc.http_addr().expect("listening");
-    let exe = std::env::args().next().unwrap_or_else(|| "pktfs".into());
-    // Each line works as pasted into a shell, the token read from its file
-    // there (never printed).
-    let (auth, mut tries): (&str, Vec<(String, &str)>) = match token_file {
-        Some(t) => (
-            " -H \"Authorization: Bearer $TOKEN\"",
-            vec![(
-                format!("TOKEN=$(cat {})", t.display()),
-                "every request sends it",
-            )],
-        ),
-        None => ("", Vec::new()),
-    };
-    tries.extend([
-        (
-            format!("curl{auth} -T somefile http://{http}/somefile"),
-            "store a file (201 once it is durable)",
-        ),
-        (format!("curl{auth} http://{http}/"), "list"),
-        (
-            format!("curl{auth} -o copy http://{http}/somefile"),
-            "fetch it (Range works too)",
-        ),
-    ]);
-    if mount.is_some() {
-        tries.push((
-            format!("ls -l {}", mp.display()),
-            "it is in the mount at once",
-        ));
-    }
-    if let Some(r) = svc.raw_addr() {
-        let cmd = match token_file {
-            Some(_) => format!(
-                "(echo \"PKTFS-TOKEN $TOKEN\"; cat somefile) | nc -N {} {}",
-                r.ip(),
-                r.port()
-            ),
-            None => format!("nc -N {} {} < somefile", r.ip(), r.port()),
-        };
-        tries.push((cmd, "raw stream -> /raw/<time>-<peer>"));
-    }
-    tries.push((
-        format!("{exe} chain {} /somefile", image.display()),
-        "the file as its packets",
-    ));
+    let tries = up_try_lines(
+        image,
+        &svc,
+        token_file,
+        mount.is_some().then_some(mp.as_path()),
+        s3_key.as_ref(),
+    );
     let w = tries.iter().map(|t| t.0.len()).max().unwrap_or(0);
     pktfs_support::sayln!("Try:");
     for (cmd, what) in &tries {

@@ -144,27 +144,8 @@ pub fn default_token_path() -> Option<PathBuf> {
 /// read or write it: a token others can read lets them act as you.
 pub fn ensure_token_file(path: &Path, me: u32) -> Result<bool, String> {
     let p = path.display();
-    match std::fs::symlink_metadata(path) {
-        Ok(m) => {
-            if !m.file_type().is_file() {
-                return Err(format!("{p}: the token file is not a regular file"));
-            }
-            if m.uid() != me {
-                return Err(format!(
-                    "{p} is owned by {}, not by you: a token another user chose is no                      secret from them; remove it (or pass --token-file)",
-                    who(m.uid())
-                ));
-            }
-            let mode = m.permissions().mode() & 0o7777;
-            if mode & 0o077 != 0 {
-                return Err(format!(
-                    "{p} may be read or written by other users (mode {mode:04o}): they could                      act as you over HTTP; `chmod 600 {p}`"
-                ));
-            }
-            return Ok(false);
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("{p}: {e}")),
+    if check_private_file(path, me, "token file", "they could act as you over HTTP")? {
+        return Ok(false);
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::DirBuilder::new()
@@ -187,6 +168,37 @@ pub fn ensure_token_file(path: &Path, me: u32) -> Result<bool, String> {
     std::io::Write::write_all(&mut f, format!("{hex}\n").as_bytes())
         .and_then(|()| f.sync_all())
         .map_err(|e| format!("{p}: {e}"))?;
+    Ok(true)
+}
+
+/// Is there a file at `path` that only `me` may read and write (true), or
+/// none (false)? Anything else is refused, saying why and what to do: a
+/// secret in a file another user owns or may read is no secret from
+/// them. `what`: the file's role ("token file"); `risk`: what another user
+/// could do with it.
+pub fn check_private_file(path: &Path, me: u32, what: &str, risk: &str) -> Result<bool, String> {
+    let p = path.display();
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("{p}: {e}")),
+    };
+    if !m.file_type().is_file() {
+        return Err(format!("{p}: the {what} is not a regular file"));
+    }
+    if m.uid() != me {
+        return Err(format!(
+            "{p} is owned by {}, not by you: a secret another user chose is no secret from \
+             them; remove it (or name another file)",
+            who(m.uid())
+        ));
+    }
+    let mode = m.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "{p} may be read or written by other users (mode {mode:04o}): {risk}; `chmod 600 {p}`"
+        ));
+    }
     Ok(true)
 }
 

@@ -1,7 +1,8 @@
 //! The README's two commands, taken from README.md itself so the two cannot
 //! drift: the "run it" line is run verbatim (a release build, an image on
-//! /dev/shm, a mount, a server on 127.0.0.1:8080) and used with curl as the
-//! banner says; the test line must be what `.ci/run` runs.
+//! /dev/shm, a mount, a server on 127.0.0.1:8080, S3 on 127.0.0.1:9000) and
+//! used with curl and aws-cli as the banner says; the test line must be
+//! what `.ci/run` runs.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -146,11 +147,16 @@ fn readme_run_command_works_verbatim() {
     // moves it, so the port must be free (else curl would reach whatever
     // holds it, not this `up`).
     let port_free = TcpListener::bind("127.0.0.1:8080").is_ok();
+    let s3_port_free = TcpListener::bind("127.0.0.1:9000").is_ok();
     require!(
         prereq::fuse(),
         prereq::tool("curl"),
+        prereq::tool("aws"),
         prereq::holds(port_free, || {
             "127.0.0.1:8080, where the README's `up` serves, is in use".into()
+        }),
+        prereq::holds(s3_port_free, || {
+            "127.0.0.1:9000, where the README's `up` serves S3, is in use".into()
         }),
     );
     // `up` names its image after $USER and mounts at $HOME/pktfs: a user
@@ -284,6 +290,37 @@ fn readme_run_command_works_verbatim() {
     assert!(
         std::fs::read(mp.join("somefile")).unwrap() == body,
         "in the mount"
+    );
+
+    // S3, with the banner's aws-cli lines run as printed (the key read
+    // from the file they name), in the directory holding somefile.
+    let s3_key = field("S3 key ");
+    assert!(s3_key.contains(home.path().to_str().unwrap()), "{s3_key}");
+    let tries: Vec<String> = banner
+        .iter()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter(|l| l.starts_with("export AWS_CONFIG_FILE=") || l.starts_with("aws "))
+        .map(|l| l.split("   # ").next().unwrap().trim_end().to_string())
+        .collect();
+    assert_eq!(tries.len(), 4, "export, mb, cp, ls: {banner:#?}");
+    let script = tries.join(" && ");
+    let aws = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&aws.stdout);
+    assert!(
+        aws.status.success(),
+        "{script}: {said}{}",
+        String::from_utf8_lossy(&aws.stderr)
+    );
+    assert!(said.contains("somefile"), "the listing names it: {said}");
+    assert!(
+        std::fs::read(mp.join("demo/somefile")).unwrap() == body,
+        "the object is in the mount"
     );
 
     // Ctrl-C (to the whole group, as a terminal sends it) stops it all.

@@ -497,6 +497,25 @@ impl KeyStore {
         Ok(self.keys.last().expect("just pushed"))
     }
 
+    /// Add a key made elsewhere, with its id and secret as they are: one
+    /// person's credential on several images (`pktfs up` keeps one key per
+    /// user and brings it to every image it serves). Checked as a stored
+    /// key is; [`KeysError::IdTaken`] when the id is here already.
+    pub fn import(&mut self, key: AccessKey) -> Result<&AccessKey, KeysError> {
+        check_id(&key.id)?;
+        check_secret(&key.id, &key.secret)?;
+        check_name(&key.name)?;
+        check_grants(&key.grants)?;
+        if self.get(&key.id).is_some() {
+            return Err(KeysError::IdTaken(key.id));
+        }
+        if self.keys.len() >= MAX_KEYS {
+            return Err(KeysError::Full { max: MAX_KEYS });
+        }
+        self.keys.push(key);
+        Ok(self.keys.last().expect("just pushed"))
+    }
+
     /// Remove the key with this id and return it.
     pub fn remove(&mut self, access_key_id: &str) -> Result<AccessKey, KeysError> {
         let at = self

@@ -96,6 +96,30 @@ pub fn add(vol: &Volume, name: &str, grants: &[Grant]) -> Result<Value, KeyAdmin
     Ok(v)
 }
 
+/// Have `key` in the image (durable on return), with its id and secret as
+/// they are: false when it was there already with the same secret, true
+/// when it was added now. Another key of the same id is refused
+/// ([`KeysError::IdTaken`]) and nothing changes.
+pub fn bring(vol: &Volume, key: &AccessKey) -> Result<bool, KeyAdminError> {
+    if load(vol)?
+        .get(&key.id)
+        .is_some_and(|k| k.secret == key.secret)
+    {
+        return Ok(false);
+    }
+    vol.update_s3_keys_blob(|now| {
+        let mut store = decode(now)?;
+        store.import(key.clone())?;
+        Ok::<_, KeyAdminError>(Some(store.encode()))
+    })?;
+    tracing::info!(
+        "access key {} ({:?}) brought to this image",
+        key.id,
+        key.name
+    );
+    Ok(true)
+}
+
 /// Remove one key (durable on return); answers it without its secret.
 pub fn remove(vol: &Volume, access_key_id: &str) -> Result<Value, KeyAdminError> {
     let mut gone: Option<AccessKey> = None;

@@ -418,3 +418,38 @@ proptest! {
         prop_assert_eq!(d, s);
     }
 }
+
+#[test]
+fn import_brings_a_key_as_it_is_and_refuses_what_decode_would() {
+    let mut a = KeyStore::new();
+    let made = a
+        .add("up", grants(&["*=rw"]), &random(7), 5)
+        .unwrap()
+        .clone();
+    let mut b = KeyStore::new();
+    b.add("other", grants(&["logs=r"]), &random(8), 6).unwrap();
+    let got = b.import(made.clone()).unwrap().clone();
+    assert_eq!(got, made, "id, secret, name, grants and time kept");
+    assert_eq!(b.get(&made.id), Some(&made));
+    // Twice: the id is taken.
+    assert!(matches!(b.import(made.clone()), Err(KeysError::IdTaken(id)) if id == made.id));
+    // What a damaged store would hold is refused here too.
+    let mut bad = made.clone();
+    bad.id = "PKlower000000000000".into();
+    assert!(matches!(b.import(bad), Err(KeysError::BadId(_))));
+    let mut bad = made.clone();
+    bad.id = "PK0000000000000000A1".into();
+    bad.secret = "short".into();
+    assert!(matches!(b.import(bad), Err(KeysError::BadSecret { .. })));
+    let mut bad = made.clone();
+    bad.id = "PK0000000000000000A2".into();
+    bad.name = String::new();
+    assert!(matches!(b.import(bad), Err(KeysError::BadName { .. })));
+    // The store still round-trips.
+    assert_eq!(KeyStore::decode(&b.encode()).unwrap(), b);
+    // A full store takes no more.
+    let mut full = largest_store();
+    let mut more = made.clone();
+    more.id = "PK0000000000000000A3".into();
+    assert!(matches!(full.import(more), Err(KeysError::Full { .. })));
+}
