@@ -263,6 +263,16 @@ fn main() {
     let machine = pktfs_fs::media::machine::Machine::measure();
     println!("machine: {machine}");
     let s = Setup::new(&a);
+    let r = measure(&a, &s);
+    let rows = report(&a, &machine, &r);
+    write_json(&a, &machine, rows);
+    drop(s);
+}
+
+/// Every part, `a.runs` times, each pair ABBA: the library against tmpfs
+/// pread, verify=always against once, fio under the shim against tmpfs and
+/// the plain mount.
+fn measure(a: &Args, s: &Setup) -> Runs {
     let tf = std::fs::File::open(&s.tmpfs_file).unwrap();
     let img = pktfs_direct::Image::open(&s.image).expect("map the image");
     let lib = img.open_file("/data").expect("open /data");
@@ -348,6 +358,12 @@ fn main() {
             .push(fio(&mounted, "read", "1m", size, a.secs, None).1 / 1e9);
         eprintln!("run {}/{} done", run + 1, a.runs);
     }
+    r
+}
+
+/// The table, printed, and its rows for the JSON.
+fn report(a: &Args, machine: &pktfs_fs::media::machine::Machine, r: &Runs) -> Vec<Value> {
+    let size = a.size;
     let g = |k: &str| r[k].clone();
     println!(
         "\ndirect reading, {} MiB file, median of {} runs, {:.0} s each part\n",
@@ -422,6 +438,11 @@ fn main() {
         "reference_median": crc_ms_per_gb, "ratio": median(&extra) / crc_ms_per_gb,
         "always_gb_per_s": g("lib_seq_always"), "once_gb_per_s": g("lib_seq_once")}),
     );
+    rows
+}
+
+/// The run as JSON under `a.out`, named by the time it ended.
+fn write_json(a: &Args, machine: &pktfs_fs::media::machine::Machine, rows: Vec<Value>) {
     let commit = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .output()
@@ -435,12 +456,11 @@ fn main() {
         .unwrap_or_default();
     let doc = json!({
         "bench": "direct", "machine": machine.to_json(), "commit": commit,
-        "size_bytes": size, "runs": a.runs, "secs_per_part": a.secs,
+        "size_bytes": a.size, "runs": a.runs, "secs_per_part": a.secs,
         "rows": rows,
     });
     std::fs::create_dir_all(&a.out).unwrap();
     let path = a.out.join(format!("direct-{stamp}.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     println!("\nwritten to {}", path.display());
-    drop(s);
 }
