@@ -293,35 +293,15 @@ fn readme_run_command_works_verbatim() {
     );
 
     // S3, with the banner's aws-cli lines run as printed (the key read
-    // from the file they name), in the directory holding somefile.
-    let s3_key = field("S3 key ");
-    assert!(s3_key.contains(home.path().to_str().unwrap()), "{s3_key}");
-    let tries: Vec<String> = banner
-        .iter()
-        .filter_map(|l| l.strip_prefix("  "))
-        .filter(|l| l.starts_with("export AWS_CONFIG_FILE=") || l.starts_with("aws "))
-        .map(|l| l.split("   # ").next().unwrap().trim_end().to_string())
-        .collect();
-    assert_eq!(tries.len(), 4, "export, mb, cp, ls: {banner:#?}");
-    let script = tries.join(" && ");
-    let aws = Command::new("sh")
-        .arg("-c")
-        .arg(&script)
-        .current_dir(home.path())
-        .env("HOME", home.path())
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&aws.stdout);
-    assert!(
-        aws.status.success(),
-        "{script}: {said}{}",
-        String::from_utf8_lossy(&aws.stderr)
-    );
-    assert!(said.contains("somefile"), "the listing names it: {said}");
-    assert!(
-        std::fs::read(mp.join("demo/somefile")).unwrap() == body,
-        "the object is in the mount"
-    );
+    // from the file they name), in the directory holding somefile. The
+    // S3 endpoint runs on the event loops: with a thread per connection
+    // (.ci/run's threads pass) `up` says it serves none.
+    if std::env::var("PKTFS_IO").as_deref() == Ok("threads") {
+        let why = field("S3    ");
+        assert!(why.contains("--io threads"), "{why}");
+    } else {
+        s3_through_the_banner(&banner, home.path(), &mp, &body);
+    }
 
     // Ctrl-C (to the whole group, as a terminal sends it) stops it all.
     kill_process_group(pgid, Signal::INT).unwrap();
@@ -357,4 +337,44 @@ fn readme_run_command_works_verbatim() {
     let v = Volume::open(&image, &OpenOptions::default()).unwrap();
     assert!(v.open_report().was_clean, "`up` closed the image cleanly");
     v.close().unwrap();
+}
+
+/// The banner's S3 lines (export, mb, cp, ls) run as printed, in `home`
+/// (where somefile is); the object then reads back through the mount.
+fn s3_through_the_banner(banner: &[String], home: &Path, mp: &Path, body: &[u8]) {
+    let field = |key: &str| {
+        banner
+            .iter()
+            .find_map(|l| l.trim_start().strip_prefix(key))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| panic!("no {key:?} line in the banner: {banner:#?}"))
+    };
+    let s3_key = field("S3 key ");
+    assert!(s3_key.contains(home.to_str().unwrap()), "{s3_key}");
+    let tries: Vec<String> = banner
+        .iter()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter(|l| l.starts_with("export AWS_CONFIG_FILE=") || l.starts_with("aws "))
+        .map(|l| l.split("   # ").next().unwrap().trim_end().to_string())
+        .collect();
+    assert_eq!(tries.len(), 4, "export, mb, cp, ls: {banner:#?}");
+    let script = tries.join(" && ");
+    let aws = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(home)
+        .env("HOME", home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&aws.stdout);
+    assert!(
+        aws.status.success(),
+        "{script}: {said}{}",
+        String::from_utf8_lossy(&aws.stderr)
+    );
+    assert!(said.contains("somefile"), "the listing names it: {said}");
+    assert!(
+        std::fs::read(mp.join("demo/somefile")).unwrap() == *body,
+        "the object is in the mount"
+    );
 }
