@@ -33,40 +33,6 @@ impl AmzTime {
     }
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
-/// days_from_civil).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day count since 1970-01-01 (civil_from_days).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
 fn digits(b: &[u8]) -> Option<i64> {
     b.iter().try_fold(0i64, |acc, &c| {
         c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
@@ -79,10 +45,11 @@ fn parse_amz_date_bytes(t: &[u8]) -> Option<i64> {
     }
     let (y, mo, d) = (digits(&t[0..4])?, digits(&t[4..6])?, digits(&t[6..8])?);
     let (h, mi, s) = (digits(&t[9..11])?, digits(&t[11..13])?, digits(&t[13..15])?);
-    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 59 {
-        return None;
-    }
-    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s)
+    // `time` refuses what names no real date or time (Feb 30, 24:00).
+    let month = time::Month::try_from(u8::try_from(mo).ok()?).ok()?;
+    let date = time::Date::from_calendar_date(y as i32, month, d as u8).ok()?;
+    let at = date.with_hms(h as u8, mi as u8, s as u8).ok()?;
+    Some(at.assume_utc().unix_timestamp())
 }
 
 /// Unix seconds of a `yyyymmddThhmmssZ` timestamp; `None` if it is not
@@ -92,11 +59,12 @@ pub fn parse_amz_date(text: &str) -> Option<i64> {
 }
 
 fn format_bytes(unix_s: i64) -> [u8; 16] {
-    let (y, m, d) = civil_from_days(unix_s.div_euclid(86_400));
-    let secs = unix_s.rem_euclid(86_400);
     // Years outside 0..=9999 cannot be written in four digits: clamp
     // rather than write garbage (no signer has such a clock).
-    let y = y.clamp(0, 9999);
+    const MIN_S: i64 = -62_167_219_200; // 0000-01-01T00:00:00Z
+    const MAX_S: i64 = 253_402_300_799; // 9999-12-31T23:59:59Z
+    let t = time::OffsetDateTime::from_unix_timestamp(unix_s.clamp(MIN_S, MAX_S))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     let mut out = *b"00000000T000000Z";
     let mut put = |at: usize, width: usize, mut v: i64| {
         for i in (0..width).rev() {
@@ -104,12 +72,12 @@ fn format_bytes(unix_s: i64) -> [u8; 16] {
             v /= 10;
         }
     };
-    put(0, 4, y);
-    put(4, 2, m);
-    put(6, 2, d);
-    put(9, 2, secs / 3600);
-    put(11, 2, secs / 60 % 60);
-    put(13, 2, secs % 60);
+    put(0, 4, i64::from(t.year()));
+    put(4, 2, i64::from(u8::from(t.month())));
+    put(6, 2, i64::from(t.day()));
+    put(9, 2, i64::from(t.hour()));
+    put(11, 2, i64::from(t.minute()));
+    put(13, 2, i64::from(t.second()));
     out
 }
 
