@@ -10,6 +10,7 @@
 //! - [`error`]: S3 error codes, their HTTP status and the Error XML.
 //! - [`names`]: bucket names, object keys and their mapping to paths,
 //!   query strings.
+//! - [`percent`]: percent-encoding (AWS's UriEncode) and strict decoding.
 //! - [`keys`]: access keys and their per-bucket grants, as stored in the
 //!   image.
 
@@ -17,5 +18,6 @@ pub mod checksum;
 pub mod error;
 pub mod keys;
 pub mod names;
+pub mod percent;
 pub mod sigv4;
 pub mod xml;

@@ -138,49 +138,17 @@ pub fn key_path(key: &str) -> Result<KeyPath<'_>, NameError> {
     })
 }
 
-fn hex_val(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
-
 /// Percent-decodes `s`, `+` as a space if `plus_is_space`.
 fn decode(s: &str, plus_is_space: bool) -> Result<String, NameError> {
     let b = s.as_bytes();
-    if !(b.contains(&b'%') || plus_is_space && b.contains(&b'+')) {
-        return Ok(s.to_owned());
-    }
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hi = b.get(i + 1).copied().and_then(hex_val);
-                let lo = b.get(i + 2).copied().and_then(hex_val);
-                let (Some(hi), Some(lo)) = (hi, lo) else {
-                    let end = (i + 3).min(b.len());
-                    return Err(NameError::BadEscape {
-                        at: i,
-                        escape: String::from_utf8_lossy(&b[i..end]).into_owned(),
-                    });
-                };
-                out.push(hi << 4 | lo);
-                i += 3;
-            }
-            b'+' if plus_is_space => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
+    let out = crate::percent::decode(b, plus_is_space).map_err(|e| {
+        let end = (e.at + 3).min(b.len());
+        NameError::BadEscape {
+            at: e.at,
+            escape: String::from_utf8_lossy(&b[e.at..end]).into_owned(),
         }
-    }
-    String::from_utf8(out).map_err(|_| NameError::NotUtf8)
+    })?;
+    String::from_utf8(out.into_owned()).map_err(|_| NameError::NotUtf8)
 }
 
 /// Percent-decodes a URL path or one of its parts: `%XX` is the byte XX
@@ -195,8 +163,7 @@ pub fn percent_decode(s: &str) -> Result<String, NameError> {
 /// unless `encode_slash`, every other byte of the UTF-8 as `%XX` with
 /// upper-case hex (so a space is `%20`, never `+`).
 pub fn uri_encode(s: &str, encode_slash: bool, out: &mut String) {
-    // One encoder for SigV4 and the listings: the signer's.
-    out.push_str(&crate::sigv4::uri_encode(s.as_bytes(), !encode_slash));
+    out.push_str(&crate::percent::uri_encode(s.as_bytes(), !encode_slash));
 }
 
 /// A raw query string (what follows `?`, without it) as decoded

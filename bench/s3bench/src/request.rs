@@ -38,15 +38,7 @@ pub struct Endpoint {
 /// Percent-encode a key's bytes for a path (unreserved characters and
 /// '/' kept), as SigV4 canonicalizes it: the path is then sent as signed.
 pub fn encode_path(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    pktfs_s3::percent::uri_encode(s.as_bytes(), true)
 }
 
 fn now_unix_s() -> i64 {
