@@ -46,7 +46,6 @@ mod perm_tests;
 mod pinned;
 mod recover;
 mod remote;
-mod superblocks;
 #[cfg(test)]
 mod remote_tests;
 mod rx;
@@ -55,6 +54,7 @@ mod rx_tests;
 mod scrub;
 #[cfg(test)]
 mod sgid_tests;
+mod superblocks;
 mod system_blob;
 #[cfg(test)]
 mod system_blob_tests;
@@ -84,18 +84,18 @@ pub use acl::{Acl, AclEntry, AclKind, ACL_ACCESS_XATTR, ACL_DEFAULT_XATTR};
 pub use alloc::{Slice, MAX_RECORD_BYTES};
 pub use digest::{Bound, ContentDigest, Precondition};
 pub use file::{FallocMode, Seg};
+pub use live::{epoch_begin, epoch_end};
 pub use ns::{NewMode, RenameFlags};
 pub use perm::{permitted, Access, AclView, Cred, Denial, S_ISVTX};
 pub use recover::OpenReport;
 pub use remote::{ObjectLive, RemoteBytes, RemoteRecordInfo, RemoteRef, RemoteSlice, RemoteSource};
 pub use rx::{LentRx, RxBuf, RxHeld, RxPiece, RxTime};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
-pub use system_blob::{S3_KEYS_XATTR, SYSTEM_XATTR_PREFIX};
+pub use system_blob::{MAX_SYSTEM_XATTR_BYTES, S3_KEYS_XATTR, S3_OWNER_XATTR, SYSTEM_XATTR_PREFIX};
 pub use tierout::{RemoteExtent, SwitchReport, TierCandidate, TierExtent, TierOut};
 pub use tmpfile::{Linked, OwnedTmpFile, TmpFile};
 pub use txhold::{TxFetched, TxHold, TxKeep, TxPlan, TxRange, TxSeg, TxWindow};
 pub use types::{Attr, ChainEntry, DirEntry, FormatOptions, OpenOptions, SetAttr, StatFs, TimeSet};
-pub use live::{epoch_begin, epoch_end};
 pub use verify::VerifyMode;
 pub use xattr::XattrFlags;
 
@@ -104,8 +104,8 @@ use crate::media::{ExclusivePm, PersistMode, Pm};
 use alloc::Alloc;
 use commit::{Commit, JournalSlots, SlotState};
 use failstop::OrStop;
-pub(crate) use superblocks::{mark_mounted, write_superblocks};
 use lockrank::{InodeLock, RankedMutex};
+pub(crate) use superblocks::{mark_mounted, write_superblocks};
 
 /// An in-memory inode and its lock (ranked by its number: `lockrank`).
 pub(crate) type InodeRef = Arc<InodeLock<Inode>>;

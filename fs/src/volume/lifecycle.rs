@@ -11,8 +11,8 @@ use rustc_hash::FxHashMap;
 
 use super::alloc::Alloc;
 use super::commit::JournalSlots;
-use super::superblocks::write_superblocks;
 use super::lockrank::{Rank, RankedMutex};
+use super::superblocks::write_superblocks;
 use super::{
     itable, now_ns, recover, remote, verify, write_new_inode, FormatOptions, InodeRef, Namespace,
     OpenOptions, OpenReport, Volume,

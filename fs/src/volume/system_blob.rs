@@ -1,8 +1,9 @@
-//! Blobs pktfs keeps in the image for itself (today: the S3 access key
-//! store), out of every client's reach.
+//! Blobs pktfs keeps in the image for itself (the S3 access key store on
+//! the root, the S3 owner of a bucket's directory), out of every client's
+//! reach.
 //!
-//! A system blob is an extended attribute of the root directory whose name
-//! starts with [`SYSTEM_XATTR_PREFIX`] (`pktfs.`), a namespace the kernel
+//! A system blob is an extended attribute whose name starts with
+//! [`SYSTEM_XATTR_PREFIX`] (`pktfs.`), a namespace the kernel
 //! never passes through FUSE for setting and `setxattr` refuses anyway. So
 //! it uses the xattr chain's crash-safe update as it is (one record written
 //! and flushed, then one 8-byte publish of the link that names it:
@@ -33,6 +34,16 @@ pub const SYSTEM_XATTR_PREFIX: &[u8] = b"pktfs.";
 
 /// The S3 access key store (`pktfs_s3::keys::KeyStore`'s encoding).
 pub const S3_KEYS_XATTR: &[u8] = b"pktfs.s3.keys";
+
+/// The S3 owner of a bucket: on its directory, the access key id of the
+/// key that made it (`pktfs_s3::keys`); set when the bucket is made
+/// ([`Volume::mkdir_with_system_xattr`]), in the same commit.
+pub const S3_OWNER_XATTR: &[u8] = b"pktfs.s3.owner";
+
+/// The longest system attribute a directory is born with or given here
+/// (an owner is 20 bytes): system attributes on ordinary inodes are
+/// small, and one that is not is refused rather than stored.
+pub const MAX_SYSTEM_XATTR_BYTES: usize = 256;
 
 /// Is `name` a system blob's (hidden from every client)?
 pub(crate) fn is_system_xattr(name: &[u8]) -> bool {
@@ -111,9 +122,77 @@ impl Volume {
     }
 
     fn system_blob(&self, name: &[u8]) -> Result<Option<Vec<u8>>> {
-        let arc = self.inode(ROOT_INO as u64)?;
+        self.system_xattr(ROOT_INO as u64, name)
+    }
+
+    /// The system attribute `name` of `ino` as stored (`None`: it has
+    /// none), its checksum checked whatever the verify mode. `name` must
+    /// be in [`SYSTEM_XATTR_PREFIX`].
+    pub fn system_xattr(&self, ino: u64, name: &[u8]) -> Result<Option<Vec<u8>>> {
+        if !is_system_xattr(name) {
+            return Err(FsError::Invalid("not a system attribute name"));
+        }
+        let arc = self.inode(ino)?;
         let i = super::rlock(&arc)?;
         self.system_blob_locked(&i, name)
+    }
+
+    /// Give `ino` the system attribute `name` (`None`: remove it), durable
+    /// when this returns; at most [`MAX_SYSTEM_XATTR_BYTES`]. Not for the
+    /// root's key store (`set_s3_keys_blob` keeps its version).
+    pub fn set_system_xattr(&self, ino: u64, name: &[u8], value: Option<&[u8]>) -> Result<()> {
+        if !is_system_xattr(name) || name == S3_KEYS_XATTR {
+            return Err(FsError::Invalid("not a system attribute name"));
+        }
+        if value.is_some_and(|v| v.len() > MAX_SYSTEM_XATTR_BYTES) {
+            return Err(FsError::TooBig);
+        }
+        self.check_writable()?;
+        let arc = self.inode(ino)?;
+        let mut i = super::wlock(&arc)?;
+        if self.xattr_of(&i, name) == value {
+            return Ok(());
+        }
+        let mut commit = Commit::new();
+        match value {
+            Some(v) => self.put_xattr(&mut commit, &mut i, name, v)?,
+            None => self.drop_xattr(&mut commit, &mut i, name)?,
+        }
+        commit.apply(self);
+        Ok(())
+    }
+
+    /// [`Self::mkdir`], the new directory born with the system attribute
+    /// `name` = `value` in the same commit: no state, crash or not, has
+    /// the directory without it (an S3 bucket and its owner).
+    #[allow(clippy::too_many_arguments)]
+    pub fn mkdir_with_system_xattr(
+        &self,
+        parent: u64,
+        dir: &[u8],
+        perm: u32,
+        uid: u32,
+        gid: u32,
+        name: &[u8],
+        value: &[u8],
+    ) -> Result<super::Attr> {
+        if !is_system_xattr(name) || name == S3_KEYS_XATTR {
+            return Err(FsError::Invalid("not a system attribute name"));
+        }
+        if value.len() > MAX_SYSTEM_XATTR_BYTES {
+            return Err(FsError::TooBig);
+        }
+        let extra = [super::xattr_chain::NewXattr::new(name, value.to_vec())];
+        self.make_node_with(
+            parent,
+            dir,
+            pktfs_layout::FileType::Directory,
+            super::NewMode::plain(perm, uid, gid),
+            0,
+            None,
+            0,
+            &extra,
+        )
     }
 
     fn system_blob_locked(&self, i: &super::Inode, name: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -188,3 +188,70 @@ fn a_damaged_blob_is_an_error_whatever_the_verify_mode() {
     let e = Volume::open_pm(Pm::from_bytes(img), false).unwrap_err();
     assert!(e.to_string().contains("xattr"), "{e}");
 }
+
+#[test]
+fn a_directory_born_with_its_owner_keeps_it_hidden_and_across_reopen() {
+    let v = fresh(8 << 20);
+    let root = v.root();
+    let before = v.statfs();
+    let d = v
+        .mkdir_with_system_xattr(
+            root,
+            b"logs",
+            0o755,
+            0,
+            0,
+            S3_OWNER_XATTR,
+            b"PKOWNER0000000000001",
+        )
+        .unwrap();
+    ok(&v);
+    assert_eq!(
+        v.system_xattr(d.ino, S3_OWNER_XATTR).unwrap().as_deref(),
+        Some(&b"PKOWNER0000000000001"[..])
+    );
+    // Out of every client's reach, as the key store is.
+    assert!(v.listxattr(d.ino).unwrap().is_empty());
+    assert!(v.getxattr(d.ino, S3_OWNER_XATTR).is_err());
+    assert!(v
+        .setxattr(d.ino, S3_OWNER_XATTR, b"PKTHIEF", XattrFlags::default())
+        .is_err());
+    assert!(v.removexattr(d.ino, S3_OWNER_XATTR).is_err());
+    // Changed and removed here, and a name outside the namespace refused.
+    v.set_system_xattr(d.ino, S3_OWNER_XATTR, Some(b"PKOTHER"))
+        .unwrap();
+    let v = reopen(v);
+    ok(&v);
+    let d = v.lookup(v.root(), b"logs").unwrap();
+    assert_eq!(
+        v.system_xattr(d.ino, S3_OWNER_XATTR).unwrap().as_deref(),
+        Some(&b"PKOTHER"[..])
+    );
+    assert!(v.system_xattr(d.ino, b"user.x").is_err());
+    assert!(v.set_system_xattr(d.ino, b"user.x", Some(b"1")).is_err());
+    assert!(v
+        .set_system_xattr(d.ino, S3_KEYS_XATTR, Some(b"1"))
+        .is_err());
+    assert!(matches!(
+        v.set_system_xattr(
+            d.ino,
+            S3_OWNER_XATTR,
+            Some(&[b'x'; MAX_SYSTEM_XATTR_BYTES + 1])
+        ),
+        Err(FsError::TooBig)
+    ));
+    // rmdir gives everything back.
+    v.rmdir(v.root(), b"logs").unwrap();
+    let v = reopen(v);
+    ok(&v);
+    let after = v.statfs();
+    assert_eq!(before.records_free, after.records_free, "records leaked");
+    assert_eq!(before.blocks_free, after.blocks_free, "buffer space leaked");
+    // An existing name is refused and nothing is left behind.
+    v.mkdir(v.root(), b"taken", 0o755, 0, 0).unwrap();
+    let mid = v.statfs();
+    assert!(v
+        .mkdir_with_system_xattr(v.root(), b"taken", 0o755, 0, 0, S3_OWNER_XATTR, b"PK1")
+        .is_err());
+    assert_eq!(mid.records_free, v.statfs().records_free);
+}

@@ -5,9 +5,9 @@
 use super::acl::AclKind;
 use super::commit::Commit;
 use super::system_blob::is_system_xattr;
+pub use super::xattr_chain::XattrFlags;
 use super::{now_ns, Inode, Volume, MAX_XATTR_VALUE};
 use crate::error::{FsError, Result};
-pub use super::xattr_chain::XattrFlags;
 
 fn check_xattr_name(name: &[u8]) -> Result<()> {
     if name.is_empty() {

@@ -165,7 +165,6 @@ impl Volume {
         commit.free_record(old.id, old.slice());
         Ok(())
     }
-
 }
 
 /// The record of `i`'s first attribute after `key` in chain order (what a

@@ -137,7 +137,12 @@ impl Volume {
                 dir_time,
             )
             .expect("reusing a name allocates nothing");
-        commit.store(d.ino, link, new_id.0, Some((self.geo.record_pos(new_id).0, 64)));
+        commit.store(
+            d.ino,
+            link,
+            new_id.0,
+            Some((self.geo.record_pos(new_id).0, 64)),
+        );
         d.data.insert(cookie, rec);
         commit.free_record_keep_payload(old.id);
         old

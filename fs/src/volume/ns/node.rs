@@ -33,6 +33,24 @@ impl Volume {
         symlink: Option<&[u8]>,
         pins: u64,
     ) -> Result<Attr> {
+        self.make_node_with(parent, name, kind, m, rdev, symlink, pins, &[])
+    }
+
+    /// [`Self::make_node`], the new inode born with `extra` attributes
+    /// too (beside what it inherits): in the same commit, so no state has
+    /// the node without them (a bucket and its owner).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn make_node_with(
+        &self,
+        parent: u64,
+        name: &[u8],
+        kind: FileType,
+        m: NewMode,
+        rdev: u32,
+        symlink: Option<&[u8]>,
+        pins: u64,
+        extra: &[super::super::xattr_chain::NewXattr],
+    ) -> Result<Attr> {
         self.check_writable()?;
         check_name(name)?;
         // The parent's write lock covers the name's absence until the
@@ -47,7 +65,8 @@ impl Volume {
             .alloc_inode()
             .ok_or(FsError::NoSpace("no free inodes"))?;
         let (gid, asked) = setgid_rule(&p, kind, m);
-        let inherited = self.inherit_acl(&p, kind, asked, m.umask);
+        let mut inherited = self.inherit_acl(&p, kind, asked, m.umask);
+        inherited.xattrs.extend_from_slice(extra);
         let mut new = NewNode {
             ino,
             xattrs: Vec::new(),
