@@ -15,6 +15,7 @@ mod account;
 mod chain;
 mod damage;
 mod find_sb;
+mod inode;
 mod lost;
 mod plan;
 mod superblock;

@@ -1,140 +1,48 @@
-//! Loading an inode and walking its chains: every record's CRC, kind,
-//! bounds, link and claim; payload CRCs (large ones in parallel).
+//! Walking an inode's chains: every record's CRC, kind, bounds, link and
+//! claim, and what each kind of record must satisfy; payload CRCs (large
+//! ones in parallel).
 
 use super::*;
 
-impl Scan<'_> {
-    // ---- inodes and chains ----------------------------------------------
+/// One walk along one chain: what it holds, where it has got to, and what
+/// the checks of the next record build on.
+struct ChainWalk {
+    ino: u32,
+    path: String,
+    kind: FileType,
+    xattr: bool,
+    /// "data" or "xattr", for messages.
+    which: &'static str,
+    /// The record kind the chain holds (None: this kind of inode has no data chain).
+    expected: Option<RecordKind>,
+    /// A regular file's data chain that breaks loses the rest of the
+    /// file: `lost` keeps that visible and links back what follows.
+    file_data: bool,
+    /// End of the last data record: a record may not reach back before it.
+    prev_end: u64,
+    /// Cookie of the last kept dirent: cookies only rise.
+    prev_seq: Option<u64>,
+    /// Names of the dirents or xattrs kept so far: no duplicates.
+    names: HashSet<Vec<u8>>,
+    /// A symlink's target is contiguous so far.
+    sym_contig: bool,
+    /// What links to the record being checked, for messages.
+    from: String,
+    c: Chain,
+}
 
-    /// Load an inode: header, attributes (falling back to the other slot, or
-    /// rebuilt from `want` when both are bad), then its chains. `None` if
-    /// its attributes are unreadable and nothing says what it should be.
-    pub(super) fn load_inode(
-        &mut self,
-        ino: u32,
-        want: Option<FileType>,
-        path: String,
-    ) -> Option<Ino> {
-        if !self.g.ino_in_range(ino as u64) {
-            return None;
+impl ChainWalk {
+    /// Where a regular file's data chain has to stop (see `lost`); any
+    /// other chain just ends.
+    fn cut(&mut self, record: Option<u64>, follow: Option<u64>, why: String) {
+        if self.file_data {
+            self.c.cut = Some(lost::Cut::at(self.prev_end, record, follow, why));
         }
-        let pos = self.g.inode_pos(ino).0;
-        let bytes: [u8; INODE_SIZE] = self.read(pos)?;
-        let sel = le64(&bytes[0..8]);
-        let (generation, live) = (sel >> 1, (sel & 1) as usize);
-        let so = SLOTS_OFF as usize + live * SLOT_SIZE as usize;
-        let mut attr_findings = Vec::new();
-        let mut fallback = None;
-        let mut rebuilt = false;
-        let mut attr_err = None;
-        let root = ino == ROOT_INO;
-        let mut attr = match AttrSlot::from_bytes(
-            &bytes[so..so + 64],
-            PmOffset(pos + so as u64),
-            generation,
-        ) {
-            Ok(a) => Some(a),
-            Err(e) => {
-                attr_err = Some(format!("live attribute slot is bad: {e}"));
-                let other = live ^ 1;
-                let oo = SLOTS_OFF as usize + other * SLOT_SIZE as usize;
-                let ob = &bytes[oo..oo + 64];
-                let g32 = u32::from_le_bytes([ob[56], ob[57], ob[58], ob[59]]) as u64;
-                let cands = [
-                    generation.wrapping_sub(1),
-                    (generation & !0xffff_ffff) | g32,
-                    g32,
-                ];
-                cands
-                    .iter()
-                    .filter(|&&c| c <= u64::MAX >> 1)
-                    .find_map(|&c| {
-                        AttrSlot::from_bytes(ob, PmOffset(pos + oo as u64), c)
-                            .ok()
-                            .inspect(|_| fallback = Some(InodeHeader::selector(c, other as u8)))
-                    })
-            }
-        };
-        if attr.is_none() {
-            let kind = if root {
-                Some(FileType::Directory)
-            } else {
-                want
-            };
-            let kind = kind?;
-            rebuilt = true;
-            attr = Some(AttrSlot {
-                kind,
-                mode: match kind {
-                    FileType::Directory => 0o755,
-                    FileType::Symlink => 0o777,
-                    _ => 0o644,
-                },
-                uid: 0,
-                gid: 0,
-                nlink: if kind == FileType::Directory { 2 } else { 1 },
-                size: 0,
-                atime_ns: 0,
-                mtime_ns: 0,
-                ctime_ns: 0,
-                rdev: 0,
-                parent: if kind == FileType::Directory {
-                    ROOT_INO
-                } else {
-                    0
-                },
-            });
-        }
-        let mut attr = attr?;
-        // Only an inode that is loaded gets findings; one that cannot be is
-        // reported through the dirent naming it (or not at all, for an
-        // orphan candidate).
-        if let Some(msg) = attr_err {
-            let f = self.find(
-                Severity::Error,
-                "inode.attr",
-                Some(ino),
-                Some(&path),
-                None,
-                msg,
-            );
-            attr_findings.push(f);
-        }
-        if root && attr.kind != FileType::Directory {
-            let f = self.find(
-                Severity::Error,
-                "root.kind",
-                Some(ino),
-                Some(&path),
-                None,
-                format!("root inode is a {}, not a directory", kind_name(attr.kind)),
-            );
-            attr_findings.push(f);
-            rebuilt = true;
-            attr.kind = FileType::Directory;
-            attr.mode = 0o755;
-            attr.size = 0;
-            attr.rdev = 0;
-        }
-        let mut i = Ino {
-            ino,
-            path,
-            attr,
-            fallback,
-            rebuilt,
-            attr_findings,
-            data: Chain::default(),
-            xattr: Chain::default(),
-            entries: Vec::new(),
-            size_end: 0,
-        };
-        i.data = self.walk_chain(&mut i, false);
-        i.xattr = self.walk_chain(&mut i, true);
-        if rebuilt && attr.kind == FileType::Regular {
-            i.attr.size = i.size_end;
-        }
-        Some(i)
     }
+}
+
+impl Scan<'_> {
+    // ---- chains ---------------------------------------------------------
 
     /// An error in a chain that makes what follows untrustworthy: a
     /// finding against the chain, which is then cut where it went wrong.
@@ -152,16 +60,53 @@ impl Scan<'_> {
         c.unsafe_reason = true;
     }
 
+    /// Walk `i`'s data chain (or its xattr chain) from the head word,
+    /// claiming each record, up to the first link that cannot be followed;
+    /// each record's kind-specific checks decide whether it stays.
     pub(super) fn walk_chain(&mut self, i: &mut Ino, xattr: bool) -> Chain {
-        let g = self.g;
-        let head_addr = g.inode_pos(i.ino).0 + if xattr { XATTR_HEAD_OFF } else { DATA_HEAD_OFF };
+        let mut w = self.start_walk(i, xattr);
+        let mut cur = w.c.head_raw;
+        while cur != 0 {
+            if !self.link_ok(&mut w, cur) {
+                break;
+            }
+            let Some((r, next)) = self.decode_record(&mut w, cur) else {
+                break;
+            };
+            if !self.kind_ok(&mut w, cur, &r) {
+                break;
+            }
+            let keep = match r.kind {
+                RecordKind::Data | RecordKind::Remote => {
+                    let Some(keep) = self.walk_data(i, &mut w, cur, &r) else {
+                        break;
+                    };
+                    keep
+                }
+                RecordKind::Dirent => self.walk_dirent(i, &mut w, cur, r),
+                RecordKind::Xattr => self.walk_xattr(&mut w, cur, &r),
+            };
+            w.c.nodes.push(Node {
+                id: cur,
+                next_raw: next.0,
+                keep,
+                rec: r,
+            });
+            w.from = format!("record {cur}");
+            cur = next.0;
+        }
+        if !xattr && w.kind == FileType::Symlink && !w.sym_contig {
+            self.symlink_gap(i, &mut w.c);
+        }
+        w.c
+    }
+
+    /// The walk's starting state: the head word (as the journal overlay
+    /// has it) and what the chain of this kind of inode may hold.
+    fn start_walk(&self, i: &Ino, xattr: bool) -> ChainWalk {
+        let head_addr =
+            self.g.inode_pos(i.ino).0 + if xattr { XATTR_HEAD_OFF } else { DATA_HEAD_OFF };
         let head_raw = self.read_u64(head_addr).unwrap_or(0);
-        let mut c = Chain {
-            head_addr,
-            head_raw,
-            ..Chain::default()
-        };
-        let which = if xattr { "xattr" } else { "data" };
         let kind = i.attr.kind;
         let expected = if xattr {
             Some(RecordKind::Xattr)
@@ -172,271 +117,270 @@ impl Scan<'_> {
                 _ => None,
             }
         };
-        // A regular file's data chain that breaks loses the rest of the
-        // file: `lost` keeps that visible and links back what follows.
-        let file_data = !xattr && kind == FileType::Regular;
-        let path = i.path.clone();
-        let ino = i.ino;
-        let mut prev_end = 0u64;
-        let mut prev_seq: Option<u64> = None;
-        let mut names: HashSet<Vec<u8>> = HashSet::new();
-        let mut sym_contig = true;
-        let mut cur = head_raw;
-        let mut from = "head".to_string();
-        while cur != 0 {
-            if !g.record_in_range(cur) {
-                self.chain_error(
-                    &mut c,
-                    "chain.link",
-                    ino,
-                    &path,
-                    None,
-                    format!("{which} chain {from} links to record {cur}, outside the record table"),
-                );
-                if file_data {
-                    c.cut = Some(lost::Cut::at(
-                        prev_end,
-                        None,
-                        None,
-                        format!("{which} chain {from} links outside the record table"),
-                    ));
-                }
-                break;
-            }
-            let claimed = self.owner[cur as usize];
-            if claimed != 0 {
-                let (code, msg) = if claimed == ino {
-                    (
-                        "chain.cycle",
-                        format!("{which} chain {from} loops back to record {cur}"),
-                    )
-                } else {
-                    ("record.shared", format!("{which} chain {from} links to record {cur}, which belongs to inode {claimed}"))
-                };
-                self.chain_error(&mut c, code, ino, &path, Some(cur), msg);
-                if file_data {
-                    c.cut = Some(lost::Cut::at(
-                        prev_end,
-                        Some(cur),
-                        None,
-                        format!("{which} chain {from} links to record {cur}, already in a chain"),
-                    ));
-                }
-                break;
-            }
-            let at = g.record_pos(pktfs_layout::RecordId(cur));
-            let Some(bytes) = self.read::<64>(at.0) else {
-                break;
-            };
-            let (r, next) = match Record::from_bytes(&bytes, at, &g) {
-                Ok(x) => x,
-                Err(e) => {
-                    // The link is outside the record CRC: a record whose
-                    // only fault is a link out of range is intact, and
-                    // kept; the chain ends after it (the bad link is
-                    // reported at the top of the loop).
-                    let mut body = bytes;
-                    body[..8].fill(0);
-                    match Record::from_bytes(&body, at, &g) {
-                        Ok((r, _)) => (r, pktfs_layout::RecordId(le64(&bytes[0..8]))),
-                        Err(_) => {
-                            self.chain_error(
-                                &mut c,
-                                "record.bad",
-                                ino,
-                                &path,
-                                Some(cur),
-                                format!("{which} chain: {e}"),
-                            );
-                            self.tail_records.insert(cur);
-                            if !xattr && kind == FileType::Directory {
-                                self.tail_salvage(le64(&bytes[0..8]));
-                            }
-                            if file_data {
-                                // Its link may still lead on: `follow_cuts`.
-                                let follow = Some(le64(&bytes[0..8])).filter(|&n| n != 0);
-                                c.cut = Some(lost::Cut::at(
-                                    prev_end,
-                                    Some(cur),
-                                    follow,
-                                    format!("record {cur} of the data chain is bad"),
-                                ));
-                            }
-                            break;
-                        }
-                    }
-                }
-            };
-            // A regular file's data chain may hold remote records too.
-            let remote_ok = r.kind == RecordKind::Remote && kind == FileType::Regular && !xattr;
-            if Some(r.kind) != expected && !remote_ok {
-                let msg = match expected {
-                    None => format!(
-                        "a {} has no data chain, but its head links to a {:?} record",
-                        kind_name(kind),
-                        r.kind
-                    ),
-                    Some(k) => format!("{:?} record in the {which} chain (expected {k:?})", r.kind),
-                };
-                self.chain_error(&mut c, "chain.kind", ino, &path, Some(cur), msg);
-                self.tail_records.insert(cur);
-                if file_data {
-                    c.cut = Some(lost::Cut::at(
-                        prev_end,
-                        Some(cur),
-                        None,
-                        format!("the data chain links to {:?} record {cur}", r.kind),
-                    ));
-                }
-                break;
-            }
-            let mut node = Node {
-                id: cur,
-                next_raw: next.0,
-                keep: true,
-                rec: r,
-            };
-            match r.kind {
-                RecordKind::Data | RecordKind::Remote => {
-                    if r.file_off < prev_end {
-                        self.chain_error(
-                            &mut c,
-                            "data.order",
-                            ino,
-                            &path,
-                            Some(cur),
-                            format!("bytes [{}, {}) overlap or precede the previous record, which ends at {prev_end}", r.file_off, r.file_end()),
-                        );
-                        self.tail_records.insert(cur);
-                        if file_data {
-                            c.cut = Some(lost::Cut::at(
-                                prev_end,
-                                Some(cur),
-                                None,
-                                format!("record {cur} of the data chain is out of order"),
-                            ));
-                        }
-                        break;
-                    }
-                    if kind == FileType::Regular && r.file_off >= i.attr.size && !i.rebuilt {
-                        let f = self.find(
-                            Severity::Error,
-                            "data.past_size",
-                            Some(ino),
-                            Some(&path),
-                            Some(cur),
-                            format!(
-                                "record at bytes [{}, {}) lies past the size {}",
-                                r.file_off,
-                                r.file_end(),
-                                i.attr.size
-                            ),
-                        );
-                        c.findings.push(f);
-                        self.tail_records.insert(cur);
-                        break;
-                    }
-                    node.keep = self.accept_data(i, &mut c, cur, &r, &mut sym_contig);
-                    prev_end = r.file_end();
-                }
-                RecordKind::Dirent => {
-                    self.owner[cur as usize] = ino;
-                    let name = self.payload(&r).map(<[u8]>::to_vec).unwrap_or_default();
-                    let crc_ok = self.payload_ok(&r);
-                    let problem = if !crc_ok {
-                        Some(("dirent.crc", "name checksum mismatch".to_string()))
-                    } else if !valid_name(&name) {
-                        Some(("dirent.name", format!("invalid name {:?}", show(&name))))
-                    } else if prev_seq.is_some_and(|p| r.seq <= p) {
-                        Some((
-                            "dirent.order",
-                            format!("entry {:?}: cookie {} out of order", show(&name), r.seq),
-                        ))
-                    } else if names.contains(&name) {
-                        Some((
-                            "dirent.duplicate",
-                            format!("duplicate entry {:?}", show(&name)),
-                        ))
-                    } else {
-                        None
-                    };
-                    match problem {
-                        Some((code, msg)) => {
-                            self.chain_error(&mut c, code, ino, &path, Some(cur), msg);
-                            node.keep = false;
-                            self.salvage_cands.insert(r.dirent_ino());
-                        }
-                        None => {
-                            prev_seq = Some(r.seq);
-                            names.insert(name.clone());
-                            i.entries.push(Entry {
-                                node: c.nodes.len(),
-                                name,
-                                ino: r.dirent_ino(),
-                                dtype: r.dirent_dtype(),
-                                id: cur,
-                                rec: r,
-                            });
-                        }
-                    }
-                }
-                RecordKind::Xattr => {
-                    self.owner[cur as usize] = ino;
-                    let name = self
-                        .payload(&r)
-                        .map(|p| p[..(r.aux as usize).min(p.len())].to_vec())
-                        .unwrap_or_default();
-                    let problem = if !self.payload_ok(&r) {
-                        Some((
-                            "xattr.crc",
-                            format!("attribute {:?}: checksum mismatch", show(&name)),
-                        ))
-                    } else if !names.insert(name.clone()) {
-                        Some((
-                            "xattr.duplicate",
-                            format!("duplicate attribute {:?}", show(&name)),
-                        ))
-                    } else {
-                        None
-                    };
-                    if let Some((code, msg)) = problem {
-                        self.chain_error(&mut c, code, ino, &path, Some(cur), msg);
-                        node.keep = false;
-                    }
-                }
-            }
-            c.nodes.push(node);
-            from = format!("record {cur}");
-            cur = next.0;
+        ChainWalk {
+            ino: i.ino,
+            path: i.path.clone(),
+            kind,
+            xattr,
+            which: if xattr { "xattr" } else { "data" },
+            expected,
+            file_data: !xattr && kind == FileType::Regular,
+            prev_end: 0,
+            prev_seq: None,
+            names: HashSet::new(),
+            sym_contig: true,
+            from: "head".to_string(),
+            c: Chain {
+                head_addr,
+                head_raw,
+                ..Chain::default()
+            },
         }
-        if !xattr && kind == FileType::Symlink && !sym_contig {
+    }
+
+    /// Whether the chain can go on to record `cur`: a link outside the
+    /// record table, or to a record some chain already claimed (a cycle, or
+    /// a record shared), ends it, so that every walk terminates.
+    fn link_ok(&mut self, w: &mut ChainWalk, cur: u64) -> bool {
+        let (which, from) = (w.which, &w.from);
+        if !self.g.record_in_range(cur) {
+            let msg =
+                format!("{which} chain {from} links to record {cur}, outside the record table");
+            let why = format!("{which} chain {from} links outside the record table");
+            self.chain_error(&mut w.c, "chain.link", w.ino, &w.path, None, msg);
+            w.cut(None, None, why);
+            return false;
+        }
+        let claimed = self.owner[cur as usize];
+        if claimed == 0 {
+            return true;
+        }
+        let (code, msg) = if claimed == w.ino {
+            (
+                "chain.cycle",
+                format!("{which} chain {from} loops back to record {cur}"),
+            )
+        } else {
+            ("record.shared", format!("{which} chain {from} links to record {cur}, which belongs to inode {claimed}"))
+        };
+        let why = format!("{which} chain {from} links to record {cur}, already in a chain");
+        self.chain_error(&mut w.c, code, w.ino, &w.path, Some(cur), msg);
+        w.cut(Some(cur), None, why);
+        false
+    }
+
+    /// Record `cur` and its link, or None where the chain ends: a bad
+    /// record's link is still followed for what may be salvaged (orphans
+    /// of a directory, the rest of a regular file), outside this chain.
+    fn decode_record(
+        &mut self,
+        w: &mut ChainWalk,
+        cur: u64,
+    ) -> Option<(Record, pktfs_layout::RecordId)> {
+        let g = self.g;
+        let at = g.record_pos(pktfs_layout::RecordId(cur));
+        let bytes = self.read::<64>(at.0)?;
+        let e = match Record::from_bytes(&bytes, at, &g) {
+            Ok(x) => return Some(x),
+            Err(e) => e,
+        };
+        // The link is outside the record CRC: a record whose only fault is
+        // a link out of range is intact, and kept; the chain ends after it
+        // (the bad link is reported by `link_ok` on the next step).
+        let mut body = bytes;
+        body[..8].fill(0);
+        if let Ok((r, _)) = Record::from_bytes(&body, at, &g) {
+            return Some((r, pktfs_layout::RecordId(le64(&bytes[0..8]))));
+        }
+        let msg = format!("{} chain: {e}", w.which);
+        self.chain_error(&mut w.c, "record.bad", w.ino, &w.path, Some(cur), msg);
+        self.tail_records.insert(cur);
+        if !w.xattr && w.kind == FileType::Directory {
+            self.tail_salvage(le64(&bytes[0..8]));
+        }
+        // Its link may still lead on: `follow_cuts`.
+        let follow = Some(le64(&bytes[0..8])).filter(|&n| n != 0);
+        w.cut(
+            Some(cur),
+            follow,
+            format!("record {cur} of the data chain is bad"),
+        );
+        None
+    }
+
+    /// Whether record `r` is of the kind this chain holds (a regular file's
+    /// data chain may hold remote records too); one that is not ends it.
+    fn kind_ok(&mut self, w: &mut ChainWalk, cur: u64, r: &Record) -> bool {
+        let (kind, which) = (w.kind, w.which);
+        let remote_ok = r.kind == RecordKind::Remote && kind == FileType::Regular && !w.xattr;
+        if Some(r.kind) == w.expected || remote_ok {
+            return true;
+        }
+        let msg = match w.expected {
+            None => format!(
+                "a {} has no data chain, but its head links to a {:?} record",
+                kind_name(kind),
+                r.kind
+            ),
+            Some(k) => format!("{:?} record in the {which} chain (expected {k:?})", r.kind),
+        };
+        self.chain_error(&mut w.c, "chain.kind", w.ino, &w.path, Some(cur), msg);
+        self.tail_records.insert(cur);
+        w.cut(
+            Some(cur),
+            None,
+            format!("the data chain links to {:?} record {cur}", r.kind),
+        );
+        false
+    }
+
+    /// A data (or remote) record: whether it stays, or None where the chain
+    /// ends (a record out of order, or wholly past a regular file's size,
+    /// says the chain is not what the file wrote).
+    fn walk_data(
+        &mut self,
+        i: &mut Ino,
+        w: &mut ChainWalk,
+        cur: u64,
+        r: &Record,
+    ) -> Option<bool> {
+        let (ino, prev_end) = (w.ino, w.prev_end);
+        if r.file_off < prev_end {
+            self.chain_error(
+                &mut w.c,
+                "data.order",
+                ino,
+                &w.path,
+                Some(cur),
+                format!("bytes [{}, {}) overlap or precede the previous record, which ends at {prev_end}", r.file_off, r.file_end()),
+            );
+            self.tail_records.insert(cur);
+            w.cut(
+                Some(cur),
+                None,
+                format!("record {cur} of the data chain is out of order"),
+            );
+            return None;
+        }
+        if w.kind == FileType::Regular && r.file_off >= i.attr.size && !i.rebuilt {
             let f = self.find(
                 Severity::Error,
-                "symlink.gap",
+                "data.past_size",
                 Some(ino),
-                Some(&path),
-                None,
+                Some(&w.path),
+                Some(cur),
                 format!(
-                    "symlink target has a hole; only its first {} bytes are contiguous",
-                    i.size_end
+                    "record at bytes [{}, {}) lies past the size {}",
+                    r.file_off,
+                    r.file_end(),
+                    i.attr.size
                 ),
             );
-            // Cut the chain after the contiguous prefix.
-            let mut end = 0;
-            for n in c.nodes.iter_mut() {
-                if !n.keep {
-                    continue;
-                }
-                if n.rec.file_off != end {
-                    n.keep = false;
-                } else {
-                    end = n.rec.file_end();
-                }
-            }
-            c.findings.push(f);
-            c.unsafe_reason = true;
+            w.c.findings.push(f);
+            self.tail_records.insert(cur);
+            return None;
         }
-        c
+        let keep = self.accept_data(i, &mut w.c, cur, r, &mut w.sym_contig);
+        w.prev_end = r.file_end();
+        Some(keep)
+    }
+
+    /// A dirent: whether it stays (a good name, rising cookies, no
+    /// duplicate). The inode a dropped one names may be an orphan now.
+    fn walk_dirent(&mut self, i: &mut Ino, w: &mut ChainWalk, cur: u64, r: Record) -> bool {
+        self.owner[cur as usize] = w.ino;
+        let name = self.payload(&r).map(<[u8]>::to_vec).unwrap_or_default();
+        let crc_ok = self.payload_ok(&r);
+        let problem = if !crc_ok {
+            Some(("dirent.crc", "name checksum mismatch".to_string()))
+        } else if !valid_name(&name) {
+            Some(("dirent.name", format!("invalid name {:?}", show(&name))))
+        } else if w.prev_seq.is_some_and(|p| r.seq <= p) {
+            Some((
+                "dirent.order",
+                format!("entry {:?}: cookie {} out of order", show(&name), r.seq),
+            ))
+        } else if w.names.contains(&name) {
+            Some((
+                "dirent.duplicate",
+                format!("duplicate entry {:?}", show(&name)),
+            ))
+        } else {
+            None
+        };
+        if let Some((code, msg)) = problem {
+            self.chain_error(&mut w.c, code, w.ino, &w.path, Some(cur), msg);
+            self.salvage_cands.insert(r.dirent_ino());
+            return false;
+        }
+        w.prev_seq = Some(r.seq);
+        w.names.insert(name.clone());
+        i.entries.push(Entry {
+            node: w.c.nodes.len(),
+            name,
+            ino: r.dirent_ino(),
+            dtype: r.dirent_dtype(),
+            id: cur,
+            rec: r,
+        });
+        true
+    }
+
+    /// An xattr record: whether it stays (its checksum holds, its name is
+    /// not a duplicate).
+    fn walk_xattr(&mut self, w: &mut ChainWalk, cur: u64, r: &Record) -> bool {
+        self.owner[cur as usize] = w.ino;
+        let name = self
+            .payload(r)
+            .map(|p| p[..(r.aux as usize).min(p.len())].to_vec())
+            .unwrap_or_default();
+        let problem = if !self.payload_ok(r) {
+            Some((
+                "xattr.crc",
+                format!("attribute {:?}: checksum mismatch", show(&name)),
+            ))
+        } else if !w.names.insert(name.clone()) {
+            Some((
+                "xattr.duplicate",
+                format!("duplicate attribute {:?}", show(&name)),
+            ))
+        } else {
+            None
+        };
+        let Some((code, msg)) = problem else {
+            return true;
+        };
+        self.chain_error(&mut w.c, code, w.ino, &w.path, Some(cur), msg);
+        false
+    }
+
+    /// A symlink target with a hole cannot be read as a path: the chain is
+    /// cut after its contiguous prefix.
+    fn symlink_gap(&mut self, i: &Ino, c: &mut Chain) {
+        let f = self.find(
+            Severity::Error,
+            "symlink.gap",
+            Some(i.ino),
+            Some(&i.path),
+            None,
+            format!(
+                "symlink target has a hole; only its first {} bytes are contiguous",
+                i.size_end
+            ),
+        );
+        let mut end = 0;
+        for n in c.nodes.iter_mut() {
+            if !n.keep {
+                continue;
+            }
+            if n.rec.file_off != end {
+                n.keep = false;
+            } else {
+                end = n.rec.file_end();
+            }
+        }
+        c.findings.push(f);
+        c.unsafe_reason = true;
     }
 
     /// Claim data record `cur` (`r`) of `i`'s data chain `c` and check it:
