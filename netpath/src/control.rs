@@ -50,7 +50,6 @@ mod holder;
 pub mod keys;
 mod request;
 
-
 use pktfs_fs::{FileType, Volume};
 use serde_json::{json, Value};
 

@@ -9,22 +9,22 @@
 //! # Layout
 //! The connection core reads heads, walks bodies and sends answers; it
 //! asks the protocol what each request does and hears back through return
-//! values ([`protocol::Next`]: answered, body skipped, body received into
+//! values ([`conn::Next`]: answered, body skipped, body received into
 //! an unnamed file). From the bottom up:
 //! - `head` (what a head says, and where it ends), `cond` (entity tags and
 //!   precondition evaluation), `response` (heads and bodies into a
 //!   `Vec<u8>`): protocol decisions free of socket I/O;
-//! - `conn`: the core's per-connection state, its answers (sent on a
+//! - `conn`: the core: a connection's state, its answers (sent on a
 //!   blocking socket, or queued for a loop; tiered ranges a window at a
-//!   time), its counters and access log;
-//! - `protocol`: what the core asks a protocol, and [`protocol::Next`];
-//! - `perm` (the identity's permissions) and `files` (a file's GET, an
-//!   upload's name): what both protocols do with the Volume;
+//!   time), its counters and access log, the unnamed file of its next
+//!   upload made ahead, and what it asks a protocol ([`conn::Protocol`],
+//!   [`conn::Next`]);
+//! - `files`: what both protocols do with the Volume, as the identity
+//!   requests act as (permissions, a file's GET, an upload's name);
 //! - `plain` and `s3`: the two protocols;
 //! - `session` (an event loop's session) and `blocking` (a thread per
 //!   connection, with `pace`): the core's two drivers, each walking bodies
-//!   with the one body walker (`crate::receive::body`);
-//! - `spare`: the unnamed file of a connection's next upload, made ahead.
+//!   with the one body walker (`crate::receive::body`).
 
 mod blocking;
 pub(crate) mod cond;
@@ -32,14 +32,11 @@ mod conn;
 mod files;
 pub(crate) mod head;
 mod pace;
-mod perm;
 mod plain;
-mod protocol;
 pub(crate) mod response;
 pub(crate) mod s3;
 mod session;
-mod spare;
-pub use spare::{MAX_SPARES, SPARE_MIN_FREE_INODES};
+pub use conn::{MAX_SPARES, SPARE_MIN_FREE_INODES};
 
 pub(crate) use blocking::serve_connection;
 pub(crate) use plain::HttpListener;

@@ -37,8 +37,9 @@
 //! the verify mode.
 //!
 //! # Servers
-//! [`Services::start`] runs an HTTP/1.1 server ([`http`]) and a raw stream
-//! server ([`raw`]) over an `Arc<Volume>`, on the event loops of [`loops`]
+//! [`Services::start`] runs an HTTP/1.1 server and an S3 endpoint ([`http`])
+//! and a raw stream server ([`raw`]) over an `Arc<Volume>`, on the event
+//! loops of [`loops`]
 //! (io_uring, or epoll where io_uring is not usable) or a thread per
 //! connection, optionally reporting every change
 //! to a callback (the FUSE mount invalidates the kernel's caches with it).
@@ -48,9 +49,9 @@
 //! `server` (listeners, threads, shutdown) is on top; `http` and `raw`
 //! serve one connection each with the context in `shared` (volume,
 //! configuration, metrics) and never call back up. They serve on a thread
-//! of their own (`http::conn`, `raw`) or as a session of an event loop
-//! (`loops`, `http::on_loop`); both receive through `receive` and send
-//! through `transmit`. netpath reaches the
+//! of their own (`http::blocking`, `raw`) or as a session of an event loop
+//! (`loops`, `http::session`); both receive through `receive` (one body
+//! walker, `receive::body`) and send through `transmit`. netpath reaches the
 //! image only through the Volume's typed handles (`RxBuf`, `RxPiece`,
 //! `TxHold`, `TmpFile`).
 

@@ -2,11 +2,14 @@
 //!
 //! A target is split on `/` and each segment percent-decoded. Anything that
 //! could leave the tree or confuse the name space is refused (400): `.` and
-//! `..` segments (also percent-encoded), encoded slashes (`%2F`), NUL and
-//! other control bytes, malformed escapes, names over 255 bytes, paths over
-//! 4096 bytes. Empty segments (`//`, a trailing `/`) are ignored. The query
-//! (`?...`) and fragment are dropped. Symlinks are never followed by the
-//! servers (a symlink in the middle of a path is "not found").
+//! `..` segments (also percent-encoded), encoded slashes (`%2F`), empty
+//! segments (`//`, anywhere but a trailing `/`), NUL and other control
+//! bytes, malformed escapes, names over 255 bytes, paths over 4096 bytes.
+//! An empty segment names nothing, and read as absent it made two targets
+//! one (`//bucket/key` was S3's ListBuckets); a trailing `/` is ignored (a
+//! directory's listing, an S3 directory marker). The query (`?...`) and
+//! fragment are dropped. Symlinks are never followed by the servers (a
+//! symlink in the middle of a path is "not found").
 
 /// Longest name (one segment), as the Volume allows.
 pub const NAME_MAX: usize = 255;
@@ -81,9 +84,15 @@ impl ReqPath {
         if t.len() > 3 * PATH_MAX {
             return Err("path too long");
         }
-        for raw in t.split(|&c| c == b'/') {
+        // The first piece is what precedes the leading `/`; the last may
+        // be empty (a trailing `/`).
+        let pieces = t.split(|&c| c == b'/').count();
+        for (k, raw) in t.split(|&c| c == b'/').enumerate() {
             if raw.is_empty() {
-                continue;
+                if k == 0 || k + 1 == pieces {
+                    continue;
+                }
+                return Err("an empty segment (`//`) in the path");
             }
             let start = self.bytes.len();
             let mut i = 0;
@@ -160,10 +169,7 @@ mod tests {
             segs("/a/b.txt").unwrap(),
             vec![b"a".to_vec(), b"b.txt".to_vec()]
         );
-        assert_eq!(
-            segs("//a///b/").unwrap(),
-            vec![b"a".to_vec(), b"b".to_vec()]
-        );
+        assert_eq!(segs("/a/b/").unwrap(), vec![b"a".to_vec(), b"b".to_vec()]);
         assert_eq!(segs("/a%20b?x=1#f").unwrap(), vec![b"a b".to_vec()]);
         assert_eq!(segs("http://h:1/x").unwrap(), vec![b"x".to_vec()]);
         assert_eq!(segs("http://h:1").unwrap(), Vec::<Vec<u8>>::new());
@@ -185,6 +191,12 @@ mod tests {
             "/a%0a",
             "/%",
             "/%g1",
+            "//",
+            "//a",
+            "//a///b/",
+            "/a//b",
+            "/a//",
+            "http://h:1//x",
             "x",
             "*",
             "",

@@ -364,6 +364,17 @@ fn raw_dir(vol: &Volume, cfg: &Config, on_change: Option<&OnChange>) -> std::io:
             "raw mode stores data: not with --read-only",
         ));
     }
+    let segs = cfg.raw_dir.split('/').filter(|s| !s.is_empty());
+    if crate::http::head::reserved(cfg.metrics_path.as_deref(), segs.map(str::as_bytes)).0 {
+        let m = cfg.metrics_path.as_deref().unwrap_or_default();
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "--raw-dir {}: the HTTP listener's metrics path {m} is reserved: nothing is made at or below it; choose another --raw-dir (or --metrics-path)",
+                cfg.raw_dir
+            ),
+        ));
+    }
     let notify = |c: Change<'_>| {
         if let Some(f) = on_change {
             f(c)

@@ -79,6 +79,31 @@ fn put_get_roundtrip_lands_as_network_records() {
     s.check();
 }
 
+/// An empty path segment names nothing: refused (400) wherever it is,
+/// but for a trailing `/`; nothing is stored or removed by such a request.
+#[test]
+fn empty_path_segments_are_refused() {
+    let s = server(32 * MIB, |_| {});
+    assert_eq!(http(s.http, "PUT", "/e/a", &[], b"x").status, 201);
+    for (m, path) in [
+        ("GET", "//"),
+        ("GET", "//e/a"),
+        ("PUT", "//e/b"),
+        ("PUT", "/e//b"),
+        ("DELETE", "/e//a"),
+        ("HEAD", "/e/a//"),
+    ] {
+        let r = http(s.http, m, path, &[], b"");
+        assert_eq!(r.status, 400, "{m} {path}: {:?}", String::from_utf8_lossy(&r.body));
+    }
+    assert!(s.lookup("/e/b").is_none());
+    assert_eq!(s.read("/e/a").unwrap(), b"x", "nothing was removed");
+    // A trailing `/` is no empty segment: the directory's listing.
+    let l = http(s.http, "GET", "/e/", &[], b"");
+    assert_eq!((l.status, l.body.as_slice()), (200, &b"a\n"[..]));
+    s.check();
+}
+
 #[test]
 fn keep_alive_and_pipelining() {
     let s = server(32 * MIB, |_| {});

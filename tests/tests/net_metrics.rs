@@ -130,3 +130,40 @@ fn metrics_path_can_move_or_be_off() {
     let s = server(32 << 20, |c| c.metrics_path = None);
     assert_eq!(http(s.http, "GET", "/metrics", &[], b"").status, 404);
 }
+
+/// Nothing is made at or below the metrics path through the plain
+/// listener (a directory there could never be listed: GET of the path
+/// answers the metrics), nor is it raw mode's directory.
+#[test]
+fn nothing_is_made_at_or_below_the_metrics_path() {
+    let s = server(32 << 20, |_| {});
+    for (m, path) in [
+        ("PUT", "/metrics/x"),
+        ("POST", "/%6Detrics/a/b"),
+        ("PUT", "/metrics/"),
+    ] {
+        let r = http(s.http, m, path, &[], b"x");
+        assert_eq!(r.status, 405, "{m} {path}: {:?}", String::from_utf8_lossy(&r.body));
+        assert!(String::from_utf8_lossy(&r.body).contains("reserved"), "{m} {path}");
+    }
+    assert!(s.lookup("/metrics").is_none());
+    // Beside it, names are ordinary.
+    assert_eq!(http(s.http, "PUT", "/metrics2/x", &[], b"x").status, 201);
+    // A metrics path moved below a directory reserves only itself.
+    let s = server(32 << 20, |c| c.metrics_path = Some("/_pktfs/metrics".into()));
+    assert_eq!(http(s.http, "PUT", "/_pktfs/metrics/x", &[], b"x").status, 405);
+    assert_eq!(http(s.http, "PUT", "/_pktfs/x", &[], b"x").status, 201);
+    assert!(s.lookup("/_pktfs/metrics").is_none());
+    // Raw mode's directory cannot be there either: refused at start,
+    // saying why.
+    let (_d, vol) = image(16 << 20);
+    let cfg = pktfs_netpath::Config {
+        raw_listen: Some("127.0.0.1:0".parse().unwrap()),
+        raw_dir: "/metrics/raw".into(),
+        ..Default::default()
+    };
+    let e = pktfs_netpath::Services::start(vol.clone(), cfg, None).unwrap_err();
+    assert!(e.to_string().contains("reserved"), "{e}");
+    assert!(vol.resolve_path("/metrics").is_err(), "nothing made");
+}
+

@@ -657,6 +657,34 @@ fn buckets_and_deletes() {
     s.srv.check();
 }
 
+/// An empty segment is no bucket: `//bucket/key` is refused with S3's
+/// Error XML, not answered as ListBuckets; and the metrics path is no
+/// bucket to make (the plain listener could never list it).
+#[test]
+fn empty_segments_and_the_reserved_name_are_refused() {
+    let s = s3_server();
+    ok(&s.put("/eb1", b""));
+    ok(&s.put("/eb1/k", b"v"));
+    for (m, path) in [
+        ("GET", "//eb1/k"),
+        ("GET", "//"),
+        ("PUT", "//eb1/k2"),
+        ("DELETE", "//eb1/k"),
+    ] {
+        let r = s.req(&s.rw, m, path, "", b"");
+        assert_eq!((r.status, code(&r).as_str()), (400, "InvalidArgument"), "{m} {path}");
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(!body.contains("ListAllMyBucketsResult"), "{m} {path}: {body}");
+    }
+    assert_eq!(s.get("/eb1/k").body, b"v", "nothing was removed");
+    assert!(s.srv.lookup("/eb1/k2").is_none());
+    let r = s.put("/metrics", b"");
+    assert_eq!((r.status, code(&r).as_str()), (400, "InvalidBucketName"));
+    assert!(code(&r).len() > 0 && String::from_utf8_lossy(&r.body).contains("reserved"));
+    assert!(s.srv.lookup("/metrics").is_none());
+    s.srv.check();
+}
+
 fn base64_md5(b: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(md5(b))

@@ -91,7 +91,11 @@ pub(crate) fn serve_hold(
         return Err(format!("busy: {MAX_HOLDS} holds live already; try again").into());
     }
     let _slot = HoldSlot(holds.clone());
-    let stale = || HoldError::Stale(format!("inode {ino} is not the file asked for (deleted or replaced)"));
+    let stale = || {
+        HoldError::Stale(format!(
+            "inode {ino} is not the file asked for (deleted or replaced)"
+        ))
+    };
     let fs_err = |e: pktfs_fs::FsError| match e {
         pktfs_fs::FsError::NotFound => stale(),
         e => HoldError::Other(e.to_string()),

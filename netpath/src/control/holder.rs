@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use pktfs_fs::{ScrubOptions, Volume};
 use serde_json::{json, Value};
 
-use pktfs_control::peer::{self, Peer, Trust};
-use pktfs_control::MAX_CONNECTIONS;
 use super::request::{read_request, Request};
 use super::{chain_json, locate, stat_json, ControlError};
+use pktfs_control::peer::{self, Peer, Trust};
+use pktfs_control::MAX_CONNECTIONS;
 
 /// How long an answer or progress line may wait for a client that does not
 /// read it before the connection is given up (a scrub is then cancelled).

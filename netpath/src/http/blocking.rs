@@ -13,12 +13,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::conn::Conn;
+use super::conn::{serve, Conn, Next, Protocol, Receive, Received, Spare};
 use super::head::{parse_head, Head, Method};
 use super::pace::RecvPace;
 use super::plain::Plain;
-use super::protocol::{serve, Next, Protocol, Receive, Received};
-use super::spare::Spare;
 use crate::receive::body::{BodyError, Framing, Hooks, Pieces, Walk};
 use crate::receive::persist::with_persister;
 use crate::receive::stream::{RxStream, IDLE_RESERVATION};

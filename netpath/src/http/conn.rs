@@ -1,31 +1,54 @@
 //! The connection core: one HTTP connection's state, whatever protocol
-//! (`plain`, `s3`) speaks on it and whichever driver (`session` on an
-//! event loop, `blocking` on a thread) feeds it. It sends the answers the
-//! protocols build (over the blocking socket, or queued in the [`Outbox`]
-//! for the loop to send), counts the requests and writes the access log.
-//! It calls into no protocol: one that words its refusals its own way
-//! lends an [`ErrorForm`].
+//! speaks on it (plain HTTP, `super::plain`; S3, `super::s3`) and whichever
+//! driver feeds it (`super::session` on an event loop, `super::blocking` on
+//! a thread). The drivers read heads and walk bodies; the core sends the
+//! answers the protocols build (over the blocking socket, or queued in the
+//! [`Outbox`] for the loop to send; tiered ranges a window at a time,
+//! [`tiered`]), counts the requests, writes the access log and keeps the
+//! unnamed file of the next upload ([`Spare`]). It calls into no protocol:
+//! one that words its refusals its own way lends an [`ErrorForm`].
+//!
+//! # What the core asks a protocol
+//! A protocol ([`Protocol`]) decides what a request does: it answers
+//! through [`Conn`] and returns what is to become of the request's body
+//! ([`Next`]): nothing more (the next request or the close), skipped, or
+//! received into an unnamed file and handed back once it is in
+//! ([`Protocol::body_done`]). Nothing is left on the connection for the
+//! driver to find.
+//!
+//! # Spare files
+//! Creating the unnamed file an upload lands in is Volume work (an inode,
+//! its slot) that would otherwise sit between a request's arrival and its
+//! answer. After a PUT's answer is out, a keep-alive connection makes the
+//! file for its next PUT instead, off the client's wait.
+//!
+//! Each spare holds an inode until it is used or its connection ends, so
+//! the number held server-wide is capped ([`MAX_SPARES`]): with thousands
+//! of connections only the first few hundred keep one, the others create
+//! the file when the request comes, as without spares. Nor are spares made
+//! while fewer than [`SPARE_MIN_FREE_INODES`] inodes are free: on a small
+//! or nearly full image idle connections must not hold the inodes other
+//! uploads need. A crash loses nothing: an unnamed file is gone after the
+//! next open.
 
+use std::collections::VecDeque;
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use pktfs_fs::{FsError, TmpFile, TxHold, Volume};
+use pktfs_engine::TxMsg;
+use pktfs_fs::{FsError, RxPiece, TmpFile, TxHold, Volume};
 use rustix::net::SendFlags;
 
 use super::head::Head;
 use super::response::{begin, error_body, http_date, status_of};
-use super::spare::Spare;
 use crate::loops::TurnClock;
+use crate::metrics::RequestLabels;
 use crate::path::ReqPath;
-use crate::receive::body::{BodyError, Pieces, SpaceGuard};
+use crate::receive::body::{BodyError, Framing, Hooks, Pieces, SpaceGuard};
 use crate::shared::Shared;
 
-mod outbox;
-mod tally;
 pub(super) mod tiered;
-
-pub(super) use outbox::Outbox;
-use tally::Tally;
 
 /// DRAM a queued message holds: its head bytes, and for a held file range
 /// its own bookkeeping and any tiered bytes fetched for it (the file's
@@ -465,4 +488,277 @@ impl<'a> Conn<'a> {
             Some(&self.sh.metrics.commit_seconds),
         )
     }
+}
+
+/// Where answers go when the connection is an event loop's session
+/// (`crate::http::session`): queued as messages the loop sends.
+#[derive(Debug, Default)]
+pub(super) struct Outbox<'a> {
+    pub msgs: VecDeque<TxMsg<'a>>,
+    /// Close gracefully once what is queued is out (the linger).
+    pub finish: bool,
+    /// Emptied head buffers back from the loop, for the next answers.
+    pub bufs: Vec<Vec<u8>>,
+    /// DRAM the queued messages hold ([`msg_dram`]): what
+    /// `Config::max_queued_bytes` bounds (answers pipelined back to back
+    /// merge into one message, so counting messages bounds nothing).
+    pub queued_bytes: usize,
+    /// A tiered answer being fetched and sent a window at a time
+    /// ([`tiered`]); answers to later requests wait for it.
+    pub tiered: Option<tiered::Tiered<'a>>,
+    /// How this connection's loop is woken from a fetch thread.
+    pub waker: Option<crate::loops::wake::Waker>,
+}
+
+impl<'a> Outbox<'a> {
+    /// Queue the answer head in `out` (taken; a spare buffer is left in its
+    /// place) and `hold` after it: bytes after bytes go as one message.
+    /// Returns the bytes it sends.
+    #[inline]
+    pub(super) fn queue(&mut self, out: &mut Vec<u8>, hold: Option<TxHold<'a>>) -> u64 {
+        let spare = self.bufs.pop().unwrap_or_default();
+        let head = std::mem::replace(out, spare);
+        let n = head.len() as u64 + hold.as_ref().map_or(0, held_len);
+        self.queued_bytes += msg_dram(head.len(), hold.as_ref());
+        match self.msgs.back_mut() {
+            // Bytes after bytes: one message.
+            Some(last) if last.hold.is_none() && hold.is_none() => {
+                last.head.extend_from_slice(&head);
+                self.bufs.push(head);
+            }
+            _ => self.msgs.push_back(TxMsg { head, hold }),
+        }
+        n
+    }
+}
+
+/// Requests between additions of a connection's tally to the shared
+/// metrics ([`crate::Services::stats`] lags a busy connection by at most
+/// this many).
+const TALLY_EVERY: u64 = 32;
+
+/// This connection's counts not yet added to the shared metrics: added
+/// every `TALLY_EVERY` requests and at the end, not per request (shared
+/// atomics moved a cache line between the cores serving different
+/// connections on every request).
+#[derive(Debug, Default)]
+struct Tally {
+    requests: u64,
+    /// (method, status) -> count; a handful of entries per connection.
+    by_label: Vec<(&'static str, u16, u64)>,
+    bytes_in: u64,
+    bytes_out: u64,
+    files_stored: u64,
+}
+
+impl Conn<'_> {
+    /// Count the request and write its access-log line.
+    pub(super) fn end_request(&mut self) {
+        let r = &self.req;
+        let t = &mut self.tally;
+        t.requests += 1;
+        match t
+            .by_label
+            .iter_mut()
+            .find(|(m, s, _)| *m == r.method && *s == r.status)
+        {
+            Some(e) => e.2 += 1,
+            None => t.by_label.push((r.method, r.status, 1)),
+        }
+        tracing::info!(
+            target: "pktfs::access",
+            peer = %self.peer,
+            method = r.method,
+            path = %self.path.display(),
+            status = r.status,
+            bytes_in = self.in_pos.saturating_sub(r.in_before),
+            bytes_out = self.conn_out - r.out_before,
+            us = r.started.elapsed().as_micros() as u64,
+            "access"
+        );
+        if self.tally.requests >= TALLY_EVERY {
+            self.flush_tally();
+        }
+    }
+
+    fn flush_tally(&mut self) {
+        let t = std::mem::take(&mut self.tally);
+        let m = &self.sh.metrics;
+        if t.requests > 0 {
+            m.requests_all.inc_by(t.requests);
+        }
+        for (method, status, n) in t.by_label {
+            m.requests
+                .get_or_create(&RequestLabels { method, status })
+                .inc_by(n);
+        }
+        for (n, c) in [
+            (t.bytes_in, &m.bytes_in),
+            (t.bytes_out, &m.bytes_out),
+            (t.files_stored, &m.files_stored),
+        ] {
+            if n > 0 {
+                c.inc_by(n);
+            }
+        }
+    }
+
+    pub(super) fn add_in(&mut self, n: u64) {
+        self.conn_in += n;
+        self.tally.bytes_in += n;
+    }
+
+    /// `n` bytes of answers sent (threads: the socket took them).
+    pub(super) fn add_out(&mut self, n: u64) {
+        self.conn_out += n;
+        self.tally.bytes_out += n;
+    }
+
+    /// `n` bytes of answers queued for an event loop to send: the
+    /// request's size in the access log; counted as sent ([`Self::add_sent`])
+    /// only once the kernel took them, so a client that never reads does
+    /// not inflate `bytes_out`.
+    pub(super) fn add_queued(&mut self, n: u64) {
+        self.conn_out += n;
+    }
+
+    /// An event loop's send completed: `n` bytes went to the kernel.
+    pub(super) fn add_sent(&mut self, n: u64) {
+        self.tally.bytes_out += n;
+    }
+
+    pub(super) fn stored_file(&mut self) {
+        self.tally.files_stored += 1;
+    }
+}
+
+/// Spares held by all connections of a server at most.
+pub const MAX_SPARES: usize = 256;
+/// No spare is made while fewer inodes than this are free.
+pub const SPARE_MIN_FREE_INODES: u64 = 2 * MAX_SPARES as u64;
+
+/// An unnamed file made ahead, counted in the server's spares while held;
+/// dropped unused, the file is freed.
+pub(super) struct Spare<'a> {
+    tmp: Option<TmpFile<'a>>,
+    held: &'a AtomicUsize,
+}
+
+impl<'a> Spare<'a> {
+    /// A spare, unless the server is read-only, `MAX_SPARES` are held,
+    /// inodes are scarce, or the Volume cannot make the file now (then the
+    /// next PUT makes it and answers the error).
+    pub(super) fn make(sh: &'a Shared) -> Option<Spare<'a>> {
+        if sh.read_only() || sh.vol.statfs().files_free < SPARE_MIN_FREE_INODES {
+            return None;
+        }
+        // Count first, so concurrent connections cannot overshoot the cap.
+        if sh.spares.fetch_add(1, Ordering::AcqRel) >= MAX_SPARES {
+            sh.spares.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        let held = &sh.spares;
+        match sh.vol.tmpfile(0o644, sh.uid, sh.gid) {
+            Ok(t) => Some(Spare { tmp: Some(t), held }),
+            Err(e) => {
+                held.fetch_sub(1, Ordering::AcqRel);
+                tracing::debug!("making an unnamed file ahead of the next upload: {e}");
+                None
+            }
+        }
+    }
+
+    /// The file, for an upload (no longer counted as a spare).
+    pub(super) fn take(mut self) -> TmpFile<'a> {
+        self.tmp.take().expect("a spare holds its file until taken")
+    }
+}
+
+impl Drop for Spare<'_> {
+    fn drop(&mut self) {
+        self.held.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What becomes of a request once its protocol acted on its head.
+#[derive(Debug)]
+pub(super) enum Next<'a, B> {
+    /// Answered: go on with the next request (true) or close.
+    Done(bool),
+    /// Answered ahead of its body: read and drop the body, then go on.
+    Skip(Framing),
+    /// Receive the body into an unnamed file, then
+    /// [`Protocol::body_done`].
+    Receive(Receive<'a, B>),
+}
+
+impl<B> Next<'_, B> {
+    /// A request answered from its head with `keep`: a body it still has
+    /// coming is read and dropped before the next request (a refusal goes
+    /// ahead of a small body the client sends anyway; a large one, or one
+    /// that waits for `100 Continue`, closed the connection: `keep` false).
+    pub(super) fn answered(h: &Head, keep: bool) -> Self {
+        match h.framing() {
+            Some(f) if keep && h.has_body() => Next::Skip(f),
+            _ => Next::Done(keep),
+        }
+    }
+}
+
+/// A body to receive into an unnamed file.
+#[derive(Debug)]
+pub(super) struct Receive<'a, B> {
+    pub file: TmpFile<'a>,
+    pub framing: Framing,
+    /// What the protocol checks of the body as it passes and needs once
+    /// it is in (S3: its digests and signatures, what the body is for).
+    pub body: B,
+}
+
+/// A body received: its file, the pieces still to commit (with the link,
+/// so a small upload is one commit), its data bytes and records.
+#[derive(Debug)]
+pub(super) struct Received<'a> {
+    pub file: TmpFile<'a>,
+    pub tail: Vec<RxPiece<'a>>,
+    pub bytes: u64,
+    pub records: u64,
+}
+
+/// A protocol over the connection core (module docs).
+pub(super) trait Protocol<'a> {
+    /// What travels with a body being received ([`Receive::body`]).
+    type Body: Hooks;
+    /// A complete head as httparse read it (S3 keeps the fields SigV4
+    /// signs); called before [`Protocol::request`].
+    #[inline]
+    fn head_fields(&mut self, _req: &httparse::Request<'_, '_>) {}
+    /// Whether the core may read a body this request does not store
+    /// before acting on it (GET, HEAD, DELETE, OPTIONS with a body: a
+    /// request takes effect only once it is whole); false answers the
+    /// request from its head (a token refused).
+    fn admits(&self, c: &Conn<'a>, h: &Head) -> bool;
+    /// Act on a request whose head is in.
+    fn request(&mut self, c: &mut Conn<'a>, h: &Head) -> Next<'a, Self::Body>;
+    /// The body of `h` is in: name it, keep it or act on it, and answer.
+    /// Whether the connection goes on.
+    fn body_done(&mut self, c: &mut Conn<'a>, h: &Head, r: Received<'a>, body: Self::Body) -> bool;
+    /// A body failed (the upload was given up): answer it when there is
+    /// anyone to answer.
+    fn body_failed(&mut self, c: &mut Conn<'a>, e: BodyError<<Self::Body as Hooks>::Error>);
+}
+
+/// Act on a parsed request: a head the core found broken is refused here
+/// (the connection closes), every other goes to its protocol.
+pub(super) fn serve<'a, P: Protocol<'a>>(
+    c: &mut Conn<'a>,
+    p: &mut P,
+    h: &Head,
+) -> Next<'a, P::Body> {
+    if let Some((code, msg)) = h.error {
+        c.error(code, msg, false);
+        c.linger();
+        return Next::Done(false);
+    }
+    p.request(c, h)
 }

@@ -87,6 +87,9 @@ pub(crate) struct Head {
     pub accept_json: bool,
     /// The target is the metrics endpoint (`Config::metrics_path`).
     pub metrics: bool,
+    /// The target is the metrics path or below it: nothing is created or
+    /// stored there ([`reserved`]).
+    pub reserved: bool,
     /// A problem found in the head: (status, message).
     pub error: Option<(u16, &'static str)>,
     pub path_error: Option<&'static str>,
@@ -296,6 +299,7 @@ fn read_head(req: &httparse::Request<'_, '_>, path: &mut ReqPath, cfg: &Config) 
         cond: Conditions::default(),
         accept_json: false,
         metrics: false,
+        reserved: false,
         error: None,
         path_error: None,
     };
@@ -383,20 +387,32 @@ fn read_head(req: &httparse::Request<'_, '_>, path: &mut ReqPath, cfg: &Config) 
     let target = req.path.unwrap_or("");
     match path.parse(target) {
         // The reserved name is compared with the decoded path, as the
-        // file system would see it: `/%6Detrics`, `//metrics` and
-        // `/metrics/` name the metrics too, so none of them can store a
-        // file there (compared as sent, they did).
-        Ok(()) => h.metrics = cfg.metrics_path.as_deref().is_some_and(|m| names(path, m)),
+        // file system would see it: `/%6Detrics` and `/metrics/` name the
+        // metrics too, so neither can store a file there (compared as
+        // sent, they did).
+        Ok(()) => (h.reserved, h.metrics) = reserved(cfg.metrics_path.as_deref(), path.segments()),
         Err(e) => h.path_error = Some(e),
     }
     h
 }
 
-/// Whether the decoded `path` is the configured path `m` (taken
-/// literally, split on `/`, empty segments ignored as in a request).
-fn names(path: &ReqPath, m: &str) -> bool {
-    path.segments()
-        .eq(m.split('/').filter(|s| !s.is_empty()).map(str::as_bytes))
+/// Whether a path (its segments, decoded) is the metrics path `m` or below
+/// it, and which: (reserved, the metrics path itself). Nothing is created
+/// or stored there through any listener: a directory of that name could
+/// never be listed over HTTP, whose GET of the path answers the metrics.
+pub(crate) fn reserved<'p>(
+    m: Option<&str>,
+    mut path: impl Iterator<Item = &'p [u8]>,
+) -> (bool, bool) {
+    let Some(m) = m else {
+        return (false, false);
+    };
+    let mut segs = m.split('/').filter(|s| !s.is_empty()).peekable();
+    if segs.peek().is_none() {
+        return (false, false);
+    }
+    let under = segs.all(|s| path.next() == Some(s.as_bytes()));
+    (under, under && path.next().is_none())
 }
 
 #[cfg(test)]
@@ -489,8 +505,8 @@ mod tests {
     }
 
     /// The metrics path is recognised after decoding, however it is
-    /// spelled; an undecodable or dot-segment spelling is a path error
-    /// (400), never a file name.
+    /// spelled; an undecodable, dot-segment or empty-segment spelling is a
+    /// path error (400), never a file name; what is below it is reserved.
     #[test]
     fn metrics_path_after_decoding() {
         let cfg = Config::default();
@@ -506,20 +522,30 @@ mod tests {
             "/metrics",
             "/%6Detrics",
             "/%6d%65trics",
-            "//metrics",
             "/metrics/",
             "/metrics?x=1",
             "http://h/metrics",
         ] {
             let h = head(t);
-            assert!(h.metrics && h.path_error.is_none(), "{t}");
+            assert!(h.metrics && h.reserved && h.path_error.is_none(), "{t}");
         }
-        for t in ["/%2Fmetrics", "/./metrics", "/x/../metrics", "/%2e/metrics"] {
+        for t in [
+            "/%2Fmetrics",
+            "/./metrics",
+            "/x/../metrics",
+            "/%2e/metrics",
+            "//metrics",
+        ] {
             let h = head(t);
             assert!(!h.metrics && h.path_error.is_some(), "{t}");
         }
-        for t in ["/metrics2", "/Metrics", "/a/metrics", "/metrics/a"] {
-            assert!(!head(t).metrics, "{t}");
+        for t in ["/metrics2", "/Metrics", "/a/metrics"] {
+            let h = head(t);
+            assert!(!h.metrics && !h.reserved, "{t}");
+        }
+        for t in ["/metrics/a", "/%6Detrics/a/b/"] {
+            let h = head(t);
+            assert!(!h.metrics && h.reserved, "{t}: below the metrics path");
         }
     }
 

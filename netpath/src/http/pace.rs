@@ -1,7 +1,7 @@
 //! The threaded transport's pace rule for request bodies
 //! (`Config::min_recv_rate`, and a chunk-size line's or trailer section's
 //! `header_timeout`), the same rule the loops keep on their timers
-//! (`on_loop.rs`, "Timeouts"): a body is judged over each `io_timeout`
+//! (`session.rs`, "Timeouts"): a body is judged over each `io_timeout`
 //! window from the end of its head; one that brought less than the rate
 //! in a window, or whose line is not complete within `header_timeout` of
 //! its first byte, gets no more time: it must end within `io_timeout` of

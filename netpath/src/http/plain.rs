@@ -27,7 +27,8 @@
 //! 304 not modified (If-None-Match / If-Modified-Since on GET/HEAD); 400
 //! malformed request or unsafe path; 401 missing/wrong bearer token (any
 //! method, unless a public flag opens reads: `auth`); 403 the identity
-//! requests act as (`--as-user`) lacks a mode or ACL permission (`perm`);
+//! requests act as (`--as-user`) lacks a mode or ACL permission
+//! (`super::files`);
 //! 404 no such file;
 //! 405 change on a read-only server, PUT on `/`, or a change to the
 //! metrics path; 408 head or body too slow; 409 PUT
@@ -39,21 +40,18 @@
 //! 503 over the connection cap; 507 body larger than the free space (and
 //! nothing is left behind).
 //!
-//!
 //! # Layout
 //! `auth` (the token rules), `get` (files, listings, metrics), `change`
-//! (PUT/POST and DELETE). What a file's GET and an upload's link share
-//! with S3 is `super::files`; checking the identity's permissions,
-//! `super::perm`.
+//! (PUT/POST and DELETE). What a file's GET, an upload's link and the
+//! identity's permissions share with S3 is `super::files`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use pktfs_fs::Volume;
 
-use super::conn::Conn;
+use super::conn::{Conn, Next, Protocol, Received};
 use super::head::{Head, Method};
-use super::protocol::{Next, Protocol, Received};
 use crate::loops::Session;
 use crate::receive::body::BodyError;
 use crate::shared::Shared;

@@ -57,9 +57,8 @@ use pktfs_s3::error::{Code, S3Error};
 use pktfs_s3::keys::{Access, AccessKey, KeyStore};
 use pktfs_s3::sigv4::{self, SigningKey, Verified};
 
-use super::conn::{Conn, ErrorForm, SMALL_BODY};
+use super::conn::{Conn, ErrorForm, Next, Protocol, Received, SMALL_BODY};
 use super::head::{Head, Method};
-use super::protocol::{Next, Protocol, Received};
 use crate::loops::Session;
 use crate::receive::body::BodyError;
 use crate::shared::Shared;
@@ -371,6 +370,21 @@ enum Op {
 }
 
 impl Op {
+    /// It makes a bucket, an object or a part of one.
+    fn creates(self) -> bool {
+        use Op::*;
+        matches!(
+            self,
+            CreateBucket
+                | PutObject
+                | CopyObject
+                | CreateUpload
+                | UploadPart
+                | UploadPartCopy
+                | CompleteUpload
+        )
+    }
+
     fn access(self) -> Option<Access> {
         use Op::*;
         match self {
@@ -500,9 +514,17 @@ fn route(method: Method, t: &Target, q: &[(String, String)]) -> Result<Op, S3Err
     }
 }
 
-/// Split a path-style target's path into bucket and key (decoded).
+/// Split a path-style target's path into bucket and key (decoded). An
+/// empty bucket segment followed by more (`//bucket/key`) is refused: read
+/// as the empty bucket, it was ListBuckets.
 fn target_of(path: &str) -> Result<Target, S3Error> {
     let p = path.strip_prefix('/').unwrap_or(path);
+    if p.starts_with('/') {
+        return Err(S3Error::new(
+            Code::InvalidArgument,
+            "an empty segment (`//`) in the path",
+        ));
+    }
     let (b, k) = p.split_once('/').unwrap_or((p, ""));
     let bad = |e: pktfs_s3::names::NameError| S3Error::new(Code::InvalidArgument, e.to_string());
     let bucket = pktfs_s3::names::percent_decode(b).map_err(bad)?;
@@ -617,6 +639,18 @@ impl<'a> Ctx<'_, 'a> {
             if let Some(msg) = h.path_error {
                 return Err(S3Error::new(Code::InvalidArgument, msg));
             }
+        }
+        if h.reserved && op.creates() {
+            let m = self.sh.cfg.metrics_path.as_deref().unwrap_or_default();
+            let why = format!(
+                "{}: the HTTP listener's metrics path {m} is reserved: nothing is made at or below it",
+                self.path.display()
+            );
+            let code = match op {
+                Op::CreateBucket => Code::InvalidBucketName,
+                _ => Code::InvalidArgument,
+            };
+            return Err(S3Error::new(code, why));
         }
         unserved::check(op, self.head, &r.query, &h.cond)
     }

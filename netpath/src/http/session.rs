@@ -83,10 +83,8 @@ use std::time::{Duration, Instant};
 
 use pktfs_fs::{RxHeld, RxTime, TmpFile, Volume};
 
-use super::conn::{msg_dram, Conn, ErrorForm, Outbox};
+use super::conn::{msg_dram, serve, Conn, ErrorForm, Next, Outbox, Protocol, Spare};
 use super::head::{parse_head, Framing, Head};
-use super::protocol::{serve, Next, Protocol};
-use super::spare::Spare;
 use crate::config::Config;
 use crate::loops::limits::DramCharge;
 use crate::loops::{CloseReason, Flow, SendRule, Session, TurnClock};
@@ -253,8 +251,10 @@ impl<'v, P: Protocol<'v>> HttpSession<'v, P> {
     /// The next thing for the loop: a queued answer, or the close.
     fn flow(&mut self) -> Flow<'v> {
         // A tiered answer's windows whose bytes are in join the queue
-        // (`super::tiered`); one that failed mid-body cuts the connection.
-        if !self.c.pump_tiered() {
+        // (`super::conn::tiered`); one that failed mid-body cuts the
+        // connection.
+        let tiered = self.c.outbox.as_ref().is_some_and(|o| o.tiered.is_some());
+        if tiered && !self.c.pump_tiered() {
             return Flow::Close;
         }
         if !self.in_flight {

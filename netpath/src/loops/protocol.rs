@@ -95,7 +95,7 @@ pub trait Session<'v> {
     /// them (SO_RCVLOWAT; 1: every byte at once), asked after every call
     /// into the session. A session taking a large body in asks for more,
     /// so each receive brings a large piece instead of whatever arrived
-    /// since the last turn (netpath/src/http/on_loop.rs says how much and
+    /// since the last turn (netpath/src/http/session.rs says how much and
     /// how a slow client still makes progress).
     fn rcvlowat(&self) -> u32 {
         1

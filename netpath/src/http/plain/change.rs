@@ -7,15 +7,23 @@
 use pktfs_fs::{FileType, FsError, RxPiece, TmpFile};
 
 use super::super::cond::{evaluate, push_etag, Current, Decision, Guard};
-use super::super::conn::{Conn, SMALL_BODY};
+use super::super::conn::{Conn, Next, Receive, Received, SMALL_BODY};
 use super::super::files::LinkError;
 use super::super::head::{Framing, Head, TagList};
-use super::super::protocol::{Next, Receive, Received};
 use super::super::response::status_of;
 use crate::config::Change;
 use crate::path::encode_segment;
 
 impl<'a> Conn<'a> {
+    /// Why nothing is stored at or below the metrics path.
+    fn reserved_msg(&self) -> String {
+        let m = self.sh.cfg.metrics_path.as_deref().unwrap_or_default();
+        format!(
+            "{}: the metrics path {m} is reserved: nothing is stored at or below it",
+            self.path.display()
+        )
+    }
+
     /// The target's state for preconditions.
     fn current(&self) -> Result<Current, FsError> {
         let b = match self.resolve(self.path.len()) {
@@ -65,6 +73,12 @@ impl<'a> Conn<'a> {
         let refused = |c: &mut Self, code, msg: &str| Next::answered(h, c.refuse(h, code, msg));
         if let Some(r) = self.check_change(h) {
             return Next::answered(h, r);
+        }
+        if h.reserved {
+            // `PUT /metrics/x` would make a directory the listing of
+            // which GET /metrics/ could never show.
+            let msg = self.reserved_msg();
+            return refused(self, 405, &msg);
         }
         if self.path.is_empty() {
             return refused(self, 405, "cannot store onto /");

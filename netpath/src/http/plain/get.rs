@@ -188,7 +188,7 @@ impl<'a> Conn<'a> {
     /// (it is through the mount and the CLI), and changes are refused.
     pub(super) fn metrics(&mut self, h: &Head) -> bool {
         if !matches!(h.method, Method::Get | Method::Head) {
-            let msg = "the metrics path only answers GET and HEAD";
+            let msg = "the metrics path only answers GET and HEAD: it is reserved, nothing is stored there";
             return self.refuse(h, 405, msg);
         }
         let text = self.sh.metrics.render(

@@ -15,8 +15,8 @@ use pktfs_fs::{OwnedTmpFile, RxPiece, TmpFile};
 use pktfs_s3::checksum::{etag, multipart_etag, Algorithm, Value};
 use pktfs_s3::error::{Code, S3Error};
 
+use super::super::conn::Next;
 use super::super::head::Head;
-use super::super::protocol::Next;
 use super::body::{BodyKind, Finished, S3Body, ALGORITHMS};
 use super::meta::ObjectMeta;
 use super::precond::WriteCond;

@@ -10,10 +10,9 @@ use pktfs_fs::{Bound, ContentDigest, FileType, FsError, RxPiece, TmpFile};
 use pktfs_s3::checksum::{etag, Algorithm, Value};
 use pktfs_s3::error::{Code, S3Error};
 
-use super::super::conn::Conn;
+use super::super::conn::{Conn, Next, Receive, Received};
 use super::super::files::{Got, Labels};
 use super::super::head::{Framing, Head};
-use super::super::protocol::{Next, Receive, Received};
 use super::body::{BodyKind, Finished, S3Body, XmlOp};
 use super::meta::{etag_of, ObjectMeta};
 use super::precond::{

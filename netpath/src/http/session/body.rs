@@ -5,7 +5,7 @@
 
 use pktfs_fs::RxTime;
 
-use super::super::protocol::{Protocol, Received};
+use super::super::conn::{Protocol, Received};
 use super::HttpSession;
 use crate::receive::body::{BodyError, Hooks, Landed, Step};
 
