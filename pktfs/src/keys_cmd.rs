@@ -1,4 +1,5 @@
-//! `pktfs keys add|list|rm`: the S3 access keys an image keeps. Asked of
+//! `pktfs keys add|list|show|grant|revoke|rm`: the S3 access keys an image
+//! keeps. Asked of
 //! the process holding the image (a mount or a server) over its control
 //! socket, so a running S3 endpoint sees a change at once; on an image
 //! nobody holds, done here. Either way the same functions do it
@@ -15,12 +16,16 @@ use serde_json::{json, Value};
 pub const KEYS_HELP: &str = "\
 Access keys sign S3 requests (SigV4) to `pktfs serve --s3` and `mount --s3`.
 Each key has an id (PK + 18 characters), a secret (40 characters), a name,
-and grants: BUCKET=rw, BUCKET=r or BUCKET=w, and * for every bucket.
-  r: HeadBucket, ListObjects, GetObject, HeadObject, ListParts,
-     ListMultipartUploads
-  w: CreateBucket, DeleteBucket, PutObject, DeleteObject(s), the multipart
-     uploads; CopyObject needs w on the target and r on the source
-ListBuckets shows the buckets a key has any grant on.
+grants (BUCKET=rw, BUCKET=r or BUCKET=w, and * for every bucket) and, with
+--create-buckets, the right to make buckets, which it then owns: a key
+reads and writes its own buckets and reaches others only by grant.
+  r: HeadBucket, ListObjects, ListObjectVersions, GetObject, HeadObject,
+     ListParts, ListMultipartUploads, GetBucketCors
+  w: DeleteBucket, PutObject, DeleteObject(s), the multipart uploads,
+     PutBucketCors, DeleteBucketCors; CopyObject needs w on the target and
+     r on the source
+CreateBucket needs --create-buckets (or w on that name). ListBuckets shows
+the buckets a key owns or has any grant on.
 
 The keys are kept in the image (docs/FORMAT.md, \"Access keys\"), hidden from
 every client: no xattr call, mount, snapshot or tier copy shows them. Anyone
@@ -32,8 +37,12 @@ is opened here.
 
 Examples:
   pktfs keys add /srv/img backup --grant logs=rw
+  pktfs keys add /srv/img team-a --create-buckets
   pktfs keys add /srv/img reader --grant '*=r' --json
   pktfs keys list /srv/img
+  pktfs keys show /srv/img PK3F7Q2Z0N8C1V5X9B4M
+  pktfs keys grant /srv/img PK3F7Q2Z0N8C1V5X9B4M shared=r
+  pktfs keys revoke /srv/img PK3F7Q2Z0N8C1V5X9B4M shared
   pktfs keys rm /srv/img PK3F7Q2Z0N8C1V5X9B4M";
 
 #[derive(clap::Args, Debug)]
@@ -54,10 +63,52 @@ pub enum KeysWhat {
         /// every bucket); repeat for more buckets (at most 16).
         #[arg(long = "grant", value_name = "BUCKET=rw|r|w", value_parser = grant_value)]
         grants: Vec<Grant>,
+        /// The key may make buckets, which it then owns (reads and writes
+        /// without a grant).
+        #[arg(long)]
+        create_buckets: bool,
         /// Print JSON: access_key_id, secret_access_key, name, grants,
-        /// created_unix_s.
+        /// create_buckets, created_unix_s.
         #[arg(long)]
         json: bool,
+    },
+    /// Show one key (never its secret) and the buckets it owns.
+    Show {
+        /// The image file.
+        image: PathBuf,
+        /// The key's id (PK...).
+        access_key_id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give a key a grant on a bucket (replacing the one it had there), or
+    /// the right to create buckets.
+    Grant {
+        /// The image file.
+        image: PathBuf,
+        /// The key's id (PK...).
+        access_key_id: String,
+        /// BUCKET=rw, BUCKET=r or BUCKET=w (* for every bucket).
+        #[arg(value_parser = grant_value, required_unless_present = "create_buckets")]
+        grant: Option<Grant>,
+        /// Let the key make buckets (which it then owns).
+        #[arg(long)]
+        create_buckets: bool,
+    },
+    /// Take a key's grant on a bucket away, or its right to create buckets
+    /// (the buckets it owns stay its own).
+    Revoke {
+        /// The image file.
+        image: PathBuf,
+        /// The key's id (PK...).
+        access_key_id: String,
+        /// The bucket (or *) whose grant goes.
+        #[arg(required_unless_present = "create_buckets")]
+        bucket: Option<String>,
+        /// Take away the right to make buckets.
+        #[arg(long)]
+        create_buckets: bool,
     },
     /// List the access keys: id, name, grants, when made (never secrets).
     List {
@@ -177,24 +228,80 @@ fn note_readable(image: &Path) {
     }
 }
 
+/// The key as `show`, `grant` and `revoke` print it.
+fn print_key(k: &Value) {
+    pktfs_support::outln!(
+        "access key id:     {}",
+        k["access_key_id"].as_str().unwrap_or("")
+    );
+    pktfs_support::outln!("name:              {}", k["name"].as_str().unwrap_or(""));
+    pktfs_support::outln!("grants:            {}", grants_text(&k["grants"]));
+    pktfs_support::outln!(
+        "creates buckets:   {}",
+        if k["create_buckets"].as_bool() == Some(true) {
+            "yes"
+        } else {
+            "no"
+        }
+    );
+    if let Some(owns) = k["owns"].as_array() {
+        let names: Vec<&str> = owns.iter().filter_map(Value::as_str).collect();
+        pktfs_support::outln!(
+            "owns:              {}",
+            if names.is_empty() {
+                "no buckets".into()
+            } else {
+                names.join(" ")
+            }
+        );
+    }
+    pktfs_support::outln!("created:           {}", created_text(&k["created_unix_s"]));
+}
+
+/// `grant` and `revoke`: one change to one key, through its holder or
+/// here.
+fn change(image: &Path, id: &str, g: Option<Grant>, create: Option<bool>) -> Result<(), String> {
+    let mut k = Value::Null;
+    if let Some(g) = g {
+        let req = match (g.read || g.write, g.to_string()) {
+            (true, s) => json!({"op": "keys_grant", "access_key_id": id, "grant": s}),
+            (false, _) => json!({"op": "keys_grant", "access_key_id": id, "revoke": g.bucket}),
+        };
+        k = ask(image, &req, true, |v| admin::grant(v, id, g.clone()))?;
+    }
+    if let Some(allowed) = create {
+        let req = json!({"op": "keys_create_buckets", "access_key_id": id, "allowed": allowed});
+        k = ask(image, &req, true, |v| {
+            admin::set_create_buckets(v, id, allowed)
+        })?;
+    }
+    print_key(&k);
+    Ok(())
+}
+
 pub fn run(a: KeysArgs) -> Result<(), String> {
     match a.what {
         KeysWhat::Add {
             image,
             name,
             grants,
+            create_buckets,
             json,
         } => {
             let req = json!({
                 "op": "keys_add",
                 "name": name,
                 "grants": grants.iter().map(Grant::to_string).collect::<Vec<_>>(),
+                "create_buckets": create_buckets,
             });
-            let k = ask(&image, &req, true, |v| admin::add(v, &name, &grants))?;
-            if grants.is_empty() {
+            let k = ask(&image, &req, true, |v| {
+                admin::add(v, &name, &grants, create_buckets)
+            })?;
+            if grants.is_empty() && !create_buckets {
                 eprintln!(
-                    "pktfs: note: the key has no grants, so it may do nothing; remove it and \
-                     add one with --grant BUCKET=rw (or r, w; * for every bucket)"
+                    "pktfs: note: the key has no grants and may not create buckets, so it may \
+                     do nothing; give it some with pktfs keys grant (BUCKET=rw, r, w; * for \
+                     every bucket; or --create-buckets)"
                 );
             }
             note_readable(&image);
@@ -208,6 +315,9 @@ pub fn run(a: KeysArgs) -> Result<(), String> {
             pktfs_support::outln!("secret access key: {secret}");
             pktfs_support::outln!("name:              {}", k["name"].as_str().unwrap_or(""));
             pktfs_support::outln!("grants:            {}", grants_text(&k["grants"]));
+            if create_buckets {
+                pktfs_support::outln!("creates buckets:   yes (and owns them)");
+            }
             pktfs_support::outln!(
                 "The secret is shown this once (pktfs keys list does not show it). \
                  Use the key with `aws configure`, or:"
@@ -245,9 +355,47 @@ pub fn run(a: KeysArgs) -> Result<(), String> {
                     created_text(&k["created_unix_s"]),
                     k["name"].as_str().unwrap_or(""),
                     grants_text(&k["grants"])
+                        + if k["create_buckets"].as_bool() == Some(true) {
+                            ", creates buckets"
+                        } else {
+                            ""
+                        }
                 );
             }
             Ok(())
+        }
+        KeysWhat::Show {
+            image,
+            access_key_id: id,
+            json,
+        } => {
+            let req = json!({"op": "keys_show", "access_key_id": id});
+            let k = ask(&image, &req, false, |v| admin::show(v, &id))?;
+            if json {
+                pktfs_support::outln!("{k}");
+            } else {
+                print_key(&k);
+            }
+            Ok(())
+        }
+        KeysWhat::Grant {
+            image,
+            access_key_id: id,
+            grant,
+            create_buckets,
+        } => change(&image, &id, grant, create_buckets.then_some(true)),
+        KeysWhat::Revoke {
+            image,
+            access_key_id: id,
+            bucket,
+            create_buckets,
+        } => {
+            let g = bucket.map(|b| Grant {
+                bucket: b,
+                read: false,
+                write: false,
+            });
+            change(&image, &id, g, create_buckets.then_some(false))
         }
         KeysWhat::Rm {
             image,

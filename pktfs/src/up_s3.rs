@@ -62,7 +62,7 @@ pub fn ensure(
     )?;
     let name = format!("pktfs up ({user})");
     if !exists {
-        let made = admin::add(vol, &name, &[all_buckets()]).map_err(|e| e.to_string())?;
+        let made = admin::add(vol, &name, &[all_buckets()], true).map_err(|e| e.to_string())?;
         let (id, secret) = (
             made["access_key_id"]
                 .as_str()
@@ -103,6 +103,7 @@ pub fn ensure(
         secret,
         name,
         grants: vec![all_buckets()],
+        create_buckets: true,
         created_unix_s: now_unix_s(),
     };
     let how = match admin::bring(vol, &key).map_err(|e| format!("{p}: {e}"))? {

@@ -230,7 +230,7 @@ fn a_full_store_is_refused_with_what_to_do() {
     // command refuses one more.
     let v = pktfs_fs::Volume::open(&img.0, &pktfs_fs::OpenOptions::default()).unwrap();
     for k in 0..pktfs_s3_max_keys() {
-        pktfs_netpath::control::keys::add(&v, &format!("k{k}"), &[]).unwrap();
+        pktfs_netpath::control::keys::add(&v, &format!("k{k}"), &[], false).unwrap();
     }
     v.close().unwrap();
     let o = pktfs(&["keys", "add", img.s(), "one more", "--grant", "logs=r"]);

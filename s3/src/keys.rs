@@ -2,7 +2,7 @@
 //!
 //! An image keeps one key store: a small versioned JSON blob (the fs
 //! stores it where no client reaches it: FORMAT.md, "Access keys").
-//! `pktfs keys add|list|rm` manage it; the S3 endpoint reads it to find a
+//! `pktfs keys add|list|show|grant|revoke|rm` manage it; the S3 endpoint reads it to find a
 //! request's secret by its access key id and to decide what the key may do.
 //!
 //! # Keys
@@ -14,28 +14,41 @@
 //! crate does no I/O. A key also has a name (a label for people: who or
 //! what uses it) and the time it was made.
 //!
-//! # Grants
+//! # Owners and grants
 //!
-//! A key may do only what its grants say. A grant names one bucket, or
-//! `*` for every bucket (those that exist and those made later), and gives
-//! read, write, or both (`logs=rw`, `logs=r`, `*=w`). A key's rights on a
-//! bucket are the union of its grants that name the bucket or `*`
-//! ([`AccessKey::may`]). The S3 endpoint enforces them per operation:
+//! A key reaches the buckets it owns and those its grants name. A key that
+//! may create buckets (`pktfs keys add --create-buckets`, the field
+//! [`AccessKey::create_buckets`]) owns each bucket it makes: the bucket's
+//! directory keeps the owner's id from its first commit (pktfs-fs,
+//! `S3_OWNER_XATTR`), and the owner may read and write it, as an S3
+//! account does its buckets. Buckets made otherwise (a mount, HTTP, a key
+//! with a grant on the name) have no owner; grants alone reach them.
 //!
-//! - **Read** on the bucket: HeadBucket, ListObjects(V2), GetObject,
-//!   HeadObject, ListParts, ListMultipartUploads.
-//! - **Write** on the bucket: CreateBucket (a bucket of that name),
-//!   DeleteBucket, PutObject, DeleteObject, DeleteObjects, and the
-//!   multipart set (CreateMultipartUpload, UploadPart, UploadPartCopy,
-//!   CompleteMultipartUpload, AbortMultipartUpload).
+//! A grant names one bucket, or `*` for every bucket (those that exist and
+//! those made later), and gives read, write, or both (`logs=rw`, `logs=r`,
+//! `*=w`). A key's rights on a bucket are the union of its grants that
+//! name the bucket or `*` ([`AccessKey::may`]), and read and write when
+//! it owns the bucket. The S3 endpoint enforces them per operation:
+//!
+//! - **Read** on the bucket: HeadBucket, ListObjects(V2),
+//!   ListObjectVersions, GetObject, HeadObject, ListParts,
+//!   ListMultipartUploads, the bucket's CORS configuration read.
+//! - **Write** on the bucket: DeleteBucket, PutObject, DeleteObject,
+//!   DeleteObjects, the multipart set (CreateMultipartUpload, UploadPart,
+//!   UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload), the
+//!   CORS configuration set or deleted.
+//! - **CreateBucket**: a key that may create buckets, or one with Write on
+//!   that name.
 //! - **CopyObject** needs Write on the destination bucket and Read on the
 //!   source bucket (UploadPartCopy likewise).
-//! - **ListBuckets** lists the buckets the key has any grant on
+//! - **ListBuckets** lists the buckets the key owns or has any grant on
 //!   ([`AccessKey::sees`]); with a `*` grant, all of them.
 //!
 //! A request with a key that has no right to an operation gets
 //! AccessDenied, the same answer whether the bucket exists or not (a key
-//! must not learn the names of buckets it has no grant on).
+//! must not learn the names of buckets it cannot reach); CreateBucket of a
+//! name another key owns is BucketAlreadyExists, as on S3, where bucket
+//! names are one namespace.
 //!
 //! # Bounds
 //!
@@ -62,9 +75,13 @@ pub const MAX_NAME_BYTES: usize = 64;
 /// The most bytes an encoded store may have: the image keeps it as an
 /// extended attribute value, at most 64 KiB (XATTR_SIZE_MAX).
 pub const MAX_BLOB_BYTES: usize = 65536;
-/// The encoding [`KeyStore::encode`] writes and the only one
-/// [`KeyStore::decode`] reads.
-pub const BLOB_VERSION: u64 = 1;
+/// The newest encoding [`KeyStore::encode`] writes and
+/// [`KeyStore::decode`] reads: 2 has keys that may create buckets
+/// (`create_buckets`). A store with no such key is still written as
+/// version 1, which a pktfs from before version 2 reads; one that has
+/// such a key is refused by it as a newer version, not misread (its
+/// reader refuses unknown fields, and would otherwise call it damaged).
+pub const BLOB_VERSION: u64 = 2;
 /// What every access key id starts with.
 pub const ID_PREFIX: &str = "PK";
 /// Characters in an access key id, its prefix included.
@@ -192,6 +209,9 @@ pub struct AccessKey {
     /// A label for people.
     pub name: String,
     pub grants: Vec<Grant>,
+    /// May make buckets, which it then owns (reaching them without a
+    /// grant), as an S3 account or a Garage key with `--create-bucket`.
+    pub create_buckets: bool,
     pub created_unix_s: i64,
 }
 
@@ -202,6 +222,7 @@ impl fmt::Debug for AccessKey {
             .field("secret", &"<redacted>")
             .field("name", &self.name)
             .field("grants", &self.grants)
+            .field("create_buckets", &self.create_buckets)
             .field("created_unix_s", &self.created_unix_s)
             .finish()
     }
@@ -218,6 +239,29 @@ impl AccessKey {
     /// it or `*`, whatever the grant gives.
     pub fn sees(&self, bucket: &str) -> bool {
         self.grants.iter().any(|g| g.covers(bucket))
+    }
+
+    /// Does this key own a bucket whose owner is `owner` (`None`: it has
+    /// none)?
+    pub fn owns(&self, owner: Option<&str>) -> bool {
+        owner == Some(self.id.as_str())
+    }
+
+    /// May this key do `a` on `bucket`, owned by `owner`? Its grants, or
+    /// owning it.
+    pub fn may_owned(&self, bucket: &str, owner: Option<&str>, a: Access) -> bool {
+        self.owns(owner) || self.may(bucket, a)
+    }
+
+    /// Does ListBuckets show this key `bucket`, owned by `owner`?
+    pub fn sees_owned(&self, bucket: &str, owner: Option<&str>) -> bool {
+        self.owns(owner) || self.sees(bucket)
+    }
+
+    /// May this key make a bucket named `bucket`? When it may create
+    /// buckets, or has Write on that name.
+    pub fn may_create(&self, bucket: &str) -> bool {
+        self.create_buckets || self.may(bucket, Access::Write)
     }
 }
 
@@ -293,6 +337,9 @@ struct StoredKey {
     name: String,
     /// In their `BUCKET=rw` form: a third of the size of objects.
     grants: Vec<String>,
+    /// Version 2 only, and written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    create_buckets: bool,
     created_unix_s: i64,
 }
 
@@ -383,7 +430,7 @@ impl KeyStore {
         }
         let v: VersionOnly =
             serde_json::from_slice(blob).map_err(|e| KeysError::Malformed(e.to_string()))?;
-        if v.version != BLOB_VERSION {
+        if !(1..=BLOB_VERSION).contains(&v.version) {
             return Err(KeysError::UnknownVersion(v.version));
         }
         let b: Blob =
@@ -408,21 +455,33 @@ impl KeyStore {
                 .map(|g| g.parse::<Grant>())
                 .collect::<Result<Vec<_>, _>>()?;
             check_grants(&grants)?;
+            if k.create_buckets && b.version < 2 {
+                return Err(KeysError::Malformed(format!(
+                    "key {} may create buckets in a version {} store",
+                    k.id, b.version
+                )));
+            }
             keys.push(AccessKey {
                 id: k.id,
                 secret: k.secret,
                 name: k.name,
                 grants,
+                create_buckets: k.create_buckets,
                 created_unix_s: k.created_unix_s,
             });
         }
         Ok(KeyStore { keys })
     }
 
-    /// The blob to store: JSON, `{"version":1,"keys":[...]}`.
+    /// The blob to store: JSON, `{"version":1,"keys":[...]}` (version 2
+    /// when a key may create buckets).
     pub fn encode(&self) -> Vec<u8> {
         let b = Blob {
-            version: BLOB_VERSION,
+            version: if self.keys.iter().any(|k| k.create_buckets) {
+                2
+            } else {
+                1
+            },
             keys: self
                 .keys
                 .iter()
@@ -431,6 +490,7 @@ impl KeyStore {
                     secret: k.secret.clone(),
                     name: k.name.clone(),
                     grants: k.grants.iter().map(Grant::to_string).collect(),
+                    create_buckets: k.create_buckets,
                     created_unix_s: k.created_unix_s,
                 })
                 .collect(),
@@ -492,6 +552,7 @@ impl KeyStore {
             secret,
             name: name.to_string(),
             grants,
+            create_buckets: false,
             created_unix_s: now_unix_s,
         });
         Ok(self.keys.last().expect("just pushed"))
@@ -514,6 +575,45 @@ impl KeyStore {
         }
         self.keys.push(key);
         Ok(self.keys.last().expect("just pushed"))
+    }
+
+    /// Give the key `access_key_id` the grant `g` on its bucket (or `*`),
+    /// replacing the grant it had there; `g` giving neither read nor write
+    /// takes the grant away. Answers the key as it now is.
+    pub fn set_grant(&mut self, access_key_id: &str, g: Grant) -> Result<&AccessKey, KeysError> {
+        let k = self.get_mut(access_key_id)?;
+        let mut grants: Vec<Grant> = k
+            .grants
+            .iter()
+            .filter(|o| o.bucket != g.bucket)
+            .cloned()
+            .collect();
+        if g.read || g.write {
+            g.check()?;
+            grants.push(g);
+        }
+        check_grants(&grants)?;
+        k.grants = grants;
+        Ok(k)
+    }
+
+    /// Let the key `access_key_id` make buckets (which it then owns), or
+    /// not. Answers the key as it now is.
+    pub fn set_create_buckets(
+        &mut self,
+        access_key_id: &str,
+        allowed: bool,
+    ) -> Result<&AccessKey, KeysError> {
+        let k = self.get_mut(access_key_id)?;
+        k.create_buckets = allowed;
+        Ok(k)
+    }
+
+    fn get_mut(&mut self, access_key_id: &str) -> Result<&mut AccessKey, KeysError> {
+        self.keys
+            .iter_mut()
+            .find(|k| k.id == access_key_id)
+            .ok_or_else(|| KeysError::NoSuchKey(access_key_id.to_string()))
     }
 
     /// Remove the key with this id and return it.

@@ -70,6 +70,7 @@ mod list;
 pub(crate) mod meta;
 mod multipart;
 mod object;
+mod owner;
 mod precond;
 mod unserved;
 
@@ -257,7 +258,7 @@ impl std::fmt::Debug for S3State {
 impl S3State {
     /// The key of that id, from the store in the image (re-read when it
     /// changed).
-    fn key(&self, vol: &pktfs_fs::Volume, id: &str) -> Result<Option<AccessKey>, S3Error> {
+    pub(super) fn key(&self, vol: &pktfs_fs::Volume, id: &str) -> Result<Option<AccessKey>, S3Error> {
         let version = vol.s3_keys_version();
         let mut g = self.keys.lock().unwrap_or_else(|p| p.into_inner());
         let fresh = matches!(&*g, Some((v, _)) if *v == version);
@@ -353,6 +354,9 @@ enum Op {
     ListObjects {
         v2: bool,
     },
+    /// ListObjectVersions: buckets keep no versions, so every object is
+    /// its one version, `null`.
+    ListVersions,
     ListUploads,
     DeleteObjects,
     PutObject,
@@ -393,6 +397,7 @@ impl Op {
             | GetLocation
             | GetVersioning
             | ListObjects { .. }
+            | ListVersions
             | ListUploads
             | GetObject
             | ListParts => Some(Access::Read),
@@ -429,7 +434,6 @@ const UNSERVED: &[&str] = &[
     "requestPayment",
     "intelligent-tiering",
     "attributes",
-    "versions",
     "policyStatus",
     "metadataTable",
     "metadataConfiguration",
@@ -463,13 +467,14 @@ fn route(method: Method, t: &Target, q: &[(String, String)]) -> Result<Op, S3Err
     if t.key.is_empty() {
         // A bucket's sub-resources served for one method only: another
         // method is not taken for the bucket call without them.
-        if let Some(sub) = ["versioning", "location", "uploads", "delete"]
+        if let Some(sub) = ["versioning", "location", "uploads", "versions", "delete"]
             .into_iter()
             .find(|k| has(k))
         {
             let served = matches!(
                 (sub, method),
-                ("versioning" | "location" | "uploads", Method::Get) | ("delete", Method::Post)
+                ("versioning" | "location" | "uploads" | "versions", Method::Get)
+                    | ("delete", Method::Post)
             );
             if !served {
                 return Err(if sub == "versioning" && method == Method::Put {
@@ -490,6 +495,7 @@ fn route(method: Method, t: &Target, q: &[(String, String)]) -> Result<Op, S3Err
             Method::Get if has("location") => Ok(Op::GetLocation),
             Method::Get if has("versioning") => Ok(Op::GetVersioning),
             Method::Get if has("uploads") => Ok(Op::ListUploads),
+            Method::Get if has("versions") => Ok(Op::ListVersions),
             Method::Get => Ok(Op::ListObjects {
                 v2: q.iter().any(|(n, v)| n == "list-type" && v == "2"),
             }),
@@ -584,6 +590,7 @@ impl<'a> Ctx<'_, 'a> {
             Op::GetLocation => self.s3_location(h, &r),
             Op::GetVersioning => self.s3_versioning(h, &r),
             Op::ListObjects { v2 } => self.s3_list_objects(h, &r, v2),
+            Op::ListVersions => self.s3_list_versions(h, &r),
             Op::ListUploads => self.s3_list_uploads(h, &r),
             Op::DeleteObjects => return self.s3_xml_body(h, r, body::XmlOp::DeleteObjects),
             Op::PutObject => return self.s3_put_object(h, r),
@@ -607,8 +614,18 @@ impl<'a> Ctx<'_, 'a> {
     /// and key's names, and what the request asks beyond what is served
     /// (refused before anything is received or stored).
     fn s3_allowed(&self, h: &Head, op: Op, r: &S3Req) -> Result<(), S3Error> {
-        if let Some(a) = op.access() {
-            if !r.key.may(&r.target.bucket, a) {
+        if op == Op::CreateBucket {
+            if !r.key.may_create(&r.target.bucket) {
+                return Err(S3Error::new(
+                    Code::AccessDenied,
+                    format!(
+                        "key {} may not create buckets and has no write grant on {}",
+                        r.key.id, r.target.bucket
+                    ),
+                ));
+            }
+        } else if let Some(a) = op.access() {
+            if !self.s3_may(&r.key, &r.target.bucket, a) {
                 let what = match a {
                     Access::Read => "read",
                     Access::Write => "write",
@@ -616,7 +633,7 @@ impl<'a> Ctx<'_, 'a> {
                 return Err(S3Error::new(
                     Code::AccessDenied,
                     format!(
-                        "key {} has no {what} grant on bucket {}",
+                        "key {} has no {what} grant on bucket {} and does not own it",
                         r.key.id, r.target.bucket
                     ),
                 ));

@@ -286,12 +286,12 @@ fn decode_refuses_what_add_would_not_make() {
             "appears twice",
         ),
         (
-            serde_json::json!({"version": 2, "keys": []}).to_string(),
-            "version 2",
+            serde_json::json!({"version": 3, "keys": []}).to_string(),
+            "version 3",
         ),
         (
-            serde_json::json!({"version": 2, "whatever": true}).to_string(),
-            "version 2",
+            serde_json::json!({"version": 3, "whatever": true}).to_string(),
+            "version 3",
         ),
         (
             serde_json::json!({"keys": []}).to_string(),
@@ -452,4 +452,82 @@ fn import_brings_a_key_as_it_is_and_refuses_what_decode_would() {
     let mut more = made.clone();
     more.id = "PK0000000000000000A3".into();
     assert!(matches!(full.import(more), Err(KeysError::Full { .. })));
+}
+
+#[test]
+fn owners_reach_their_buckets_and_creating_needs_the_right() {
+    let mut s = KeyStore::new();
+    let id = s
+        .add("maker", grants(&["logs=r"]), &random(11), 0)
+        .unwrap()
+        .id
+        .clone();
+    assert!(!s.get(&id).unwrap().create_buckets);
+    let k = s.get(&id).unwrap().clone();
+    assert!(!k.may_create("new-bucket"));
+    assert!(!k.may_owned("mine", Some("PKSOMEONEELSE0000000"), Access::Read));
+    assert!(k.may_owned("mine", Some(&id), Access::Write));
+    assert!(k.sees_owned("mine", Some(&id)) && !k.sees_owned("mine", None));
+    assert!(k.may_owned("logs", None, Access::Read) && !k.may_owned("logs", None, Access::Write));
+    let k = s.set_create_buckets(&id, true).unwrap().clone();
+    assert!(k.may_create("new-bucket"));
+    // A store with such a key is version 2 and round-trips; without one,
+    // version 1 as before.
+    let blob = s.encode();
+    assert!(
+        String::from_utf8_lossy(&blob).starts_with("{\"version\":2"),
+        "{blob:?}"
+    );
+    assert_eq!(KeyStore::decode(&blob).unwrap(), s);
+    s.set_create_buckets(&id, false).unwrap();
+    let blob = s.encode();
+    assert!(String::from_utf8_lossy(&blob).starts_with("{\"version\":1"));
+    assert!(!String::from_utf8_lossy(&blob).contains("create_buckets"));
+    // Version 1 with the field is not what any pktfs wrote.
+    let odd = String::from_utf8_lossy(&blob).replacen(
+        "\"created_unix_s\"",
+        "\"create_buckets\":true,\"created_unix_s\"",
+        1,
+    );
+    assert!(matches!(
+        KeyStore::decode(odd.as_bytes()),
+        Err(KeysError::Malformed(_))
+    ));
+    assert!(matches!(
+        KeyStore::decode(br#"{"version":3,"keys":[]}"#),
+        Err(KeysError::UnknownVersion(3))
+    ));
+    assert!(matches!(
+        s.set_create_buckets("PKNOSUCHKEY000000000", true),
+        Err(KeysError::NoSuchKey(_))
+    ));
+}
+
+#[test]
+fn set_grant_replaces_adds_and_takes_away() {
+    let mut s = KeyStore::new();
+    let id = s
+        .add("k", grants(&["logs=r", "*=r"]), &random(12), 0)
+        .unwrap()
+        .id
+        .clone();
+    let k = s.set_grant(&id, "logs=rw".parse().unwrap()).unwrap();
+    assert_eq!(k.grants, grants(&["*=r", "logs=rw"]));
+    let k = s.set_grant(&id, "new-one=w".parse().unwrap()).unwrap();
+    assert_eq!(k.grants.len(), 3);
+    let none = Grant {
+        bucket: "*".into(),
+        read: false,
+        write: false,
+    };
+    let k = s.set_grant(&id, none).unwrap();
+    assert_eq!(k.grants, grants(&["logs=rw", "new-one=w"]));
+    // Past the bound: refused, nothing changed.
+    for n in 0..MAX_GRANTS - 2 {
+        s.set_grant(&id, format!("b{n:03}=r").parse().unwrap())
+            .unwrap();
+    }
+    let e = s.set_grant(&id, "one-more=r".parse().unwrap()).unwrap_err();
+    assert!(matches!(e, KeysError::TooManyGrants { .. }), "{e}");
+    assert_eq!(s.get(&id).unwrap().grants.len(), MAX_GRANTS);
 }

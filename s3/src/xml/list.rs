@@ -11,22 +11,48 @@ pub struct Bucket {
     pub created_unix_ns: i64,
 }
 
-/// ListBuckets' answer. `owner_id` is written as both the owner's ID and
-/// display name.
-pub fn list_buckets(owner_id: &str, buckets: &[Bucket]) -> String {
-    let mut d = Doc::new("ListAllMyBucketsResult", true);
+/// Who a listing names as owner: an access key's id and its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner<'a> {
+    /// The access key id.
+    pub id: &'a str,
+    /// The key's name (`pktfs keys add NAME`).
+    pub display_name: &'a str,
+}
+
+fn owner(d: &mut Doc, o: Owner<'_>) {
     d.open("Owner")
-        .text("ID", owner_id)
-        .text("DisplayName", owner_id)
+        .text("ID", o.id)
+        .text("DisplayName", o.display_name)
         .close("Owner");
+}
+
+/// One page of ListBuckets: the buckets, the `prefix` asked for (echoed),
+/// and the continuation token when more buckets follow.
+#[derive(Debug, Clone, Copy)]
+pub struct BucketsPage<'a> {
+    /// The buckets of this page, in name order.
+    pub buckets: &'a [Bucket],
+    /// The `prefix` asked for.
+    pub prefix: Option<&'a str>,
+    /// Where the next page starts, when the page is not the last.
+    pub continuation_token: Option<&'a str>,
+}
+
+/// ListBuckets' answer.
+pub fn list_buckets(o: Owner<'_>, page: &BucketsPage<'_>) -> String {
+    let mut d = Doc::new("ListAllMyBucketsResult", true);
+    owner(&mut d, o);
     d.open("Buckets");
-    for b in buckets {
+    for b in page.buckets {
         d.open("Bucket")
             .text("Name", &b.name)
             .time("CreationDate", b.created_unix_ns)
             .close("Bucket");
     }
     d.close("Buckets");
+    d.text_opt("ContinuationToken", page.continuation_token)
+        .text_opt("Prefix", page.prefix);
     d.finish()
 }
 
@@ -72,17 +98,21 @@ pub struct ListV2<'a> {
     pub contents: &'a [Object],
     /// The common prefixes of this page (each ending with the delimiter).
     pub common_prefixes: &'a [String],
+    /// The owner shown in each object's entry (`fetch-owner=true`).
+    pub owner: Option<Owner<'a>>,
 }
 
-fn contents(d: &mut Doc, objects: &[Object], url: bool) {
-    for o in objects {
+fn contents(d: &mut Doc, objects: &[Object], url: bool, o: Option<Owner<'_>>) {
+    for obj in objects {
         d.open("Contents")
-            .key("Key", &o.key, url)
-            .time("LastModified", o.last_modified_unix_ns)
-            .text("ETag", &o.etag)
-            .num("Size", o.size)
-            .text("StorageClass", o.storage_class)
-            .close("Contents");
+            .key("Key", &obj.key, url)
+            .time("LastModified", obj.last_modified_unix_ns)
+            .text("ETag", &obj.etag)
+            .num("Size", obj.size);
+        if let Some(o) = o {
+            owner(d, o);
+        }
+        d.text("StorageClass", obj.storage_class).close("Contents");
     }
 }
 
@@ -119,7 +149,7 @@ pub fn list_objects_v2(l: &ListV2<'_>) -> String {
     if url {
         d.text("EncodingType", "url");
     }
-    contents(&mut d, l.contents, url);
+    contents(&mut d, l.contents, url, l.owner);
     common_prefixes(&mut d, l.common_prefixes, url);
     d.finish()
 }
@@ -150,6 +180,8 @@ pub struct ListV1<'a> {
     pub contents: &'a [Object],
     /// The common prefixes of this page.
     pub common_prefixes: &'a [String],
+    /// The owner shown in each object's entry (version 1 always shows one).
+    pub owner: Owner<'a>,
 }
 
 /// ListObjects' (version 1) answer.
@@ -168,7 +200,70 @@ pub fn list_objects_v1(l: &ListV1<'_>) -> String {
     if url {
         d.text("EncodingType", "url");
     }
-    contents(&mut d, l.contents, url);
+    contents(&mut d, l.contents, url, Some(l.owner));
+    common_prefixes(&mut d, l.common_prefixes, url);
+    d.finish()
+}
+
+/// What ListObjectVersions answers with. pktfs keeps no versions, so each
+/// object is its one version: VersionId `null`, IsLatest; no delete
+/// markers. With `encoding_url`, the keys, markers, Prefix and Delimiter
+/// are URL-encoded.
+#[derive(Debug, Clone, Copy)]
+pub struct ListVersions<'a> {
+    /// The bucket.
+    pub bucket: &'a str,
+    /// The `prefix` asked for ("" if none).
+    pub prefix: &'a str,
+    /// The `delimiter` asked for; `None` or empty writes no element.
+    pub delimiter: Option<&'a str>,
+    /// The `key-marker` asked for ("" if none).
+    pub key_marker: &'a str,
+    /// Where the next page starts, when truncated.
+    pub next_key_marker: Option<&'a str>,
+    /// The `max-keys` in effect.
+    pub max_keys: u32,
+    /// Whether more entries follow.
+    pub is_truncated: bool,
+    /// Whether `encoding-type=url` was asked for.
+    pub encoding_url: bool,
+    /// The objects of this page.
+    pub contents: &'a [Object],
+    /// The common prefixes of this page.
+    pub common_prefixes: &'a [String],
+    /// The owner shown in each version's entry.
+    pub owner: Owner<'a>,
+}
+
+/// ListObjectVersions' answer.
+pub fn list_object_versions(l: &ListVersions<'_>) -> String {
+    let url = l.encoding_url;
+    let mut d = Doc::new("ListVersionsResult", true);
+    d.text("Name", l.bucket)
+        .key("Prefix", l.prefix, url)
+        .key("KeyMarker", l.key_marker, url)
+        .text("VersionIdMarker", "");
+    if let Some(nm) = l.next_key_marker {
+        d.key("NextKeyMarker", nm, url)
+            .text("NextVersionIdMarker", "null");
+    }
+    d.num("MaxKeys", l.max_keys);
+    delimiter(&mut d, l.delimiter, url);
+    d.bool("IsTruncated", l.is_truncated);
+    if url {
+        d.text("EncodingType", "url");
+    }
+    for obj in l.contents {
+        d.open("Version")
+            .key("Key", &obj.key, url)
+            .text("VersionId", "null")
+            .bool("IsLatest", true)
+            .time("LastModified", obj.last_modified_unix_ns)
+            .text("ETag", &obj.etag)
+            .num("Size", obj.size);
+        owner(&mut d, l.owner);
+        d.text("StorageClass", obj.storage_class).close("Version");
+    }
     common_prefixes(&mut d, l.common_prefixes, url);
     d.finish()
 }

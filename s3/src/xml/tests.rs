@@ -147,22 +147,40 @@ fn an_s3_error_as_its_body() {
 
 #[test]
 fn buckets_and_location() {
-    let x = list_buckets(
-        "pktfs",
-        &[
-            Bucket {
-                name: "logs".into(),
-                created_unix_ns: 1_255_369_830_000_000_000,
-            },
-            Bucket {
-                name: "blobs".into(),
-                created_unix_ns: 0,
-            },
-        ],
-    );
+    let me = Owner {
+        id: "PK0123",
+        display_name: "ingest",
+    };
+    let buckets = [
+        Bucket {
+            name: "logs".into(),
+            created_unix_ns: 1_255_369_830_000_000_000,
+        },
+        Bucket {
+            name: "blobs".into(),
+            created_unix_ns: 0,
+        },
+    ];
+    let page = BucketsPage {
+        buckets: &buckets,
+        prefix: None,
+        continuation_token: None,
+    };
+    let x = list_buckets(me, &page);
     let r = read_back(&x);
     assert_eq!(r.xmlns.as_deref(), Some(S3_NS));
-    assert_eq!(r.one("ListAllMyBucketsResult/Owner/ID"), "pktfs");
+    assert_eq!(r.one("ListAllMyBucketsResult/Owner/ID"), "PK0123");
+    assert_eq!(r.one("ListAllMyBucketsResult/Owner/DisplayName"), "ingest");
+    assert!(!r.has("ListAllMyBucketsResult/ContinuationToken"));
+    assert!(!r.has("ListAllMyBucketsResult/Prefix"));
+    let more = BucketsPage {
+        buckets: &buckets[..1],
+        prefix: Some("l"),
+        continuation_token: Some("logs"),
+    };
+    let m = read_back(&list_buckets(me, &more));
+    assert_eq!(m.one("ListAllMyBucketsResult/ContinuationToken"), "logs");
+    assert_eq!(m.one("ListAllMyBucketsResult/Prefix"), "l");
     assert_eq!(
         r.all("ListAllMyBucketsResult/Buckets/Bucket/Name"),
         ["logs", "blobs"]
@@ -171,7 +189,12 @@ fn buckets_and_location() {
         r.all("ListAllMyBucketsResult/Buckets/Bucket/CreationDate"),
         ["2009-10-12T17:50:30.000Z", "1970-01-01T00:00:00.000Z"]
     );
-    let empty = read_back(&list_buckets("o", &[]));
+    let none = BucketsPage {
+        buckets: &[],
+        prefix: None,
+        continuation_token: None,
+    };
+    let empty = read_back(&list_buckets(me, &none));
     assert!(!empty.has("ListAllMyBucketsResult/Buckets/Bucket/Name"));
 
     let us = location("us-east-1");
@@ -220,6 +243,7 @@ fn list_v2_escapes_keys() {
         encoding_url: false,
         contents: &objs,
         common_prefixes: &prefixes,
+        owner: None,
     };
     let x = list_objects_v2(&l);
     let r = read_back(&x);
@@ -283,9 +307,14 @@ fn list_v2_url_encoding() {
         encoding_url: true,
         contents: &objs,
         common_prefixes: &prefixes,
+        owner: Some(Owner {
+            id: "PK2",
+            display_name: "two",
+        }),
     };
     let r = read_back(&list_objects_v2(&l));
     let p = "ListBucketResult";
+    assert_eq!(r.all(&format!("{p}/Contents/Owner/ID")).len(), objs.len());
     assert_eq!(r.one(&format!("{p}/EncodingType")), "url");
     assert_eq!(r.one(&format!("{p}/Prefix")), "a%20b");
     assert_eq!(r.one(&format!("{p}/StartAfter")), "x%20y");
@@ -321,8 +350,17 @@ fn list_v1() {
         encoding_url: false,
         contents: &objs,
         common_prefixes: &[],
+        owner: Owner {
+            id: "PK1",
+            display_name: "k",
+        },
     };
     let r = read_back(&list_objects_v1(&l));
+    assert_eq!(r.all("ListBucketResult/Contents/Owner/ID"), ["PK1", "PK1"]);
+    assert_eq!(
+        r.all("ListBucketResult/Contents/Owner/DisplayName"),
+        ["k", "k"]
+    );
     let p = "ListBucketResult";
     assert_eq!(r.one(&format!("{p}/Marker")), "m k");
     assert_eq!(r.one(&format!("{p}/NextMarker")), "plain.txt");
@@ -741,7 +779,7 @@ proptest! {
         }).collect();
         let l = ListV2 { bucket: "b", prefix: "", delimiter: None, max_keys: 1000,
             is_truncated: false, continuation_token: None, next_continuation_token: None,
-            start_after: None, encoding_url: false, contents: &objs, common_prefixes: &[] };
+            start_after: None, encoding_url: false, contents: &objs, common_prefixes: &[], owner: None };
         let r = read_back(&list_objects_v2(&l));
         prop_assert_eq!(r.all("ListBucketResult/Contents/Key"), keys.iter().map(String::as_str).collect::<Vec<_>>());
         let u = read_back(&list_objects_v2(&ListV2 { encoding_url: true, ..l }));

@@ -529,7 +529,6 @@ fn reads_deletes_and_buckets_with_unserved_requests_do_nothing() {
         "ownershipControls",
         "publicAccessBlock",
         "requestPayment",
-        "versions",
     ] {
         cases.push(case(
             "bucket sub-resource",

@@ -36,7 +36,14 @@ fn remove_dirs(vol: &pktfs_fs::Volume, dir: u64) -> Result<(), FsError> {
 }
 
 impl Ctx<'_, '_> {
+    /// ListBuckets: the buckets the key owns or has a grant on, in name
+    /// order, a page at a time (`max-buckets`, `continuation-token`: the
+    /// last name of the page before), those starting with `prefix`.
     pub(super) fn s3_list_buckets(&mut self, h: &Head, r: &S3Req) -> bool {
+        let page = match BucketQuery::read(r) {
+            Ok(p) => p,
+            Err(e) => return self.s3_refuse(h, e),
+        };
         let root = self.vol.root();
         let entries = match self.vol.list_dir(root) {
             Ok(v) => v,
@@ -48,8 +55,9 @@ impl Ctx<'_, '_> {
                 continue;
             };
             let shown = e.kind == FileType::Directory
+                && page.wants(name)
                 && pktfs_s3::names::valid_bucket(name).is_ok()
-                && r.key.sees(name);
+                && self.s3_sees(&r.key, name);
             if !shown {
                 continue;
             }
@@ -60,7 +68,21 @@ impl Ctx<'_, '_> {
             });
         }
         buckets.sort_by(|a, b| a.name.cmp(&b.name));
-        let xml = pktfs_s3::xml::list_buckets(&r.key.id, &buckets);
+        let more = buckets.len() > page.max;
+        buckets.truncate(page.max);
+        let next = more.then(|| buckets.last().map(|b| b.name.clone())).flatten();
+        let me = pktfs_s3::xml::Owner {
+            id: &r.key.id,
+            display_name: &r.key.name,
+        };
+        let xml = pktfs_s3::xml::list_buckets(
+            me,
+            &pktfs_s3::xml::BucketsPage {
+                buckets: &buckets,
+                prefix: page.prefix,
+                continuation_token: next.as_deref(),
+            },
+        );
         self.s3_xml(h, 200, "", &xml)
     }
 
@@ -75,10 +97,23 @@ impl Ctx<'_, '_> {
             );
             return self.s3_refuse(h, e);
         }
-        match self
-            .vol
-            .mkdir(root, name.as_bytes(), 0o755, self.sh.uid, self.sh.gid)
-        {
+        // A key that may create buckets owns what it makes, from the
+        // mkdir's own commit: no state has the bucket without its owner.
+        let made = if r.key.create_buckets {
+            self.vol.mkdir_with_system_xattr(
+                root,
+                name.as_bytes(),
+                0o755,
+                self.sh.uid,
+                self.sh.gid,
+                pktfs_fs::S3_OWNER_XATTR,
+                r.key.id.as_bytes(),
+            )
+        } else {
+            self.vol
+                .mkdir(root, name.as_bytes(), 0o755, self.sh.uid, self.sh.gid)
+        };
+        match made {
             Ok(a) => {
                 self.sh.notify(crate::config::Change::Entry {
                     parent: root,
@@ -89,7 +124,14 @@ impl Ctx<'_, '_> {
                 self.s3_empty(h, 200, &extra)
             }
             Err(FsError::Exists) => {
+                // Bucket names are one namespace: a bucket the key does not
+                // reach is another's, as on S3.
+                let mine = self.s3_may(&r.key, name, pktfs_s3::keys::Access::Write);
                 let e = match self.vol.lookup_kind(root, name.as_bytes()) {
+                    Ok((_, FileType::Directory)) if !mine => err(
+                        Code::BucketAlreadyExists,
+                        format!("the bucket {name} exists and is not this key's"),
+                    ),
                     Ok((_, FileType::Directory)) => err(
                         Code::BucketAlreadyOwnedByYou,
                         format!("the bucket {name} exists"),
@@ -178,5 +220,54 @@ impl Ctx<'_, '_> {
         // Versioning is never enabled: the empty configuration says so.
         let xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>";
         self.s3_xml(h, 200, "", xml)
+    }
+}
+
+/// The most buckets one ListBuckets page holds, as on S3.
+const MAX_BUCKETS: usize = 10_000;
+
+/// What a ListBuckets asks for.
+struct BucketQuery<'r> {
+    prefix: Option<&'r str>,
+    /// Names after this one (the continuation token).
+    after: Option<&'r str>,
+    max: usize,
+}
+
+impl<'r> BucketQuery<'r> {
+    fn read(r: &'r S3Req) -> Result<BucketQuery<'r>, S3Error> {
+        let max = match r.q("max-buckets") {
+            None => MAX_BUCKETS,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if (1..=MAX_BUCKETS).contains(&n) => n,
+                _ => {
+                    return Err(S3Error::new(
+                        Code::InvalidArgument,
+                        format!("max-buckets {v}: a number from 1 to {MAX_BUCKETS}"),
+                    ))
+                }
+            },
+        };
+        // The token is the last bucket name of the page before; anything
+        // else was not given out here.
+        let after = r.q("continuation-token").filter(|t| !t.is_empty());
+        if let Some(t) = after {
+            if pktfs_s3::names::valid_bucket(t).is_err() {
+                return Err(S3Error::new(
+                    Code::InvalidArgument,
+                    "the continuation-token was not one this endpoint gave",
+                ));
+            }
+        }
+        Ok(BucketQuery {
+            prefix: r.q("prefix"),
+            after,
+            max,
+        })
+    }
+
+    /// Is `name` on this page or a later one?
+    fn wants(&self, name: &str) -> bool {
+        self.prefix.is_none_or(|p| name.starts_with(p)) && self.after.is_none_or(|a| name > a)
     }
 }

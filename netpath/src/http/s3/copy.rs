@@ -108,7 +108,7 @@ impl<'a> Ctx<'_, 'a> {
                 "x-amz-copy-source must be BUCKET/KEY",
             ));
         };
-        if !r.key.may(sb, pktfs_s3::keys::Access::Read) {
+        if !self.s3_may(&r.key, sb, pktfs_s3::keys::Access::Read) {
             return Err(err(
                 Code::AccessDenied,
                 format!("key {} has no read grant on bucket {sb}", r.key.id),

@@ -1,4 +1,4 @@
-//! ListObjects (V1 and V2): the bucket's tree walked in S3's key order.
+//! ListObjects (V1 and V2) and ListObjectVersions: the bucket's tree walked in S3's key order.
 //!
 //! A key is its path under the bucket, so the walk visits each
 //! directory's entries sorted by name, a directory's name taken with its
@@ -12,7 +12,7 @@
 
 use pktfs_fs::{FileType, FsError, Volume};
 use pktfs_s3::error::{Code, S3Error};
-use pktfs_s3::xml::{ListV1, ListV2, Object};
+use pktfs_s3::xml::{ListV1, ListV2, ListVersions, Object};
 
 use super::super::head::Head;
 use super::meta::etag_of;
@@ -177,13 +177,24 @@ impl Walk<'_> {
 
 impl Ctx<'_, '_> {
     pub(super) fn s3_list_objects(&mut self, h: &Head, r: &S3Req, v2: bool) -> bool {
-        match self.s3_list(r, v2) {
+        let form = if v2 { Form::V2 } else { Form::V1 };
+        match self.s3_list(r, form) {
             Ok(xml) => self.s3_xml(h, 200, "", &xml),
             Err(e) => self.s3_refuse(h, e),
         }
     }
 
-    fn s3_list(&mut self, r: &S3Req, v2: bool) -> Result<String, S3Error> {
+    /// ListObjectVersions: the objects listed as ListObjects lists them,
+    /// each its one version.
+    pub(super) fn s3_list_versions(&mut self, h: &Head, r: &S3Req) -> bool {
+        match self.s3_list(r, Form::Versions) {
+            Ok(xml) => self.s3_xml(h, 200, "", &xml),
+            Err(e) => self.s3_refuse(h, e),
+        }
+    }
+
+    fn s3_list(&mut self, r: &S3Req, form: Form) -> Result<String, S3Error> {
+        let v2 = form == Form::V2;
         let bucket = self.s3_bucket(&r.target.bucket)?;
         if self.who().is_some() && !self.permits(bucket, pktfs_fs::Access::READ) {
             return Err(S3Error::new(
@@ -220,6 +231,10 @@ impl Ctx<'_, '_> {
                 (None, Some(s)) => s,
                 (None, None) => "",
             }
+        } else if form == Form::Versions {
+            // Every key has one version, so the key marker alone says
+            // where the next page starts.
+            r.q("key-marker").unwrap_or("")
         } else {
             marker.unwrap_or("")
         };
@@ -238,6 +253,34 @@ impl Ctx<'_, '_> {
                 .map_err(|e| fs_error(&e, &r.target.bucket))?;
         }
         let next = w.truncated.then_some(w.last.as_str());
+        let fetch_owner = match r.q("fetch-owner") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(v) => {
+                return Err(S3Error::new(
+                    Code::InvalidArgument,
+                    format!("fetch-owner {v}: true or false"),
+                ))
+            }
+        };
+        // Version 1 always names the owner; version 2 when asked.
+        let shown = self.s3_listing_owner(&r.key, &r.target.bucket);
+        let shown = shown.owner();
+        if form == Form::Versions {
+            return Ok(pktfs_s3::xml::list_object_versions(&ListVersions {
+                bucket: &r.target.bucket,
+                prefix,
+                delimiter,
+                key_marker: after,
+                next_key_marker: next,
+                max_keys,
+                is_truncated: w.truncated,
+                encoding_url,
+                contents: &w.objects,
+                common_prefixes: &w.prefixes,
+                owner: shown,
+            }));
+        }
         Ok(if v2 {
             pktfs_s3::xml::list_objects_v2(&ListV2 {
                 bucket: &r.target.bucket,
@@ -251,6 +294,7 @@ impl Ctx<'_, '_> {
                 encoding_url,
                 contents: &w.objects,
                 common_prefixes: &w.prefixes,
+                owner: fetch_owner.then_some(shown),
             })
         } else {
             pktfs_s3::xml::list_objects_v1(&ListV1 {
@@ -266,7 +310,16 @@ impl Ctx<'_, '_> {
                 encoding_url,
                 contents: &w.objects,
                 common_prefixes: &w.prefixes,
+                owner: shown,
             })
         })
     }
+}
+
+/// Which listing is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    V1,
+    V2,
+    Versions,
 }
