@@ -95,25 +95,12 @@ impl ReqPath {
                 return Err("an empty segment (`//`) in the path");
             }
             let start = self.bytes.len();
-            let mut i = 0;
-            while i < raw.len() {
-                let c = raw[i];
-                let b = if c == b'%' {
-                    let h = |x: u8| (x as char).to_digit(16);
-                    match (
-                        raw.get(i + 1).and_then(|&x| h(x)),
-                        raw.get(i + 2).and_then(|&x| h(x)),
-                    ) {
-                        (Some(a), Some(b)) => {
-                            i += 3;
-                            (a * 16 + b) as u8
-                        }
-                        _ => return Err("malformed percent-escape in the path"),
-                    }
-                } else {
-                    i += 1;
-                    c
-                };
+            // Decoded strictly (pktfs-s3's percent module, over the
+            // percent-encoding crate): a malformed escape is refused, never
+            // taken as the bytes it was sent as.
+            let decoded = pktfs_s3::percent::decode(raw, false)
+                .map_err(|_| "malformed percent-escape in the path")?;
+            for &b in decoded.iter() {
                 if b == b'/' {
                     return Err("encoded slash in the path");
                 }
@@ -123,8 +110,8 @@ impl ReqPath {
                 if b < 0x20 || b == 0x7f {
                     return Err("control character in the path");
                 }
-                self.bytes.push(b);
             }
+            self.bytes.extend_from_slice(&decoded);
             let seg = &self.bytes[start..];
             if seg == b"." || seg == b".." {
                 return Err("dot segments are not allowed in the path");
