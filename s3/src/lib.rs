@@ -17,7 +17,9 @@
 pub mod checksum;
 pub mod error;
 pub mod keys;
+pub mod meta_value;
 pub mod names;
+pub mod part_sizes;
 pub mod percent;
 pub mod sigv4;
 pub mod xml;

@@ -3,7 +3,9 @@
 //! file, then the name with the last pieces), CopyObject (records sharing
 //! the source's buffers, metadata, name), UploadPart and UploadPartCopy
 //! (unnamed parts), CompleteMultipartUpload (the parts' records moved into
-//! one file, metadata, name) and a PutObject replacing an object. Every
+//! one file, metadata, name), a PutObject replacing an object and a
+//! CreateBucket by a key that owns what it makes (the directory born with
+//! its owner in the mkdir's commit). Every
 //! crash state (Chipmunk-style: at every fence, subsets of the lines in
 //! flight) must pass fsck, recover to the tree before or after the request
 //! in flight (bytes, `user.s3` metadata and all), keep the Volume's
@@ -22,8 +24,9 @@ use pktfs_tests::model::{dump, Tree};
 
 const REGION: &str = "us-east-1";
 
-/// A fresh image with the bucket `b` and a key that may write it.
-fn base() -> (Arc<Vec<u8>>, Signer) {
+/// A fresh image with the bucket `bkt` and a key that may write it and
+/// create buckets (with its id).
+fn base() -> (Arc<Vec<u8>>, Signer, String) {
     let mut pm =
         Volume::format_in_memory(pktfs_layout::GeometryParams::for_size(16 << 20)).expect("format");
     let v = Volume::open_pm(pktfs_fs::media::Pm::from_bytes(pm.snapshot()), false).unwrap();
@@ -38,11 +41,12 @@ fn base() -> (Arc<Vec<u8>>, Signer) {
         )
         .unwrap()
         .clone();
+    ks.set_create_buckets(&k.id, true).unwrap();
     v.set_s3_keys_blob(Some(&ks.encode())).unwrap();
     let mut v = v;
     let img = v.snapshot();
     drop(v);
-    (Arc::new(img), Signer::new(&k.id, &k.secret, REGION))
+    (Arc::new(img), Signer::new(&k.id, &k.secret, REGION), k.id)
 }
 
 fn sha(body: &[u8]) -> PayloadMode {
@@ -208,6 +212,10 @@ fn workload(
     );
     after(vol);
 
+    step(6);
+    ok(&ask(&mut c, put("/owned", b"", &[])), "CreateBucket");
+    after(vol);
+
     drop(c);
     srv.stop();
     Ok(())
@@ -215,7 +223,7 @@ fn workload(
 
 #[test]
 fn crash_states_of_the_s3_commits_are_before_or_after_each_request() {
-    let (base, key) = base();
+    let (base, key, key_id) = base();
     // The trees, from the same requests on a copy that does not record:
     // the tree before each request, and at the end.
     let plain =
@@ -223,7 +231,12 @@ fn crash_states_of_the_s3_commits_are_before_or_after_each_request() {
     let mut trees: Vec<Tree> = vec![dump(&plain).unwrap()];
     workload(&plain, &key, &|_| {}, &mut |v| trees.push(dump(v).unwrap())).unwrap();
     drop(plain);
-    assert_eq!(trees.len(), 7);
+    assert_eq!(trees.len(), 8);
+    assert_eq!(
+        trees[7].0["/owned"].xattrs.get(pktfs_fs::S3_OWNER_XATTR).map(Vec::as_slice),
+        Some(key_id.as_bytes()),
+        "the bucket is born owned"
+    );
     assert!(
         trees[5].0.contains_key("/bkt/big"),
         "the multipart object is made"

@@ -533,8 +533,41 @@ fn multipart_complete_links_the_parts_records() {
         );
     }
     // The upload is gone.
+    let first = r;
     let r = s.req(&s.rw, "GET", "/mbk/big", &format!("uploadId={id}"), b"");
     assert_eq!(code(&r), "NoSuchUpload");
+    // A retried Complete (its answer lost) gets the same answer and
+    // changes nothing; for another key the upload is unknown.
+    let again = s.req(&s.rw, "POST", "/mbk/big", &format!("uploadId={id}"), body.as_bytes());
+    assert_eq!((again.status, &again.body), (200, &first.body));
+    assert_eq!(s.srv.lookup("/mbk/big").unwrap().ino, ino);
+    let other = s.req(&s.rw, "POST", "/mbk/other", &format!("uploadId={id}"), body.as_bytes());
+    assert_eq!(code(&other), "NoSuchUpload");
+    // One part at a time (partNumber): its bytes, the object's ETag and
+    // its part count.
+    for (n, p) in [(1, &p1), (2, &p2)] {
+        let r = s.req(&s.rw, "GET", "/mbk/big", &format!("partNumber={n}"), b"");
+        assert_eq!(r.status, 206, "{}", String::from_utf8_lossy(&r.body));
+        assert!(&r.body == p, "part {n}");
+        assert_eq!(r.header("x-amz-mp-parts-count"), Some("2"));
+        assert_eq!(r.header("etag"), Some(want.as_str()));
+        let h = s.req(&s.rw, "HEAD", "/mbk/big", &format!("partNumber={n}"), b"");
+        assert_eq!(h.header("content-length"), Some(p.len().to_string().as_str()));
+    }
+    let r = s.req(&s.rw, "GET", "/mbk/big", "partNumber=3", b"");
+    assert_eq!((r.status, code(&r)), (400, "InvalidPart".into()));
+    for bad in ["partNumber=0", "partNumber=x", "partNumber=10001"] {
+        let r = s.req(&s.rw, "GET", "/mbk/big", bad, b"");
+        assert_eq!((r.status, code(&r)), (400, "InvalidArgument".into()), "{bad}");
+    }
+    let r = s.req_with(&s.rw, "GET", "/mbk/big", "partNumber=1", &[("range", "bytes=0-1")], b"");
+    assert_eq!((r.status, code(&r)), (400, "InvalidRequest".into()));
+    // An object not uploaded in parts is its one part.
+    ok(&s.put("/mbk/single", b"body"));
+    let r = s.req(&s.rw, "GET", "/mbk/single", "partNumber=1", b"");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"body"[..]));
+    let r = s.req(&s.rw, "GET", "/mbk/single", "partNumber=2", b"");
+    assert_eq!((r.status, code(&r)), (400, "InvalidPart".into()));
     // An aborted upload gives its space back and leaves nothing.
     let r = s.req(&s.rw, "POST", "/mbk/gone", "uploads=", b"");
     let xml = String::from_utf8_lossy(&r.body).to_string();
@@ -619,7 +652,12 @@ fn copy_shares_buffers_and_keeps_metadata() {
 fn buckets_and_deletes() {
     let s = s3_server();
     ok(&s.put("/kb1", b""));
-    assert_eq!(code(&s.put("/kb1", b"")), "BucketAlreadyOwnedByYou");
+    // us-east-1: re-making one's own bucket answers 200 and changes
+    // nothing (another region answers BucketAlreadyOwnedByYou).
+    ok(&s.put("/kb1/keep", b"kept"));
+    ok(&s.put("/kb1", b""));
+    assert_eq!(s.get("/kb1/keep").body, b"kept");
+    assert_eq!(s.req(&s.rw, "DELETE", "/kb1/keep", "", b"").status, 204);
     assert_eq!(code(&s.put("/Bad_Name", b"")), "InvalidBucketName");
     let r = s.put("/kb1/d/e/f", b"x");
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
@@ -899,4 +937,38 @@ fn objects_show_in_a_mount_at_once() {
     svc.shutdown();
     drop(h);
     drop(dir);
+}
+
+/// GetObject's `response-*` parameters replace the answer's headers (the
+/// stored ones untouched); one that would break the header is refused.
+#[test]
+fn response_overrides_replace_the_answers_headers() {
+    let s = s3_server();
+    ok(&s.put("/ovr", b""));
+    let r = s.req_with(
+        &s.rw,
+        "PUT",
+        "/ovr/o",
+        "",
+        &[("content-type", "text/plain"), ("cache-control", "max-age=60")],
+        b"body",
+    );
+    ok(&r);
+    let q = "response-cache-control=no-cache&response-content-disposition=attachment%3B%20filename%3Do.txt&response-content-type=application%2Fx-test";
+    let r = s.req(&s.rw, "GET", "/ovr/o", q, b"");
+    ok(&r);
+    assert_eq!(r.body, b"body");
+    assert_eq!(r.header("content-type"), Some("application/x-test"));
+    assert_eq!(r.header("cache-control"), Some("no-cache"));
+    assert_eq!(
+        r.header("content-disposition"),
+        Some("attachment; filename=o.txt")
+    );
+    // Stored headers are as they were.
+    let r = s.get("/ovr/o");
+    assert_eq!(r.header("content-type"), Some("text/plain"));
+    assert_eq!(r.header("cache-control"), Some("max-age=60"));
+    let r = s.req(&s.rw, "GET", "/ovr/o", "response-expires=x%0D%0AX-Evil%3A%201", b"");
+    assert_eq!((r.status, code(&r)), (400, "InvalidArgument".into()));
+    assert_eq!(r.header("x-evil"), None);
 }

@@ -97,7 +97,7 @@ pub(super) struct Conn<'a> {
     pub outbox: Option<Outbox<'a>>,
     pub peer: SocketAddr,
     /// How errors are worded (None: plain HTTP's).
-    form: Option<&'a dyn ErrorForm>,
+    pub(super) form: Option<&'a dyn ErrorForm>,
     pub path: ReqPath,
     pub out: Vec<u8>,
     /// Scratch for an upload's name and its answer's extra header lines,

@@ -194,6 +194,12 @@ impl<'a> Conn<'a> {
             let (code, start, end) = match resolve_range(h.range, a.size) {
                 Ok(None) => (200, 0, a.size),
                 Ok(Some((s, e))) => (206, s, e),
+                Err(()) if self.form.is_some() => {
+                    // S3's InvalidRange, as its Error XML.
+                    let why = format!("the range is not within the object's {} bytes", a.size);
+                    self.error(416, &why, keep);
+                    return Got::Sent(keep);
+                }
                 Err(()) => {
                     let extra = format!(
                         "Content-Range: bytes */{}\r\nContent-Type: text/plain; charset=utf-8\r\n",

@@ -626,6 +626,16 @@ impl<'a> Ctx<'_, 'a> {
             }
         } else if let Some(a) = op.access() {
             if !self.s3_may(&r.key, &r.target.bucket, a) {
+                // A key that may create buckets learns whether a name is
+                // taken from CreateBucket anyway (BucketAlreadyExists), so
+                // it is told NoSuchBucket, as S3 tells it; any other key
+                // gets the same AccessDenied whether the bucket exists.
+                if r.key.create_buckets && self.s3_bucket_owner_or_none(&r.target.bucket).is_none() {
+                    return Err(S3Error::new(
+                        Code::NoSuchBucket,
+                        format!("no bucket {}", r.target.bucket),
+                    ));
+                }
                 let what = match a {
                     Access::Read => "read",
                     Access::Write => "write",

@@ -156,7 +156,8 @@ pub fn list_objects_v2(l: &ListV2<'_>) -> String {
 
 /// What ListObjects (version 1) answers with; rclone uses it for
 /// providers it does not know. With `encoding_url`, Delimiter, Marker,
-/// NextMarker, Prefix, the keys and the common prefixes are URL-encoded.
+/// NextMarker, the keys and the common prefixes are URL-encoded (the
+/// Prefix asked for is not, as on S3).
 #[derive(Debug, Clone, Copy)]
 pub struct ListV1<'a> {
     /// The bucket.
@@ -188,8 +189,10 @@ pub struct ListV1<'a> {
 pub fn list_objects_v1(l: &ListV1<'_>) -> String {
     let url = l.encoding_url;
     let mut d = Doc::new("ListBucketResult", true);
+    // Version 1 encodes Marker, not Prefix (SDKs decode only what S3
+    // encodes: an encoded Prefix came back to them altered).
     d.text("Name", l.bucket)
-        .key("Prefix", l.prefix, url)
+        .text("Prefix", l.prefix)
         .key("Marker", l.marker, url);
     if let Some(nm) = l.next_marker {
         d.key("NextMarker", nm, url);

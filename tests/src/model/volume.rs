@@ -456,6 +456,17 @@ pub fn dump(v: &Volume) -> Result<Tree, String> {
                 .map_err(|e| format!("{p}: getxattr: {e}"))?;
             xattrs.insert(n, val);
         }
+        // The S3 owner a bucket directory is born with is no client's
+        // xattr, but it is part of the state a crash must keep whole.
+        if a.kind == FileType::Directory {
+            let owner = pktfs_fs::S3_OWNER_XATTR;
+            if let Some(o) = v
+                .system_xattr(ino, owner)
+                .map_err(|e| format!("{p}: system xattr: {e}"))?
+            {
+                xattrs.insert(owner.to_vec(), o);
+            }
+        }
         t.0.insert(
             p,
             Entry {

@@ -276,7 +276,7 @@ fn part_copy_range_errors_as_s3_answers_them() {
         );
         assert_eq!(
             (r.status, code(&r).as_str()),
-            (400, "InvalidArgument"),
+            (416, "InvalidRange"),
             "{range}"
         );
         assert!(

@@ -1,6 +1,8 @@
 //! An S3 request's body as the session walks it: the digests S3 defines
 //! (MD5 for the ETag, SHA-256 when the payload is signed, the checksum
-//! the client names), computed in the same pass that lands the bytes; the
+//! the client names), computed on each received piece while its bytes are
+//! hot in the cache (a second read of them, beside the CRC32C that lands
+//! them); the
 //! aws-chunked framing's chunk and trailer signatures; and the CRC32C of
 //! the body combined from its pieces' own CRCs (no pass of its own).
 //! Everything is checked before the body is named: a body that fails is
@@ -216,7 +218,7 @@ impl S3Body {
                     ));
                 }
                 let v = Value::parse(alg, v)
-                    .map_err(|e| bad(Code::InvalidDigest, format!("{}: {e}", alg.header_name())))?;
+                    .map_err(|e| bad(Code::BadDigest, format!("{}: {e}", alg.header_name())))?;
                 b.checksum = Some(v);
                 b.algorithm = Some(alg);
             }
@@ -339,7 +341,7 @@ impl S3Body {
                     ));
                 }
                 let val = Value::parse(alg, v)
-                    .map_err(|e| bad(Code::InvalidDigest, format!("{n}: {e}")))?;
+                    .map_err(|e| bad(Code::BadDigest, format!("{n}: {e}")))?;
                 self.trailer_value = Some(val);
             }
             fields.push((n, v.to_string()));

@@ -127,6 +127,17 @@ impl Ctx<'_, '_> {
                 // Bucket names are one namespace: a bucket the key does not
                 // reach is another's, as on S3.
                 let mine = self.s3_may(&r.key, name, pktfs_s3::keys::Access::Write);
+                let dir = matches!(
+                    self.vol.lookup_kind(root, name.as_bytes()),
+                    Ok((_, FileType::Directory))
+                );
+                // us-east-1 answers a re-create of one's own bucket 200
+                // (changing nothing); every other region
+                // BucketAlreadyOwnedByYou.
+                if dir && mine && self.sh.cfg.s3_region == "us-east-1" {
+                    let extra = format!("Location: /{name}\r\n");
+                    return self.s3_empty(h, 200, &extra);
+                }
                 let e = match self.vol.lookup_kind(root, name.as_bytes()) {
                     Ok((_, FileType::Directory)) if !mine => err(
                         Code::BucketAlreadyExists,

@@ -56,8 +56,8 @@ const RANGE_FORM: &str = "The x-amz-copy-source-range value must be of the form 
 /// `x-amz-copy-source-range` as S3 reads it: (offset, length) of the
 /// source's bytes. Absent: the whole source. A value not of the form
 /// `bytes=first-last` (both offsets, first not after last) is
-/// InvalidArgument, and so is a range that does not lie within the
-/// source, as S3 answers them.
+/// InvalidArgument; a range that does not lie within the source is
+/// InvalidRange (416), as S3 answers them.
 pub(super) fn copy_source_range(v: Option<&str>, size: u64) -> Result<(u64, u64), S3Error> {
     let Some(v) = v else {
         return Ok((0, size));
@@ -78,7 +78,7 @@ pub(super) fn copy_source_range(v: Option<&str>, size: u64) -> Result<(u64, u64)
     };
     if last >= size {
         return Err(err(
-            Code::InvalidArgument,
+            Code::InvalidRange,
             format!("Range specified is not valid for source object of size: {size}"),
         ));
     }
@@ -331,7 +331,7 @@ mod tests {
         }
         for out in ["bytes=0-10", "bytes=10-12", "bytes=100-200"] {
             let e = copy_source_range(Some(out), 10).unwrap_err();
-            assert_eq!(e.code, Code::InvalidArgument, "{out}");
+            assert_eq!(e.code, Code::InvalidRange, "{out}");
             assert!(e.message.contains("size: 10"), "{out}: {e:?}");
         }
         assert!(copy_source_range(Some("bytes=0-0"), 0).is_err());

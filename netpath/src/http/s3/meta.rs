@@ -53,6 +53,10 @@ pub(crate) struct ObjectMeta {
     /// Parts of a multipart upload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parts: Option<u32>,
+    /// Their sizes, for GetObject and HeadObject with `partNumber` (None:
+    /// not a multipart object, or more distinct sizes than are kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_sizes: Option<pktfs_s3::part_sizes::PartSizes>,
 }
 
 impl ObjectMeta {
@@ -62,9 +66,7 @@ impl ObjectMeta {
         let mut m = ObjectMeta::default();
         let mut bytes = 0;
         for (n, v) in &sh.headers {
-            let Ok(v) = std::str::from_utf8(v) else {
-                continue;
-            };
+            let v = pktfs_s3::meta_value::from_header(v);
             let v = v.trim().to_string();
             if n == "content-type" {
                 m.content_type = Some(v);
@@ -133,13 +135,13 @@ impl ObjectMeta {
             out.push_str("x-amz-meta-");
             out.push_str(k);
             out.push_str(": ");
-            out.push_str(v);
+            out.push_str(&pktfs_s3::meta_value::to_header(v));
             out.push_str("\r\n");
         }
         for (k, v) in &self.headers {
             out.push_str(k);
             out.push_str(": ");
-            out.push_str(v);
+            out.push_str(&pktfs_s3::meta_value::to_header(v));
             out.push_str("\r\n");
         }
         if let (true, Some((n, v))) = (checksum_mode, &self.checksum) {
@@ -158,3 +160,4 @@ pub(crate) fn etag_of(vol: &Volume, d: &ContentDigest) -> (String, Option<Object
         _ => (crc_etag(d), None),
     }
 }
+

@@ -59,13 +59,44 @@ struct Upload {
     parts: BTreeMap<u32, Part>,
 }
 
-/// The uploads in progress, by id.
+/// The uploads in progress, by id, and the last ones completed.
 #[derive(Default)]
 pub(crate) struct Uploads {
     m: Mutex<BTreeMap<String, Upload>>,
+    done: Mutex<std::collections::VecDeque<Completed>>,
+}
+
+/// How many completed uploads are remembered, so that a client that
+/// retries a CompleteMultipartUpload whose answer it lost gets the same
+/// answer, as S3 gives it, instead of NoSuchUpload for an object that was
+/// made (each entry is its id, names and answer: well under 2 KiB).
+const COMPLETED_KEPT: usize = 256;
+
+/// A completed upload's id, target and answer.
+struct Completed {
+    id: String,
+    bucket: String,
+    key: String,
+    xml: String,
 }
 
 impl Uploads {
+    /// The answer a completed upload `id` into `bucket`/`key` was given.
+    fn completed(&self, id: &str, bucket: &str, key: &str) -> Option<String> {
+        let g = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        g.iter()
+            .find(|c| c.id == id && c.bucket == bucket && c.key == key)
+            .map(|c| c.xml.clone())
+    }
+
+    fn remember(&self, c: Completed) {
+        let mut g = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        if g.len() == COMPLETED_KEPT {
+            g.pop_front();
+        }
+        g.push_back(c);
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Upload>> {
         self.m.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -128,6 +159,16 @@ fn bare(tag: &str) -> &str {
 impl<'a> Ctx<'_, 'a> {
     fn upload_id<'r>(&self, r: &'r S3Req) -> &'r str {
         r.q("uploadId").unwrap_or_default()
+    }
+
+    /// The upload the request names was completed lately (a retried
+    /// Complete is answered as the first was).
+    pub(super) fn s3_upload_completed(&self, r: &S3Req) -> bool {
+        let id = self.upload_id(r);
+        self.st
+            .uploads
+            .completed(id, &r.target.bucket, &r.target.key)
+            .is_some()
     }
 
     /// The upload the request names exists, for its bucket and key.
@@ -382,6 +423,14 @@ impl<'a> Ctx<'_, 'a> {
             }
         };
         let Some(upload) = upload else {
+            // A retry of a completion that succeeded gets its answer again.
+            let done = self
+                .st
+                .uploads
+                .completed(&id, &r.target.bucket, &r.target.key);
+            if let Some(xml) = done {
+                return self.s3_xml(h, 200, "", &xml);
+            }
             self.s3_error(&no_upload(&id), keep);
             return keep;
         };
@@ -403,6 +452,12 @@ impl<'a> Ctx<'_, 'a> {
                     &sums,
                     meta.checksum_type.as_deref(),
                 );
+                self.st.uploads.remember(Completed {
+                    id,
+                    bucket: r.target.bucket.clone(),
+                    key: r.target.key.clone(),
+                    xml: xml.clone(),
+                });
                 let go_on = self.s3_xml(h, 200, "", &xml);
                 if go_on {
                     self.replaced = Some(linked);
@@ -509,6 +564,7 @@ impl<'a> Ctx<'_, 'a> {
         meta.size = d.size;
         meta.crc32c = d.crc32c;
         meta.parts = Some(chosen.len() as u32);
+        meta.part_sizes = pktfs_s3::part_sizes::PartSizes::of(chosen.iter().map(|p| p.size));
         let sums: Option<Vec<Value>> = chosen.iter().map(|p| p.checksum).collect();
         if let (Some(_), Some(sums)) = (u.algorithm, sums) {
             if u.full_object {

@@ -37,6 +37,50 @@ fn err(code: Code, msg: impl Into<String>) -> S3Error {
 struct ObjectLabels {
     /// `x-amz-checksum-mode: ENABLED`: the object's checksum too.
     checksum_mode: bool,
+    /// GetObject's `response-*` query parameters: (header, value) to
+    /// answer with in place of the stored one.
+    overrides: Vec<(&'static str, String)>,
+}
+
+/// GetObject's query parameters that set an answer's header, and the
+/// header each sets.
+const RESPONSE_OVERRIDES: [(&str, &str); 6] = [
+    ("response-cache-control", "Cache-Control"),
+    ("response-content-disposition", "Content-Disposition"),
+    ("response-content-encoding", "Content-Encoding"),
+    ("response-content-language", "Content-Language"),
+    ("response-content-type", "Content-Type"),
+    ("response-expires", "Expires"),
+];
+
+/// The `response-*` overrides a GetObject asks for; a value that could not
+/// be one header line (a control character) is InvalidArgument.
+fn response_overrides(r: &S3Req) -> Result<Vec<(&'static str, String)>, S3Error> {
+    let mut out = Vec::new();
+    for (q, header) in RESPONSE_OVERRIDES {
+        if let Some(v) = r.q(q) {
+            if v.chars().any(|c| c.is_control()) {
+                return Err(err(
+                    Code::InvalidArgument,
+                    format!("{q}: a header value cannot hold a control character"),
+                ));
+            }
+            out.push((header, pktfs_s3::meta_value::to_header(v).into_owned()));
+        }
+    }
+    Ok(out)
+}
+
+/// `extra` without its lines of the header `name`.
+fn drop_header(extra: &mut String, name: &str) {
+    let kept: String = extra
+        .split_inclusive("\r\n")
+        .filter(|l| {
+            !l.split_once(':')
+                .is_some_and(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+        })
+        .collect();
+    *extra = kept;
 }
 
 impl Labels for ObjectLabels {
@@ -47,6 +91,11 @@ impl Labels for ObjectLabels {
             if let Some(p) = m.parts {
                 extra.push_str(&format!("x-amz-mp-parts-count: {p}\r\n"));
             }
+        }
+        // Content-Type is the content_type() below.
+        for (name, v) in self.overrides.iter().filter(|(n, _)| *n != "Content-Type") {
+            drop_header(extra, name);
+            extra.push_str(&format!("{name}: {v}\r\n"));
         }
         let stored_crc32c = meta.as_ref().is_some_and(|m| m.has_crc32c());
         if self.checksum_mode && whole && !stored_crc32c {
@@ -67,6 +116,9 @@ impl Labels for ObjectLabels {
 
     /// The type it was stored with, else S3's default.
     fn content_type(&self, c: &Conn<'_>, d: Option<&ContentDigest>) -> Cow<'static, str> {
+        if let Some((_, v)) = self.overrides.iter().find(|(n, _)| *n == "Content-Type") {
+            return Cow::Owned(v.clone());
+        }
         d.and_then(|d| etag_of(c.vol, d).1)
             .and_then(|m| m.content_type)
             .map_or("binary/octet-stream".into(), Into::into)
@@ -74,6 +126,43 @@ impl Labels for ObjectLabels {
 }
 
 impl<'a> Ctx<'_, 'a> {
+    /// The range part `n` of the object `ino` lies in (None: the whole
+    /// object, part 1 of one not uploaded in parts); InvalidPart past its
+    /// parts.
+    fn s3_part_range(
+        &self,
+        ino: u64,
+        n: u32,
+    ) -> Result<Option<super::super::head::RangeSpec>, S3Error> {
+        let meta = ObjectMeta::load(self.vol, ino);
+        let parts = meta.as_ref().and_then(|m| m.parts);
+        let no_part = |count: u64| {
+            err(
+                Code::InvalidPart,
+                format!("the object has {count} part(s): no part {n}"),
+            )
+        };
+        let Some(count) = parts else {
+            return if n == 1 { Ok(None) } else { Err(no_part(1)) };
+        };
+        let Some(sizes) = meta.and_then(|m| m.part_sizes) else {
+            return Err(err(
+                Code::NotImplemented,
+                format!("the sizes of this object's {count} parts were not kept (more than {} runs of sizes): read it by Range", pktfs_s3::part_sizes::MAX_RUNS),
+            ));
+        };
+        let Some(span) = sizes.span(n) else {
+            return Err(no_part(u64::from(count)));
+        };
+        if span.len == 0 {
+            return Err(err(Code::InvalidPart, format!("part {n} is empty")));
+        }
+        Ok(Some(super::super::head::RangeSpec::FromTo(
+            span.offset,
+            Some(span.offset.saturating_add(span.len - 1)),
+        )))
+    }
+
     /// Receive the body into an unnamed file (`s3_finish` once it is in):
     /// an aws-chunked body is walked as chunks, never past its
     /// Content-Length.
@@ -320,14 +409,30 @@ impl<'a> Ctx<'_, 'a> {
             return self.s3_refuse(h, e);
         }
         let sh = self.head;
-        if r.q("partNumber").is_some() {
-            return self.s3_refuse(
-                h,
-                err(Code::NotImplemented, "GetObject of one part (partNumber)"),
-            );
-        }
+        let part = match r.q("partNumber") {
+            None => None,
+            Some(_) if h.range.is_some() => {
+                let e = err(Code::InvalidRequest, "Range and partNumber cannot both be given");
+                return self.s3_refuse(h, e);
+            }
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if (1..=10_000).contains(&n) => Some(n),
+                _ => {
+                    let e = err(Code::InvalidArgument, "partNumber is a number from 1 to 10000");
+                    return self.s3_refuse(h, e);
+                }
+            },
+        };
+        let mut ranged = None;
         match self.resolve(self.path.len()) {
-            Ok(a) if a.kind == FileType::Regular => {}
+            Ok(a) if a.kind == FileType::Regular => {
+                if let Some(n) = part {
+                    match self.s3_part_range(a.ino, n) {
+                        Ok(range) => ranged = range,
+                        Err(e) => return self.s3_refuse(h, e),
+                    }
+                }
+            }
             Ok(a) if a.kind == FileType::Directory && r.target.dir_marker => {
                 let tag = super::list::EMPTY_ETAG;
                 let lm = super::super::response::http_date(a.mtime_ns.div_euclid(1_000_000_000));
@@ -354,21 +459,31 @@ impl<'a> Ctx<'_, 'a> {
             }
             Err(e) => return self.s3_refuse(h, fs_error(&e, &r.target.key)),
         }
+        let overrides = match response_overrides(r) {
+            Ok(o) => o,
+            Err(e) => return self.s3_refuse(h, e),
+        };
         let labels = ObjectLabels {
             checksum_mode: sh
                 .header("x-amz-checksum-mode")
                 .is_some_and(|v| v.eq_ignore_ascii_case("ENABLED")),
+            overrides,
         };
         // The shared GET compares the conditions with the quoted S3 ETag
         // (`ObjectLabels`): tags sent without quotes, as S3 takes them,
         // are quoted for it.
-        let got = match quoted_for_get(&h.cond) {
-            Some(c) => {
+        let got = match (quoted_for_get(&h.cond), ranged) {
+            (None, None) => self.get_file(h, &labels),
+            (c, range) => {
                 let mut q = h.clone();
-                q.cond = c;
+                if let Some(c) = c {
+                    q.cond = c;
+                }
+                if range.is_some() {
+                    q.range = range;
+                }
                 self.get_file(&q, &labels)
             }
-            None => self.get_file(h, &labels),
         };
         match got {
             Got::Sent(go_on) => go_on,
@@ -647,6 +762,7 @@ impl<'a> Ctx<'_, 'a> {
             XmlOp::DeleteObjects => self.s3_bucket(&r.target.bucket).map(|_| ()),
             XmlOp::Complete => self
                 .s3_upload_exists(&r)
+                .or_else(|e| self.s3_upload_completed(&r).then_some(()).ok_or(e))
                 .and_then(|()| WriteCond::of(h).map(|_| ())),
             XmlOp::CreateBucket => Ok(()),
         };

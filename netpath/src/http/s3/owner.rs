@@ -27,6 +27,16 @@ impl Ctx<'_, '_> {
         String::from_utf8(v).ok()
     }
 
+    /// Whether `bucket` exists, and its owner if it has one: `None` when
+    /// there is no such bucket, `Some(None)` for a bucket without owner.
+    pub(super) fn s3_bucket_owner_or_none(&self, bucket: &str) -> Option<Option<String>> {
+        let root = self.vol.root();
+        match self.vol.lookup_kind(root, bucket.as_bytes()) {
+            Ok((_, FileType::Directory)) => Some(self.s3_bucket_owner(bucket)),
+            _ => None,
+        }
+    }
+
     /// May `key` do `a` to `bucket`: by a grant, or as the bucket's owner.
     pub(super) fn s3_may(&self, key: &AccessKey, bucket: &str, a: Access) -> bool {
         key.may(bucket, a) || key.owns(self.s3_bucket_owner(bucket).as_deref())

@@ -129,15 +129,6 @@ fn rule(op: Op, name: &str) -> Option<(Rule, &'static str)> {
     Some(r)
 }
 
-/// Query parameters of object reads that override the answer's headers.
-const RESPONSE_OVERRIDES: [&str; 6] = [
-    "response-cache-control",
-    "response-content-disposition",
-    "response-content-encoding",
-    "response-content-language",
-    "response-content-type",
-    "response-expires",
-];
 
 fn not_implemented(what: String) -> S3Error {
     S3Error::new(
@@ -191,11 +182,6 @@ pub(super) fn check(
         // is "null", as S3 names it; any other is a version not kept.
         if n == "versionId" && object_level && v != "null" {
             return Err(not_implemented(format!("versionId={v} (object versions)")));
-        }
-        if op == Op::GetObject && RESPONSE_OVERRIDES.contains(&n.as_str()) {
-            return Err(not_implemented(format!(
-                "{n} (overriding the answer's headers)"
-            )));
         }
     }
     // Conditional headers where S3 defines none for a change: the change
@@ -339,7 +325,7 @@ mod tests {
             &q("response-content-type", "a/b"),
             &c
         )
-        .is_err());
+        .is_ok());
         let im = Conditions {
             if_match: Some(super::super::super::head::TagList::Any),
             ..Default::default()
