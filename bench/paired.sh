@@ -6,7 +6,11 @@
 # request (from /proc, as netbench measures it); req/s is printed beside it.
 #
 #   bench/paired.sh REV [--after REV2] [--runs 5] [--secs 6] [--rounds 4] [--conns 16,256]
-#                       [--order abba]
+#                       [--order abba] [--readers N]
+#
+# --readers N attaches N direct readers to the after side's pktfs servers
+# (NETBENCH_DIRECT_READERS; processes of their own whose CPU is not the
+# server's), reading the PUTs' files from the mapping throughout.
 #
 # Each run's rows go to bench/results/ as JSON (one file per run), and the
 # medians with their after/before ratios to bench/results/paired-*.json
@@ -22,9 +26,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
-runs=5 secs=6 rounds=4 conns=16,256 after= order=abba
-args "bench/paired.sh REV [--after REV2] [--runs N] [--secs S] [--rounds R] [--conns C,C] [--order abba|ab]" \
-    "after runs secs rounds conns order" "$@"
+runs=5 secs=6 rounds=4 conns=16,256 after= order=abba readers=0
+args "bench/paired.sh REV [--after REV2] [--runs N] [--secs S] [--rounds R] [--conns C,C] [--order abba|ab] [--readers N]" \
+    "after runs secs rounds conns order readers" "$@"
 case $order in
     abba | ab) ;;
     *) echo "$0: --order takes abba or ab" >&2; exit 2 ;;
@@ -58,10 +62,10 @@ EOF
 files=()
 for i in $(seq 1 "$runs"); do
     for which in $(halves "$i" "$order"); do
-        if [[ $which == before ]]; then bin=$before_bin r=$before; else bin=$after_bin r=$after; fi
+        if [[ $which == before ]]; then bin=$before_bin r=$before n=0; else bin=$after_bin r=$after n=$readers; fi
         out=$(mktemp)
-        echo "run $i/$runs: $which ($r)"
-        "$bin" --only small --conns "$conns" --secs "$secs" --rounds "$rounds" >"$out" 2>&1
+        echo "run $i/$runs: $which ($r)$([[ $n == 0 ]] || echo ", $n direct readers")"
+        NETBENCH_DIRECT_READERS=$n "$bin" --only small --conns "$conns" --secs "$secs" --rounds "$rounds" >"$out" 2>&1
         dst="bench/results/netbench-small-$stamp-$i-$which.json"
         to_json "$which" "$r" "$out" "$dst"
         files+=("$dst")

@@ -127,6 +127,10 @@ pub enum ChildMode {
     /// Serve one pktfs netpath server on a fresh image (until stdin
     /// closes). The first line on stdout names the address.
     ServePktfs(PktfsArgs),
+    /// Read a served image's `/k` files straight from the mapping until
+    /// stdin closes (a direct reader attached during a run:
+    /// NETBENCH_DIRECT_READERS).
+    ReadDirect(crate::direct_readers::ReadDirectArgs),
 }
 
 #[derive(Args, Debug)]

@@ -74,6 +74,7 @@ mod baseline;
 mod ceiling;
 mod cli;
 mod client;
+mod direct_readers;
 mod interleave;
 mod load;
 mod nginx;
@@ -139,6 +140,7 @@ fn main() {
     match cli.child {
         Some(cli::ChildMode::ServeBaseline(a)) => return baseline::serve_baseline(&a),
         Some(cli::ChildMode::ServePktfs(a)) => return pktfs_server::serve_pktfs(&a),
+        Some(cli::ChildMode::ReadDirect(a)) => return direct_readers::read_direct(&a),
         None => {}
     }
     let args = cli.run;

@@ -193,8 +193,11 @@ pub fn serve_pktfs(a: &crate::cli::PktfsArgs) {
             crate::fail(&e);
         }
     };
+    let (img, _) = image_file(dir.path(), &spec, image_bytes);
+    let readers = crate::direct_readers::attach(&img);
     crate::child::announce(name, s.addr, &s.io);
     crate::child::wait_for_parent();
+    drop(readers);
     drop(s);
     let (img, _) = image_file(dir.path(), &spec, image_bytes);
     dir.remove([img]);
