@@ -43,8 +43,8 @@ pub use volume::{
     FallocMode, FormatOptions, LentRx, Linked, NewMode, OpenOptions, OpenReport, OwnedTmpFile,
     RenameFlags, RxBuf, RxHeld, RxPiece, RxTime, ScrubDamage, ScrubOptions, ScrubProgress,
     ScrubReport, Seg, SetAttr, StatFs, TimeSet, TmpFile, TxFetched, TxHold, TxKeep, TxPlan,
-    TxRange, TxSeg, TxWindow, VerifyMode, Volume, XattrFlags, MAX_SYSTEM_XATTR_BYTES,
-    S3_OWNER_XATTR,
+    TxRange, TxSeg, TxWindow, VerifyMode, Volume, XattrFlags, MAX_S3_CORS_BYTES,
+    MAX_SYSTEM_XATTR_BYTES, S3_CORS_XATTR, S3_OWNER_XATTR,
 };
 pub use volume::{
     ObjectLive, RemoteBytes, RemoteExtent, RemoteRecordInfo, RemoteRef, RemoteSlice, RemoteSource,

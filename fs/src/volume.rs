@@ -91,7 +91,10 @@ pub use recover::OpenReport;
 pub use remote::{ObjectLive, RemoteBytes, RemoteRecordInfo, RemoteRef, RemoteSlice, RemoteSource};
 pub use rx::{LentRx, RxBuf, RxHeld, RxPiece, RxTime};
 pub use scrub::{ScrubDamage, ScrubOptions, ScrubProgress, ScrubReport};
-pub use system_blob::{MAX_SYSTEM_XATTR_BYTES, S3_KEYS_XATTR, S3_OWNER_XATTR, SYSTEM_XATTR_PREFIX};
+pub use system_blob::{
+    MAX_S3_CORS_BYTES, MAX_SYSTEM_XATTR_BYTES, S3_CORS_XATTR, S3_KEYS_XATTR, S3_OWNER_XATTR,
+    SYSTEM_XATTR_PREFIX,
+};
 pub use tierout::{RemoteExtent, SwitchReport, TierCandidate, TierExtent, TierOut};
 pub use tmpfile::{Linked, OwnedTmpFile, TmpFile};
 pub use txhold::{TxFetched, TxHold, TxKeep, TxPlan, TxRange, TxSeg, TxWindow};

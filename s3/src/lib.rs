@@ -15,6 +15,7 @@
 //!   image.
 
 pub mod checksum;
+pub mod cors;
 pub mod error;
 pub mod keys;
 pub mod meta_value;

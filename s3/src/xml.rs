@@ -14,10 +14,10 @@
 mod answers;
 mod list;
 mod multipart;
-mod parse;
+pub(crate) mod parse;
 mod requests;
 mod time;
-mod writer;
+pub(crate) mod writer;
 
 pub use answers::{copy_object, copy_part, delete_result, error, location};
 pub use list::{

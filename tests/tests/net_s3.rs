@@ -14,6 +14,7 @@ use super::net_common::{server, wall_ns, Conn, Response, Server};
 // UploadPartCopy; S3 preconditions against the S3 ETag; what is answered
 // NotImplemented (and stores nothing).
 mod conditions;
+mod cors;
 mod owners;
 mod part_copy;
 mod unserved;

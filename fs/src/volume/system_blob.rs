@@ -40,10 +40,27 @@ pub const S3_KEYS_XATTR: &[u8] = b"pktfs.s3.keys";
 /// ([`Volume::mkdir_with_system_xattr`]), in the same commit.
 pub const S3_OWNER_XATTR: &[u8] = b"pktfs.s3.owner";
 
+/// A bucket's CORS configuration (`pktfs_s3::cors::Config`'s encoding),
+/// on its directory.
+pub const S3_CORS_XATTR: &[u8] = b"pktfs.s3.cors";
+
 /// The longest system attribute a directory is born with or given here
 /// (an owner is 20 bytes): system attributes on ordinary inodes are
-/// small, and one that is not is refused rather than stored.
+/// small, and one that is not is refused rather than stored. A CORS
+/// configuration may be longer ([`MAX_S3_CORS_BYTES`]).
 pub const MAX_SYSTEM_XATTR_BYTES: usize = 256;
+
+/// The longest CORS configuration kept on a bucket (pktfs-s3 keeps to it).
+pub const MAX_S3_CORS_BYTES: usize = 16 << 10;
+
+/// The longest value the system attribute `name` may have.
+fn max_system_xattr_bytes(name: &[u8]) -> usize {
+    if name == S3_CORS_XATTR {
+        MAX_S3_CORS_BYTES
+    } else {
+        MAX_SYSTEM_XATTR_BYTES
+    }
+}
 
 /// Is `name` a system blob's (hidden from every client)?
 pub(crate) fn is_system_xattr(name: &[u8]) -> bool {
@@ -138,13 +155,14 @@ impl Volume {
     }
 
     /// Give `ino` the system attribute `name` (`None`: remove it), durable
-    /// when this returns; at most [`MAX_SYSTEM_XATTR_BYTES`]. Not for the
-    /// root's key store (`set_s3_keys_blob` keeps its version).
+    /// when this returns; at most [`MAX_SYSTEM_XATTR_BYTES`] (a CORS
+    /// configuration [`MAX_S3_CORS_BYTES`]). Not for the root's key store
+    /// (`set_s3_keys_blob` keeps its version).
     pub fn set_system_xattr(&self, ino: u64, name: &[u8], value: Option<&[u8]>) -> Result<()> {
         if !is_system_xattr(name) || name == S3_KEYS_XATTR {
             return Err(FsError::Invalid("not a system attribute name"));
         }
-        if value.is_some_and(|v| v.len() > MAX_SYSTEM_XATTR_BYTES) {
+        if value.is_some_and(|v| v.len() > max_system_xattr_bytes(name)) {
             return Err(FsError::TooBig);
         }
         self.check_writable()?;

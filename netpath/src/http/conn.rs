@@ -85,6 +85,9 @@ pub(super) struct ReqState {
     pub out_before: u64,
     /// Error bodies as JSON.
     pub json: bool,
+    /// Header lines every answer to this request carries (S3's CORS
+    /// headers for a request from another origin; empty otherwise).
+    pub cors: String,
 }
 
 /// One HTTP connection's state (module docs): answered over a blocking
@@ -175,6 +178,7 @@ impl<'a> Conn<'a> {
                 in_before: 0,
                 out_before: 0,
                 json: false,
+                cors: String::new(),
             },
         }
     }
@@ -203,6 +207,7 @@ impl<'a> Conn<'a> {
             in_before: self.in_pos,
             out_before: self.conn_out,
             json: false,
+            cors: String::new(),
         };
     }
 
@@ -254,7 +259,12 @@ impl<'a> Conn<'a> {
     pub(super) fn begin(&mut self, code: u16, len: Option<u64>, keep: bool, extra: &str) {
         self.date();
         self.req.status = code;
-        begin(&mut self.out, code, len, keep, &self.date.1, extra);
+        if self.req.cors.is_empty() {
+            begin(&mut self.out, code, len, keep, &self.date.1, extra);
+        } else {
+            let extra = format!("{extra}{}", self.req.cors);
+            begin(&mut self.out, code, len, keep, &self.date.1, &extra);
+        }
     }
 
     /// Send `self.out` (on an event loop: queue it); false: the client is

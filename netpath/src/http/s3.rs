@@ -66,6 +66,7 @@ use crate::shared::Shared;
 mod body;
 mod bucket;
 mod copy;
+mod cors;
 mod list;
 pub(crate) mod meta;
 mod multipart;
@@ -357,6 +358,10 @@ enum Op {
     /// ListObjectVersions: buckets keep no versions, so every object is
     /// its one version, `null`.
     ListVersions,
+    /// PutBucketCors, GetBucketCors, DeleteBucketCors.
+    PutCors,
+    GetCors,
+    DeleteCors,
     ListUploads,
     DeleteObjects,
     PutObject,
@@ -398,6 +403,7 @@ impl Op {
             | GetVersioning
             | ListObjects { .. }
             | ListVersions
+            | GetCors
             | ListUploads
             | GetObject
             | ListParts => Some(Access::Read),
@@ -411,7 +417,6 @@ impl Op {
 const UNSERVED: &[&str] = &[
     "acl",
     "policy",
-    "cors",
     "lifecycle",
     "tagging",
     "website",
@@ -467,6 +472,14 @@ fn route(method: Method, t: &Target, q: &[(String, String)]) -> Result<Op, S3Err
     if t.key.is_empty() {
         // A bucket's sub-resources served for one method only: another
         // method is not taken for the bucket call without them.
+        if has("cors") {
+            return match method {
+                Method::Put => Ok(Op::PutCors),
+                Method::Get => Ok(Op::GetCors),
+                Method::Delete => Ok(Op::DeleteCors),
+                _ => Err(not_allowed()),
+            };
+        }
         if let Some(sub) = ["versioning", "location", "uploads", "versions", "delete"]
             .into_iter()
             .find(|k| has(k))
@@ -563,6 +576,11 @@ impl<'a> Ctx<'_, 'a> {
     /// Serve one request on the S3 listener.
     fn handle(&mut self, h: &Head) -> Next<'a, Box<S3Body>> {
         let sh = self.head;
+        // A browser's preflight is never signed: CORS answers it (it
+        // changes nothing, so a read-only server answers it too).
+        if h.method == Method::Options {
+            return Next::answered(h, self.s3_preflight(h));
+        }
         if self.sh.read_only() && !matches!(h.method, Method::Get | Method::Head) {
             return self.refused(
                 h,
@@ -579,6 +597,11 @@ impl<'a> Ctx<'_, 'a> {
             Ok(op) => op,
             Err(e) => return self.refused(h, e),
         };
+        // A request from a page of another origin gets the CORS headers
+        // the bucket's rules give it, refusals included.
+        if sh.header("origin").is_some() {
+            self.s3_cors_actual(h, &r);
+        }
         if let Err(e) = self.s3_allowed(h, op, &r) {
             return self.refused(h, e);
         }
@@ -591,6 +614,9 @@ impl<'a> Ctx<'_, 'a> {
             Op::GetVersioning => self.s3_versioning(h, &r),
             Op::ListObjects { v2 } => self.s3_list_objects(h, &r, v2),
             Op::ListVersions => self.s3_list_versions(h, &r),
+            Op::PutCors => return self.s3_xml_body(h, r, body::XmlOp::PutCors),
+            Op::GetCors => self.s3_get_cors(h, &r),
+            Op::DeleteCors => self.s3_delete_cors(h, &r),
             Op::ListUploads => self.s3_list_uploads(h, &r),
             Op::DeleteObjects => return self.s3_xml_body(h, r, body::XmlOp::DeleteObjects),
             Op::PutObject => return self.s3_put_object(h, r),

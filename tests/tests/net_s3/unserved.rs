@@ -498,7 +498,6 @@ fn reads_deletes_and_buckets_with_unserved_requests_do_nothing() {
     for sub in [
         "acl",
         "policy",
-        "cors",
         "lifecycle",
         "tagging",
         "website",

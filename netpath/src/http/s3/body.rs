@@ -33,6 +33,7 @@ pub(in crate::http) enum XmlOp {
     DeleteObjects,
     Complete,
     CreateBucket,
+    PutCors,
 }
 
 /// What the body is for.

@@ -765,6 +765,7 @@ impl<'a> Ctx<'_, 'a> {
                 .or_else(|e| self.s3_upload_completed(&r).then_some(()).ok_or(e))
                 .and_then(|()| WriteCond::of(h).map(|_| ())),
             XmlOp::CreateBucket => Ok(()),
+            XmlOp::PutCors => self.s3_bucket(&r.target.bucket).map(|_| ()),
         };
         if let Err(e) = early {
             return self.refused(h, e);
@@ -803,6 +804,7 @@ impl<'a> Ctx<'_, 'a> {
         match op {
             XmlOp::DeleteObjects => self.s3_delete_objects(h, &r, &xml),
             XmlOp::Complete => self.s3_complete(h, &r, &xml),
+            XmlOp::PutCors => self.s3_put_cors_now(h, &r, &xml),
             XmlOp::CreateBucket => match pktfs_s3::xml::parse_create_bucket(&xml) {
                 Ok(_) => {
                     if let Err(e) = super::unserved::create_bucket_body(&xml) {

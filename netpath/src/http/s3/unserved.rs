@@ -194,6 +194,7 @@ pub(super) fn check(
             | Op::GetVersioning
             | Op::ListObjects { .. }
             | Op::ListVersions
+            | Op::GetCors
             | Op::ListUploads
             | Op::GetObject
             | Op::ListParts
