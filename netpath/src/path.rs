@@ -86,10 +86,10 @@ impl ReqPath {
         }
         // The first piece is what precedes the leading `/`; the last may
         // be empty (a trailing `/`).
-        let pieces = t.split(|&c| c == b'/').count();
-        for (k, raw) in t.split(|&c| c == b'/').enumerate() {
+        let mut pieces = t.split(|&c| c == b'/').enumerate().peekable();
+        while let Some((k, raw)) = pieces.next() {
             if raw.is_empty() {
-                if k == 0 || k + 1 == pieces {
+                if k == 0 || pieces.peek().is_none() {
                     continue;
                 }
                 return Err("an empty segment (`//`) in the path");

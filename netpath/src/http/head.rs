@@ -407,11 +407,17 @@ pub(crate) fn reserved<'p>(
     let Some(m) = m else {
         return (false, false);
     };
-    let mut segs = m.split('/').filter(|s| !s.is_empty()).peekable();
+    // Bytes split on a byte: this runs on every request, and a `str`
+    // split on a char searches by pattern.
+    let mut segs = m
+        .as_bytes()
+        .split(|&c| c == b'/')
+        .filter(|s| !s.is_empty())
+        .peekable();
     if segs.peek().is_none() {
         return (false, false);
     }
-    let under = segs.all(|s| path.next() == Some(s.as_bytes()));
+    let under = segs.all(|s| path.next() == Some(s));
     (under, under && path.next().is_none())
 }
 
