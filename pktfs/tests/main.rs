@@ -42,6 +42,7 @@ mod readme_up;
 mod recv_cli;
 mod rxtime_cli;
 mod s3_clients;
+mod s3_conformance;
 mod send_verify;
 mod tier_cli;
 mod up_space;
