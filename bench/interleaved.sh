@@ -15,6 +15,11 @@
 # over the requests wrk completed in it; pair n is each side's n-th slice.
 #
 #   bench/interleaved.sh REV [--after REV2] [--slices 20] [--secs 2] [--conns 16,256] [--io uring,epoll]
+#                        [--readers N]
+#
+# --readers N attaches N direct readers to the after server's image
+# (NETBENCH_DIRECT_READERS: processes of their own, reading the PUTs'
+# files from the mapping throughout; their CPU is not the server's).
 #
 # PAIRED_BEFORE_BIN=path and PAIRED_AFTER_BIN=path use an already built
 # netbench for REV and REV2; the same binary on both sides (with --after
@@ -24,9 +29,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
-slices=20 secs=2 conns=16,256 io=uring,epoll after=
-args "bench/interleaved.sh REV [--after REV2] [--slices N] [--secs S] [--conns C,C] [--io uring,epoll]" \
-    "after slices secs conns io" "$@"
+slices=20 secs=2 conns=16,256 io=uring,epoll after= readers=0
+args "bench/interleaved.sh REV [--after REV2] [--slices N] [--secs S] [--conns C,C] [--io uring,epoll] [--readers N]" \
+    "after slices secs conns io readers" "$@"
 need wrk
 after_rev=$after
 netbench_sides
@@ -43,14 +48,15 @@ stop_servers() {
 }
 trap 'stop_servers; rm -rf "$work"; remove_worktrees' EXIT
 
-# start BIN IO: one server on a fresh image; sets `addr` and `pid`. Its
+# start BIN IO READERS: one server on a fresh image, with READERS direct
+# readers attached; sets `addr` and `pid`. Its
 # stdin is a fifo held open in `servers`: closing it stops the server.
 n=0
 start() {
     local fifo="$work/in.$n" outf="$work/out.$n" fd
     n=$((n + 1))
     mkfifo "$fifo"
-    "$1" serve-pktfs interleaved --io "$2" --image-mib 1024 <"$fifo" >"$outf" 2>>"$work/err" &
+    NETBENCH_DIRECT_READERS=$3 "$1" serve-pktfs interleaved --io "$2" --image-mib 1024 <"$fifo" >"$outf" 2>>"$work/err" &
     pid=$!
     exec {fd}>"$fifo"
     servers+=("$fd")
@@ -77,9 +83,9 @@ rows="$work/rows.txt"
 : >"$rows"
 for loop in ${io//,/ }; do
     for c in ${conns//,/ }; do
-        start "$before_bin" "$loop"
+        start "$before_bin" "$loop" 0
         b_addr=$addr b_pid=$pid
-        start "$after_bin" "$loop"
+        start "$after_bin" "$loop" "$readers"
         a_addr=$addr a_pid=$pid
         for a in "$b_addr" "$a_addr"; do
             wrk -t2 -c"$c" -d2s -s "$put_lua" "http://$a/" >/dev/null
@@ -97,9 +103,9 @@ for loop in ${io//,/ }; do
 done
 
 python3 - "bench/results/interleaved-$stamp.json" "$before" "$after" "$machine" "$secs" \
-    "$(getconf CLK_TCK)" "$rows" <<'PY'
+    "$(getconf CLK_TCK)" "$rows" "$readers" <<'PY'
 import json, random, statistics, sys
-dst, before, after, machine, secs, hz, path = sys.argv[1:]
+dst, before, after, machine, secs, hz, path, readers = sys.argv[1:]
 slices = []
 for line in open(path):
     loop, conns, which, pair, reqs, ticks = line.split()
@@ -129,7 +135,7 @@ for key in dict.fromkeys((s["io"], s["conns"]) for s in slices):
                   "before_req_per_s": rps["before"], "after_req_per_s": rps["after"],
                   "pairs": len(pairs)})
 json.dump({"benchmark": "interleaved 1 KiB PUTs, server CPU per request", "before": before,
-           "after": after, "machine": machine, "secs_per_slice": float(secs),
+           "after": after, "after_direct_readers": int(readers), "machine": machine, "secs_per_slice": float(secs),
            "cells": cells, "slices": slices}, open(dst, "w"), indent=1)
 print(f"\nmachine: {machine}")
 print("| loop | connections | server CPU per request, before → after | after/before | median of pair ratios (95% interval) | req/s, before → after |")
