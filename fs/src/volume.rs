@@ -529,9 +529,9 @@ impl Volume {
         self.remove_inode(i.ino);
         // Direct readers that hold the number must see it move before its
         // records and buffers can be reused (live.rs).
-        self.changes_begin(&[i.ino]);
+        self.changes_begin(std::iter::once(i.ino));
         self.mark_freed(i.ino);
-        self.changes_end(&[i.ino]);
+        self.changes_end(std::iter::once(i.ino));
         let mut a = self.alloc.lock().or_stop();
         for r in i.data.values().chain(i.xattrs.values()) {
             a.free_record(r.id.0);

@@ -128,7 +128,42 @@ pub struct Commit {
     freed_remote: SmallVec<[super::remote::RemoteSlice; 1]>,
     /// Inodes whose chains or attributes this commit changes (their change
     /// counters move around it: live.rs).
-    changed: SmallVec<[u32; 4]>,
+    changed: ChangedInodes,
+}
+
+/// The inodes a commit changes, each once. A commit changes one to four
+/// (a 1 KiB PUT: the new file and its directory), kept inline; more go to
+/// a Vec. Noted on every store and attribute switch, so it is kept plain:
+/// SmallVec's general push cost about forty instructions a call there.
+#[derive(Debug, Default)]
+struct ChangedInodes {
+    inline: [u32; 4],
+    n: u8,
+    more: Vec<u32>,
+}
+
+impl ChangedInodes {
+    #[inline]
+    fn note(&mut self, ino: u32) {
+        let n = usize::from(self.n);
+        if self.inline[..n].contains(&ino) || self.more.contains(&ino) {
+            return;
+        }
+        if n < self.inline.len() {
+            self.inline[n] = ino;
+            self.n += 1;
+        } else {
+            self.more.push(ino);
+        }
+    }
+
+    /// Every inode noted, in the order noted.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.inline[..usize::from(self.n)]
+            .iter()
+            .chain(self.more.iter())
+            .copied()
+    }
 }
 
 impl SlotSwitch {
@@ -201,10 +236,11 @@ impl Commit {
         st
     }
 
+    /// `ino` is among the inodes whose change counters this commit moves
+    /// (docs/DIRECT.md).
+    #[inline]
     fn note_change(&mut self, ino: u32) {
-        if !self.changed.contains(&ino) {
-            self.changed.push(ino);
-        }
+        self.changed.note(ino);
     }
 
     /// Declare every store and slot switch collected so far a change to
@@ -252,7 +288,7 @@ impl Commit {
     pub fn apply(mut self, vol: &Volume) {
         let pm = &vol.pm;
         let g = &vol.geo;
-        vol.changes_begin(&self.changed);
+        vol.changes_begin(self.changed.iter());
         // Step 1a: changes to objects nothing reaches yet, in place: their
         // slots, then their selectors and links (same epoch as the payload:
         // the publish below is what makes them reachable).
@@ -326,7 +362,7 @@ impl Commit {
                 vol.journal.give(slot);
             }
         }
-        vol.changes_end(&self.changed);
+        vol.changes_end(self.changed.iter());
         // Step 3: only now is the old space unreachable on the media.
         if !self.freed_records.is_empty() || !self.freed_slices.is_empty() {
             let mut a = vol.alloc.lock().or_stop();

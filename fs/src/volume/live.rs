@@ -32,23 +32,23 @@ use crate::media::Pm;
 
 impl Volume {
     /// A change to `inos` is about to become visible: their counters go odd.
-    pub(crate) fn changes_begin(&self, inos: &[u32]) {
+    pub(crate) fn changes_begin(&self, inos: impl Iterator<Item = u32>) {
         if self.read_only {
             return; // nothing in the image changes
         }
-        for &ino in inos {
+        for ino in inos {
             self.pm.bump_live(live::change_pos(&self.geo, ino), 1);
         }
         fence(Ordering::Release);
     }
 
     /// The change to `inos` is visible in full: their counters go even.
-    pub(crate) fn changes_end(&self, inos: &[u32]) {
+    pub(crate) fn changes_end(&self, inos: impl Iterator<Item = u32>) {
         if self.read_only {
             return;
         }
         fence(Ordering::Release);
-        for &ino in inos {
+        for ino in inos {
             let v = self.pm.bump_live(live::change_pos(&self.geo, ino), 1);
             debug_assert!(
                 !live::in_flight(v),
