@@ -22,7 +22,10 @@ pub(crate) struct Base {
 impl Base {
     pub(crate) fn verify_mode(&self) -> VerifyMode {
         self.verify.unwrap_or_else(|| {
-            let hint = self.map.load_u64(live::verify_hint_pos(&self.g)).unwrap_or(0);
+            let hint = self
+                .map
+                .load_u64(live::verify_hint_pos(&self.g))
+                .unwrap_or(0);
             VerifyMode::from_hint(hint).unwrap_or_default()
         })
     }

@@ -10,10 +10,10 @@ use pktfs_layout::{live, FileType};
 
 use crate::error::{Error, Result};
 use crate::holder::{Held, NoHold, MAX_HOLD_BYTES};
-use crate::shared::Shared;
 use crate::index::{Index, Loc};
 use crate::lend::Seg;
 use crate::section::Section;
+use crate::shared::Shared;
 use crate::stat::Stat;
 use crate::verify::{crc_of, VerifyMode};
 

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pktfs_layout::record::{FLAG_DAMAGED, FLAG_DIR_TIME};
 use pktfs_layout::{AttrSlot, FileType, Record, RecordId, RecordKind};
 
-use crate::error::Result;
 use crate::base::Base;
+use crate::error::Result;
 use crate::inode::corrupt;
 use crate::section::Section;
 use crate::verify::VerifyMode;

@@ -5,8 +5,8 @@
 use pktfs_layout::inode::{BIRTH_OFF, INODE_SIZE, SLOTS_OFF, SLOT_SIZE};
 use pktfs_layout::{AttrSlot, InodeHeader, PmOffset};
 
-use crate::error::{Error, Result};
 use crate::base::Base;
+use crate::error::{Error, Result};
 
 /// A live inode's words.
 #[derive(Clone, Copy, Debug)]

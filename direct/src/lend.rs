@@ -12,8 +12,8 @@
 
 use crate::error::{Error, Result};
 use crate::holder::{Held, HeldSeg};
-use crate::shared::Shared;
 use crate::map::Mapping;
+use crate::shared::Shared;
 
 /// A piece of a range lent to a closure: bytes, or a hole of zeros.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,11 +29,7 @@ pub(crate) struct NoWriter<'a> {
 
 impl Drop for NoWriter<'_> {
     fn drop(&mut self) {
-        let mut n = self
-            .shared
-            .lends
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut n = self.shared.lends.lock().unwrap_or_else(|p| p.into_inner());
         *n -= 1;
         if *n == 0 {
             if let Some(f) = &self.shared.file {

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use pktfs_layout::live;
 
-use crate::error::{Error, Result};
 use crate::base::Base;
+use crate::error::{Error, Result};
 
 /// How long a reader keeps retrying a file that changes under every
 /// attempt (or a change that stays in flight) before giving up with

@@ -5,8 +5,8 @@
 use pktfs_layout::FileType;
 
 use crate::error::Result;
-use crate::shared::Shared;
 use crate::index::Index;
+use crate::shared::Shared;
 
 /// `stat` of a file in the image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -126,7 +126,12 @@ mod tests {
     #[test]
     fn live_words_are_aligned_and_outside_every_crc() {
         let g = Geometry::compute(&GeometryParams::for_size(64 << 20)).unwrap();
-        for p in [epoch_pos(&g), verify_hint_pos(&g), change_pos(&g, 1), birth_pos(&g, 7)] {
+        for p in [
+            epoch_pos(&g),
+            verify_hint_pos(&g),
+            change_pos(&g, 1),
+            birth_pos(&g, 7),
+        ] {
             assert_eq!(p % 8, 0, "an atomic word must be 8-aligned");
         }
         // Inode 0's words lie before inode 1; an inode's live words lie

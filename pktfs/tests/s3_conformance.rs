@@ -17,7 +17,10 @@ use crate::prereq;
 /// What the suite imports beyond the standard library.
 fn python_modules() -> prereq::Check {
     let ok = Command::new("python3")
-        .args(["-c", "import pytest, munch, isodate, pytz, requests, boto3, dateutil"])
+        .args([
+            "-c",
+            "import pytest, munch, isodate, pytz, requests, boto3, dateutil",
+        ])
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());

@@ -102,7 +102,9 @@ impl Rule {
                 self.expose.join(", ")
             ));
         }
-        out.push_str("Vary: Origin, Access-Control-Request-Headers, Access-Control-Request-Method\r\n");
+        out.push_str(
+            "Vary: Origin, Access-Control-Request-Headers, Access-Control-Request-Method\r\n",
+        );
     }
 }
 
@@ -238,7 +240,9 @@ pub fn parse(body: &[u8]) -> Result<Config, XmlError> {
         Ok(())
     })?;
     if rules.is_empty() {
-        return Err(XmlError::Invalid("a CORSConfiguration needs a CORSRule".into()));
+        return Err(XmlError::Invalid(
+            "a CORSConfiguration needs a CORSRule".into(),
+        ));
     }
     Ok(Config { rules })
 }
@@ -268,9 +272,9 @@ fn field(r: &mut Rule, name: &str, t: &str) -> Result<(), XmlError> {
             r.methods.push(t.to_string());
         }
         "MaxAgeSeconds" => {
-            let s = t
-                .parse::<u32>()
-                .map_err(|_| XmlError::Invalid(format!("MaxAgeSeconds {t}: a number of seconds")))?;
+            let s = t.parse::<u32>().map_err(|_| {
+                XmlError::Invalid(format!("MaxAgeSeconds {t}: a number of seconds"))
+            })?;
             r.max_age_s = Some(s);
         }
         _ => {}

@@ -34,11 +34,17 @@ mod tests {
     #[test]
     fn non_ascii_values_are_kept_and_answered_as_encoded_words() {
         assert_eq!(from_header(b"plain"), "plain");
-        assert_eq!(from_header("Hello World\u{e9}".as_bytes()), "Hello World\u{e9}");
+        assert_eq!(
+            from_header("Hello World\u{e9}".as_bytes()),
+            "Hello World\u{e9}"
+        );
         // ISO-8859-1 bytes are characters, not dropped.
         assert_eq!(from_header(b"Hello World\xe9"), "Hello World\u{e9}");
         assert_eq!(to_header("ascii"), "ascii");
-        assert_eq!(to_header("Hello World\u{e9}"), "=?UTF-8?B?SGVsbG8gV29ybGTDqQ==?=");
+        assert_eq!(
+            to_header("Hello World\u{e9}"),
+            "=?UTF-8?B?SGVsbG8gV29ybGTDqQ==?="
+        );
         // An encoded word sent is ASCII: kept and answered as sent.
         assert_eq!(to_header("=?UTF-8?B?w6k=?="), "=?UTF-8?B?w6k=?=");
     }

@@ -82,7 +82,13 @@ mod tests {
             serde_json::to_string(&p).unwrap(),
             format!("[[{},3],[{},1]]", 5 * mib, mib)
         );
-        assert_eq!(p.span(1), Some(PartSpan { offset: 0, len: 5 * mib }));
+        assert_eq!(
+            p.span(1),
+            Some(PartSpan {
+                offset: 0,
+                len: 5 * mib
+            })
+        );
         assert_eq!(
             p.span(3),
             Some(PartSpan {
@@ -104,7 +110,8 @@ mod tests {
         assert!(PartSizes::of((0..MAX_RUNS as u64).map(|k| k + 1)).is_some());
         assert!(PartSizes::of((0..=MAX_RUNS as u64).map(|k| k + 1)).is_none());
         // What a damaged attribute might hold cannot overflow.
-        let huge: PartSizes = serde_json::from_str(&format!("[[{},4000000000]]", u64::MAX)).unwrap();
+        let huge: PartSizes =
+            serde_json::from_str(&format!("[[{},4000000000]]", u64::MAX)).unwrap();
         assert_eq!(huge.span(3_000_000_000), None);
     }
 }

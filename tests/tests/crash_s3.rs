@@ -233,7 +233,10 @@ fn crash_states_of_the_s3_commits_are_before_or_after_each_request() {
     drop(plain);
     assert_eq!(trees.len(), 8);
     assert_eq!(
-        trees[7].0["/owned"].xattrs.get(pktfs_fs::S3_OWNER_XATTR).map(Vec::as_slice),
+        trees[7].0["/owned"]
+            .xattrs
+            .get(pktfs_fs::S3_OWNER_XATTR)
+            .map(Vec::as_slice),
         Some(key_id.as_bytes()),
         "the bucket is born owned"
     );

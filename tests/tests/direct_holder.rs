@@ -18,12 +18,22 @@ fn image(tag: &str) -> (tempfile::TempDir, PathBuf) {
         .unwrap();
     let path = dir.path().join("img");
     let params = pktfs_layout::GeometryParams::for_size(64 << 20);
-    Volume::format(&path, &FormatOptions { params, label: None }, &mut |_, _| {}).unwrap();
+    Volume::format(
+        &path,
+        &FormatOptions {
+            params,
+            label: None,
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     (dir, path)
 }
 
 fn pattern(seed: u8, n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 /// A holder: the Volume and its control socket.
@@ -101,7 +111,10 @@ fn a_lend_without_a_holder_takes_the_shared_lock() {
             assert!(segs.iter().any(|s| matches!(s, Seg::Zero(_))), "the hole");
             // No holder can start while the bytes are lent.
             let e = Volume::open(&path, &OpenOptions::default()).unwrap_err();
-            assert!(e.to_string().contains("in use") || e.to_string().contains("lock"), "{e}");
+            assert!(
+                e.to_string().contains("in use") || e.to_string().contains("lock"),
+                "{e}"
+            );
             flat(segs)
         })
         .unwrap();

@@ -94,7 +94,12 @@ fn empty_path_segments_are_refused() {
         ("HEAD", "/e/a//"),
     ] {
         let r = http(s.http, m, path, &[], b"");
-        assert_eq!(r.status, 400, "{m} {path}: {:?}", String::from_utf8_lossy(&r.body));
+        assert_eq!(
+            r.status,
+            400,
+            "{m} {path}: {:?}",
+            String::from_utf8_lossy(&r.body)
+        );
     }
     assert!(s.lookup("/e/b").is_none());
     assert_eq!(s.read("/e/a").unwrap(), b"x", "nothing was removed");

@@ -143,15 +143,28 @@ fn nothing_is_made_at_or_below_the_metrics_path() {
         ("PUT", "/metrics/"),
     ] {
         let r = http(s.http, m, path, &[], b"x");
-        assert_eq!(r.status, 405, "{m} {path}: {:?}", String::from_utf8_lossy(&r.body));
-        assert!(String::from_utf8_lossy(&r.body).contains("reserved"), "{m} {path}");
+        assert_eq!(
+            r.status,
+            405,
+            "{m} {path}: {:?}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert!(
+            String::from_utf8_lossy(&r.body).contains("reserved"),
+            "{m} {path}"
+        );
     }
     assert!(s.lookup("/metrics").is_none());
     // Beside it, names are ordinary.
     assert_eq!(http(s.http, "PUT", "/metrics2/x", &[], b"x").status, 201);
     // A metrics path moved below a directory reserves only itself.
-    let s = server(32 << 20, |c| c.metrics_path = Some("/_pktfs/metrics".into()));
-    assert_eq!(http(s.http, "PUT", "/_pktfs/metrics/x", &[], b"x").status, 405);
+    let s = server(32 << 20, |c| {
+        c.metrics_path = Some("/_pktfs/metrics".into())
+    });
+    assert_eq!(
+        http(s.http, "PUT", "/_pktfs/metrics/x", &[], b"x").status,
+        405
+    );
     assert_eq!(http(s.http, "PUT", "/_pktfs/x", &[], b"x").status, 201);
     assert!(s.lookup("/_pktfs/metrics").is_none());
     // Raw mode's directory cannot be there either: refused at start,
@@ -166,4 +179,3 @@ fn nothing_is_made_at_or_below_the_metrics_path() {
     assert!(e.to_string().contains("reserved"), "{e}");
     assert!(vol.resolve_path("/metrics").is_err(), "nothing made");
 }
-

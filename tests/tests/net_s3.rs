@@ -539,10 +539,22 @@ fn multipart_complete_links_the_parts_records() {
     assert_eq!(code(&r), "NoSuchUpload");
     // A retried Complete (its answer lost) gets the same answer and
     // changes nothing; for another key the upload is unknown.
-    let again = s.req(&s.rw, "POST", "/mbk/big", &format!("uploadId={id}"), body.as_bytes());
+    let again = s.req(
+        &s.rw,
+        "POST",
+        "/mbk/big",
+        &format!("uploadId={id}"),
+        body.as_bytes(),
+    );
     assert_eq!((again.status, &again.body), (200, &first.body));
     assert_eq!(s.srv.lookup("/mbk/big").unwrap().ino, ino);
-    let other = s.req(&s.rw, "POST", "/mbk/other", &format!("uploadId={id}"), body.as_bytes());
+    let other = s.req(
+        &s.rw,
+        "POST",
+        "/mbk/other",
+        &format!("uploadId={id}"),
+        body.as_bytes(),
+    );
     assert_eq!(code(&other), "NoSuchUpload");
     // One part at a time (partNumber): its bytes, the object's ETag and
     // its part count.
@@ -553,15 +565,29 @@ fn multipart_complete_links_the_parts_records() {
         assert_eq!(r.header("x-amz-mp-parts-count"), Some("2"));
         assert_eq!(r.header("etag"), Some(want.as_str()));
         let h = s.req(&s.rw, "HEAD", "/mbk/big", &format!("partNumber={n}"), b"");
-        assert_eq!(h.header("content-length"), Some(p.len().to_string().as_str()));
+        assert_eq!(
+            h.header("content-length"),
+            Some(p.len().to_string().as_str())
+        );
     }
     let r = s.req(&s.rw, "GET", "/mbk/big", "partNumber=3", b"");
     assert_eq!((r.status, code(&r)), (400, "InvalidPart".into()));
     for bad in ["partNumber=0", "partNumber=x", "partNumber=10001"] {
         let r = s.req(&s.rw, "GET", "/mbk/big", bad, b"");
-        assert_eq!((r.status, code(&r)), (400, "InvalidArgument".into()), "{bad}");
+        assert_eq!(
+            (r.status, code(&r)),
+            (400, "InvalidArgument".into()),
+            "{bad}"
+        );
     }
-    let r = s.req_with(&s.rw, "GET", "/mbk/big", "partNumber=1", &[("range", "bytes=0-1")], b"");
+    let r = s.req_with(
+        &s.rw,
+        "GET",
+        "/mbk/big",
+        "partNumber=1",
+        &[("range", "bytes=0-1")],
+        b"",
+    );
     assert_eq!((r.status, code(&r)), (400, "InvalidRequest".into()));
     // An object not uploaded in parts is its one part.
     ok(&s.put("/mbk/single", b"body"));
@@ -712,9 +738,16 @@ fn empty_segments_and_the_reserved_name_are_refused() {
         ("DELETE", "//eb1/k"),
     ] {
         let r = s.req(&s.rw, m, path, "", b"");
-        assert_eq!((r.status, code(&r).as_str()), (400, "InvalidArgument"), "{m} {path}");
+        assert_eq!(
+            (r.status, code(&r).as_str()),
+            (400, "InvalidArgument"),
+            "{m} {path}"
+        );
         let body = String::from_utf8_lossy(&r.body);
-        assert!(!body.contains("ListAllMyBucketsResult"), "{m} {path}: {body}");
+        assert!(
+            !body.contains("ListAllMyBucketsResult"),
+            "{m} {path}: {body}"
+        );
     }
     assert_eq!(s.get("/eb1/k").body, b"v", "nothing was removed");
     assert!(s.srv.lookup("/eb1/k2").is_none());
@@ -951,7 +984,10 @@ fn response_overrides_replace_the_answers_headers() {
         "PUT",
         "/ovr/o",
         "",
-        &[("content-type", "text/plain"), ("cache-control", "max-age=60")],
+        &[
+            ("content-type", "text/plain"),
+            ("cache-control", "max-age=60"),
+        ],
         b"body",
     );
     ok(&r);
@@ -969,7 +1005,13 @@ fn response_overrides_replace_the_answers_headers() {
     let r = s.get("/ovr/o");
     assert_eq!(r.header("content-type"), Some("text/plain"));
     assert_eq!(r.header("cache-control"), Some("max-age=60"));
-    let r = s.req(&s.rw, "GET", "/ovr/o", "response-expires=x%0D%0AX-Evil%3A%201", b"");
+    let r = s.req(
+        &s.rw,
+        "GET",
+        "/ovr/o",
+        "response-expires=x%0D%0AX-Evil%3A%201",
+        b"",
+    );
     assert_eq!((r.status, code(&r)), (400, "InvalidArgument".into()));
     assert_eq!(r.header("x-evil"), None);
 }

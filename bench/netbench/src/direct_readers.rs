@@ -86,7 +86,9 @@ pub fn read_direct(a: &ReadDirectArgs) {
     let img = loop {
         match pktfs_direct::Image::open(&a.image) {
             Ok(i) => break i,
-            Err(_) if !stop.load(Ordering::Relaxed) => std::thread::sleep(Duration::from_millis(10)),
+            Err(_) if !stop.load(Ordering::Relaxed) => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
             Err(e) => crate::fail(&format!("read-direct {}: {e}", a.image.display())),
         }
     };

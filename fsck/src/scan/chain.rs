@@ -161,7 +161,12 @@ impl Scan<'_> {
                 format!("{which} chain {from} loops back to record {cur}"),
             )
         } else {
-            ("record.shared", format!("{which} chain {from} links to record {cur}, which belongs to inode {claimed}"))
+            (
+                "record.shared",
+                format!(
+                    "{which} chain {from} links to record {cur}, which belongs to inode {claimed}"
+                ),
+            )
         };
         let why = format!("{which} chain {from} links to record {cur}, already in a chain");
         self.chain_error(&mut w.c, code, w.ino, &w.path, Some(cur), msg);
@@ -237,13 +242,7 @@ impl Scan<'_> {
     /// A data (or remote) record: whether it stays, or None where the chain
     /// ends (a record out of order, or wholly past a regular file's size,
     /// says the chain is not what the file wrote).
-    fn walk_data(
-        &mut self,
-        i: &mut Ino,
-        w: &mut ChainWalk,
-        cur: u64,
-        r: &Record,
-    ) -> Option<bool> {
+    fn walk_data(&mut self, i: &mut Ino, w: &mut ChainWalk, cur: u64, r: &Record) -> Option<bool> {
         let (ino, prev_end) = (w.ino, w.prev_end);
         if r.file_off < prev_end {
             self.chain_error(

@@ -259,7 +259,11 @@ impl std::fmt::Debug for S3State {
 impl S3State {
     /// The key of that id, from the store in the image (re-read when it
     /// changed).
-    pub(super) fn key(&self, vol: &pktfs_fs::Volume, id: &str) -> Result<Option<AccessKey>, S3Error> {
+    pub(super) fn key(
+        &self,
+        vol: &pktfs_fs::Volume,
+        id: &str,
+    ) -> Result<Option<AccessKey>, S3Error> {
         let version = vol.s3_keys_version();
         let mut g = self.keys.lock().unwrap_or_else(|p| p.into_inner());
         let fresh = matches!(&*g, Some((v, _)) if *v == version);
@@ -486,8 +490,10 @@ fn route(method: Method, t: &Target, q: &[(String, String)]) -> Result<Op, S3Err
         {
             let served = matches!(
                 (sub, method),
-                ("versioning" | "location" | "uploads" | "versions", Method::Get)
-                    | ("delete", Method::Post)
+                (
+                    "versioning" | "location" | "uploads" | "versions",
+                    Method::Get
+                ) | ("delete", Method::Post)
             );
             if !served {
                 return Err(if sub == "versioning" && method == Method::Put {
@@ -656,7 +662,8 @@ impl<'a> Ctx<'_, 'a> {
                 // taken from CreateBucket anyway (BucketAlreadyExists), so
                 // it is told NoSuchBucket, as S3 tells it; any other key
                 // gets the same AccessDenied whether the bucket exists.
-                if r.key.create_buckets && self.s3_bucket_owner_or_none(&r.target.bucket).is_none() {
+                if r.key.create_buckets && self.s3_bucket_owner_or_none(&r.target.bucket).is_none()
+                {
                     return Err(S3Error::new(
                         Code::NoSuchBucket,
                         format!("no bucket {}", r.target.bucket),

@@ -26,7 +26,11 @@ fn parse_keep_and_answer_back() {
     assert_eq!(c.rules[0].max_age_s, Some(3000));
     let kept = c.encode().unwrap();
     assert_eq!(Config::decode(&kept), Some(c.clone()));
-    assert_eq!(parse(c.to_xml().as_bytes()).unwrap(), c, "GetBucketCors reads back");
+    assert_eq!(
+        parse(c.to_xml().as_bytes()).unwrap(),
+        c,
+        "GetBucketCors reads back"
+    );
     assert_eq!(Config::decode(b"not json"), None);
 }
 
@@ -34,19 +38,33 @@ fn parse_keep_and_answer_back() {
 fn the_first_rule_that_admits_the_request_answers() {
     let c = parse(BODY).unwrap();
     let p = c
-        .preflight("https://app.example.com", "PUT", &["x-amz-date", "content-type"])
+        .preflight(
+            "https://app.example.com",
+            "PUT",
+            &["x-amz-date", "content-type"],
+        )
         .expect("admitted");
-    assert!(p.contains("Access-Control-Allow-Origin: https://app.example.com\r\n"), "{p}");
+    assert!(
+        p.contains("Access-Control-Allow-Origin: https://app.example.com\r\n"),
+        "{p}"
+    );
     assert!(p.contains("Access-Control-Allow-Credentials: true\r\n"));
     assert!(p.contains("Access-Control-Allow-Methods: GET, PUT\r\n"));
     assert!(p.contains("Access-Control-Allow-Headers: x-amz-date, content-type\r\n"));
     assert!(p.contains("Access-Control-Max-Age: 3000\r\n"));
     assert!(p.contains("Access-Control-Expose-Headers: ETag\r\n"));
     // A header no rule allows, a method, an origin: refused.
-    assert_eq!(c.preflight("https://app.example.com", "PUT", &["range"]), None);
+    assert_eq!(
+        c.preflight("https://app.example.com", "PUT", &["range"]),
+        None
+    );
     assert_eq!(c.preflight("https://app.example.com", "DELETE", &[]), None);
     assert_eq!(c.preflight("http://app.example.com", "GET", &[]), None);
-    assert_eq!(c.preflight("https://example.com", "GET", &[]), None, "*. needs a label");
+    assert_eq!(
+        c.preflight("https://example.com", "GET", &[]),
+        None,
+        "*. needs a label"
+    );
     // The second rule: any origin, HEAD, answered with `*`.
     let h = c.preflight("https://other.org", "HEAD", &[]).unwrap();
     assert!(h.starts_with("Access-Control-Allow-Origin: *\r\n"), "{h}");

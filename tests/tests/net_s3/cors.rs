@@ -22,11 +22,17 @@ fn cors_rules_answer_preflights_and_label_answers() {
     ok(&s.put("/web/page", b"hello"));
     // None yet: NoSuchCORSConfiguration, and a preflight is refused.
     let r = s.req(&s.rw, "GET", "/web", "cors=", b"");
-    assert_eq!((r.status, code(&r)), (404, "NoSuchCORSConfiguration".into()));
+    assert_eq!(
+        (r.status, code(&r)),
+        (404, "NoSuchCORSConfiguration".into())
+    );
     let asks = [
         ("origin", "https://app.example.com"),
         ("access-control-request-method", "PUT"),
-        ("access-control-request-headers", "x-amz-date, x-amz-content-sha256"),
+        (
+            "access-control-request-headers",
+            "x-amz-date, x-amz-content-sha256",
+        ),
     ];
     assert_eq!(preflight(&s, "/web/page", &asks).status, 403);
 
@@ -37,8 +43,14 @@ fn cors_rules_answer_preflights_and_label_answers() {
     let r = s.req(&s.ro, "GET", "/web", "cors=", b"");
     ok(&r);
     let body = String::from_utf8_lossy(&r.body);
-    assert!(body.contains("<AllowedOrigin>https://*.example.com</AllowedOrigin>"), "{body}");
-    assert!(body.contains("<MaxAgeSeconds>600</MaxAgeSeconds>"), "{body}");
+    assert!(
+        body.contains("<AllowedOrigin>https://*.example.com</AllowedOrigin>"),
+        "{body}"
+    );
+    assert!(
+        body.contains("<MaxAgeSeconds>600</MaxAgeSeconds>"),
+        "{body}"
+    );
     // Malformed rules are refused and the kept ones stay.
     let bad = "<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>PATCH</AllowedMethod></CORSRule></CORSConfiguration>";
     let r = s.req(&s.rw, "PUT", "/web", "cors=", bad.as_bytes());
@@ -59,31 +71,62 @@ fn cors_rules_answer_preflights_and_label_answers() {
     assert_eq!(r.header("access-control-max-age"), Some("600"));
     // Another origin, method or header: 403, and no grant is given.
     for ask in [
-        [("origin", "https://evil.org"), ("access-control-request-method", "GET")],
-        [("origin", "https://app.example.com"), ("access-control-request-method", "DELETE")],
+        [
+            ("origin", "https://evil.org"),
+            ("access-control-request-method", "GET"),
+        ],
+        [
+            ("origin", "https://app.example.com"),
+            ("access-control-request-method", "DELETE"),
+        ],
     ] {
         let r = preflight(&s, "/web/page", &ask);
         assert_eq!(r.status, 403);
         assert_eq!(r.header("access-control-allow-origin"), None);
     }
-    let r = preflight(&s, "/web/page", &[("origin", "https://a.example.com"), ("access-control-request-method", "PUT"), ("access-control-request-headers", "range")]);
+    let r = preflight(
+        &s,
+        "/web/page",
+        &[
+            ("origin", "https://a.example.com"),
+            ("access-control-request-method", "PUT"),
+            ("access-control-request-headers", "range"),
+        ],
+    );
     assert_eq!(r.status, 403);
     // Not a preflight at all: 400.
     assert_eq!(preflight(&s, "/web/page", &[]).status, 400);
 
     // An actual request from an admitted origin carries the headers; from
     // another, none.
-    let r = s.req_with(&s.rw, "GET", "/web/page", "", &[("origin", "https://app.example.com")], b"");
+    let r = s.req_with(
+        &s.rw,
+        "GET",
+        "/web/page",
+        "",
+        &[("origin", "https://app.example.com")],
+        b"",
+    );
     assert_eq!(r.body, b"hello");
     assert_eq!(
         r.header("access-control-allow-origin"),
         Some("https://app.example.com")
     );
     assert_eq!(r.header("access-control-expose-headers"), Some("ETag"));
-    let r = s.req_with(&s.rw, "GET", "/web/page", "", &[("origin", "https://evil.org")], b"");
+    let r = s.req_with(
+        &s.rw,
+        "GET",
+        "/web/page",
+        "",
+        &[("origin", "https://evil.org")],
+        b"",
+    );
     assert_eq!(r.header("access-control-allow-origin"), None);
     // Unsigned, an actual request is still refused (CORS grants nothing).
-    let r = s.send(b"GET /web/page HTTP/1.1\r\nhost: s3.test\r\norigin: https://app.example.com\r\n\r\n", false);
+    let r = s.send(
+        b"GET /web/page HTTP/1.1\r\nhost: s3.test\r\norigin: https://app.example.com\r\n\r\n",
+        false,
+    );
     assert_eq!(r.status, 403);
 
     // Deleted: gone for both.

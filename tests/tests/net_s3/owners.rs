@@ -84,16 +84,29 @@ fn a_key_owns_what_it_makes_and_others_reach_it_only_by_grant() {
     assert_eq!(s.req(&s.ro, "HEAD", "/plain-b", "", b"").status, 404);
 
     ok(&s.req(&o.alice, "PUT", "/alice-b/k", "", b"alice's"));
-    assert_eq!(s.req(&o.alice, "GET", "/alice-b/k", "", b"").body, b"alice's");
+    assert_eq!(
+        s.req(&o.alice, "GET", "/alice-b/k", "", b"").body,
+        b"alice's"
+    );
     for (who, method) in [(&o.bob, "GET"), (&o.bob, "PUT"), (&o.plain, "GET")] {
         let r = s.req(who, method, "/alice-b/k", "", b"x");
-        assert_eq!((r.status, code(&r)), (403, "AccessDenied".into()), "{method}");
+        assert_eq!(
+            (r.status, code(&r)),
+            (403, "AccessDenied".into()),
+            "{method}"
+        );
     }
     // carol's read grant reaches it; it gives no write.
-    assert_eq!(s.req(&o.carol, "GET", "/alice-b/k", "", b"").body, b"alice's");
+    assert_eq!(
+        s.req(&o.carol, "GET", "/alice-b/k", "", b"").body,
+        b"alice's"
+    );
     let r = s.req(&o.carol, "PUT", "/alice-b/k", "", b"carol's");
     assert_eq!(r.status, 403);
-    assert_eq!(s.req(&o.alice, "GET", "/alice-b/k", "", b"").body, b"alice's");
+    assert_eq!(
+        s.req(&o.alice, "GET", "/alice-b/k", "", b"").body,
+        b"alice's"
+    );
     // bob cannot copy out of it either.
     ok(&s.req(&o.bob, "PUT", "/bob-b", "", b""));
     let r = s.req_with(
@@ -121,7 +134,10 @@ fn a_key_owns_what_it_makes_and_others_reach_it_only_by_grant() {
     s3.free_at_rest();
     let r = s3.req(&o.bob, "GET", "/alice-b/k", "", b"");
     assert_eq!(r.status, 403);
-    assert_eq!(s3.req(&o.alice, "GET", "/alice-b/k", "", b"").body, b"alice's");
+    assert_eq!(
+        s3.req(&o.alice, "GET", "/alice-b/k", "", b"").body,
+        b"alice's"
+    );
 }
 
 #[test]
@@ -144,7 +160,11 @@ fn list_buckets_pages_and_listings_name_the_owner() {
     assert_eq!(xml_field(&r, "Prefix").as_deref(), Some("q"));
     for bad in ["max-buckets=0", "max-buckets=x", "continuation-token=..%2F"] {
         let r = s.req(&o.alice, "GET", "/", bad, b"");
-        assert_eq!((r.status, code(&r)), (400, "InvalidArgument".into()), "{bad}");
+        assert_eq!(
+            (r.status, code(&r)),
+            (400, "InvalidArgument".into()),
+            "{bad}"
+        );
     }
 
     ok(&s.req(&o.alice, "PUT", "/p-1/a", "", b"1"));
@@ -192,11 +212,25 @@ fn every_object_is_its_one_null_version() {
         base64::engine::general_purpose::STANDARD.encode(super::md5(b.as_bytes()))
     };
     let body = del("3");
-    let r = s.req_with(&s.rw, "POST", "/ver", "delete=", &[("content-md5", &md5(&body))], body.as_bytes());
+    let r = s.req_with(
+        &s.rw,
+        "POST",
+        "/ver",
+        "delete=",
+        &[("content-md5", &md5(&body))],
+        body.as_bytes(),
+    );
     assert_eq!((r.status, code(&r)), (501, "NotImplemented".into()));
     ok(&s.req(&s.rw, "HEAD", "/ver/a", "", b""));
     let body = del("null");
-    let r = s.req_with(&s.rw, "POST", "/ver", "delete=", &[("content-md5", &md5(&body))], body.as_bytes());
+    let r = s.req_with(
+        &s.rw,
+        "POST",
+        "/ver",
+        "delete=",
+        &[("content-md5", &md5(&body))],
+        body.as_bytes(),
+    );
     ok(&r);
     assert_eq!(s.req(&s.rw, "HEAD", "/ver/a", "", b"").status, 404);
 }

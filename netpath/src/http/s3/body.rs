@@ -341,8 +341,8 @@ impl S3Body {
                         format!("the trailer {n} was not announced in x-amz-trailer"),
                     ));
                 }
-                let val = Value::parse(alg, v)
-                    .map_err(|e| bad(Code::BadDigest, format!("{n}: {e}")))?;
+                let val =
+                    Value::parse(alg, v).map_err(|e| bad(Code::BadDigest, format!("{n}: {e}")))?;
                 self.trailer_value = Some(val);
             }
             fields.push((n, v.to_string()));

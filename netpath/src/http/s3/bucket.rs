@@ -70,7 +70,9 @@ impl Ctx<'_, '_> {
         buckets.sort_by(|a, b| a.name.cmp(&b.name));
         let more = buckets.len() > page.max;
         buckets.truncate(page.max);
-        let next = more.then(|| buckets.last().map(|b| b.name.clone())).flatten();
+        let next = more
+            .then(|| buckets.last().map(|b| b.name.clone()))
+            .flatten();
         let me = pktfs_s3::xml::Owner {
             id: &r.key.id,
             display_name: &r.key.name,

@@ -83,7 +83,10 @@ impl Ctx<'_, '_> {
             Ok(i) => i,
             Err(e) => return self.s3_refuse(h, e),
         };
-        match self.vol.set_system_xattr(ino, pktfs_fs::S3_CORS_XATTR, None) {
+        match self
+            .vol
+            .set_system_xattr(ino, pktfs_fs::S3_CORS_XATTR, None)
+        {
             Ok(()) => self.s3_empty(h, 204, ""),
             Err(e) => self.s3_refuse(h, fs_error(&e, &r.target.bucket)),
         }

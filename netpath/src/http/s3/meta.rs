@@ -160,4 +160,3 @@ pub(crate) fn etag_of(vol: &Volume, d: &ContentDigest) -> (String, Option<Object
         _ => (crc_etag(d), None),
     }
 }
-

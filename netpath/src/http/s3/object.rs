@@ -412,13 +412,19 @@ impl<'a> Ctx<'_, 'a> {
         let part = match r.q("partNumber") {
             None => None,
             Some(_) if h.range.is_some() => {
-                let e = err(Code::InvalidRequest, "Range and partNumber cannot both be given");
+                let e = err(
+                    Code::InvalidRequest,
+                    "Range and partNumber cannot both be given",
+                );
                 return self.s3_refuse(h, e);
             }
             Some(v) => match v.parse::<u32>() {
                 Ok(n) if (1..=10_000).contains(&n) => Some(n),
                 _ => {
-                    let e = err(Code::InvalidArgument, "partNumber is a number from 1 to 10000");
+                    let e = err(
+                        Code::InvalidArgument,
+                        "partNumber is a number from 1 to 10000",
+                    );
                     return self.s3_refuse(h, e);
                 }
             },

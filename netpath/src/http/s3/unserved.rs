@@ -129,7 +129,6 @@ fn rule(op: Op, name: &str) -> Option<(Rule, &'static str)> {
     Some(r)
 }
 
-
 fn not_implemented(what: String) -> S3Error {
     S3Error::new(
         Code::NotImplemented,
@@ -348,9 +347,15 @@ mod tests {
         ));
         assert!(has_element(b"<a:VersionId>1</a:VersionId>", "VersionId"));
         let null = b"<Delete><Object><Key>k</Key><VersionId>null</VersionId></Object></Delete>";
-        assert!(delete_objects_body(null).is_ok(), "the one version every object has");
+        assert!(
+            delete_objects_body(null).is_ok(),
+            "the one version every object has"
+        );
         let one = b"<Delete><Object><Key>k</Key><VersionId>3</VersionId></Object></Delete>";
-        assert!(delete_objects_body(one).is_err(), "a version pktfs does not keep");
+        assert!(
+            delete_objects_body(one).is_err(),
+            "a version pktfs does not keep"
+        );
         assert!(!has_element(b"<Sizes/>", "Size"));
         assert!(has_element(b"<Size/>", "Size"));
     }
