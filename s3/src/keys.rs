@@ -242,20 +242,11 @@ impl AccessKey {
     }
 
     /// Does this key own a bucket whose owner is `owner` (`None`: it has
-    /// none)?
+    /// none)? Its rights on a bucket are its grants ([`Self::may`]) or
+    /// owning it; the endpoint reads a bucket's owner only when the grants
+    /// do not already allow the request.
     pub fn owns(&self, owner: Option<&str>) -> bool {
         owner == Some(self.id.as_str())
-    }
-
-    /// May this key do `a` on `bucket`, owned by `owner`? Its grants, or
-    /// owning it.
-    pub fn may_owned(&self, bucket: &str, owner: Option<&str>, a: Access) -> bool {
-        self.owns(owner) || self.may(bucket, a)
-    }
-
-    /// Does ListBuckets show this key `bucket`, owned by `owner`?
-    pub fn sees_owned(&self, bucket: &str, owner: Option<&str>) -> bool {
-        self.owns(owner) || self.sees(bucket)
     }
 
     /// May this key make a bucket named `bucket`? When it may create

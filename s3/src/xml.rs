@@ -22,7 +22,7 @@ pub(crate) mod writer;
 pub use answers::{copy_object, copy_part, delete_result, error, location};
 pub use list::{
     list_buckets, list_object_versions, list_objects_v1, list_objects_v2, Bucket, BucketsPage,
-    ListV1, ListV2, ListVersions, Object, Owner,
+    ListV1, ListV2, Object, Owner,
 };
 pub use multipart::{
     complete_multipart, initiate_multipart, list_multipart_uploads, list_parts, Part, Upload,

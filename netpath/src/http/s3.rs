@@ -662,8 +662,8 @@ impl<'a> Ctx<'_, 'a> {
                 // taken from CreateBucket anyway (BucketAlreadyExists), so
                 // it is told NoSuchBucket, as S3 tells it; any other key
                 // gets the same AccessDenied whether the bucket exists.
-                if r.key.create_buckets && self.s3_bucket_owner_or_none(&r.target.bucket).is_none()
-                {
+                let owner = pktfs_fs::S3_OWNER_XATTR;
+                if r.key.create_buckets && self.s3_bucket_attr(&r.target.bucket, owner).is_none() {
                     return Err(S3Error::new(
                         Code::NoSuchBucket,
                         format!("no bucket {}", r.target.bucket),

@@ -465,10 +465,10 @@ fn owners_reach_their_buckets_and_creating_needs_the_right() {
     assert!(!s.get(&id).unwrap().create_buckets);
     let k = s.get(&id).unwrap().clone();
     assert!(!k.may_create("new-bucket"));
-    assert!(!k.may_owned("mine", Some("PKSOMEONEELSE0000000"), Access::Read));
-    assert!(k.may_owned("mine", Some(&id), Access::Write));
-    assert!(k.sees_owned("mine", Some(&id)) && !k.sees_owned("mine", None));
-    assert!(k.may_owned("logs", None, Access::Read) && !k.may_owned("logs", None, Access::Write));
+    assert!(!k.owns(Some("PKSOMEONEELSE0000000")) && !k.may("mine", Access::Read));
+    assert!(k.owns(Some(&id)));
+    assert!(!k.owns(None) && !k.sees("mine"));
+    assert!(k.may("logs", Access::Read) && !k.may("logs", Access::Write));
     let k = s.set_create_buckets(&id, true).unwrap().clone();
     assert!(k.may_create("new-bucket"));
     // A store with such a key is version 2 and round-trips; without one,

@@ -208,45 +208,20 @@ pub fn list_objects_v1(l: &ListV1<'_>) -> String {
     d.finish()
 }
 
-/// What ListObjectVersions answers with. pktfs keeps no versions, so each
-/// object is its one version: VersionId `null`, IsLatest; no delete
+/// ListObjectVersions' answer, from what a version 1 listing of the same
+/// page has (`marker` is the `key-marker`, `next_marker` where the next
+/// page starts, whenever it is truncated). pktfs keeps no versions, so
+/// each object is its one version: VersionId `null`, IsLatest; no delete
 /// markers. With `encoding_url`, the keys, markers, Prefix and Delimiter
 /// are URL-encoded.
-#[derive(Debug, Clone, Copy)]
-pub struct ListVersions<'a> {
-    /// The bucket.
-    pub bucket: &'a str,
-    /// The `prefix` asked for ("" if none).
-    pub prefix: &'a str,
-    /// The `delimiter` asked for; `None` or empty writes no element.
-    pub delimiter: Option<&'a str>,
-    /// The `key-marker` asked for ("" if none).
-    pub key_marker: &'a str,
-    /// Where the next page starts, when truncated.
-    pub next_key_marker: Option<&'a str>,
-    /// The `max-keys` in effect.
-    pub max_keys: u32,
-    /// Whether more entries follow.
-    pub is_truncated: bool,
-    /// Whether `encoding-type=url` was asked for.
-    pub encoding_url: bool,
-    /// The objects of this page.
-    pub contents: &'a [Object],
-    /// The common prefixes of this page.
-    pub common_prefixes: &'a [String],
-    /// The owner shown in each version's entry.
-    pub owner: Owner<'a>,
-}
-
-/// ListObjectVersions' answer.
-pub fn list_object_versions(l: &ListVersions<'_>) -> String {
+pub fn list_object_versions(l: &ListV1<'_>) -> String {
     let url = l.encoding_url;
     let mut d = Doc::new("ListVersionsResult", true);
     d.text("Name", l.bucket)
         .key("Prefix", l.prefix, url)
-        .key("KeyMarker", l.key_marker, url)
+        .key("KeyMarker", l.marker, url)
         .text("VersionIdMarker", "");
-    if let Some(nm) = l.next_key_marker {
+    if let Some(nm) = l.next_marker {
         d.key("NextKeyMarker", nm, url)
             .text("NextVersionIdMarker", "null");
     }

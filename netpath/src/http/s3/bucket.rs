@@ -133,23 +133,23 @@ impl Ctx<'_, '_> {
                     self.vol.lookup_kind(root, name.as_bytes()),
                     Ok((_, FileType::Directory))
                 );
-                // us-east-1 answers a re-create of one's own bucket 200
-                // (changing nothing); every other region
-                // BucketAlreadyOwnedByYou.
-                if dir && mine && self.sh.cfg.s3_region == "us-east-1" {
-                    let extra = format!("Location: /{name}\r\n");
-                    return self.s3_empty(h, 200, &extra);
-                }
-                let e = match self.vol.lookup_kind(root, name.as_bytes()) {
-                    Ok((_, FileType::Directory)) if !mine => err(
-                        Code::BucketAlreadyExists,
-                        format!("the bucket {name} exists and is not this key's"),
-                    ),
-                    Ok((_, FileType::Directory)) => err(
+                let e = match (dir, mine) {
+                    // us-east-1 answers a re-create of one's own bucket 200
+                    // (changing nothing); every other region
+                    // BucketAlreadyOwnedByYou.
+                    (true, true) if self.sh.cfg.s3_region == "us-east-1" => {
+                        let extra = format!("Location: /{name}\r\n");
+                        return self.s3_empty(h, 200, &extra);
+                    }
+                    (true, true) => err(
                         Code::BucketAlreadyOwnedByYou,
                         format!("the bucket {name} exists"),
                     ),
-                    _ => err(
+                    (true, false) => err(
+                        Code::BucketAlreadyExists,
+                        format!("the bucket {name} exists and is not this key's"),
+                    ),
+                    (false, _) => err(
                         Code::BucketAlreadyExists,
                         format!("{name} is taken at the image's root by something else"),
                     ),

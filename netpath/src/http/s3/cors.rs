@@ -12,7 +12,6 @@
 //! whether a rule admits the origin, method and headers it names (and, as
 //! every refusal does here, nothing about the bucket's objects).
 
-use pktfs_fs::FileType;
 use pktfs_s3::cors::Config;
 use pktfs_s3::error::{Code, S3Error};
 
@@ -27,12 +26,7 @@ fn err(code: Code, msg: impl Into<String>) -> S3Error {
 impl Ctx<'_, '_> {
     /// The CORS configuration of `bucket`, if it exists and has one.
     fn s3_cors_of(&self, bucket: &str) -> Option<Config> {
-        let root = self.vol.root();
-        let (ino, kind) = self.vol.lookup_kind(root, bucket.as_bytes()).ok()?;
-        if kind != FileType::Directory {
-            return None;
-        }
-        let v = self.vol.system_xattr(ino, pktfs_fs::S3_CORS_XATTR).ok()??;
+        let v = self.s3_bucket_attr(bucket, pktfs_fs::S3_CORS_XATTR)??;
         Config::decode(&v)
     }
 

@@ -12,7 +12,7 @@
 
 use pktfs_fs::{FileType, FsError, Volume};
 use pktfs_s3::error::{Code, S3Error};
-use pktfs_s3::xml::{ListV1, ListV2, ListVersions, Object};
+use pktfs_s3::xml::{ListV1, ListV2, Object};
 
 use super::super::head::Head;
 use super::meta::etag_of;
@@ -266,23 +266,28 @@ impl Ctx<'_, '_> {
         // Version 1 always names the owner; version 2 when asked.
         let shown = self.s3_listing_owner(&r.key, &r.target.bucket);
         let shown = shown.owner();
-        if form == Form::Versions {
-            return Ok(pktfs_s3::xml::list_object_versions(&ListVersions {
-                bucket: &r.target.bucket,
-                prefix,
-                delimiter,
-                key_marker: after,
-                next_key_marker: next,
-                max_keys,
-                is_truncated: w.truncated,
-                encoding_url,
-                contents: &w.objects,
-                common_prefixes: &w.prefixes,
-                owner: shown,
-            }));
-        }
-        Ok(if v2 {
-            pktfs_s3::xml::list_objects_v2(&ListV2 {
+        let v1 = ListV1 {
+            bucket: &r.target.bucket,
+            prefix,
+            delimiter,
+            marker: after,
+            // S3 gives NextMarker only with a delimiter (without one the
+            // last key serves); NextKeyMarker whenever more follow.
+            next_marker: next.filter(|_| delimiter.is_some()),
+            max_keys,
+            is_truncated: w.truncated,
+            encoding_url,
+            contents: &w.objects,
+            common_prefixes: &w.prefixes,
+            owner: shown,
+        };
+        Ok(match form {
+            Form::V1 => pktfs_s3::xml::list_objects_v1(&v1),
+            Form::Versions => pktfs_s3::xml::list_object_versions(&ListV1 {
+                next_marker: next,
+                ..v1
+            }),
+            Form::V2 => pktfs_s3::xml::list_objects_v2(&ListV2 {
                 bucket: &r.target.bucket,
                 prefix,
                 delimiter,
@@ -295,23 +300,7 @@ impl Ctx<'_, '_> {
                 contents: &w.objects,
                 common_prefixes: &w.prefixes,
                 owner: fetch_owner.then_some(shown),
-            })
-        } else {
-            pktfs_s3::xml::list_objects_v1(&ListV1 {
-                bucket: &r.target.bucket,
-                prefix,
-                delimiter,
-                marker: marker.unwrap_or(""),
-                // S3 gives NextMarker only with a delimiter (without one
-                // the last key serves).
-                next_marker: next.filter(|_| delimiter.is_some()),
-                max_keys,
-                is_truncated: w.truncated,
-                encoding_url,
-                contents: &w.objects,
-                common_prefixes: &w.prefixes,
-                owner: shown,
-            })
+            }),
         })
     }
 }

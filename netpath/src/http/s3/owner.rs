@@ -12,29 +12,21 @@ use pktfs_s3::keys::{Access, AccessKey};
 use super::Ctx;
 
 impl Ctx<'_, '_> {
-    /// The id of the key that owns `bucket`, when `bucket` is a directory
-    /// at the image's root that has one.
-    pub(super) fn s3_bucket_owner(&self, bucket: &str) -> Option<String> {
-        let root = self.vol.root();
-        let (ino, kind) = self.vol.lookup_kind(root, bucket.as_bytes()).ok()?;
-        if kind != FileType::Directory {
-            return None;
-        }
-        let v = self
-            .vol
-            .system_xattr(ino, pktfs_fs::S3_OWNER_XATTR)
-            .ok()??;
-        String::from_utf8(v).ok()
-    }
-
-    /// Whether `bucket` exists, and its owner if it has one: `None` when
-    /// there is no such bucket, `Some(None)` for a bucket without owner.
-    pub(super) fn s3_bucket_owner_or_none(&self, bucket: &str) -> Option<Option<String>> {
+    /// The system attribute `name` of the bucket `bucket` (its owner, its
+    /// CORS rules): None when there is no such bucket (a directory at the
+    /// image's root), Some(None) when it has none.
+    pub(super) fn s3_bucket_attr(&self, bucket: &str, name: &[u8]) -> Option<Option<Vec<u8>>> {
         let root = self.vol.root();
         match self.vol.lookup_kind(root, bucket.as_bytes()) {
-            Ok((_, FileType::Directory)) => Some(self.s3_bucket_owner(bucket)),
+            Ok((ino, FileType::Directory)) => Some(self.vol.system_xattr(ino, name).ok().flatten()),
             _ => None,
         }
+    }
+
+    /// The id of the key that owns `bucket`, when it exists and has one.
+    pub(super) fn s3_bucket_owner(&self, bucket: &str) -> Option<String> {
+        let v = self.s3_bucket_attr(bucket, pktfs_fs::S3_OWNER_XATTR)??;
+        String::from_utf8(v).ok()
     }
 
     /// May `key` do `a` to `bucket`: by a grant, or as the bucket's owner.
