@@ -204,33 +204,23 @@ fn every_object_is_its_one_null_version() {
     // DeleteObjects naming the `null` version deletes the object; any
     // other version is one pktfs does not keep (NotImplemented, nothing
     // deleted).
-    let del = |v: &str| {
-        format!("<Delete><Object><Key>a</Key><VersionId>{v}</VersionId></Object></Delete>")
-    };
-    let md5 = |b: &str| {
+    let delete_version = |v: &str| {
         use base64::Engine;
-        base64::engine::general_purpose::STANDARD.encode(super::md5(b.as_bytes()))
+        let body =
+            format!("<Delete><Object><Key>a</Key><VersionId>{v}</VersionId></Object></Delete>");
+        let md5 = base64::engine::general_purpose::STANDARD.encode(super::md5(body.as_bytes()));
+        s.req_with(
+            &s.rw,
+            "POST",
+            "/ver",
+            "delete=",
+            &[("content-md5", &md5)],
+            body.as_bytes(),
+        )
     };
-    let body = del("3");
-    let r = s.req_with(
-        &s.rw,
-        "POST",
-        "/ver",
-        "delete=",
-        &[("content-md5", &md5(&body))],
-        body.as_bytes(),
-    );
+    let r = delete_version("3");
     assert_eq!((r.status, code(&r)), (501, "NotImplemented".into()));
     ok(&s.req(&s.rw, "HEAD", "/ver/a", "", b""));
-    let body = del("null");
-    let r = s.req_with(
-        &s.rw,
-        "POST",
-        "/ver",
-        "delete=",
-        &[("content-md5", &md5(&body))],
-        body.as_bytes(),
-    );
-    ok(&r);
+    ok(&delete_version("null"));
     assert_eq!(s.req(&s.rw, "HEAD", "/ver/a", "", b"").status, 404);
 }
